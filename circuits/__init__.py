@@ -1,0 +1,1 @@
+"""Constraint-system builder, gadgets and circuits (imported as ``cuzk_jax.circuits``)."""

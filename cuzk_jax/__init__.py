@@ -1,0 +1,31 @@
+"""cuzk_jax: a Groth16 prover for BLS12-381 in JAX, following the cuzk pipelined proving engine.
+
+Subpackages: :mod:`cuzk_jax.reference` (Python-int oracle), :mod:`cuzk_jax.ops` (XLA programs and Pallas kernels),
+:mod:`cuzk_jax.circuits` (constraint systems). Importing this package never changes global JAX configuration.
+
+Host-level entry points for library users are loaded lazily (so ``import cuzk_jax`` stays cheap):
+``cuzk_jax.msm`` (multi-scalar multiplication on encoded points) and ``cuzk_jax.ntt`` (NTT on Python ints).
+"""
+
+import importlib
+
+__version__ = "0.1.0"
+
+# public name -> (module, attribute); resolved on first access
+_LAZY = {
+    "msm": ("cuzk_jax.host_msm", "msm"),
+    "ntt": ("cuzk_jax.host_ntt", "ntt"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'cuzk_jax' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))

@@ -1,0 +1,491 @@
+"""Prime-field and Fq2 arithmetic on limb arrays: jit/vmap friendly XLA programs.
+
+Representation (the invariant every function here keeps):
+
+* A prime-field element is a ``uint32`` array of shape ``(L, *batch)`` -- **limb-major**: limb ``l`` of every
+  element is the contiguous plane ``a[l]``; limbs are little-endian 32-bit words. Fq has ``L = 12``, Fr ``L = 8``.
+* Values are in **Montgomery form** ``a * 2^(32 L) mod p`` and **fully reduced** (the integer is ``< p``).
+* An Fq2 element ``c0 + c1 u`` (``u^2 = -1``) is a ``uint32`` array ``(2, 12, *batch)``: ``x[0]`` is c0.
+* Booleans (``eq``, ``is_zero``) have shape ``batch``; masks for :func:`select` broadcast against ``batch``.
+
+Limb-major was measured fastest for XLA on an H200 (3.1e9 vs 2.0e9 Fq mul/s element-major). Since batch axes are
+trailing, ``jax.vmap`` over a batch axis uses ``in_axes=1`` (or ``2`` for Fq2); every op also broadcasts over any
+batch shape directly, which is usually simpler.
+
+64-bit partial products need 64-bit dtypes: every public function enters a ``jax.enable_x64(True)`` scope itself,
+so callers need not change global JAX configuration (it also works inside a caller's jit trace).
+
+Multiplication is Montgomery CIOS (Koc, Acar, Kaliski, "Analyzing and comparing Montgomery multiplication
+algorithms", IEEE Micro 1996) in the "no-carry" form used by gnark-crypto, valid because the top limb of both
+BLS12-381 moduli is below ``2^31 - 1``. Two schedules compute the same function:
+
+* ``unrolled``: the whole L x L product is straight-line code (fast at run time; ~L^2 HLO ops, slow to compile);
+* ``rolled``: the outer CIOS loop is a ``lax.fori_loop`` (L times smaller program; used on CPU where compile time
+  dominates).
+
+:func:`set_mul_schedule` / the ``CUZK_MUL_SCHEDULE`` environment variable choose; the default is ``unrolled`` on
+GPU/TPU and ``rolled`` on CPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from cuzk_jax.reference import field as ref_field
+
+MASK32 = 0xFFFFFFFF
+_SCHEDULES = ("unrolled", "rolled")
+_schedule_override: str | None = os.environ.get("CUZK_MUL_SCHEDULE") or None
+
+
+def set_mul_schedule(schedule: str | None) -> None:
+    """Force the multiplication schedule (``"unrolled"``, ``"rolled"``, or ``None`` for the backend default).
+
+    Takes effect for functions traced afterwards (already-compiled jit functions keep their schedule).
+    """
+    global _schedule_override
+    if schedule is not None and schedule not in _SCHEDULES:
+        raise ValueError(f"unknown mul schedule {schedule!r}; expected one of {_SCHEDULES}")
+    _schedule_override = schedule
+
+
+def mul_schedule() -> str:
+    if _schedule_override is not None:
+        return _schedule_override
+    return "rolled" if jax.default_backend() == "cpu" else "unrolled"
+
+
+def x64(fn):
+    """Run ``fn`` with 64-bit types enabled (scoped; never flips the global configuration)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with jax.enable_x64(True):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def int_to_limbs(v: int, n: int) -> list[int]:
+    return [(v >> (32 * i)) & MASK32 for i in range(n)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Limb-list kernels. They take and return Python lists of uint64 arrays (one array per limb, each holding a 32-bit
+# value) so that the same code serves the XLA path and the Pallas kernels (ops/pallas/field_mul.py).
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def cios_limbs(a: Sequence, b: Sequence, p_limbs: Sequence[int], pinv: int) -> list:
+    """Montgomery product a*b/R mod p on limb lists (uint64 arrays holding 32-bit words), result < p.
+
+    No-carry CIOS (gnark-crypto): requires the top limb of p to be < 2^31 - 1 and inputs < p.
+    """
+    n = len(p_limbs)
+    t = [jnp.zeros_like(a[0]) for _ in range(n)]
+    for i in range(n):
+        t = _cios_step(t, a, b[i], p_limbs, pinv)
+    return cond_sub_limbs(t, p_limbs)
+
+
+def _cios_step(t, a, bi, p_limbs, pinv):
+    """One outer CIOS iteration: t = (t + a*bi + m*p) / 2^32."""
+    n = len(p_limbs)
+    s = t[0] + a[0] * bi
+    A = s >> 32
+    t0 = s & MASK32
+    m = (t0 * pinv) & MASK32
+    C = (t0 + m * p_limbs[0]) >> 32
+    out = [None] * n
+    for j in range(1, n):
+        s = t[j] + a[j] * bi + A
+        A = s >> 32
+        s2 = (s & MASK32) + m * p_limbs[j] + C
+        C = s2 >> 32
+        out[j - 1] = s2 & MASK32
+    out[n - 1] = C + A
+    return out
+
+
+def cond_sub_limbs(t: Sequence, p_limbs: Sequence[int]) -> list:
+    """Return t - p if t >= p else t (t < 2p, limbs as uint64 arrays of 32-bit words)."""
+    n = len(p_limbs)
+    borrow = jnp.zeros_like(t[0])
+    d = []
+    for j in range(n):
+        s = t[j] - p_limbs[j] - borrow  # wraps modulo 2^64 when negative
+        borrow = s >> 63
+        d.append(s & MASK32)
+    keep = borrow.astype(bool)  # t < p
+    return [jnp.where(keep, t[j], d[j]) for j in range(n)]
+
+
+def add_limbs(a, b, p_limbs):
+    n = len(p_limbs)
+    carry = jnp.zeros_like(a[0])
+    s = []
+    for j in range(n):
+        v = a[j] + b[j] + carry
+        carry = v >> 32
+        s.append(v & MASK32)
+    # the moduli leave spare top bits, so a + b < 2p fits in L limbs
+    return cond_sub_limbs(s, p_limbs)
+
+
+def sub_limbs(a, b, p_limbs):
+    n = len(p_limbs)
+    borrow = jnp.zeros_like(a[0])
+    d = []
+    for j in range(n):
+        v = a[j] - b[j] - borrow
+        borrow = v >> 63
+        d.append(v & MASK32)
+    # add p back where the subtraction went negative
+    carry = jnp.zeros_like(a[0])
+    out = []
+    for j in range(n):
+        v = d[j] + p_limbs[j] * borrow + carry
+        carry = v >> 32
+        out.append(v & MASK32)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Array API
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _split(a):
+    a = a.astype(jnp.uint64)
+    return [a[i] for i in range(a.shape[0])]
+
+
+def _join(limbs):
+    return jnp.stack(limbs).astype(jnp.uint32)
+
+
+class PrimeField:
+    """Arithmetic in one prime field on limb-major Montgomery-form arrays (see the module docstring).
+
+    Instances: :data:`fq` (BLS12-381 base field, 12 limbs) and :data:`fr` (scalar field, 8 limbs).
+    """
+
+    def __init__(self, ref: ref_field.PrimeField):
+        self.ref = ref
+        self.name = ref.name
+        self.modulus = ref.modulus
+        self.limbs = ref.limbs
+        n = self.limbs
+        self.p_limbs = tuple(int_to_limbs(ref.modulus, n))
+        assert self.p_limbs[-1] < (1 << 31) - 1, "no-carry CIOS needs a spare top bit"
+        self.pinv = (-pow(ref.modulus, -1, 1 << 32)) % (1 << 32)
+        self.r_mod = (1 << (32 * n)) % ref.modulus  # Montgomery form of 1
+        self.r2_mod = (1 << (64 * n)) % ref.modulus  # Montgomery form of R (used by to_mont)
+
+    def __repr__(self) -> str:
+        return f"ops.field.{self.name}"
+
+    # -- constants -------------------------------------------------------------------------------------------
+    def constant(self, value: int, shape=()) -> jax.Array:
+        """Montgomery form of the canonical int ``value`` broadcast to ``(L, *shape)``."""
+        m = (value % self.modulus) * self.r_mod % self.modulus
+        limbs = np.array(int_to_limbs(m, self.limbs), dtype=np.uint32).reshape((self.limbs,) + (1,) * len(shape))
+        return jnp.broadcast_to(jnp.asarray(limbs), (self.limbs,) + tuple(shape))
+
+    def zeros(self, shape=()) -> jax.Array:
+        return jnp.zeros((self.limbs,) + tuple(shape), jnp.uint32)
+
+    def ones(self, shape=()) -> jax.Array:
+        return self.constant(1, shape)
+
+    # -- ring operations ---------------------------------------------------------------------------------------
+    @x64
+    def add(self, a, b):
+        a, b = jnp.broadcast_arrays(a, b)
+        return _join(add_limbs(_split(a), _split(b), self.p_limbs))
+
+    @x64
+    def sub(self, a, b):
+        a, b = jnp.broadcast_arrays(a, b)
+        return _join(sub_limbs(_split(a), _split(b), self.p_limbs))
+
+    def neg(self, a):
+        return self.sub(jnp.zeros_like(a), a)
+
+    def double(self, a):
+        return self.add(a, a)
+
+    @x64
+    def mul(self, a, b, schedule: str | None = None):
+        """Montgomery product ``a * b / R mod p`` (so Montgomery forms multiply to the Montgomery form)."""
+        a, b = jnp.broadcast_arrays(a, b)
+        schedule = schedule or mul_schedule()
+        if schedule == "unrolled":
+            return _join(cios_limbs(_split(a), _split(b), self.p_limbs, self.pinv))
+        if schedule != "rolled":
+            raise ValueError(f"unknown mul schedule {schedule!r}")
+        return self._mul_rolled(a, b)
+
+    def _mul_rolled(self, a, b):
+        n = self.limbs
+        a64 = _split(a)
+        b64 = b.astype(jnp.uint64)
+
+        def body(i, t):
+            bi = lax.dynamic_index_in_dim(b64, i, 0, keepdims=False)
+            return tuple(_cios_step(list(t), a64, bi, self.p_limbs, self.pinv))
+
+        t0 = tuple(jnp.zeros_like(a64[0]) for _ in range(n))
+        t = lax.fori_loop(0, n, body, t0)
+        return _join(cond_sub_limbs(list(t), self.p_limbs))
+
+    def square(self, a, schedule: str | None = None):
+        return self.mul(a, a, schedule)
+
+    def mul_small(self, a, k: int):
+        """Multiply by a small non-negative int constant with additions (double-and-add, k static)."""
+        if k < 0:
+            return self.neg(self.mul_small(a, -k))
+        result = None
+        base = a
+        while k:
+            if k & 1:
+                result = base if result is None else self.add(result, base)
+            k >>= 1
+            if k:
+                base = self.double(base)
+        return jnp.zeros_like(a) if result is None else result
+
+    # -- comparisons and selection -----------------------------------------------------------------------------
+    def eq(self, a, b):
+        return jnp.all(a == b, axis=0)
+
+    def is_zero(self, a):
+        return jnp.all(a == 0, axis=0)
+
+    def select(self, mask, a, b):
+        """``where(mask, a, b)`` elementwise; ``mask`` has (or broadcasts to) the batch shape."""
+        return jnp.where(jnp.asarray(mask)[None], a, b)
+
+    # -- Montgomery conversion ---------------------------------------------------------------------------------
+    def to_mont(self, a):
+        """Canonical limbs -> Montgomery form (``a * R mod p``); input limbs must encode a value < p."""
+        return self.mul(a, self.constant_raw(self.r2_mod, a.shape[1:]))
+
+    def from_mont(self, a):
+        """Montgomery form -> canonical limbs."""
+        return self.mul(a, self.constant_raw(1, a.shape[1:]))
+
+    def constant_raw(self, value: int, shape=()) -> jax.Array:
+        """The limbs of ``value`` as they are (no Montgomery conversion), broadcast to ``(L, *shape)``."""
+        limbs = np.array(int_to_limbs(value, self.limbs), dtype=np.uint32).reshape((self.limbs,) + (1,) * len(shape))
+        return jnp.broadcast_to(jnp.asarray(limbs), (self.limbs,) + tuple(shape))
+
+    # -- exponentiation and inversion --------------------------------------------------------------------------
+    def pow(self, a, e: int):
+        """``a^e`` for a static non-negative int ``e``: left-to-right square-and-multiply as one ``lax.scan``
+        whose body holds a single multiplication (the operand is chosen per step), so the program stays small."""
+        if e < 0:
+            raise ValueError("pow: exponent must be non-negative (use inv for negative powers)")
+        if e == 0:
+            return self.ones(a.shape[1:])
+        ops = []  # 0 = square the accumulator, 1 = multiply it by a
+        for bit in bin(e)[3:]:
+            ops.append(0)
+            if bit == "1":
+                ops.append(1)
+        if not ops:
+            return a
+
+        def body(acc, op):
+            y = jnp.where(op == 1, a, acc)
+            return self.mul(acc, y), None
+
+        acc, _ = lax.scan(body, a, jnp.asarray(ops, jnp.int32))
+        return acc
+
+    def inv(self, a):
+        """Inverse by Fermat (``a^(p-2)``); maps 0 to 0."""
+        return self.pow(a, self.modulus - 2)
+
+    def batch_inv(self, a, chunk: int = 64):
+        """Inverse of every element of ``a`` with Montgomery's trick (zeros map to zeros).
+
+        The flattened batch is viewed as ``(chunk, m)``; prefix products run down the ``chunk`` axis as a
+        ``lax.scan`` (each step one multiplication over ``m`` lanes), the ``m`` totals are inverted in parallel by
+        Fermat, and a reverse scan recovers each inverse -- about 3 multiplications per element plus ``m``
+        exponentiations, with only ``chunk`` sequential steps.
+        """
+        batch = a.shape[1:]
+        size = int(np.prod(batch)) if batch else 1
+        flat = a.reshape(self.limbs, size)
+        zero = self.is_zero(flat)
+        one = self.ones((size,))
+        flat = jnp.where(zero[None], one, flat)
+        chunk = max(1, min(chunk, size))
+        m = -(-size // chunk)
+        pad = chunk * m - size
+        if pad:
+            flat = jnp.concatenate([flat, self.ones((pad,))], axis=1)
+        x = flat.reshape(self.limbs, chunk, m).transpose(1, 0, 2)  # (chunk, L, m)
+
+        def fwd(acc, xi):
+            acc = self.mul(acc, xi)
+            return acc, acc
+
+        total, prefix = lax.scan(fwd, self.ones((m,)), x)  # prefix[k] = x0*...*xk
+        inv_total = self.inv(total)
+        prev = jnp.concatenate([self.ones((m,))[None], prefix[:-1]], axis=0)  # prefix[k-1]
+
+        def bwd(acc, inp):
+            xi, before = inp
+            out = self.mul(acc, before)  # 1/xk = (1/(x0..xk)) * (x0..x(k-1))
+            return self.mul(acc, xi), out
+
+        _, invs = lax.scan(bwd, inv_total, (x, prev), reverse=True)
+        out = invs.transpose(1, 0, 2).reshape(self.limbs, chunk * m)[:, :size]
+        out = jnp.where(zero[None], jnp.zeros_like(out), out)
+        return out.reshape((self.limbs,) + batch)
+
+    def sqrt(self, a):
+        """A square root for p = 3 mod 4 (``a^((p+1)/4)``) and a mask telling whether it is one."""
+        if self.modulus % 4 != 3:
+            raise NotImplementedError(f"sqrt on {self.name} (p != 3 mod 4)")
+        r = self.pow(a, (self.modulus + 1) // 4)
+        return r, self.eq(self.square(r), a)
+
+
+fq = PrimeField(ref_field.fq)
+fr = PrimeField(ref_field.fr)
+
+
+class Fq2:
+    """Fq2 = Fq[u]/(u^2 + 1) on arrays ``(2, 12, *batch)`` (c0, c1), each component as :data:`fq`.
+
+    Independent base-field products are stacked on a new batch axis and done by one ``fq.mul`` call (Karatsuba:
+    3 products for a mul, 2 for a square), which keeps the compiled program small.
+    """
+
+    name = "fq2"
+
+    def __init__(self, base: PrimeField):
+        self.base = base
+        self.limbs = base.limbs
+
+    def __repr__(self) -> str:
+        return "ops.field.fq2"
+
+    def constant(self, value, shape=()):
+        c0, c1 = value
+        return jnp.stack([self.base.constant(c0, shape), self.base.constant(c1, shape)])
+
+    def zeros(self, shape=()):
+        return jnp.zeros((2, self.limbs) + tuple(shape), jnp.uint32)
+
+    def ones(self, shape=()):
+        return self.constant((1, 0), shape)
+
+    def add(self, a, b):
+        return self.base.add(a, b)  # componentwise: the leading axis of size 2 is just another batch axis
+
+    def sub(self, a, b):
+        return self.base.sub(a, b)
+
+    def neg(self, a):
+        return self.base.neg(a)
+
+    def double(self, a):
+        return self.base.double(a)
+
+    def _bmul(self, xs, ys):
+        """Stacked base-field products: xs, ys lists of (12, *batch) arrays -> list of products."""
+        x = jnp.stack(jnp.broadcast_arrays(*xs), axis=1)
+        y = jnp.stack(jnp.broadcast_arrays(*ys), axis=1)
+        prod = self.base.mul(x, y)
+        return [prod[:, k] for k in range(len(xs))]
+
+    def mul(self, a, b):
+        a, b = jnp.broadcast_arrays(a, b)
+        f = self.base
+        v0, v1, v2 = self._bmul([a[0], a[1], f.add(a[0], a[1])], [b[0], b[1], f.add(b[0], b[1])])
+        return jnp.stack([f.sub(v0, v1), f.sub(f.sub(v2, v0), v1)])
+
+    def square(self, a):
+        f = self.base
+        # (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
+        v0, v1 = self._bmul([f.add(a[0], a[1]), a[0]], [f.sub(a[0], a[1]), a[1]])
+        return jnp.stack([v0, f.double(v1)])
+
+    def mul_by_base(self, a, k):
+        """Multiply by a base-field element ``k`` (12, *batch)."""
+        v0, v1 = self._bmul([a[0], a[1]], [k, k])
+        return jnp.stack([v0, v1])
+
+    def conjugate(self, a):
+        return jnp.stack([a[0], self.base.neg(a[1])])
+
+    def mul_by_nonresidue_plus_one(self, a):
+        """Multiply by (1 + u): (a0 - a1) + (a0 + a1) u (the G2 twist constant up to the factor 4)."""
+        f = self.base
+        return jnp.stack([f.sub(a[0], a[1]), f.add(a[0], a[1])])
+
+    def eq(self, a, b):
+        return jnp.all(a == b, axis=(0, 1))
+
+    def is_zero(self, a):
+        return jnp.all(a == 0, axis=(0, 1))
+
+    def select(self, mask, a, b):
+        return jnp.where(jnp.asarray(mask)[None, None], a, b)
+
+    def to_mont(self, a):
+        return self.base.to_mont(a)
+
+    def from_mont(self, a):
+        return self.base.from_mont(a)
+
+    def inv(self, a):
+        """1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2); maps 0 to 0."""
+        f = self.base
+        s0, s1 = self._bmul([a[0], a[1]], [a[0], a[1]])
+        ninv = f.inv(f.add(s0, s1))
+        r0, r1 = self._bmul([a[0], f.neg(a[1])], [ninv, ninv])
+        return jnp.stack([r0, r1])
+
+    def batch_inv(self, a, chunk: int = 64):
+        f = self.base
+        s0, s1 = self._bmul([a[0], a[1]], [a[0], a[1]])
+        ninv = f.batch_inv(f.add(s0, s1), chunk)
+        r0, r1 = self._bmul([a[0], f.neg(a[1])], [ninv, ninv])
+        return jnp.stack([r0, r1])
+
+    def pow(self, a, e: int):
+        if e < 0:
+            raise ValueError("pow: exponent must be non-negative")
+        if e == 0:
+            return self.ones(a.shape[2:])
+        ops = []
+        for bit in bin(e)[3:]:
+            ops.append(0)
+            if bit == "1":
+                ops.append(1)
+        if not ops:
+            return a
+
+        def body(acc, op):
+            return self.mul(acc, jnp.where(op == 1, a, acc)), None
+
+        acc, _ = lax.scan(body, a, jnp.asarray(ops, jnp.int32))
+        return acc
+
+
+fq2 = Fq2(fq)
+
+FIELDS = {"fq": fq, "fr": fr, "fq2": fq2}
