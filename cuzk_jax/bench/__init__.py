@@ -1,0 +1,96 @@
+"""Benchmark library behind ``scripts/bench.py``: timing helpers, JSON/table output, one module per op.
+
+Each op module (``cuzk_jax.bench.<op>``) exposes ``run(cfg) -> list[dict]`` where ``cfg`` is the parsed flag
+namespace of scripts/bench.py. Rows are flat dicts; the script prints them as a table and writes them as JSON.
+Timing follows the device tool's method: compile separately (timed), warm up, then the median of ``reps`` runs,
+each ended by ``block_until_ready`` so asynchronous dispatch is not mistaken for speed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+from typing import Callable, Sequence
+
+import jax
+
+
+def compile_timed(fn, *args):
+    """``jax.jit(fn)`` lowered and compiled for ``args``: returns (compiled, seconds)."""
+    t0 = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    return compiled, time.perf_counter() - t0
+
+
+def block(x):
+    return jax.tree_util.tree_map(lambda a: a.block_until_ready() if hasattr(a, "block_until_ready") else a, x)
+
+
+def time_runs(fn: Callable, args: Sequence, reps: int = 5, warmup: int = 2) -> dict:
+    """Median / min / max wall time (seconds) of ``fn(*args)`` over ``reps`` runs after ``warmup`` runs."""
+    for _ in range(warmup):
+        block(fn(*args))
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        block(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "reps": reps}
+
+
+def git_commit() -> str:
+    try:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def environment() -> dict:
+    dev = jax.devices()[0]
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "backend": jax.default_backend(),
+        "device": getattr(dev, "device_kind", str(dev)),
+        "device_count": jax.device_count(),
+        "jax": jax.__version__,
+        "python": platform.python_version(),
+        "host": platform.node(),
+        "commit": git_commit(),
+    }
+
+
+def format_table(rows: list[dict]) -> str:
+    if not rows:
+        return "(no rows)"
+    cols: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+
+    def fmt(v):
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return str(v)
+
+    cells = [[fmt(r.get(c, "")) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+def write_json(path: str, payload: dict) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(payload, fh, indent=2, sort_keys=False)
+    os.replace(tmp, path)
