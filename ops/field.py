@@ -249,6 +249,24 @@ class PrimeField:
     def square(self, a, schedule: str | None = None):
         return self.mul(a, a, schedule)
 
+    def mul_many(self, pairs):
+        """Independent products ``[a0*b0, a1*b1, ...]`` computed by ONE :meth:`mul` over a stacked batch axis
+        (one copy of the multiplier in the program instead of one per product). Operands broadcast together."""
+        pairs = list(pairs)
+        if len(pairs) == 1:
+            return [self.mul(*pairs[0])]
+        ops = jnp.broadcast_arrays(*[v for pr in pairs for v in pr])
+        x = jnp.stack(ops[0::2], axis=1)
+        y = jnp.stack(ops[1::2], axis=1)
+        prod = self.mul(x, y)
+        return [prod[:, k] for k in range(len(pairs))]
+
+    def zeros_like(self, a):
+        return jnp.zeros_like(a)
+
+    def ones_like(self, a):
+        return self.ones(a.shape[1:])
+
     def mul_small(self, a, k: int):
         """Multiply by a small non-negative int constant with additions (double-and-add, k static)."""
         if k < 0:
@@ -392,17 +410,20 @@ class Fq2:
     def ones(self, shape=()):
         return self.constant((1, 0), shape)
 
+    # Componentwise ops: swap to (12, 2, *batch) so the component axis is a batch axis of ONE base-field op.
     def add(self, a, b):
-        return self.base.add(a, b)  # componentwise: the leading axis of size 2 is just another batch axis
+        a, b = jnp.broadcast_arrays(a, b)
+        return self.base.add(a.swapaxes(0, 1), b.swapaxes(0, 1)).swapaxes(0, 1)
 
     def sub(self, a, b):
-        return self.base.sub(a, b)
+        a, b = jnp.broadcast_arrays(a, b)
+        return self.base.sub(a.swapaxes(0, 1), b.swapaxes(0, 1)).swapaxes(0, 1)
 
     def neg(self, a):
-        return self.base.neg(a)
+        return self.base.neg(a.swapaxes(0, 1)).swapaxes(0, 1)
 
     def double(self, a):
-        return self.base.double(a)
+        return self.add(a, a)
 
     def _bmul(self, xs, ys):
         """Stacked base-field products: xs, ys lists of (12, *batch) arrays -> list of products."""
@@ -422,6 +443,26 @@ class Fq2:
         # (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
         v0, v1 = self._bmul([f.add(a[0], a[1]), a[0]], [f.sub(a[0], a[1]), a[1]])
         return jnp.stack([v0, f.double(v1)])
+
+    def mul_many(self, pairs):
+        """Independent Fq2 products computed by one :meth:`mul` (hence one base-field ``mul``) over a stacked axis."""
+        pairs = list(pairs)
+        if len(pairs) == 1:
+            return [self.mul(*pairs[0])]
+        ops = jnp.broadcast_arrays(*[v for pr in pairs for v in pr])
+        x = jnp.stack(ops[0::2], axis=2)
+        y = jnp.stack(ops[1::2], axis=2)
+        prod = self.mul(x, y)
+        return [prod[:, :, k] for k in range(len(pairs))]
+
+    def mul_small(self, a, k: int):
+        return self.base.mul_small(a.swapaxes(0, 1), k).swapaxes(0, 1)  # componentwise
+
+    def zeros_like(self, a):
+        return jnp.zeros_like(a)
+
+    def ones_like(self, a):
+        return self.ones(a.shape[2:])
 
     def mul_by_base(self, a, k):
         """Multiply by a base-field element ``k`` (12, *batch)."""
@@ -465,6 +506,26 @@ class Fq2:
         ninv = f.batch_inv(f.add(s0, s1), chunk)
         r0, r1 = self._bmul([a[0], f.neg(a[1])], [ninv, ninv])
         return jnp.stack([r0, r1])
+
+    def sqrt(self, a):
+        """A square root in Fq2 and a mask telling whether it is one (``(r, ok)``, as :meth:`PrimeField.sqrt`).
+
+        Adj and Rodriguez-Henriquez, "Square root computation over even extension fields" (eprint 2012/685),
+        Algorithm 9 (p = 3 mod 4), made branch-free: ``a1 = a^((p-3)/4)``, ``alpha = a1^2 a``, ``x0 = a1 a``;
+        the root is ``u x0`` if ``alpha == -1``, else ``(1 + alpha)^((p-1)/2) x0``.
+        """
+        f = self.base
+        p = f.modulus
+        a1 = self.pow(a, (p - 3) // 4)
+        x0 = self.mul(a1, a)
+        alpha = self.mul(a1, x0)
+        minus_one = self.constant((p - 1, 0), a.shape[2:])
+        is_m1 = self.eq(alpha, minus_one)
+        b = self.pow(self.add(alpha, self.ones(a.shape[2:])), (p - 1) // 2)
+        x_other = self.mul(b, x0)
+        x_u = jnp.stack([f.neg(x0[1]), x0[0]])  # u * (c0 + c1 u) = -c1 + c0 u
+        r = self.select(is_m1, x_u, x_other)
+        return r, self.eq(self.square(r), a)
 
     def pow(self, a, e: int):
         if e < 0:

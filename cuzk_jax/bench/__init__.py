@@ -44,6 +44,8 @@ def time_runs(fn: Callable, args: Sequence, reps: int = 5, warmup: int = 2) -> d
 
 
 def git_commit() -> str:
+    if os.environ.get("CUZK_BENCH_COMMIT"):
+        return os.environ["CUZK_BENCH_COMMIT"]
     try:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)

@@ -1,0 +1,86 @@
+"""Pallas kernel: elementwise Montgomery multiplication of limb-major field arrays.
+
+The building block of the MSM bucket kernel. The kernel body is the same no-carry CIOS code as the XLA path
+(:func:`cuzk_jax.ops.field.cios_limbs`), applied to one block of ``block`` elements at a time: each limb row is
+loaded as a 1-D vector (Triton wants power-of-two tensor shapes, and 12 limbs is not one), promoted to uint64 for
+the 32x32->64-bit partial products, and the reduced result is stored row by row.
+
+``mul(a, b, field, interpret=...)`` is the public wrapper; the ops layer (:func:`cuzk_jax.ops.field.PrimeField.mul`
+callers, benchmarks) chooses between it and the XLA fallback. ``interpret=True`` runs the kernel through the Pallas
+interpreter (any backend, used by the CPU tests).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+from cuzk_jax.ops import field as F
+
+DEFAULT_BLOCK = 256
+
+
+def _kernel(a_ref, b_ref, o_ref, *, p_limbs, pinv):
+    n = len(p_limbs)
+    a = [a_ref[l, :].astype(jnp.uint64) for l in range(n)]
+    b = [b_ref[l, :].astype(jnp.uint64) for l in range(n)]
+    out = F.cios_limbs(a, b, p_limbs, pinv)
+    for l in range(n):
+        o_ref[l, :] = out[l].astype(jnp.uint32)
+
+
+def _compiler_params(num_warps: int | None):
+    if jax.default_backend() != "gpu" or num_warps is None:
+        return None
+    from jax.experimental.pallas import triton as pltriton
+
+    return pltriton.CompilerParams(num_warps=num_warps, num_stages=1)
+
+
+@functools.partial(jax.jit, static_argnames=("field", "block", "interpret", "num_warps"))
+def _mul_2d(a, b, field: str, block: int, interpret: bool, num_warps: int | None):
+    f = F.FIELDS[field]
+    n_limbs, n = a.shape
+    kernel = functools.partial(_kernel, p_limbs=f.p_limbs, pinv=f.pinv)
+    spec = pl.BlockSpec((n_limbs, block), lambda i: (0, i))
+    with jax.enable_x64(True):
+        return pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct((n_limbs, n), jnp.uint32),
+            grid=(n // block,),
+            in_specs=[spec, spec],
+            out_specs=spec,
+            interpret=interpret,
+            compiler_params=_compiler_params(num_warps),
+        )(a, b)
+
+
+def mul(a, b, field: str = "fq", *, block: int = DEFAULT_BLOCK, interpret: bool = False, num_warps: int | None = 4):
+    """Montgomery product of two ``(L, *batch)`` uint32 arrays of ``field`` ("fq" or "fr") with the Pallas kernel.
+
+    Same contract as :meth:`cuzk_jax.ops.field.PrimeField.mul`: Montgomery form, fully reduced in and out. The
+    batch is flattened and padded to a multiple of ``block`` (a power of two).
+    """
+    if field not in ("fq", "fr"):
+        raise ValueError(f"field must be 'fq' or 'fr', got {field!r}")
+    if block <= 0 or block & (block - 1):
+        raise ValueError(f"block must be a power of two, got {block}")
+    f = F.FIELDS[field]
+    a, b = jnp.broadcast_arrays(jnp.asarray(a), jnp.asarray(b))
+    if a.ndim < 1 or a.shape[0] != f.limbs or a.dtype != jnp.uint32:
+        raise ValueError(f"{field} operands must be uint32 of shape ({f.limbs}, ...), got {a.dtype}{a.shape}")
+    batch = a.shape[1:]
+    size = 1
+    for d in batch:
+        size *= d
+    padded = max(block, -(-size // block) * block)
+    a2 = a.reshape(f.limbs, size)
+    b2 = b.reshape(f.limbs, size)
+    if padded != size:
+        pad = ((0, 0), (0, padded - size))
+        a2, b2 = jnp.pad(a2, pad), jnp.pad(b2, pad)
+    out = _mul_2d(a2, b2, field, block, interpret, num_warps)
+    return out[:, :size].reshape(a.shape)
