@@ -1,0 +1,73 @@
+"""Groth16 verification of snarkjs-format proofs (BLS12-381), with the pairing computed by py_arkworks_bls12381.
+
+Follows snarkjs 0.7.6 ``groth16_verify.js`` (Groth 2016, eprint 2016/260, section 3.2):
+
+    cpub = IC[0] + sum_i public[i] * IC[i+1]
+    e(-pi_a, pi_b) * e(cpub, gamma2) * e(pi_c, delta2) * e(alpha1, beta2) == 1
+
+checked as one multi-pairing (``GT.pairing_check``). Like snarkjs it rejects public values ``>= r`` and proof
+points off the curve; in addition it rejects proof points outside the prime-order subgroups (arkworks'
+checked decoding), which snarkjs does not test.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from cuzk_jax.reference import constants as C
+
+from . import jsonio
+from .jsonio import Proof, VerificationKey
+from .points import g1_on_curve, g1_to_ark, g2_on_curve, g2_to_ark, _ark
+
+
+def verification_key_from_zkey(zkey) -> VerificationKey:
+    """The verification key snarkjs's ``zkey export verificationkey`` writes, including ``vk_alphabeta_12``."""
+    ark = _ark()
+    gt = ark.GT.pairing(g1_to_ark(zkey.alpha1), g2_to_ark(zkey.beta2))
+    raw = bytes.fromhex(str(gt))  # 12 Fq coefficients, 48 bytes LE each, in snarkjs's (c0, c1, c2) x (c0, c1) order
+    alphabeta = tuple(int.from_bytes(raw[48 * i:48 * (i + 1)], "little") for i in range(12))
+    return VerificationKey(zkey.n_public, zkey.alpha1, zkey.beta2, zkey.gamma2, zkey.delta2, zkey.ic_ints(),
+                           alphabeta)
+
+
+def check(vk: VerificationKey, public: Sequence[int], proof: Proof) -> str | None:
+    """``None`` if the proof verifies, else the reason it is rejected.
+
+    Raises ``ValueError`` if the public-signal count does not match the key (a usage error, not a bad proof).
+    """
+    ark = _ark()
+    if len(public) != vk.n_public:
+        raise ValueError(f"public.json has {len(public)} signals, the verification key expects {vk.n_public}")
+    for i, v in enumerate(public):
+        if not 0 <= v < C.R:
+            return f"public signal {i} is not below the scalar-field order r"
+    for name, p, on_curve, to_ark in (("pi_a", proof.a, g1_on_curve, g1_to_ark),
+                                      ("pi_b", proof.b, g2_on_curve, g2_to_ark),
+                                      ("pi_c", proof.c, g1_on_curve, g1_to_ark)):
+        if not on_curve(p):
+            return f"{name} is not on the curve"
+        try:
+            to_ark(p, checked=True)
+        except Exception:  # arkworks raises on subgroup failure
+            return f"{name} is not in the prime-order subgroup"
+    pts = [g1_to_ark(p, checked=False) for p in vk.ic]
+    cpub = pts[0]
+    if public:
+        cpub = cpub + ark.G1Point.multiexp_unchecked(pts[1:], [ark.Scalar(v) for v in public])
+    ok = ark.GT.pairing_check(
+        [-g1_to_ark(proof.a), cpub, g1_to_ark(proof.c), g1_to_ark(vk.alpha1)],
+        [g2_to_ark(proof.b), g2_to_ark(vk.gamma2), g2_to_ark(vk.delta2), g2_to_ark(vk.beta2)])
+    return None if ok else "pairing check failed"
+
+
+def verify(vk, public, proof) -> bool:
+    """Verify; each argument is a parsed object or anything :mod:`.jsonio` reads (path, JSON text, dict/list)."""
+    vk = vk if isinstance(vk, VerificationKey) else jsonio.read_vk(vk)
+    public = list(public) if _is_ints(public) else jsonio.read_public(public)
+    proof = proof if isinstance(proof, Proof) else jsonio.read_proof(proof)
+    return check(vk, public, proof) is None
+
+
+def _is_ints(x) -> bool:
+    return isinstance(x, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in x)
