@@ -1,0 +1,246 @@
+"""Field layer vs the Python-int reference: exact equality on random and edge values, jit and vmap, Pallas."""
+
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from cuzk_jax import encoding as E
+from cuzk_jax.ops import field as F
+from cuzk_jax.reference import field as RF
+
+PRIME_FIELDS = {"fq": (F.fq, RF.fq), "fr": (F.fr, RF.fr)}
+
+
+def edge_values(ref):
+    p, L = ref.modulus, ref.limbs
+    top = p >> (32 * (L - 1))
+    vals = [0, 1, 2, p - 1, p - 2, ref.mont_r, (ref.mont_r * ref.mont_r) % p, (1 << 32) - 1, 1 << 32,
+            (1 << (32 * (L - 1))) - 1,  # every limb but the top at 2^32 - 1
+            ((top - 1) << (32 * (L - 1))) | ((1 << (32 * (L - 1))) - 1)]  # top limb just below p's, rest all-ones
+    for k in range(L - 1):
+        vals.append(((1 << 32) - 1) << (32 * k))  # a single limb at 2^32 - 1
+        vals.append((p - 1) & ~(((1 << 32) - 1) << (32 * k)))  # p - 1 with one limb cleared to 0
+    return [v % p for v in vals]
+
+
+def sample(ref, rnd, n_random=40):
+    edges = edge_values(ref)
+    a = edges + [rnd.randrange(ref.modulus) for _ in range(n_random)]
+    b = list(reversed(edges)) + [rnd.randrange(ref.modulus) for _ in range(n_random)]
+    # all pairs of edge values are covered by a rotation as well
+    b2 = edges[1:] + edges[:1] + [rnd.randrange(ref.modulus) for _ in range(n_random)]
+    return a + a, b + b2
+
+
+def dev(vals, ref):
+    return jnp.asarray(E.ints_to_limbs(vals, ref, montgomery=True))
+
+
+def host(arr, ref):
+    return E.limbs_to_ints(np.asarray(arr), ref, montgomery=True)
+
+
+# One jitted program per field computing every binary/unary op at once keeps the compile count low on CI.
+@jax.jit
+def _all_ops_fq(a, b):
+    f = F.fq
+    return (f.add(a, b), f.sub(a, b), f.neg(a), f.double(a), f.mul(a, b), f.square(a), f.eq(a, b), f.is_zero(a))
+
+
+@jax.jit
+def _all_ops_fr(a, b):
+    f = F.fr
+    return (f.add(a, b), f.sub(a, b), f.neg(a), f.double(a), f.mul(a, b), f.square(a), f.eq(a, b), f.is_zero(a))
+
+
+ALL_OPS = {"fq": _all_ops_fq, "fr": _all_ops_fr}
+
+
+@pytest.mark.parametrize("name", ["fq", "fr"])
+def test_ring_ops_match_reference(name):
+    f, ref = PRIME_FIELDS[name]
+    rnd = random.Random(name)
+    va, vb = sample(ref, rnd)
+    outs = ALL_OPS[name](dev(va, ref), dev(vb, ref))
+    add, sub, neg, dbl, mul, sq, eq, isz = outs
+    assert host(add, ref) == [ref.add(x, y) for x, y in zip(va, vb)]
+    assert host(sub, ref) == [ref.sub(x, y) for x, y in zip(va, vb)]
+    assert host(neg, ref) == [ref.neg(x) for x in va]
+    assert host(dbl, ref) == [ref.double(x) for x in va]
+    assert host(mul, ref) == [ref.mul(x, y) for x, y in zip(va, vb)]
+    assert host(sq, ref) == [ref.square(x) for x in va]
+    assert np.asarray(eq).tolist() == [x == y for x, y in zip(va, vb)]
+    assert np.asarray(isz).tolist() == [x == 0 for x in va]
+
+
+@pytest.mark.parametrize("name", ["fq", "fr"])
+@pytest.mark.parametrize("schedule", ["rolled", "unrolled"])
+def test_mul_schedules_agree_with_reference(name, schedule):
+    f, ref = PRIME_FIELDS[name]
+    rnd = random.Random(schedule + name)
+    va, vb = sample(ref, rnd, 20)
+    out = jax.jit(lambda a, b: f.mul(a, b, schedule))(dev(va, ref), dev(vb, ref))
+    assert host(out, ref) == [ref.mul(x, y) for x, y in zip(va, vb)]
+
+
+def test_mul_is_not_trivially_right():
+    # negative twin: a wrong product must be detected by the same comparison
+    f, ref = F.fr, RF.fr
+    va, vb = [3, 5], [7, 11]
+    out = host(f.mul(dev(va, ref), dev(vb, ref)), ref)
+    assert out == [21, 55] and out != [21, 56]
+
+
+@pytest.mark.parametrize("name", ["fq", "fr"])
+def test_mont_roundtrip_and_constants(name):
+    f, ref = PRIME_FIELDS[name]
+    rnd = random.Random(1)
+    vals = edge_values(ref) + [rnd.randrange(ref.modulus) for _ in range(10)]
+    canon = jnp.asarray(E.ints_to_limbs(vals, ref))
+    mont = jax.jit(f.to_mont)(canon)
+    assert host(mont, ref) == vals
+    assert E.limbs_to_ints(np.asarray(jax.jit(f.from_mont)(mont)), ref) == vals
+    assert host(f.constant(12345, (3,)), ref) == [12345] * 3
+    assert host(f.ones((2,)), ref) == [1, 1]
+
+
+@pytest.mark.parametrize("name", ["fq", "fr"])
+def test_inv_pow_batch_inv(name):
+    f, ref = PRIME_FIELDS[name]
+    rnd = random.Random(2)
+    vals = [0, 1, ref.modulus - 1, 2] + [rnd.randrange(ref.modulus) for _ in range(13)]
+    a = dev(vals, ref)
+    assert host(jax.jit(f.inv)(a), ref) == [ref.inv(x) for x in vals]
+    assert host(jax.jit(lambda x: f.pow(x, 65537))(a), ref) == [ref.pow(x, 65537) for x in vals]
+    assert host(f.pow(a, 0), ref) == [1] * len(vals)
+    assert host(f.pow(a, 1), ref) == vals
+    # batch inversion over a 2-d batch, with zeros mixed in, and a chunk that does not divide the size
+    a2 = a.reshape(f.limbs, 1, len(vals))
+    got = jax.jit(lambda x: f.batch_inv(x, chunk=4))(a2)
+    assert got.shape == a2.shape
+    assert host(got.reshape(f.limbs, -1), ref) == [ref.inv(x) for x in vals]
+
+
+def test_sqrt_fq():
+    f, ref = F.fq, RF.fq
+    rnd = random.Random(3)
+    squares = [ref.square(rnd.randrange(ref.modulus)) for _ in range(6)] + [0, 4]
+    nonsq = []
+    while len(nonsq) < 3:
+        v = rnd.randrange(ref.modulus)
+        if not ref.is_square(v):
+            nonsq.append(v)
+    vals = squares + nonsq
+    r, ok = jax.jit(f.sqrt)(dev(vals, ref))
+    roots = host(r, ref)
+    assert np.asarray(ok).tolist() == [True] * len(squares) + [False] * len(nonsq)
+    for v, s, good in zip(vals, roots, np.asarray(ok)):
+        if good:
+            assert ref.square(s) == v
+
+
+def test_select_and_broadcast_batch_shapes():
+    f, ref = F.fr, RF.fr
+    a = dev([1, 2, 3, 4, 5, 6], ref).reshape(f.limbs, 2, 3)
+    b = dev([10, 20, 30, 40, 50, 60], ref).reshape(f.limbs, 2, 3)
+    mask = jnp.array([[True, False, True], [False, True, False]])
+    out = f.select(mask, a, b)
+    assert host(out.reshape(f.limbs, -1), ref) == [1, 20, 3, 40, 5, 60]
+    # scalar-broadcast second operand
+    c = f.constant(7)[:, None, None]
+    assert host(f.mul(a, c).reshape(f.limbs, -1), ref) == [7 * v for v in [1, 2, 3, 4, 5, 6]]
+
+
+def test_vmap_over_batch_axis():
+    f, ref = F.fr, RF.fr
+    rnd = random.Random(4)
+    va = [rnd.randrange(ref.modulus) for _ in range(12)]
+    vb = [rnd.randrange(ref.modulus) for _ in range(12)]
+    a = dev(va, ref).reshape(f.limbs, 3, 4)
+    b = dev(vb, ref).reshape(f.limbs, 3, 4)
+    out = jax.vmap(f.mul, in_axes=1, out_axes=1)(a, b)
+    assert host(out.reshape(f.limbs, -1), ref) == [x * y % ref.modulus for x, y in zip(va, vb)]
+
+
+# ---- Fq2 -------------------------------------------------------------------------------------------------------
+
+
+def dev2(vals):
+    c0 = E.ints_to_limbs([v[0] for v in vals], "fq", montgomery=True)
+    c1 = E.ints_to_limbs([v[1] for v in vals], "fq", montgomery=True)
+    return jnp.asarray(np.stack([c0, c1]))
+
+
+def host2(arr):
+    arr = np.asarray(arr)
+    return list(zip(host(arr[0], RF.fq), host(arr[1], RF.fq)))
+
+
+@jax.jit
+def _fq2_ops(a, b):
+    g = F.fq2
+    return g.add(a, b), g.sub(a, b), g.mul(a, b), g.square(a), g.neg(a), g.conjugate(a), g.inv(a), g.eq(a, b)
+
+
+def test_fq2_matches_reference():
+    ref, p = RF.fq2, RF.fq.modulus
+    rnd = random.Random(5)
+    edge = [(0, 0), (1, 0), (0, 1), (p - 1, p - 1), (p - 1, 0), (0, p - 1)]
+    va = edge + [(rnd.randrange(p), rnd.randrange(p)) for _ in range(10)]
+    vb = list(reversed(edge)) + [(rnd.randrange(p), rnd.randrange(p)) for _ in range(10)]
+    add, sub, mul, sq, neg, conj, inv, eq = _fq2_ops(dev2(va), dev2(vb))
+    assert host2(add) == [ref.add(x, y) for x, y in zip(va, vb)]
+    assert host2(sub) == [ref.sub(x, y) for x, y in zip(va, vb)]
+    assert host2(mul) == [ref.mul(x, y) for x, y in zip(va, vb)]
+    assert host2(sq) == [ref.square(x) for x in va]
+    assert host2(neg) == [ref.neg(x) for x in va]
+    assert host2(conj) == [ref.conjugate(x) for x in va]
+    assert host2(inv) == [ref.inv(x) for x in va]
+    assert np.asarray(eq).tolist() == [x == y for x, y in zip(va, vb)]
+
+
+def test_fq2_batch_inv_and_pow():
+    ref, p = RF.fq2, RF.fq.modulus
+    rnd = random.Random(6)
+    va = [(0, 0), (1, 2)] + [(rnd.randrange(p), rnd.randrange(p)) for _ in range(5)]
+    a = dev2(va)
+    assert host2(jax.jit(lambda x: F.fq2.batch_inv(x, chunk=2))(a)) == [ref.inv(x) for x in va]
+    assert host2(jax.jit(lambda x: F.fq2.pow(x, 1000003))(a)) == [ref.pow(x, 1000003) for x in va]
+
+
+# ---- Pallas kernel ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["fq", "fr"])
+def test_pallas_mul_interpret_equals_xla(name):
+    from cuzk_jax.ops.pallas import field_mul
+
+    f, ref = PRIME_FIELDS[name]
+    rnd = random.Random(7)
+    va, vb = sample(ref, rnd, 30)
+    va, vb = va[:100], vb[:100]  # 100 is not a multiple of the block: exercises padding
+    a, b = dev(va, ref), dev(vb, ref)
+    got = field_mul.mul(a, b, name, block=64, interpret=True)
+    assert host(got, ref) == [ref.mul(x, y) for x, y in zip(va, vb)]
+    assert np.array_equal(np.asarray(got), np.asarray(f.mul(a, b)))
+
+
+def test_pallas_mul_rejects_bad_operands():
+    from cuzk_jax.ops.pallas import field_mul
+
+    with pytest.raises(ValueError, match="field"):
+        field_mul.mul(jnp.zeros((12, 4), jnp.uint32), jnp.zeros((12, 4), jnp.uint32), "fp")
+    with pytest.raises(ValueError, match="shape"):
+        field_mul.mul(jnp.zeros((8, 4), jnp.uint32), jnp.zeros((8, 4), jnp.uint32), "fq")
+    with pytest.raises(ValueError, match="power of two"):
+        field_mul.mul(jnp.zeros((12, 4), jnp.uint32), jnp.zeros((12, 4), jnp.uint32), "fq", block=100)
+
+
+def test_unknown_schedule_rejected():
+    with pytest.raises(ValueError, match="schedule"):
+        F.set_mul_schedule("fast")
+    with pytest.raises(ValueError, match="schedule"):
+        F.fr.mul(F.fr.ones((1,)), F.fr.ones((1,)), "fast")
