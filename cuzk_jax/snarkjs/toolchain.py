@@ -236,6 +236,40 @@ def snarkjs_verify(vk, public, proof) -> tuple[bool, str]:
     return proc.returncode == 0 and "OK!" in out, out
 
 
+_VERIFY_MANY = r"""
+const snarkjs = await import(process.argv[2]);
+const fs = await import("fs");
+const cases = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
+const out = [];
+for (const [vk, pub, proof] of cases) {
+    const read = (p) => JSON.parse(fs.readFileSync(p, "utf8"));
+    let ok;
+    try { ok = (await snarkjs.groth16.verify(read(vk), read(pub), read(proof))) === true; }
+    catch (e) { ok = "error: " + e.message; }
+    out.push(ok);
+}
+console.log(JSON.stringify(out));
+process.exit(0);
+"""
+
+
+def snarkjs_verify_many(cases: list[tuple]) -> list[bool | str]:
+    """snarkjs's ``groth16.verify`` (the function behind ``snarkjs groth16 verify``) on many
+    ``(vk, public, proof)`` path triples in one Node process (one curve initialisation instead of one per case).
+    Each result is True (verified), False (rejected) or ``"error: ..."`` (snarkjs threw, e.g. unreadable file)."""
+    import tempfile
+    from urllib.request import pathname2url
+
+    tool("snarkjs")
+    main = node_modules() / "snarkjs" / "main.js"
+    with tempfile.TemporaryDirectory() as d:
+        script, spec = Path(d) / "verify_many.mjs", Path(d) / "cases.json"
+        script.write_text(_VERIFY_MANY)
+        spec.write_text(json.dumps([[str(p) for p in c] for c in cases]))
+        proc = run(["node", str(script), "file://" + pathname2url(str(main)), str(spec)])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def snarkjs_prove(zkey, wtns, proof, public) -> float:
     """``snarkjs groth16 prove``; returns its wall time in seconds (process start-up included)."""
     t0 = time.perf_counter()
