@@ -1,0 +1,213 @@
+"""Boolean gadgets: allocated bits, constants, negation (free), AND, XOR, and the SHA-256 bit functions ch / maj.
+
+A :class:`Boolean` is either a constant (``var is None``; ``value`` is 0 or 1) or an allocated variable ``var``
+constrained to {0, 1}, possibly negated (``neg``: the bit is ``1 - z[var]``). Negation costs nothing; constants are
+folded, so a gadget fed constants emits no constraints (the constant padding block of SHA-256 costs only what its
+variable state forces). ``value`` is the bit's witness value (with the negation applied), ``None`` in structure
+mode. Constraint forms follow bellpepper's ``boolean.rs``:
+
+* booleanity: ``b * (1 - b) = 0``;
+* AND: ``a * b = c``;
+* XOR: ``(2a) * b = a + b - c``;
+* ch(e, f, g) = (e & f) ^ (~e & g):  ``e * (f - g) = ch - g``  (1 constraint);
+* maj(a, b, c): ``bc = b * c``; ``a * (b + c - 2bc) = maj - bc``  (2 constraints).
+"""
+
+from __future__ import annotations
+
+from ..cs import ONE_INDEX, ConstraintSystem
+
+
+class Boolean:
+    __slots__ = ("var", "neg", "value")
+
+    def __init__(self, var: int | None, neg: bool, value: int | None):
+        self.var = var
+        self.neg = neg
+        self.value = value
+
+    @property
+    def is_constant(self) -> bool:
+        return self.var is None
+
+    def __repr__(self) -> str:
+        if self.var is None:
+            return f"Boolean({self.value})"
+        return f"Boolean({'~' if self.neg else ''}v{self.var}={self.value})"
+
+    def terms(self, k: int = 1) -> list:
+        """``k * bit`` as a term list ``[(encoded index, coeff)]``."""
+        if self.var is None:
+            return [(ONE_INDEX, k)] if self.value else []
+        if self.neg:
+            return [(ONE_INDEX, k), (self.var, -k)]
+        return [(self.var, k)]
+
+    def lc(self):
+        from ..cs import LinearCombination
+
+        return LinearCombination.of(self.terms())
+
+
+FALSE = Boolean(None, False, 0)
+TRUE = Boolean(None, False, 1)
+
+
+def constant(b) -> Boolean:
+    return TRUE if b else FALSE
+
+
+def not_(a: Boolean) -> Boolean:
+    if a.var is None:
+        return FALSE if a.value else TRUE
+    return Boolean(a.var, not a.neg, None if a.value is None else 1 - a.value)
+
+
+def alloc_bit(cs: ConstraintSystem, value: int | None, label: str = "boolean") -> Boolean:
+    """A new private bit with its booleanity constraint ``b * (1 - b) = 0`` (1 constraint)."""
+    if cs.has_values:
+        if value not in (0, 1, True, False):
+            raise ValueError(f"alloc_bit: value must be 0 or 1, got {value!r}")
+        value = int(value)
+    else:
+        value = None
+    v = cs._aux(value)
+    if cs.keep:
+        cs._enforce_boolean(v, cs.label_id(label))
+    else:
+        cs.num_constraints += 1
+    return Boolean(v, False, value)
+
+
+def alloc_bits(cs: ConstraintSystem, values, n: int, label: str = "boolean") -> list[Boolean]:
+    """``n`` new bits with booleanity constraints; ``values``: n bits, or None in structure mode."""
+    if not cs.has_values:
+        values = [None] * n
+    elif values is None or len(values) != n:
+        raise ValueError(f"alloc_bits: need {n} bit values")
+    out = []
+    keep = cs.keep
+    li = cs.label_id(label) if keep else 0
+    for val in values:
+        if val is not None:
+            if val not in (0, 1):
+                raise ValueError(f"alloc_bits: value must be 0 or 1, got {val!r}")
+            val = int(val)
+        v = cs._aux(val)
+        if keep:
+            cs._enforce_boolean(v, li)
+        else:
+            cs.num_constraints += 1
+        out.append(Boolean(v, False, val))
+    return out
+
+
+def and_(cs: ConstraintSystem, a: Boolean, b: Boolean, label: str = "and") -> Boolean:
+    if a.var is None:
+        return b if a.value else FALSE
+    if b.var is None:
+        return a if b.value else FALSE
+    if a.var == b.var:
+        return a if a.neg == b.neg else FALSE
+    value = None if a.value is None else a.value & b.value
+    c = cs._aux(value)
+    if cs.keep:
+        cs._enforce_raw(a.terms(), b.terms(), [(c, 1)], label)
+    else:
+        cs.num_constraints += 1
+    return Boolean(c, False, value)
+
+
+def or_(cs: ConstraintSystem, a: Boolean, b: Boolean, label: str = "or") -> Boolean:
+    return not_(and_(cs, not_(a), not_(b), label))
+
+
+def xor(cs: ConstraintSystem, a: Boolean, b: Boolean, label: str = "xor") -> Boolean:
+    if a.var is None:
+        return not_(b) if a.value else b
+    if b.var is None:
+        return not_(a) if b.value else a
+    if a.var == b.var:
+        return TRUE if a.neg != b.neg else FALSE
+    # xor of the underlying (un-negated) variables; negations flip the result for free
+    neg = a.neg != b.neg
+    if a.value is None:
+        uv = value = None
+    else:
+        value = a.value ^ b.value
+        uv = value ^ neg
+    c = cs._aux(uv)
+    if cs.keep:
+        cs._enforce_xor(a.var, b.var, c, cs.label_id(label))
+    else:
+        cs.num_constraints += 1
+    return Boolean(c, neg, value)
+
+
+def xor3(cs: ConstraintSystem, a: Boolean, b: Boolean, c: Boolean, label: str = "xor3") -> Boolean:
+    return xor(cs, xor(cs, a, b, label), c, label)
+
+
+def _same(a: Boolean, b: Boolean) -> bool:
+    return a.var == b.var and a.neg == b.neg and (a.var is not None or a.value == b.value)
+
+
+def ch(cs: ConstraintSystem, e: Boolean, f: Boolean, g: Boolean, label: str = "ch") -> Boolean:
+    """SHA-256 Ch: ``f if e else g`` (FIPS 180-4 section 4.1.2)."""
+    if e.var is None:
+        return f if e.value else g
+    if _same(f, g):
+        return f
+    if f.var is None and g.var is None:  # f != g
+        return e if f.value else not_(e)
+    if f.var is None:
+        return not_(and_(cs, not_(e), not_(g), label)) if f.value else and_(cs, not_(e), g, label)
+    if g.var is None:
+        return not_(and_(cs, e, not_(f), label)) if g.value else and_(cs, e, f, label)
+    value = None if e.value is None else (f.value if e.value else g.value)
+    out = cs._aux(value)
+    if cs.keep:
+        cs._enforce_raw(e.terms(), f.terms() + g.terms(-1), [(out, 1)] + g.terms(-1), label)
+    else:
+        cs.num_constraints += 1
+    return Boolean(out, False, value)
+
+
+def maj(cs: ConstraintSystem, a: Boolean, b: Boolean, c: Boolean, label: str = "maj") -> Boolean:
+    """SHA-256 Maj: the majority of three bits (FIPS 180-4 section 4.1.2)."""
+    for x, y, z in ((a, b, c), (b, a, c), (c, a, b)):
+        if x.var is None:  # maj(0, y, z) = y & z ; maj(1, y, z) = y | z
+            return or_(cs, y, z, label) if x.value else and_(cs, y, z, label)
+    for x, y, z in ((a, b, c), (a, c, b), (b, c, a)):
+        if x.var == y.var:
+            return x if x.neg == y.neg else z
+    bc = and_(cs, b, c, label)
+    value = None if a.value is None else (a.value & b.value) | (a.value & c.value) | (b.value & c.value)
+    out = cs._aux(value)
+    if cs.keep:
+        # maj = bc + a (b + c - 2 bc)
+        cs._enforce_raw(a.terms(), b.terms() + c.terms() + bc.terms(-2), [(out, 1)] + bc.terms(-1), label)
+    else:
+        cs.num_constraints += 1
+    return Boolean(out, False, value)
+
+
+def pack_terms(bits, start_power: int = 0) -> list:
+    """``sum 2^(start_power + i) * bits[i]`` as a term list (bits least significant first)."""
+    out = []
+    for i, b in enumerate(bits):
+        if b.var is None:
+            if b.value:
+                out.append((ONE_INDEX, 1 << (start_power + i)))
+        else:
+            out.extend(b.terms(1 << (start_power + i)))
+    return out
+
+
+def pack_value(bits) -> int | None:
+    v = 0
+    for i, b in enumerate(bits):
+        if b.value is None:
+            return None
+        v |= b.value << i
+    return v

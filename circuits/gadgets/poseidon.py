@@ -1,0 +1,154 @@
+"""Poseidon hash as constraints (x^5 S-box over BLS12-381 Fr), matching :mod:`cuzk_jax.circuits.poseidon`.
+
+Every S-box ``y = x^5`` costs 3 constraints: ``x * x = x2``, ``x2 * x2 = x4``, ``x4 * x = y``, where ``x`` is a
+linear combination (the round constants and the MDS mixing are linear, hence free). An S-box whose input is a
+constant (the capacity lane in the first round) is folded. Constraints per hash: ``3 * (t * R_F + R_P - 1)`` --
+arity 2 (t = 3): 240, arity 8 (t = 9): 405.
+
+Symbolic program. The linear layers are the same for every hash of a width, so they are simulated once per width
+(:func:`program`, cached): each S-box input becomes a fixed linear combination of ONE, the input lanes and the
+outputs of earlier S-boxes. Emitting a hash then only maps those local ids to variables -- no big-integer linear
+algebra per hash. Lanes that skip the S-box in partial rounds accumulate terms, so late partial-round S-box inputs
+have up to ``t + R_P`` terms (more nonzeros, not more constraints; nonzeros are cheap for the evaluator).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from cuzk_jax.reference.constants import R
+
+from .. import poseidon as native
+from ..cs import ONE_INDEX, ConstraintSystem, LinearCombination
+from .num import Num
+
+CONST = -1  # local id of ONE in a program; input lane i is -2 - i; S-box outputs are 0, 1, 2, ...
+
+
+@dataclass(frozen=True)
+class Program:
+    t: int
+    sbox_inputs: tuple  # per S-box: tuple of (local id, coeff)
+    outputs: tuple  # per lane: tuple of (local id, coeff)
+
+
+def _lane(i: int) -> int:
+    return -2 - i
+
+
+@functools.lru_cache(maxsize=None)
+def program(t: int, capacity: int = 0) -> Program:
+    """The symbolic Poseidon permutation of width ``t`` with lane 0 fixed to the constant ``capacity``."""
+    prm = native.params(t)
+    state = [{CONST: capacity % R} if capacity % R else {}] + [{_lane(i): 1} for i in range(1, t)]
+    sboxes = []
+    for r in range(prm.num_rounds):
+        rc = prm.round_constants[r]
+        for i in range(t):
+            if rc[i]:
+                d = state[i]
+                s = (d.get(CONST, 0) + rc[i]) % R
+                if s:
+                    d[CONST] = s
+                else:
+                    d.pop(CONST, None)
+        lanes = range(t) if prm.is_full_round(r) else (0,)
+        for i in lanes:
+            x = state[i]
+            if all(k == CONST for k in x):  # constant input: fold the S-box
+                c = pow(x.get(CONST, 0), native.ALPHA, R)
+                state[i] = {CONST: c} if c else {}
+            else:
+                state[i] = {len(sboxes): 1}
+                sboxes.append(tuple(x.items()))
+        new = []
+        for row in prm.mds:
+            acc: dict = {}
+            for mij, lane in zip(row, state):
+                for k, v in lane.items():
+                    acc[k] = (acc.get(k, 0) + mij * v) % R
+            new.append({k: v for k, v in acc.items() if v})
+        state = new
+    return Program(t=t, sbox_inputs=tuple(sboxes), outputs=tuple(tuple(s.items()) for s in state))
+
+
+def permutation_lanes(cs: ConstraintSystem, inputs: list, capacity: int = 0, label: str = "poseidon") -> list:
+    """Run the width ``len(inputs) + 1`` permutation on ``[capacity, *inputs]`` (inputs are :class:`Num`);
+    returns all ``t`` output lanes as Nums."""
+    t = len(inputs) + 1
+    prog = program(t, capacity)
+    keep, has_values = cs.keep, cs.has_values
+    lane_terms = [None] + [list(x.lc.terms.items()) for x in inputs]
+    lane_vals = [None] + [x.value for x in inputs]
+    out_var: list[int] = []
+    out_val: list = []
+    ONE = ONE_INDEX
+    for spec in prog.sbox_inputs:
+        terms = [] if keep else None
+        value = 0 if has_values else None
+        for k, c in spec:
+            if k >= 0:
+                if keep:
+                    terms.append((out_var[k], c))
+                if has_values:
+                    value += c * out_val[k]
+            elif k == CONST:
+                if keep:
+                    terms.append((ONE, c))
+                if has_values:
+                    value += c
+            else:
+                lane = -2 - k
+                if keep:
+                    terms.extend([(v, w * c % R) for v, w in lane_terms[lane]] if c != 1 else lane_terms[lane])
+                if has_values:
+                    value += c * lane_vals[lane]
+        if has_values:
+            value %= R
+            x2 = value * value % R
+            x4 = x2 * x2 % R
+            y = x4 * value % R
+            v2, v4, v5 = cs._aux(x2), cs._aux(x4), cs._aux(y)
+            out_val.append(y)
+        else:
+            v2, v4, v5 = cs._aux(None), cs._aux(None), cs._aux(None)
+        if keep:
+            cs._enforce_raw(terms, terms, [(v2, 1)], label + "/x2")
+            cs._enforce_raw([(v2, 1)], [(v2, 1)], [(v4, 1)], label + "/x4")
+            cs._enforce_raw([(v4, 1)], terms, [(v5, 1)], label + "/x5")
+        else:
+            cs.num_constraints += 3
+        out_var.append(v5)
+    lanes = []
+    for spec in prog.outputs:
+        d: dict = {}
+        value = 0 if has_values else None
+        for k, c in spec:
+            if k >= 0:
+                d[out_var[k]] = c
+                if has_values:
+                    value += c * out_val[k]
+            elif k == CONST:
+                d[ONE] = c
+                if has_values:
+                    value += c
+            else:  # an input lane reaching the output untouched (impossible with R_F >= 2); kept for generality
+                lane = -2 - k
+                for v, w in lane_terms[lane]:
+                    d[v] = (d.get(v, 0) + w * c) % R
+                if has_values:
+                    value += c * lane_vals[lane]
+        lanes.append(Num(LinearCombination({k: v for k, v in d.items() if v}), None if value is None else value % R))
+    return lanes
+
+
+def poseidon_hash(cs: ConstraintSystem, inputs: list, label: str = "poseidon") -> Num:
+    """``permute([0, *inputs])[0]`` as constraints; equals :func:`cuzk_jax.circuits.poseidon.hash`."""
+    if not inputs:
+        raise ValueError("poseidon_hash: need at least one input")
+    return permutation_lanes(cs, list(inputs), 0, label)[0]
+
+
+def constraints_per_hash(arity: int) -> int:
+    return 3 * len(program(arity + 1).sbox_inputs)

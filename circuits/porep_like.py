@@ -1,0 +1,242 @@
+"""A scaled PoRep C2 partition: the structure of Filecoin's stacked-DRG (SDR) porep circuit at adjustable size.
+
+Filecoin's PoRep C2 proves, per partition and per challenged node, (1) inclusion of the original data node in the
+SHA-256 data tree (comm_d), (2) the node's layer labels, each a SHA-256 over its parents' labels, (3) inclusion of
+the node's column (its labels across layers, Poseidon-hashed) and of its parents' columns in the column tree
+(comm_c), (4) inclusion of the replica node (data + last-layer label) in the replica tree (comm_r_last), and
+(5) ``comm_r = Poseidon(comm_c, comm_r_last)``. This circuit keeps exactly that structure with parameters:
+
+* ``challenges`` -- challenged nodes per partition;
+* ``depth`` -- log2 of the number of nodes (tree height of the binary comm_d tree);
+* ``layers`` -- SDR layers; the column hash is Poseidon of arity ``layers``;
+* ``parents`` -- parents per node (labels hash the parents' labels of the same layer);
+* ``tree_arity`` -- arity of the Poseidon trees comm_c / comm_r_last (2 or 8; ``depth`` must be a multiple of
+  log2(arity));
+* ``data_hash`` -- ``"sha256"`` (as filecoin: comm_d tree and labels use SHA-256, about 45k constraints per tree
+  level and per label block) or ``"poseidon"`` (the same structure with Poseidon in their place, for small presets
+  and fast tests).
+
+Definitions (native and in-circuit, see also :mod:`cuzk_jax.circuits.gadgets.merkle`):
+
+* ``label_l(node) = trunc254(sha256(le32(replica_id) || be32(l) || be64(node) || 0^20 || le32(parent_1 label_l) ||
+  ... ))`` (SHA-256 variant; values < 2^254), or ``Poseidon(replica_id, l * 2^64 + node, parent labels...)``;
+* ``column(node) = Poseidon(label_1, ..., label_layers)``; ``replica(node) = data(node) + label_layers(node)``;
+* parents of node ``c`` are ``H(replica_id, c, k) mod c`` for ``k < parents`` (a stand-in for the DRG/expander
+  graph; they are public inputs, as the parent path indices are in filecoin);
+* challenges are distinct nodes in ``[1, 2^depth)``.
+
+Public inputs (in z order): ``replica_id, comm_d, comm_r``, then per challenge ``node, parent_1..parent_p``.
+Private: ``comm_c, comm_r_last``, per challenge the data node, the three Merkle paths, the parents' columns and
+their comm_c paths. Witness sampling builds sparse trees (only the nodes the paths need, filled with random
+values), so every partition is a different random sector instance of the same circuit shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from cuzk_jax.reference.constants import R
+
+from . import poseidon as native_poseidon
+from .base import Circuit, register
+from .gadgets import boolean as B
+from .gadgets import merkle
+from .gadgets.num import Num, alloc_input_num, alloc_num, enforce_equal, from_bits_le, to_bits_le
+from .gadgets.poseidon import poseidon_hash
+from .gadgets.sha256 import fr_bits_order, sha256, sha_bits_to_le, trunc254
+from .sha256_native import fr_to_bytes, sha256_trunc254
+
+HEADER_BYTES = 32
+
+
+def label_native(data_hash: str, replica_id: int, layer: int, node: int, parent_labels) -> int:
+    if data_hash == "sha256":
+        msg = (fr_to_bytes(replica_id) + layer.to_bytes(4, "big") + node.to_bytes(8, "big") + bytes(20)
+               + b"".join(fr_to_bytes(x) for x in parent_labels))
+        return int.from_bytes(sha256_trunc254(msg), "little")
+    return native_poseidon.hash([replica_id, (layer << 64) + node] + list(parent_labels))
+
+
+def parents_of(replica_id: int, node: int, count: int) -> list[int]:
+    """The stand-in parent graph: ``count`` parents of ``node`` (> 0), each in ``[0, node)``."""
+    out = []
+    for k in range(count):
+        h = hashlib.sha256(b"porep_like parent" + fr_to_bytes(replica_id) + node.to_bytes(8, "little")
+                           + k.to_bytes(4, "little")).digest()
+        out.append(int.from_bytes(h, "little") % node)
+    return out
+
+
+@register
+class PorepLike(Circuit):
+    name = "porep_like"
+    DEFAULT_PRESET = "tiny"
+    PRESETS = {
+        "tiny": {"challenges": 1, "depth": 1, "layers": 1, "parents": 0, "tree_arity": 2, "data_hash": "poseidon",
+                 "doc": "smallest shape (Poseidon everywhere, no parents)"},
+        "mini": {"challenges": 1, "depth": 2, "layers": 1, "parents": 1, "tree_arity": 2, "data_hash": "poseidon",
+                 "doc": "every component once (Poseidon everywhere), for tests"},
+        "small": {"challenges": 2, "depth": 6, "layers": 2, "parents": 2, "tree_arity": 8, "data_hash": "poseidon",
+                  "doc": "Poseidon everywhere, arity-8 column/replica trees"},
+        "sha_min": {"challenges": 1, "depth": 1, "layers": 1, "parents": 0, "tree_arity": 2, "data_hash": "sha256",
+                    "doc": "the smallest SHA-256 shape: one comm_d level, one label"},
+        "medium": {"challenges": 1, "depth": 6, "layers": 2, "parents": 2, "tree_arity": 8, "data_hash": "sha256",
+                   "doc": "SHA-256 comm_d/labels, ~2^19 constraints"},
+        "large": {"challenges": 2, "depth": 9, "layers": 2, "parents": 2, "tree_arity": 8, "data_hash": "sha256",
+                  "doc": "SHA-256 comm_d/labels, >= 2^20 constraints"},
+        "xlarge": {"challenges": 4, "depth": 12, "layers": 2, "parents": 2, "tree_arity": 8,
+                   "data_hash": "sha256", "doc": "SHA-256 comm_d/labels, ~2^21.5 constraints"},
+    }
+
+    def _validate(self):
+        p = self.params
+        for key in ("challenges", "depth", "layers"):
+            if not isinstance(p[key], int) or p[key] < 1:
+                raise ValueError(f"porep_like: {key} must be a positive int, got {p[key]!r}")
+        if not isinstance(p["parents"], int) or p["parents"] < 0:
+            raise ValueError(f"porep_like: parents must be a non-negative int, got {p['parents']!r}")
+        if p["tree_arity"] not in (2, 8):
+            raise ValueError(f"porep_like: tree_arity must be 2 or 8, got {p['tree_arity']!r}")
+        if p["data_hash"] not in ("sha256", "poseidon"):
+            raise ValueError(f"porep_like: data_hash must be 'sha256' or 'poseidon', got {p['data_hash']!r}")
+        k = p["tree_arity"].bit_length() - 1
+        if p["depth"] % k:
+            raise ValueError(f"porep_like: depth {p['depth']} is not a multiple of log2(tree_arity) = {k}")
+        if p["depth"] > 62:
+            raise ValueError("porep_like: depth must be <= 62 (node indices are 64-bit)")
+        if p["challenges"] > (1 << p["depth"]) - 1:
+            raise ValueError(f"porep_like: {p['challenges']} distinct challenges do not fit in [1, 2^{p['depth']})")
+
+    @property
+    def tree_levels(self) -> int:
+        return self.params["depth"] // (self.params["tree_arity"].bit_length() - 1)
+
+    @property
+    def value_bound(self) -> int:
+        return (1 << 254) if self.params["data_hash"] == "sha256" else R
+
+    # -- witness sampling -----------------------------------------------------------------------------------------------
+    def sample_inputs(self, partition=0, seed=0):
+        p = self.params
+        rng = self._rng(partition, seed)
+        dh, L, bound = p["data_hash"], p["layers"], self.value_bound
+        replica_id = rng.randrange(1 << 254)
+        challenges = rng.sample(range(1, 1 << p["depth"]), p["challenges"])
+        parents = {c: parents_of(replica_id, c, p["parents"]) for c in challenges}
+        columns: dict[int, list[int]] = {}
+        for c in sorted(challenges):
+            for par in parents[c]:
+                if par not in columns:
+                    columns[par] = [rng.randrange(bound) for _ in range(L)]
+            columns[c] = [label_native(dh, replica_id, layer + 1, c, [columns[par][layer] for par in parents[c]])
+                          for layer in range(L)]
+        data = {c: rng.randrange(bound) for c in challenges}
+        comm_d_tree = merkle.SparseMerkleTree(dh, 2, p["depth"], data, rng)
+        col_hash = {n: native_poseidon.hash(col) for n, col in columns.items()}
+        comm_c_tree = merkle.SparseMerkleTree("poseidon", p["tree_arity"], self.tree_levels, col_hash, rng)
+        replica = {c: (data[c] + columns[c][-1]) % R for c in challenges}
+        comm_r_last_tree = merkle.SparseMerkleTree("poseidon", p["tree_arity"], self.tree_levels, replica, rng)
+        comm_c, comm_r_last = comm_c_tree.root, comm_r_last_tree.root
+        return {
+            "replica_id": replica_id,
+            "comm_d": comm_d_tree.root,
+            "comm_r": native_poseidon.hash([comm_c, comm_r_last]),
+            "comm_c": comm_c,
+            "comm_r_last": comm_r_last,
+            "challenges": challenges,
+            "parents": [parents[c] for c in challenges],
+            "data": [data[c] for c in challenges],
+            "comm_d_paths": [comm_d_tree.path(c) for c in challenges],
+            "labels": [columns[c] for c in challenges],
+            "comm_c_paths": [comm_c_tree.path(c) for c in challenges],
+            "comm_r_last_paths": [comm_r_last_tree.path(c) for c in challenges],
+            "parent_columns": [[columns[par] for par in parents[c]] for c in challenges],
+            "parent_comm_c_paths": [[comm_c_tree.path(par) for par in parents[c]] for c in challenges],
+        }
+
+    def public_inputs(self, inputs):
+        out = [inputs["replica_id"], inputs["comm_d"], inputs["comm_r"]]
+        for c, pars in zip(inputs["challenges"], inputs["parents"]):
+            out += [c] + list(pars)
+        return out
+
+    # -- synthesis -------------------------------------------------------------------------------------------------------
+    def synthesize(self, cs, inputs=None):
+        p = self.params
+        dh, L, depth, arity = p["data_hash"], p["layers"], p["depth"], p["tree_arity"]
+        w = inputs is not None
+
+        def get(key, *idx):
+            if not w:
+                return None
+            v = inputs[key]
+            for i in idx:
+                v = v[i]
+            return v
+
+        def alloc_path(key, idx, hash_arity, levels, name):
+            path = get(key, *idx)
+            return [[alloc_num(cs, None if path is None else path[lvl][k], f"{name}_{lvl}_{k}")
+                     for k in range(hash_arity - 1)] for lvl in range(levels)]
+
+        replica_id = alloc_input_num(cs, get("replica_id"), "replica_id")
+        comm_d = alloc_input_num(cs, get("comm_d"), "comm_d")
+        comm_r = alloc_input_num(cs, get("comm_r"), "comm_r")
+        comm_c = alloc_num(cs, get("comm_c"), "comm_c")
+        comm_r_last = alloc_num(cs, get("comm_r_last"), "comm_r_last")
+        with cs.namespace("comm_r"):
+            enforce_equal(cs, poseidon_hash(cs, [comm_c, comm_r_last]), comm_r, "comm_r = H(comm_c, comm_r_last)")
+        replica_bits = None
+        if dh == "sha256":
+            with cs.namespace("replica_id_bits"):
+                replica_bits = fr_bits_order(to_bits_le(cs, replica_id, 254) + [B.FALSE, B.FALSE])
+
+        for j in range(p["challenges"]):
+            with cs.namespace(f"challenge_{j}"):
+                node = alloc_input_num(cs, get("challenges", j), "node")
+                parent_nodes = [alloc_input_num(cs, get("parents", j, k), f"parent_{k}") for k in range(p["parents"])]
+                with cs.namespace("node_bits"):
+                    node_bits = to_bits_le(cs, node, depth)
+                data = alloc_num(cs, get("data", j), "data")
+                with cs.namespace("comm_d"):
+                    path = alloc_path("comm_d_paths", (j,), 2, depth, "sibling")
+                    merkle.enforce_inclusion(cs, dh, 2, data, path, node_bits, comm_d)
+                parent_cols = [[alloc_num(cs, get("parent_columns", j, k, layer), f"parent_{k}_label_{layer + 1}")
+                                for layer in range(L)] for k in range(p["parents"])]
+                labels = []
+                for layer in range(L):
+                    with cs.namespace(f"label_{layer + 1}"):
+                        labels.append(self._label(cs, replica_id, replica_bits, layer + 1, node, node_bits,
+                                                  [col[layer] for col in parent_cols]))
+                with cs.namespace("column"):
+                    column = poseidon_hash(cs, labels)
+                with cs.namespace("comm_c"):
+                    path = alloc_path("comm_c_paths", (j,), arity, self.tree_levels, "sibling")
+                    merkle.enforce_inclusion(cs, "poseidon", arity, column, path, node_bits, comm_c)
+                with cs.namespace("comm_r_last"):
+                    path = alloc_path("comm_r_last_paths", (j,), arity, self.tree_levels, "sibling")
+                    merkle.enforce_inclusion(cs, "poseidon", arity, data + labels[-1], path, node_bits, comm_r_last)
+                for k in range(p["parents"]):
+                    with cs.namespace(f"parent_{k}"):
+                        with cs.namespace("node_bits"):
+                            pbits = to_bits_le(cs, parent_nodes[k], depth)
+                        with cs.namespace("column"):
+                            pcol = poseidon_hash(cs, parent_cols[k])
+                        with cs.namespace("comm_c"):
+                            path = alloc_path("parent_comm_c_paths", (j, k), arity, self.tree_levels, "sibling")
+                            merkle.enforce_inclusion(cs, "poseidon", arity, pcol, path, pbits, comm_c)
+
+    def _label(self, cs, replica_id: Num, replica_bits, layer: int, node: Num, node_bits, parent_labels) -> Num:
+        if self.params["data_hash"] == "poseidon":
+            return poseidon_hash(cs, [replica_id, node + (layer << 64)] + list(parent_labels))
+        # header: be32(layer) || be64(node) || 20 zero bytes; node bits are little-endian
+        header = [B.constant((layer >> (31 - i)) & 1) for i in range(32)]
+        header += [node_bits[63 - i] if 63 - i < len(node_bits) else B.FALSE for i in range(64)]
+        header += [B.FALSE] * (8 * 20)
+        msg = list(replica_bits) + header
+        for k, lab in enumerate(parent_labels):
+            with cs.namespace(f"parent_{k}_bits"):
+                msg += fr_bits_order(to_bits_le(cs, lab, 254) + [B.FALSE, B.FALSE])
+        with cs.namespace("sha256"):
+            digest = trunc254(sha256(cs, msg))
+        return from_bits_le(sha_bits_to_le(digest))

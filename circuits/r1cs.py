@@ -1,0 +1,240 @@
+"""The synthesized constraint system (:class:`R1CS`) and assignment (:class:`Witness`) as host arrays.
+
+Layout (fixed; the device evaluator :mod:`cuzk_jax.ops.r1cs` and the Groth16 prover rely on it):
+
+* Columns index ``z = [1, public..., private...]`` (see :mod:`cuzk_jax.circuits.cs`): ``num_inputs = 1 +
+  num_public`` leading columns, then ``num_aux`` private ones; ``num_vars = num_inputs + num_aux``.
+* Each of A, B, C is a :class:`SparseMatrix` in CSR form over the ``m = num_constraints`` rows:
+  ``indptr`` (int64, ``m + 1``), ``cols`` (int32, nnz) and ``coeff_ids`` (int32, nnz) indexing the shared
+  coefficient table ``R1CS.coeffs`` (canonical Python ints in ``[0, r)``; ``coeffs[0] == 1``). Rows appear in
+  synthesis order, terms within a row in the order the circuit wrote them; a column may repeat within a row (the
+  terms add up).
+* ``R1CS.coeff_limbs()`` gives the table as Fr limbs ``(8, K)`` uint32 (Montgomery form by default), the device
+  representation; canonical ints (``coeffs``) are the reference representation.
+* Constraint ``i`` is named ``namespaces[row_namespace[i]] + "/" + labels[row_label[i]]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Sequence
+
+import numpy as np
+
+from cuzk_jax import encoding
+from cuzk_jax.reference import r1cs as ref_r1cs
+from cuzk_jax.reference.constants import R
+
+from .cs import Unsatisfied
+
+
+@dataclasses.dataclass(frozen=True)
+class SparseMatrix:
+    """CSR rows of one R1CS matrix: ``indptr`` (int64, m+1), ``cols`` (int32, nnz), ``coeff_ids`` (int32, nnz)."""
+
+    indptr: np.ndarray
+    cols: np.ndarray
+    coeff_ids: np.ndarray
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def nnz(self) -> int:
+        return len(self.cols)
+
+    def row_ids(self) -> np.ndarray:
+        """The row of every nonzero (int32, nnz), sorted ascending."""
+        return np.repeat(np.arange(self.num_rows, dtype=np.int32), np.diff(self.indptr))
+
+    def row_lengths(self) -> np.ndarray:
+        return np.diff(self.indptr)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class R1CS:
+    """A rank-1 constraint system over BLS12-381 Fr in the layout of the module docstring."""
+
+    num_inputs: int
+    num_aux: int
+    A: SparseMatrix
+    B: SparseMatrix
+    C: SparseMatrix
+    coeffs: tuple
+    namespaces: tuple
+    labels: tuple
+    row_namespace: np.ndarray
+    row_label: np.ndarray
+    input_names: tuple = ()
+
+    # -- sizes -------------------------------------------------------------------------------------------------------
+    @property
+    def num_public(self) -> int:
+        return self.num_inputs - 1
+
+    @property
+    def num_private(self) -> int:
+        return self.num_aux
+
+    @property
+    def num_vars(self) -> int:
+        return self.num_inputs + self.num_aux
+
+    @property
+    def num_constraints(self) -> int:
+        return self.A.num_rows
+
+    @property
+    def nnz(self) -> tuple[int, int, int]:
+        return self.A.nnz, self.B.nnz, self.C.nnz
+
+    def matrices(self) -> tuple[SparseMatrix, SparseMatrix, SparseMatrix]:
+        return self.A, self.B, self.C
+
+    def summary(self) -> dict:
+        a, b, c = self.nnz
+        return {"constraints": self.num_constraints, "public": self.num_public, "private": self.num_aux,
+                "vars": self.num_vars, "nnz_a": a, "nnz_b": b, "nnz_c": c, "coeffs": len(self.coeffs)}
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return "R1CS(" + ", ".join(f"{k}={v}" for k, v in s.items()) + ")"
+
+    # -- names ---------------------------------------------------------------------------------------------------------
+    def constraint_name(self, i: int) -> str:
+        if not 0 <= i < self.num_constraints:
+            raise ValueError(f"constraint index {i} out of range [0, {self.num_constraints})")
+        ns = self.namespaces[int(self.row_namespace[i])]
+        label = self.labels[int(self.row_label[i])]
+        return f"{ns}/{label}" if ns and label else (ns or label or "<unnamed>")
+
+    # -- representations -------------------------------------------------------------------------------------------
+    def coeff_limbs(self, montgomery: bool = True) -> np.ndarray:
+        """The coefficient table as Fr limbs ``(8, K)`` uint32 (Montgomery form unless ``montgomery=False``)."""
+        return encoding.ints_to_limbs(list(self.coeffs), "fr", montgomery=montgomery)
+
+    def reference_matrices(self) -> tuple:
+        """``(A, B, C)`` as CSR triples of Python lists with canonical int coefficients (for the reference)."""
+        out = []
+        for m in self.matrices():
+            table = self.coeffs
+            out.append((m.indptr.tolist(), m.cols.tolist(), [table[i] for i in m.coeff_ids.tolist()]))
+        return tuple(out)
+
+    def digest(self) -> str:
+        """SHA-256 over the whole structure (sizes, matrices, coefficients): equal digests = same R1CS shape."""
+        h = hashlib.sha256()
+        h.update(np.array([self.num_inputs, self.num_aux, self.num_constraints], np.int64).tobytes())
+        for m in self.matrices():
+            for arr in (m.indptr, m.cols, m.coeff_ids):
+                h.update(np.ascontiguousarray(arr).tobytes())
+        h.update(b"".join(c.to_bytes(32, "little") for c in self.coeffs))
+        return h.hexdigest()
+
+    def same_structure(self, other: "R1CS") -> bool:
+        return self.digest() == other.digest()
+
+    def with_input_constraints(self) -> "R1CS":
+        """Append bellman's input constraints ``z_i * 0 = 0`` for every input column ``i`` (ONE included).
+
+        Groth16 (bellman/bellperson ``prover.rs``) adds them so that the QAP polynomials of the public inputs are
+        linearly independent; they are trivially satisfied, so the witness does not change.
+        """
+        n = self.num_inputs
+
+        def extend(mat: SparseMatrix, with_inputs: bool) -> SparseMatrix:
+            if with_inputs:
+                indptr = np.concatenate([mat.indptr, mat.indptr[-1] + np.arange(1, n + 1, dtype=np.int64)])
+                cols = np.concatenate([mat.cols, np.arange(n, dtype=np.int32)])
+                cids = np.concatenate([mat.coeff_ids, np.zeros(n, np.int32)])  # coeffs[0] == 1
+            else:
+                indptr = np.concatenate([mat.indptr, np.full(n, mat.indptr[-1], np.int64)])
+                cols, cids = mat.cols, mat.coeff_ids
+            return SparseMatrix(indptr=indptr, cols=cols, coeff_ids=cids)
+
+        assert self.coeffs[0] == 1
+        ns = self.namespaces + ("input_constraints",)
+        labels = self.labels + ("input",)
+        return dataclasses.replace(
+            self,
+            A=extend(self.A, True), B=extend(self.B, False), C=extend(self.C, False),
+            namespaces=ns, labels=labels,
+            row_namespace=np.concatenate([self.row_namespace, np.full(n, len(ns) - 1, np.int32)]),
+            row_label=np.concatenate([self.row_label, np.full(n, len(labels) - 1, np.int32)]),
+        )
+
+    # -- checks -------------------------------------------------------------------------------------------------------
+    def check_shape(self, witness: "Witness") -> None:
+        """ValueError unless ``witness`` has this system's input/private/constraint counts."""
+        if len(witness.inputs) != self.num_inputs or len(witness.aux) != self.num_aux:
+            raise ValueError(f"witness shape (inputs={len(witness.inputs)}, aux={len(witness.aux)}) does not match "
+                             f"the R1CS (inputs={self.num_inputs}, aux={self.num_aux})")
+        if witness.num_constraints is not None and witness.num_constraints != self.num_constraints:
+            raise ValueError(f"witness was synthesized with {witness.num_constraints} constraints, the R1CS has "
+                             f"{self.num_constraints}: not the same circuit shape")
+
+    def evaluate(self, witness: "Witness") -> tuple[list[int], list[int], list[int]]:
+        """``(A z, B z, C z)`` with the Python-int reference."""
+        self.check_shape(witness)
+        return ref_r1cs.evaluate(*self.reference_matrices(), witness.z)
+
+    def check(self, witness: "Witness", partition: int | None = None) -> None:
+        """Raise :class:`~cuzk_jax.circuits.cs.Unsatisfied` naming the first failing constraint (Python ints)."""
+        self.check_shape(witness)
+        i = ref_r1cs.first_unsatisfied(*self.reference_matrices(), witness.z)
+        if i is not None:
+            raise Unsatisfied(i, self.constraint_name(i), partition)
+
+    def is_satisfied(self, witness: "Witness") -> bool:
+        try:
+            self.check(witness)
+        except Unsatisfied:
+            return False
+        return True
+
+
+@dataclasses.dataclass
+class Witness:
+    """An assignment: ``inputs = [1, public...]`` and ``aux = [private...]`` as canonical ints in ``[0, r)``."""
+
+    inputs: list
+    aux: list
+    num_constraints: int | None = None
+
+    @property
+    def z(self) -> list[int]:
+        return self.inputs + self.aux
+
+    @property
+    def public_inputs(self) -> list[int]:
+        return self.inputs[1:]
+
+    @property
+    def num_vars(self) -> int:
+        return len(self.inputs) + len(self.aux)
+
+    def z_limbs(self, montgomery: bool = True) -> np.ndarray:
+        """``z`` as Fr limbs ``(8, num_vars)`` uint32 (Montgomery form unless ``montgomery=False``)."""
+        return encoding.ints_to_limbs(self.z, "fr", montgomery=montgomery)
+
+    def with_value(self, column: int, value: int) -> "Witness":
+        """A copy with ``z[column]`` replaced (tests: build a bad witness)."""
+        z = self.z
+        if not 0 <= column < len(z):
+            raise ValueError(f"column {column} out of range [0, {len(z)})")
+        z[column] = value % R
+        n = len(self.inputs)
+        return Witness(inputs=z[:n], aux=z[n:], num_constraints=self.num_constraints)
+
+
+def stack_z(witnesses: Sequence[Witness], montgomery: bool = True) -> np.ndarray:
+    """Witnesses of one circuit shape -> ``(8, P, num_vars)`` uint32 limbs (the batched layout of ops.r1cs)."""
+    if not witnesses:
+        raise ValueError("stack_z: no witnesses")
+    n = witnesses[0].num_vars
+    for w in witnesses:
+        if w.num_vars != n:
+            raise ValueError(f"stack_z: witnesses have different sizes ({w.num_vars} vs {n})")
+    return np.stack([w.z_limbs(montgomery) for w in witnesses], axis=1)
