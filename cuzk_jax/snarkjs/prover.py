@@ -82,6 +82,12 @@ class HostBackend:
 
     name = "host"
 
+    def witness(self, w: list[int]) -> list[int]:
+        return w
+
+    def tail(self, w: list[int], start: int) -> list[int]:
+        return w[start:]
+
     def qap_evals(self, zkey: Zkey, w: list[int]) -> tuple[list[int], list[int]]:
         """``a``, ``b`` on the size-n domain from the zkey's coefficient section (as ``buildABC1``)."""
         n = zkey.domain_size
@@ -149,7 +155,8 @@ def prove(zkey: Zkey, witness, *, backend="host", insecure_test_seed: int | None
     t0 = time.perf_counter()
 
     # --- QAP evaluations and the H scalars -----------------------------------------------------------------
-    a, b = be.qap_evals(zkey, w)
+    ws = be.witness(w)
+    a, b = be.qap_evals(zkey, ws)
     t["qap_evals"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     p = be.h_scalars(a, b, zkey.power)
@@ -157,10 +164,10 @@ def prove(zkey: Zkey, witness, *, backend="host", insecure_test_seed: int | None
 
     # --- MSMs ----------------------------------------------------------------------------------------------
     t1 = time.perf_counter()
-    msm_a = be.msm_g1(zkey.a, w)
-    msm_b1 = be.msm_g1(zkey.b1, w)
-    msm_b2 = be.msm_g2(zkey.b2, w)
-    msm_c = be.msm_g1(zkey.c, w[zkey.n_public + 1:])
+    msm_a = be.msm_g1(zkey.a, ws)
+    msm_b1 = be.msm_g1(zkey.b1, ws)
+    msm_b2 = be.msm_g2(zkey.b2, ws)
+    msm_c = be.msm_g1(zkey.c, be.tail(ws, zkey.n_public + 1))
     msm_h = be.msm_g1(zkey.h, p)
     t["msm"] = time.perf_counter() - t1
 
