@@ -489,3 +489,36 @@ def test_device_prover_end_to_end(art, zk, wit, work, host_proof):
     assert toolchain.snarkjs_verify_many([(art.vk, work / "device-public.json", work / "device-proof.json"),
                                           (art.vk, work / "device-public.json", work / "device-bad.json")]) == \
         [True, False]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# INSECURE development set-up (benchmarks at sizes where a ceremony is impractical)
+# ------------------------------------------------------------------------------------------------------------
+
+
+def test_dev_setup_zkey_works_with_snarkjs(art, zk, wit, work):
+    from cuzk_jax.snarkjs import dev_setup
+
+    data = dev_setup.insecure_zkey(r1cs.read_r1cs(art.r1cs), seed=7)
+    dev = zkey.read_zkey(data)
+    # what depends on the r1cs alone is identical to snarkjs's own setup: counts, the coefficient section (byte
+    # for byte) and which query points are zero
+    real_f, dev_f = binfile.parse(art.zkey, "zkey", 1), binfile.parse(data, "zkey", 1)
+    assert bytes(real_f.section(4)) == bytes(dev_f.section(4))
+    assert (dev.n_vars, dev.n_public, dev.domain_size) == (zk.n_vars, zk.n_public, zk.domain_size)
+    for name in ("a", "b1", "b2", "c"):
+        assert (getattr(dev, name).inf == getattr(zk, name).inf).all(), name
+    (work / "dev.zkey").write_bytes(data)
+    toolchain.snarkjs("zkey", "export", "verificationkey", work / "dev.zkey", work / "dev-vk.json")
+    assert jsonio.vk_to_json(verifier.verification_key_from_zkey(dev)) == json.loads((work / "dev-vk.json").read_text())
+    toolchain.snarkjs_prove(work / "dev.zkey", art.wtns, work / "dev-sj-proof.json", work / "dev-sj-public.json")
+    res = prover.prove(dev, wit, insecure_test_seed=SEED)
+    jsonio.write_proof(work / "dev-proof.json", res.proof)
+    jsonio.write_public(work / "dev-public.json", res.public)
+    # snarkjs proves with it and verifies; it verifies ours; a proof for the ceremony key does not verify here
+    vk = work / "dev-vk.json"
+    assert toolchain.snarkjs_verify_many([(vk, work / "dev-sj-public.json", work / "dev-sj-proof.json"),
+                                          (vk, work / "dev-public.json", work / "dev-proof.json"),
+                                          (art.vk, work / "dev-public.json", work / "dev-proof.json")]) == \
+        [True, True, False]
+    assert verifier.verify(vk, work / "dev-sj-public.json", work / "dev-sj-proof.json")
