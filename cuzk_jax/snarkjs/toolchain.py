@@ -168,14 +168,21 @@ def domain_power(n_constraints: int, n_public: int) -> int:
 
 
 def build_circuit(source: str, input_obj: dict, name: str = "circuit", *, optimize: str = "--O1",
-                  log=print) -> CircuitArtifacts:
-    """Compile ``source`` (circom text; may ``include "circomlib/circuits/..."``) for bls12381, run the cached
-    trusted setup, compute the witness for ``input_obj``; everything cached by content hash."""
+                  setup: str = "ceremony", log=print) -> CircuitArtifacts:
+    """Compile ``source`` (circom text; may ``include "circomlib/circuits/..."``) for bls12381, make the proving
+    key, compute the witness for ``input_obj``; everything cached by content hash.
+
+    ``setup="ceremony"``: a (cached) powers-of-tau with a beacon, ``snarkjs groth16 setup``, ``zkey beacon`` --
+    the real snarkjs flow. ``setup="insecure"``: :func:`cuzk_jax.snarkjs.dev_setup.insecure_zkey` (known toxic
+    waste, no ptau; for benchmarks at sizes where the ceremony takes hours).
+    """
     from .r1cs import read_r1cs
 
+    if setup not in ("ceremony", "insecure"):
+        raise ValueError(f"setup must be 'ceremony' or 'insecure', got {setup!r}")
     input_json = json.dumps(input_obj, sort_keys=True)
-    key = circuit_key(source, input_json, optimize)
-    d = cache_dir() / "circuits" / f"{name}-{key}"
+    key = circuit_key(source, input_json, optimize + setup)
+    d = cache_dir() / "circuits" / f"{name}-{setup}-{key}"
     done = d / "DONE"
     if done.exists():
         meta = json.loads(done.read_text())
@@ -195,16 +202,22 @@ def build_circuit(source: str, input_obj: dict, name: str = "circuit", *, optimi
         t_compile = time.perf_counter() - t0
         r = read_r1cs(art.r1cs)
         power = domain_power(r.n_constraints, r.n_public)
-        pt = ptau(power, log=log)
         t1 = time.perf_counter()
-        z0 = tmpd / "c0.zkey"
-        snarkjs("groth16", "setup", art.r1cs, pt, z0)
-        snarkjs("zkey", "beacon", z0, art.zkey, ZKEY_BEACON, BEACON_ITERATIONS_EXP, "-n=cuzk_jax zkey beacon")
-        z0.unlink()
+        if setup == "ceremony":
+            pt = ptau(power, log=log)
+            t1 = time.perf_counter()
+            z0 = tmpd / "c0.zkey"
+            snarkjs("groth16", "setup", art.r1cs, pt, z0)
+            snarkjs("zkey", "beacon", z0, art.zkey, ZKEY_BEACON, BEACON_ITERATIONS_EXP, "-n=cuzk_jax zkey beacon")
+            z0.unlink()
+        else:
+            from .dev_setup import insecure_zkey
+
+            art.zkey.write_bytes(insecure_zkey(r, seed=0))
         snarkjs("zkey", "export", "verificationkey", art.zkey, art.vk)
         t_setup = time.perf_counter() - t1
         snarkjs("wtns", "calculate", art.wasm, art.input, art.wtns)
-        meta = {"power": power, "n_constraints": r.n_constraints, "n_wires": r.n_wires,
+        meta = {"power": power, "n_constraints": r.n_constraints, "n_wires": r.n_wires, "setup": setup,
                 "compile_s": t_compile, "setup_s": t_setup}
         (tmpd / "DONE").write_text(json.dumps(meta))
         shutil.rmtree(d, ignore_errors=True)
@@ -214,8 +227,12 @@ def build_circuit(source: str, input_obj: dict, name: str = "circuit", *, optimi
         raise
     if log:
         log(f"circuit {name} ({r.n_constraints} constraints, 2^{power}): compile {t_compile:.1f} s, "
-            f"setup {t_setup:.1f} s -> {d}")
+            f"{setup} setup {t_setup:.1f} s -> {d}")
     return CircuitArtifacts(d, name, power)
+
+
+def meta(art: CircuitArtifacts) -> dict:
+    return json.loads((art.dir / "DONE").read_text())
 
 
 def witness(art: CircuitArtifacts, input_obj: dict, out: Path) -> Path:
