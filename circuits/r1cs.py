@@ -68,6 +68,7 @@ class R1CS:
     row_namespace: np.ndarray
     row_label: np.ndarray
     input_names: tuple = ()
+    appended_constraints: int = 0  # rows added after synthesis (with_input_constraints)
 
     # -- sizes -------------------------------------------------------------------------------------------------------
     @property
@@ -163,6 +164,7 @@ class R1CS:
             namespaces=ns, labels=labels,
             row_namespace=np.concatenate([self.row_namespace, np.full(n, len(ns) - 1, np.int32)]),
             row_label=np.concatenate([self.row_label, np.full(n, len(labels) - 1, np.int32)]),
+            appended_constraints=self.appended_constraints + n,
         )
 
     # -- checks -------------------------------------------------------------------------------------------------------
@@ -171,9 +173,10 @@ class R1CS:
         if len(witness.inputs) != self.num_inputs or len(witness.aux) != self.num_aux:
             raise ValueError(f"witness shape (inputs={len(witness.inputs)}, aux={len(witness.aux)}) does not match "
                              f"the R1CS (inputs={self.num_inputs}, aux={self.num_aux})")
-        if witness.num_constraints is not None and witness.num_constraints != self.num_constraints:
-            raise ValueError(f"witness was synthesized with {witness.num_constraints} constraints, the R1CS has "
-                             f"{self.num_constraints}: not the same circuit shape")
+        synthesized = self.num_constraints - self.appended_constraints
+        if witness.num_constraints is not None and witness.num_constraints != synthesized:
+            raise ValueError(f"witness was synthesized with {witness.num_constraints} constraints, the R1CS with "
+                             f"{synthesized}: not the same circuit shape")
 
     def evaluate(self, witness: "Witness") -> tuple[list[int], list[int], list[int]]:
         """``(A z, B z, C z)`` with the Python-int reference."""
