@@ -130,3 +130,14 @@ def test_porep_like_native_helpers():
 def test_porep_like_validation(override, match):
     with pytest.raises(ValueError, match=match):
         get_circuit("porep_like", "tiny", **override)
+
+
+def test_synth_bench_runs_end_to_end():
+    from cuzk_jax.circuits import bench
+
+    res = bench.run("cube", "default", partitions=2, reps=1, warmup=0, device_eval=True, reference_check_max=10,
+                    log=lambda *a: None)
+    assert res["constraints"] == 3 and res["partitions"] == 2 and len(res["witness_s"]) == 2
+    assert res["all_satisfied"] is True and res["evaluate_s"] > 0 and "reference_check_s" in res
+    with pytest.raises(ValueError, match="partitions"):
+        bench.run("cube", "default", partitions=0)
