@@ -25,7 +25,8 @@ def _timed(fn, *args):
 
 
 def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, reps: int = 5, warmup: int = 1,
-        device_eval: bool = True, method: str = "scatter", reference_check_max: int = 0, log=print) -> dict:
+        device_eval: bool = True, method: str = "scatter", reference_check_max: int = 0,
+        partition_chunk: int | None = None, log=print) -> dict:
     """Run the benchmark; returns a flat-ish dict of results (see the module docstring)."""
     from . import get_circuit
     from .r1cs import stack_z
@@ -79,16 +80,17 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
 
     res["device"] = str(jax.devices()[0])
     res["method"] = method
+    res["partition_chunk"] = partition_chunk
     dr, wall, _ = _timed(lambda: jax.block_until_ready(ops_r1cs.to_device(r1cs)))
     res["upload_r1cs_s"] = wall
     zd, wall, _ = _timed(lambda: jax.block_until_ready(jnp.asarray(z)))
     res["upload_z_s"] = wall
     with jax.enable_x64(True):
         t0 = time.perf_counter()
-        ev = ops_r1cs._evaluate_jit.lower(dr, zd, method=method).compile()
+        ev = ops_r1cs._evaluate_jit.lower(dr, zd, method=method, chunk=partition_chunk).compile()
         res["compile_evaluate_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ck = ops_r1cs._check_jit.lower(dr, zd, method=method).compile()
+        ck = ops_r1cs._check_jit.lower(dr, zd, method=method, chunk=partition_chunk).compile()
         res["compile_check_s"] = time.perf_counter() - t0
     for _ in range(warmup):
         jax.block_until_ready(ev(dr, zd))

@@ -83,11 +83,16 @@ def to_device(r1cs) -> DeviceR1CS:
                       indptr=jnp.asarray(indptr), coeffs=jnp.asarray(coeffs))
 
 
-def _check_z(dr: DeviceR1CS, z) -> None:
+def _check_z(dr: DeviceR1CS, z, chunk: int | None = None) -> None:
     if z.ndim < 2 or z.shape[0] != fr.limbs:
         raise ValueError(f"z must have shape (8, *batch, n_vars), got {z.shape}")
     if z.dtype != jnp.uint32:
         raise ValueError(f"z must be uint32 limbs, got {z.dtype}")
+    if chunk is not None:
+        if not isinstance(chunk, int) or chunk < 1:
+            raise ValueError(f"chunk must be a positive int, got {chunk!r}")
+        if z.ndim != 3 or z.shape[1] % chunk:
+            raise ValueError(f"chunk={chunk} needs z of shape (8, P, n_vars) with P a multiple of it, got {z.shape}")
 
 
 def _reduce_wide(s: list) -> jax.Array:
@@ -131,16 +136,27 @@ def _abc(dr: DeviceR1CS, z: jax.Array, method: str) -> jax.Array:
     return _reduce_wide([sums[l] for l in range(fr.limbs)])
 
 
-@functools.partial(jax.jit, static_argnames=("method",))
-def _evaluate_jit(dr, z, method):
-    abc = _abc(dr, z, method)
+def _abc_chunked(dr: DeviceR1CS, z: jax.Array, method: str, chunk: int | None) -> jax.Array:
+    """:func:`_abc`, optionally over the partition axis in sequential chunks of ``chunk`` (``lax.map``) to bound
+    the memory of the per-nonzero intermediates (``z`` must then be ``(8, P, n_vars)`` with ``chunk | P``)."""
+    if not chunk or z.ndim != 3 or z.shape[1] <= chunk:
+        return _abc(dr, z, method)
+    L, P, n = z.shape
+    zs = z.reshape(L, P // chunk, chunk, n).transpose(1, 0, 2, 3)
+    out = jax.lax.map(lambda zz: _abc(dr, zz, method), zs)  # (P / chunk, 8, chunk, 3m)
+    return out.transpose(1, 0, 2, 3).reshape(L, P, out.shape[-1])
+
+
+@functools.partial(jax.jit, static_argnames=("method", "chunk"))
+def _evaluate_jit(dr, z, method, chunk=None):
+    abc = _abc_chunked(dr, z, method, chunk)
     m = (dr.indptr.shape[0] - 1) // 3
     return abc[..., :m], abc[..., m:2 * m], abc[..., 2 * m:]
 
 
-@functools.partial(jax.jit, static_argnames=("method",))
-def _check_jit(dr, z, method):
-    abc = _abc(dr, z, method)
+@functools.partial(jax.jit, static_argnames=("method", "chunk"))
+def _check_jit(dr, z, method, chunk=None):
+    abc = _abc_chunked(dr, z, method, chunk)
     m = (dr.indptr.shape[0] - 1) // 3
     az, bz, cz = abc[..., :m], abc[..., m:2 * m], abc[..., 2 * m:]
     bad = ~fr.eq(fr.mul(az, bz), cz)  # (*batch, m)
@@ -150,18 +166,22 @@ def _check_jit(dr, z, method):
 
 
 @x64
-def evaluate(dr: DeviceR1CS, z, method: str = "scatter"):
-    """``(A z, B z, C z)``, each uint32 ``(8, *batch, m)`` in Montgomery form (jitted; compiled once per shape)."""
-    _check_z(dr, z)
-    return _evaluate_jit(dr, z, method)
+def evaluate(dr: DeviceR1CS, z, method: str = "scatter", chunk: int | None = None):
+    """``(A z, B z, C z)``, each uint32 ``(8, *batch, m)`` in Montgomery form (jitted; compiled once per shape).
+
+    ``chunk``: evaluate the partitions of ``z`` (``(8, P, n_vars)``) ``chunk`` at a time (sequential ``lax.map``)
+    to bound device memory; ``None`` evaluates all at once.
+    """
+    _check_z(dr, z, chunk)
+    return _evaluate_jit(dr, z, method, chunk)
 
 
 @x64
-def check(dr: DeviceR1CS, z, method: str = "scatter"):
+def check(dr: DeviceR1CS, z, method: str = "scatter", chunk: int | None = None):
     """``(ok, first_bad)``: per batch element, whether every constraint holds, and the index of the first one that
     does not (``-1`` when ``ok``). Shapes ``batch``."""
-    _check_z(dr, z)
-    return _check_jit(dr, z, method)
+    _check_z(dr, z, chunk)
+    return _check_jit(dr, z, method, chunk)
 
 
 def assert_satisfied(r1cs, z, dr: DeviceR1CS | None = None, method: str = "scatter") -> None:

@@ -20,6 +20,7 @@ flags.DEFINE_integer("reps", 5, "timed device evaluations (median reported)")
 flags.DEFINE_integer("warmup", 1, "untimed device evaluations")
 flags.DEFINE_bool("device_eval", True, "evaluate the constraints on the default JAX device")
 flags.DEFINE_enum("method", "scatter", ["scatter", "cumsum"], "segmented-sum method of the evaluator")
+flags.DEFINE_integer("partition_chunk", 0, "evaluate the partitions this many at a time (0 = all at once)")
 flags.DEFINE_integer("reference_check_max", 0, "also check partition 0 with the Python reference when the "
                      "circuit has at most this many constraints (0 = never)")
 flags.DEFINE_string("out", "", "JSON output path ('' = default under bench/results)")
@@ -41,11 +42,13 @@ def main(argv):
     preset = FLAGS.preset or get_circuit(FLAGS.circuit).preset
     env = bench.environment()
     result = synth_bench.run(FLAGS.circuit, preset, FLAGS.partitions, FLAGS.seed, FLAGS.reps, FLAGS.warmup,
-                             FLAGS.device_eval, FLAGS.method, FLAGS.reference_check_max)
+                             FLAGS.device_eval, FLAGS.method, FLAGS.reference_check_max,
+                             FLAGS.partition_chunk or None)
     out = FLAGS.out or os.path.join("bench", "results",
                                     f"synth-{FLAGS.circuit}-{preset}-{env['backend']}-{env['date'][:10]}.json")
     bench.write_json(out, {"environment": env, "flags": {k: FLAGS[k].value for k in (
-        "circuit", "preset", "partitions", "seed", "reps", "warmup", "device_eval", "method")}, "result": result})
+        "circuit", "preset", "partitions", "seed", "reps", "warmup", "device_eval", "method",
+        "partition_chunk")}, "result": result})
     short = {k: v for k, v in result.items() if not isinstance(v, (list, dict))}
     print(json.dumps(short, indent=1))
     print(f"wrote {out}")

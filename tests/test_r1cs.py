@@ -206,6 +206,17 @@ def test_evaluate_batched_equals_one_by_one(system, method):
         assert tuple(_ints(x[:, p]) for x in got) == want, (method, p)
 
 
+def test_partition_chunks_equal_all_at_once(system):
+    _, zs, dr = system
+    z = jnp.asarray(stack_z(zs))
+    whole = ops_r1cs.evaluate(dr, z)
+    chunked = ops_r1cs.evaluate(dr, z, chunk=1)
+    for a, b in zip(whole, chunked):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ValueError, match="multiple"):
+        ops_r1cs.evaluate(dr, z, chunk=2)
+
+
 def test_vmap_equals_broadcast(system):
     r1cs, zs, dr = system
     z = jnp.asarray(stack_z(zs))
