@@ -219,8 +219,25 @@ class Witness:
         return len(self.inputs) + len(self.aux)
 
     def z_limbs(self, montgomery: bool = True) -> np.ndarray:
-        """``z`` as Fr limbs ``(8, num_vars)`` uint32 (Montgomery form unless ``montgomery=False``)."""
-        return encoding.ints_to_limbs(self.z, "fr", montgomery=montgomery)
+        """``z`` as Fr limbs ``(8, num_vars)`` uint32 (Montgomery form unless ``montgomery=False``).
+
+        Most entries of SHA-256-heavy witnesses are bits: those are encoded with numpy (0 -> 0, 1 -> the limbs of
+        ``R mod r`` or of 1), only the other values go through Python-int conversion.
+        """
+        z = self.z
+        try:
+            ok = min(z) >= 0 and max(z) < R
+        except TypeError:
+            ok = False
+        if not ok:
+            raise ValueError("witness values must be ints in [0, r)")
+        bits = np.fromiter((v if v <= 1 else 0 for v in z), dtype=np.uint32, count=len(z))
+        one = encoding.ints_to_limbs([1], "fr", montgomery=montgomery)[:, 0]
+        out = np.multiply.outer(one, bits).astype(np.uint32)
+        big = [i for i, v in enumerate(z) if v > 1]
+        if big:
+            out[:, big] = encoding.ints_to_limbs([z[i] for i in big], "fr", montgomery=montgomery)
+        return out
 
     def with_value(self, column: int, value: int) -> "Witness":
         """A copy with ``z[column]`` replaced (tests: build a bad witness)."""

@@ -121,6 +121,17 @@ def test_structure_mode_matches_full_mode():
     assert circuit.witness(inputs).z == w.z
 
 
+def test_witness_limbs():
+    vals = [0, 1, 2, R - 1, R - 2, 1, 0, (1 << 254) + 3]
+    w = Witness(inputs=[1, 5], aux=vals)
+    for mont in (True, False):
+        assert np.array_equal(w.z_limbs(mont), encoding.ints_to_limbs(w.z, "fr", montgomery=mont))
+    assert encoding.limbs_to_ints(w.z_limbs(), "fr", montgomery=True) == w.z
+    for bad in (-1, R, "3"):
+        with pytest.raises(ValueError, match=r"\[0, r\)"):
+            Witness(inputs=[1], aux=[bad]).z_limbs()
+
+
 def test_with_input_constraints():
     circuit = get_circuit("cube")
     r1cs, w = circuit.full(circuit.sample_inputs())
