@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 from array import array
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 
@@ -478,11 +478,3 @@ class ConstraintSystem:
             raise SynthesisError("check() needs mode='full' (constraints and values)")
         self.to_r1cs().check(self.witness())
 
-
-def bits_of(value: int, n: int) -> list[int]:
-    """The ``n`` low bits of ``value``, least significant first."""
-    return [(value >> i) & 1 for i in range(n)]
-
-
-def iter_terms(x) -> Iterable:
-    return LinearCombination.of(x).terms.items()

@@ -115,7 +115,7 @@ class PorepLike(Circuit):
     def value_bound(self) -> int:
         return (1 << 254) if self.params["data_hash"] == "sha256" else R
 
-    # -- witness sampling -----------------------------------------------------------------------------------------------
+    # -- witness sampling ---------------------------------------------------------------------------------------------
     def sample_inputs(self, partition=0, seed=0):
         p = self.params
         rng = self._rng(partition, seed)
@@ -160,7 +160,7 @@ class PorepLike(Circuit):
             out += [c] + list(pars)
         return out
 
-    # -- synthesis -------------------------------------------------------------------------------------------------------
+    # -- synthesis ----------------------------------------------------------------------------------------------------
     def synthesize(self, cs, inputs=None):
         p = self.params
         dh, L, depth, arity = p["data_hash"], p["layers"], p["depth"], p["tree_arity"]

@@ -154,7 +154,8 @@ def test_poseidon_gadget_matches_native(arity):
         assert [x.value for x in lanes] == P.permute([0] + vals)
         assert lanes[0].value == P.hash(vals)
         # 3 constraints per S-box: t per full round (8), 1 per partial round, minus the folded capacity S-box
-        assert cs.num_constraints == PG.constraints_per_hash(arity) == 3 * (8 * (arity + 1) + P.params(arity + 1).r_p - 1)
+        r_p = P.params(arity + 1).r_p
+        assert cs.num_constraints == PG.constraints_per_hash(arity) == 3 * (8 * (arity + 1) + r_p - 1)
         cs.check()
     assert PG.constraints_per_hash(2) == 240 and PG.constraints_per_hash(8) == 402
     # negative twin: an S-box output changed

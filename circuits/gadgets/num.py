@@ -91,10 +91,6 @@ def alloc_input_num(cs: ConstraintSystem, value, name: str = "input") -> Num:
     return Num.of_variable(var, cs._val(var.index) if cs.has_values else None)
 
 
-def _val(x: Num) -> int | None:
-    return x.value
-
-
 def mul(cs: ConstraintSystem, a: Num, b: Num, label: str = "mul") -> Num:
     """``a * b`` (1 constraint; 0 when an operand is constant)."""
     ca, cb = a.constant_value(), b.constant_value()

@@ -6,9 +6,10 @@ of each byte first -- so ``hashlib.sha256(data).digest()`` corresponds bit for b
 
 Cost per compression with a variable state and block: 26,416 constraints (message schedule ~7.2k, 64 rounds ~19k,
 final additions ~0.3k); the first block (constant IV) costs a little less, and a constant block (e.g. the padding
-block of a 64-byte message) folds the schedule away: SHA-256 of a 64-byte message costs 45,277. ``Sigma`` functions are two XORs per bit, ``ch`` one constraint per bit, ``maj``
-two; the two additions of a round are done as ``new_e = d + h + S1 + ch + K + W`` and
-``new_a = h + S1 + ch + K + W + S0 + maj`` directly (35-bit sums), which is cheaper than materialising T1.
+block of a 64-byte message) folds the schedule away: SHA-256 of a 64-byte message costs 45,277. ``Sigma``
+functions are two XORs per bit, ``ch`` one constraint per bit, ``maj`` two; the two additions of a round are
+done as ``new_e = d + h + S1 + ch + K + W`` and ``new_a = h + S1 + ch + K + W + S0 + maj`` directly (35-bit sums),
+which is cheaper than materialising T1.
 """
 
 from __future__ import annotations
