@@ -1,0 +1,312 @@
+"""Groth16 keys and proofs, and their byte formats (arkworks ``data_structures.rs`` in spirit).
+
+Points inside keys are kept two ways: the small verifying key and the few fixed proving-key points as host
+reference points (affine tuples, ``None`` = infinity, see :mod:`cuzk_jax.reference.curve`), and the big queries as
+device-resident :class:`cuzk_jax.ops.curve.Affine` arrays (limb-major Montgomery Fq/Fq2), so a loaded key stays
+on the device between proofs (cuzk's resident SRS). :class:`ProvingKey` is a registered pytree whose leaves are
+those arrays.
+
+Formats (all integers little-endian; points in the zcash/bellperson encodings of :mod:`cuzk_jax.points`):
+
+``Proof`` (192 bytes): A (48, compressed G1) | B (96, compressed G2) | C (48, compressed G1). Ten partitions
+concatenate to 1920 bytes.
+
+Verifying key file::
+
+    magic  b"CUZKVK01"          8
+    u32    num_ic                4   (= 1 + number of public inputs)
+    alpha_g1, beta_g2, gamma_g2, delta_g2   uncompressed (96 + 3 * 192)
+    ic[num_ic]                  uncompressed G1 (96 each)
+    sha256 of everything above  32
+
+Proving key file::
+
+    magic  b"CUZKPK01"          8
+    u32    num_inputs, num_aux, domain_size   12
+    circuit digest              32  (sha256 of the R1CS structure, ``R1CS.digest()``)
+    u64    vk_len                8
+    verifying key file          vk_len
+    beta_g1, delta_g1           uncompressed G1 (96 each)
+    5 x { u64 count, points }   a_query (G1, num_vars), b_g1_query (G1, num_vars), b_g2_query (G2, num_vars),
+                                h_query (G1, domain_size - 1), l_query (G1, num_aux); uncompressed
+    sha256 of everything above  32
+
+Loading checks the magic, every length, the checksum, and every point (canonical coordinates, on the curve, in the
+prime-order subgroup); any failure is one :class:`KeyFormatError` (a ``ValueError``) naming the section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import struct
+from typing import Optional
+
+import jax
+
+from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
+
+PROOF_BYTES = 192
+VK_MAGIC = b"CUZKVK01"
+PK_MAGIC = b"CUZKPK01"
+
+
+class KeyFormatError(ValueError):
+    """A key file is truncated, corrupt, or holds an invalid point."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Proof
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Proof:
+    """A Groth16 proof ``(A in G1, B in G2, C in G1)`` as host reference points."""
+
+    a: Optional[tuple]
+    b: Optional[tuple]
+    c: Optional[tuple]
+
+    def to_bytes(self) -> bytes:
+        return ref_g1.encode(self.a) + ref_g2.encode(self.b) + ref_g1.encode(self.c)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Proof":
+        """Parse 192 bytes; ValueError on a wrong length or an invalid point."""
+        if not isinstance(data, (bytes, bytearray)) or len(data) != PROOF_BYTES:
+            raise ValueError(f"a proof is {PROOF_BYTES} bytes, got {len(data) if hasattr(data, '__len__') else data!r}")
+        data = bytes(data)
+        try:
+            return cls(ref_g1.decode(data[:48]), ref_g2.decode(data[48:144]), ref_g1.decode(data[144:]))
+        except ValueError as e:
+            raise ValueError(f"invalid proof encoding: {e}") from None
+
+    def arkworks(self):
+        """The three points as py_arkworks_bls12381 objects (for pairing checks)."""
+        import py_arkworks_bls12381 as ark
+
+        data = self.to_bytes()
+        return (ark.G1Point.from_compressed_bytes(data[:48]), ark.G2Point.from_compressed_bytes(data[48:144]),
+                ark.G1Point.from_compressed_bytes(data[144:]))
+
+
+def proofs_to_bytes(proofs) -> bytes:
+    """Concatenate proofs (10 partitions -> 1920 bytes)."""
+    return b"".join(p.to_bytes() for p in proofs)
+
+
+def proofs_from_bytes(data: bytes) -> list[Proof]:
+    if len(data) % PROOF_BYTES:
+        raise ValueError(f"proof bytes must be a multiple of {PROOF_BYTES}, got {len(data)}")
+    return [Proof.from_bytes(data[i:i + PROOF_BYTES]) for i in range(0, len(data), PROOF_BYTES)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Verifying key
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _Reader:
+    def __init__(self, data: bytes, what: str):
+        self.data, self.pos, self.what = data, 0, what
+
+    def take(self, n: int, section: str) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise KeyFormatError(f"{self.what}: truncated in {section} (needs {n} bytes at offset {self.pos}, "
+                                 f"file has {len(self.data)})")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def u32(self, section: str) -> int:
+        return struct.unpack("<I", self.take(4, section))[0]
+
+    def u64(self, section: str) -> int:
+        return struct.unpack("<Q", self.take(8, section))[0]
+
+
+def _checked_body(data: bytes, magic: bytes, what: str) -> bytes:
+    if not isinstance(data, (bytes, bytearray)):
+        raise KeyFormatError(f"{what}: expected bytes")
+    data = bytes(data)
+    if len(data) < len(magic) + 32 or data[:len(magic)] != magic:
+        raise KeyFormatError(f"{what}: bad magic (not a cuzk_jax {what} file, or truncated)")
+    body, digest = data[:-32], data[-32:]
+    if hashlib.sha256(body).digest() != digest:
+        raise KeyFormatError(f"{what}: checksum mismatch (file truncated or corrupt)")
+    return body
+
+
+def _decode_ref(curve, raw: bytes, section: str, what: str):
+    try:
+        return curve.decode(raw, compressed=False)
+    except ValueError as e:
+        raise KeyFormatError(f"{what}: invalid {curve.name} point in {section}: {e}") from None
+
+
+@dataclasses.dataclass
+class VerifyingKey:
+    """Host-side verifying key: ``alpha_g1``, ``beta_g2``, ``gamma_g2``, ``delta_g2`` and ``ic`` (1 + #public)."""
+
+    alpha_g1: tuple
+    beta_g2: tuple
+    gamma_g2: tuple
+    delta_g2: tuple
+    ic: list
+
+    @property
+    def num_public(self) -> int:
+        return len(self.ic) - 1
+
+    def to_bytes(self) -> bytes:
+        body = VK_MAGIC + struct.pack("<I", len(self.ic))
+        body += ref_g1.encode(self.alpha_g1, compressed=False)
+        for p in (self.beta_g2, self.gamma_g2, self.delta_g2):
+            body += ref_g2.encode(p, compressed=False)
+        body += b"".join(ref_g1.encode(p, compressed=False) for p in self.ic)
+        return body + hashlib.sha256(body).digest()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "VerifyingKey":
+        what = "verifying key"
+        body = _checked_body(data, VK_MAGIC, what)
+        rd = _Reader(body, what)
+        rd.take(8, "magic")
+        n = rd.u32("header")
+        alpha = _decode_ref(ref_g1, rd.take(96, "alpha_g1"), "alpha_g1", what)
+        beta, gamma, delta = (_decode_ref(ref_g2, rd.take(192, s), s, what) for s in ("beta_g2", "gamma_g2", "delta_g2"))
+        ic = [_decode_ref(ref_g1, rd.take(96, "ic"), f"ic[{i}]", what) for i in range(n)]
+        if rd.pos != len(body):
+            raise KeyFormatError(f"{what}: {len(body) - rd.pos} trailing bytes")
+        return cls(alpha, beta, gamma, delta, ic)
+
+    def arkworks(self) -> dict:
+        """The key's points as py_arkworks_bls12381 objects (cached)."""
+        cached = self.__dict__.get("_ark")
+        if cached is None:
+            import py_arkworks_bls12381 as ark
+
+            cached = {
+                "alpha_g1": ark.G1Point.from_compressed_bytes(ref_g1.encode(self.alpha_g1)),
+                "beta_g2": ark.G2Point.from_compressed_bytes(ref_g2.encode(self.beta_g2)),
+                "gamma_g2": ark.G2Point.from_compressed_bytes(ref_g2.encode(self.gamma_g2)),
+                "delta_g2": ark.G2Point.from_compressed_bytes(ref_g2.encode(self.delta_g2)),
+                "ic": [ark.G1Point.from_compressed_bytes(ref_g1.encode(p)) for p in self.ic],
+            }
+            self.__dict__["_ark"] = cached
+        return cached
+
+    def __eq__(self, other):
+        return isinstance(other, VerifyingKey) and self.to_bytes() == other.to_bytes()
+
+    def __hash__(self):  # pytree metadata of ProvingKey must be hashable
+        return hash(self.to_bytes())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Proving key
+# ---------------------------------------------------------------------------------------------------------------
+
+_QUERIES = (("a_query", "g1"), ("b_g1_query", "g1"), ("b_g2_query", "g2"), ("h_query", "g1"), ("l_query", "g1"))
+
+
+@dataclasses.dataclass(eq=False)
+class ProvingKey:
+    """Proving key with device-resident queries (``ops.curve.Affine`` arrays, batch axis = query index).
+
+    ``a_query``/``b_g1_query``/``b_g2_query`` cover all ``num_inputs + num_aux`` columns of ``z``;
+    ``h_query`` has ``domain_size - 1`` points; ``l_query`` covers the ``num_aux`` private columns.
+    """
+
+    vk: VerifyingKey
+    beta_g1: tuple
+    delta_g1: tuple
+    a_query: object
+    b_g1_query: object
+    b_g2_query: object
+    h_query: object
+    l_query: object
+    num_inputs: int
+    num_aux: int
+    domain_size: int
+    circuit_digest: str
+
+    @property
+    def num_vars(self) -> int:
+        return self.num_inputs + self.num_aux
+
+    def nbytes(self) -> int:
+        """Device bytes held by the queries (for the key manager's LRU budget)."""
+        return sum(leaf.nbytes for leaf in jax.tree_util.tree_leaves(self))
+
+    def to_bytes(self) -> bytes:
+        from cuzk_jax import points
+
+        body = PK_MAGIC + struct.pack("<III", self.num_inputs, self.num_aux, self.domain_size)
+        body += bytes.fromhex(self.circuit_digest)
+        vkb = self.vk.to_bytes()
+        body += struct.pack("<Q", len(vkb)) + vkb
+        body += ref_g1.encode(self.beta_g1, compressed=False) + ref_g1.encode(self.delta_g1, compressed=False)
+        for name, group in _QUERIES:
+            enc = points.encode(getattr(self, name), group, compressed=False)
+            body += struct.pack("<Q", len(enc)) + b"".join(enc)
+        return body + hashlib.sha256(body).digest()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "ProvingKey":
+        from cuzk_jax import points
+
+        what = "proving key"
+        body = _checked_body(data, PK_MAGIC, what)
+        rd = _Reader(body, what)
+        rd.take(8, "magic")
+        num_inputs, num_aux, domain = rd.u32("header"), rd.u32("header"), rd.u32("header")
+        digest = rd.take(32, "header").hex()
+        vk = VerifyingKey.from_bytes(rd.take(rd.u64("vk length"), "verifying key"))
+        beta = _decode_ref(ref_g1, rd.take(96, "beta_g1"), "beta_g1", what)
+        delta = _decode_ref(ref_g1, rd.take(96, "delta_g1"), "delta_g1", what)
+        expected = {"a_query": num_inputs + num_aux, "b_g1_query": num_inputs + num_aux,
+                    "b_g2_query": num_inputs + num_aux, "h_query": domain - 1, "l_query": num_aux}
+        fields = {}
+        for name, group in _QUERIES:
+            count = rd.u64(f"{name} count")
+            if count != expected[name]:
+                raise KeyFormatError(f"{what}: {name} has {count} points, the header implies {expected[name]}")
+            size = 96 if group == "g1" else 192
+            raw = rd.take(count * size, name)
+            try:
+                fields[name] = points.decode(raw, group, compressed=False, check=True)
+            except ValueError as e:
+                raise KeyFormatError(f"{what}: invalid point in {name}: {e}") from None
+        if rd.pos != len(body):
+            raise KeyFormatError(f"{what}: {len(body) - rd.pos} trailing bytes")
+        if len(vk.ic) != num_inputs:
+            raise KeyFormatError(f"{what}: verifying key has {len(vk.ic)} IC points for {num_inputs} inputs")
+        return cls(vk=vk, beta_g1=beta, delta_g1=delta, num_inputs=num_inputs, num_aux=num_aux, domain_size=domain,
+                   circuit_digest=digest, **fields)
+
+    def save(self, path: str) -> None:
+        _atomic_write(path, self.to_bytes())
+
+    @classmethod
+    def load(cls, path: str) -> "ProvingKey":
+        with open(path, "rb") as fh:
+            return cls.from_bytes(fh.read())
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    """Write via a temporary file and rename, so a crash never leaves a partial key or proof file."""
+    import os
+
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+jax.tree_util.register_dataclass(
+    ProvingKey,
+    data_fields=["a_query", "b_g1_query", "b_g2_query", "h_query", "l_query"],
+    meta_fields=["vk", "beta_g1", "delta_g1", "num_inputs", "num_aux", "domain_size", "circuit_digest"],
+)

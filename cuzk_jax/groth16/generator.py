@@ -1,0 +1,157 @@
+"""Groth16 circuit-specific setup (arkworks ``generator.rs``): toxic waste -> proving and verifying keys.
+
+Formulas are those of :mod:`cuzk_jax.reference.groth16` (the oracle); here the scalars are computed once on the host
+(Python ints: Lagrange basis at tau with one batched inversion, then the sparse column sums
+``u_i(tau) = sum_j A[j][i] L_j(tau)``) and all query points come from ONE batched fixed-base scalar multiplication
+per group on the device (:mod:`cuzk_jax.ops.fixed_base`).
+
+The toxic waste comes from the OS CSPRNG (``secrets``) and is dropped when :func:`setup` returns. For tests,
+:func:`insecure_toxic_waste_for_tests` derives it from a seed; keys made that way are forgeable by anyone who knows
+the seed, and the name says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import secrets
+import time
+
+import jax
+import numpy as np
+
+from cuzk_jax import encoding
+from cuzk_jax.ops import curve as C
+from cuzk_jax.ops import fixed_base
+from cuzk_jax.reference import groth16 as ref
+from cuzk_jax.reference.constants import R
+from cuzk_jax.reference.groth16 import ToxicWaste
+
+from .data_structures import ProvingKey, VerifyingKey
+
+log = logging.getLogger(__name__)
+
+
+def _draw(randbelow) -> int:
+    return 1 + randbelow(R - 1)
+
+
+def random_toxic_waste() -> ToxicWaste:
+    """Toxic waste from the OS CSPRNG (``secrets``)."""
+    return ToxicWaste(*(_draw(secrets.randbelow) for _ in range(5)))
+
+
+def insecure_toxic_waste_for_tests(seed: int) -> ToxicWaste:
+    """Deterministic toxic waste from ``seed``: FOR TESTS ONLY (anyone knowing the seed can forge proofs)."""
+    rnd = random.Random(seed)
+    return ToxicWaste(*(_draw(rnd.randrange) for _ in range(5)))
+
+
+def _batch_inv_host(xs: list[int]) -> list[int]:
+    """Montgomery's trick on Python ints (one modular inversion); every x must be nonzero."""
+    prefix, acc = [], 1
+    for x in xs:
+        prefix.append(acc)
+        acc = acc * x % R
+    inv = pow(acc, R - 2, R)
+    out = [0] * len(xs)
+    for i in range(len(xs) - 1, -1, -1):
+        out[i] = inv * prefix[i] % R
+        inv = inv * xs[i] % R
+    return out
+
+
+def lagrange_at(n: int, tau: int) -> list[int]:
+    """``L_j(tau) = w^j (tau^n - 1) / (n (tau - w^j))`` for the size-n domain, with one batched inversion."""
+    w = pow(7, (R - 1) // n, R)
+    z = (pow(tau, n, R) - 1) % R
+    if z == 0:
+        raise ValueError("tau lies in the evaluation domain; draw new toxic waste")
+    ws = [1] * n
+    for j in range(1, n):
+        ws[j] = ws[j - 1] * w % R
+    inv = _batch_inv_host([(tau - x) % R for x in ws])
+    k = z * pow(n, R - 2, R) % R
+    return [x * k % R * y % R for x, y in zip(ws, inv)]
+
+
+def column_evals(matrix, coeffs, num_vars: int, lag: list[int]) -> list[int]:
+    """``sum_j M[j][i] L_j(tau)`` per column, from a CSR ``SparseMatrix`` and its coefficient table."""
+    rows = matrix.row_ids().tolist()
+    cols = matrix.cols.tolist()
+    cids = matrix.coeff_ids.tolist()
+    acc = [0] * num_vars
+    for j, i, c in zip(rows, cols, cids):
+        acc[i] += coeffs[c] * lag[j]
+    return [v % R for v in acc]
+
+
+def _points(affine: C.Affine, start: int, stop: int) -> C.Affine:
+    return jax.tree_util.tree_map(lambda a: a[..., start:stop], affine)
+
+
+def _to_ref(curve: C.Curve, affine: C.Affine) -> list:
+    """Device Affine batch -> reference points (host), for the few points kept on the host."""
+    x, y, inf = (np.asarray(a) for a in affine)
+    out = []
+    for i in range(inf.shape[-1]):
+        if inf[i]:
+            out.append(None)
+        elif curve.coord_ndim == 1:
+            out.append((encoding.limbs_to_ints(x[:, i], "fq", True)[0], encoding.limbs_to_ints(y[:, i], "fq", True)[0]))
+        else:
+            xx = tuple(encoding.limbs_to_ints(x[k, :, i], "fq", True)[0] for k in range(2))
+            yy = tuple(encoding.limbs_to_ints(y[k, :, i], "fq", True)[0] for k in range(2))
+            out.append((xx, yy))
+    return out
+
+
+def setup(r1cs, toxic: ToxicWaste | None = None) -> ProvingKey:
+    """Circuit-specific setup for ``r1cs`` (a :class:`cuzk_jax.circuits.r1cs.R1CS`).
+
+    ``toxic=None`` draws fresh toxic waste from the OS CSPRNG. Returns a :class:`ProvingKey` whose queries live on
+    the default device (``pk.vk`` is the verifying key).
+    """
+    t0 = time.perf_counter()
+    toxic = toxic or random_toxic_waste()
+    ext = r1cs.with_input_constraints()
+    n = ref.domain_size(ext.num_constraints)
+    num_inputs, num_aux = r1cs.num_inputs, r1cs.num_aux
+    num_vars = num_inputs + num_aux
+    lag = lagrange_at(n, toxic.tau)
+    u, v, w = (column_evals(m, ext.coeffs, num_vars, lag) for m in ext.matrices())
+    ginv, dinv = pow(toxic.gamma, R - 2, R), pow(toxic.delta, R - 2, R)
+    lin = [(toxic.beta * u[i] + toxic.alpha * v[i] + w[i]) % R for i in range(num_vars)]
+    zt = (pow(toxic.tau, n, R) - 1) % R
+    h_scalars, acc = [], zt * dinv % R
+    for _ in range(n - 1):
+        h_scalars.append(acc)
+        acc = acc * toxic.tau % R
+    t_host = time.perf_counter() - t0
+
+    # One fixed-base batch per group; the order of the segments is recorded in `seg`.
+    g1_segments = [("a_query", u), ("b_g1_query", v), ("h_query", h_scalars),
+                   ("l_query", [x * dinv % R for x in lin[num_inputs:]]),
+                   ("ic", [x * ginv % R for x in lin[:num_inputs]]),
+                   ("fixed", [toxic.alpha, toxic.beta, toxic.delta])]
+    g1_scalars = [s for _, seg in g1_segments for s in seg]
+    g1_pts = fixed_base.mul(C.g1, encoding.ints_to_limbs(g1_scalars, "fr"))
+    g2_scalars = v + [toxic.beta, toxic.gamma, toxic.delta]
+    g2_pts = fixed_base.mul(C.g2, encoding.ints_to_limbs(g2_scalars, "fr"))
+    jax.block_until_ready((g1_pts, g2_pts))
+
+    parts, start = {}, 0
+    for name, seg in g1_segments:
+        parts[name] = _points(g1_pts, start, start + len(seg))
+        start += len(seg)
+    ic = _to_ref(C.g1, parts["ic"])
+    alpha_g1, beta_g1, delta_g1 = _to_ref(C.g1, parts["fixed"])
+    beta_g2, gamma_g2, delta_g2 = _to_ref(C.g2, _points(g2_pts, num_vars, num_vars + 3))
+    vk = VerifyingKey(alpha_g1=alpha_g1, beta_g2=beta_g2, gamma_g2=gamma_g2, delta_g2=delta_g2, ic=ic)
+    pk = ProvingKey(vk=vk, beta_g1=beta_g1, delta_g1=delta_g1, a_query=parts["a_query"],
+                    b_g1_query=parts["b_g1_query"], b_g2_query=_points(g2_pts, 0, num_vars),
+                    h_query=parts["h_query"], l_query=parts["l_query"], num_inputs=num_inputs, num_aux=num_aux,
+                    domain_size=n, circuit_digest=r1cs.digest())
+    log.info("setup: %d constraints, domain 2^%d, %d vars: host scalars %.2fs, total %.2fs", r1cs.num_constraints,
+             n.bit_length() - 1, num_vars, t_host, time.perf_counter() - t0)
+    return pk
