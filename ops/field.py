@@ -274,17 +274,46 @@ class PrimeField:
         return self._mul_rolled(a, b)
 
     def _mul_rolled(self, a, b):
+        """CIOS with BOTH loops rolled: the outer loop over b's limbs is a ``fori_loop`` and the inner carry
+        chain over a's limbs a ``lax.scan`` (as is the final conditional subtraction). Unrolling the inner chain
+        made XLA:CPU duplicate the whole carry chain into each output limb (~2500 instructions per mul); this
+        form is ~340 instructions, compiles ~4x faster and also ran ~2x faster on CPU (1024 muls)."""
         n = self.limbs
-        a64 = _split(a)
+        a64 = a.astype(jnp.uint64)
         b64 = b.astype(jnp.uint64)
+        p_l = self.p_limbs
+        pinv = self.pinv
+        pc = np.array(p_l, np.uint64).reshape((n,) + (1,) * (a.ndim - 1))
+        pc = jnp.broadcast_to(jnp.asarray(pc), a.shape)
 
-        def body(i, t):
+        def outer(i, t):
             bi = lax.dynamic_index_in_dim(b64, i, 0, keepdims=False)
-            return tuple(_cios_step(list(t), a64, bi, self.p_limbs, self.pinv))
+            s = t[0] + a64[0] * bi
+            A = s >> 32
+            t0 = s & MASK32
+            m = (t0 * pinv) & MASK32
+            C = (t0 + m * p_l[0]) >> 32
 
-        t0 = tuple(jnp.zeros_like(a64[0]) for _ in range(n))
-        t = lax.fori_loop(0, n, body, t0)
-        return _join(cond_sub_limbs(list(t), self.p_limbs))
+            def inner(carry, xs):  # one j of _cios_step
+                A, C = carry
+                tj, aj, pj = xs
+                s = tj + aj * bi + A
+                A = s >> 32
+                s2 = (s & MASK32) + m * pj + C
+                return (A, s2 >> 32), s2 & MASK32
+
+            (A, C), outs = lax.scan(inner, (A, C), (t[1:], a64[1:], pc[1:]))
+            return jnp.concatenate([outs, (C + A)[None]], axis=0)
+
+        t = lax.fori_loop(0, n, outer, jnp.zeros_like(a64))
+
+        def csub(borrow, xs):
+            x, y = xs
+            v = x - y - borrow  # wraps modulo 2^64 when negative
+            return v >> 63, v & MASK32
+
+        borrow, d = lax.scan(csub, jnp.zeros(a.shape[1:], jnp.uint64), (t, pc))
+        return jnp.where(borrow.astype(bool)[None], t, d).astype(jnp.uint32)  # borrow <=> t < p: keep t
 
     def square(self, a, schedule: str | None = None):
         return self.mul(a, a, schedule)
@@ -527,10 +556,10 @@ class Fq2:
         return jnp.where(jnp.asarray(mask)[None, None], a, b)
 
     def to_mont(self, a):
-        return self.base.to_mont(a)
+        return self.base.to_mont(a.swapaxes(0, 1)).swapaxes(0, 1)  # componentwise, limbs leading
 
     def from_mont(self, a):
-        return self.base.from_mont(a)
+        return self.base.from_mont(a.swapaxes(0, 1)).swapaxes(0, 1)
 
     def inv(self, a):
         """1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2); maps 0 to 0."""
