@@ -1,0 +1,119 @@
+"""Jacobian-coordinate scalar multiplication on Python ints, for the handful of per-proof randomisation terms.
+
+The prover's last step multiplies a few fixed points by the per-proof randomness ``r``, ``s`` (about seven G1 and
+one G2 scalar multiplications per partition). Doing them on the host in Jacobian coordinates (no inversion per
+step, "dbl-2009-l" / "add-2007-bl" of the Explicit-Formulas Database for a = 0) costs a few milliseconds and
+compiles nothing, where a device program would add a large curve-formula compile for a tiny batch.
+Points in and out are reference affine tuples (``None`` = infinity), see :mod:`cuzk_jax.reference.curve`.
+"""
+
+from __future__ import annotations
+
+from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
+from cuzk_jax.reference.field import fq, fq2
+
+
+def _field(curve):
+    return fq if curve is ref_g1 else fq2
+
+
+def _zero(F):
+    return 0 if F is fq else (0, 0)
+
+
+def _one(F):
+    return 1 if F is fq else (1, 0)
+
+
+def _is_zero(F, a) -> bool:
+    return a == 0 if F is fq else a == (0, 0)
+
+
+def _double(F, p):
+    X, Y, Z = p
+    if _is_zero(F, Z):
+        return p
+    A = F.square(X)
+    B = F.square(Y)
+    Cc = F.square(B)
+    D = F.double(F.sub(F.sub(F.square(F.add(X, B)), A), Cc))
+    E = F.add(F.double(A), A)
+    Fv = F.square(E)
+    X3 = F.sub(Fv, F.double(D))
+    Y3 = F.sub(F.mul(E, F.sub(D, X3)), F.double(F.double(F.double(Cc))))
+    Z3 = F.double(F.mul(Y, Z))
+    return (X3, Y3, Z3)
+
+
+def _add(F, p, q):
+    X1, Y1, Z1 = p
+    X2, Y2, Z2 = q
+    if _is_zero(F, Z1):
+        return q
+    if _is_zero(F, Z2):
+        return p
+    Z1Z1, Z2Z2 = F.square(Z1), F.square(Z2)
+    U1, U2 = F.mul(X1, Z2Z2), F.mul(X2, Z1Z1)
+    S1, S2 = F.mul(F.mul(Y1, Z2), Z2Z2), F.mul(F.mul(Y2, Z1), Z1Z1)
+    H = F.sub(U2, U1)
+    rr = F.double(F.sub(S2, S1))
+    if _is_zero(F, H):
+        if _is_zero(F, rr):
+            return _double(F, p)
+        return (_one(F), _one(F), _zero(F))
+    I = F.square(F.double(H))
+    J = F.mul(H, I)
+    V = F.mul(U1, I)
+    X3 = F.sub(F.sub(F.square(rr), J), F.double(V))
+    Y3 = F.sub(F.mul(rr, F.sub(V, X3)), F.double(F.mul(S1, J)))
+    Z3 = F.mul(F.sub(F.sub(F.square(F.add(Z1, Z2)), Z1Z1), Z2Z2), H)
+    return (X3, Y3, Z3)
+
+
+def to_jacobian(curve, p):
+    F = _field(curve)
+    if p is None:
+        return (_one(F), _one(F), _zero(F))
+    return (p[0], p[1], _one(F))
+
+
+def to_affine(curve, p):
+    F = _field(curve)
+    X, Y, Z = p
+    if _is_zero(F, Z):
+        return None
+    zi = F.inv(Z)
+    zi2 = F.square(zi)
+    return (F.mul(X, zi2), F.mul(Y, F.mul(zi2, zi)))
+
+
+def add(curve, p, q):
+    """Affine + affine (reference tuples) through Jacobian arithmetic."""
+    F = _field(curve)
+    return to_affine(curve, _add(F, to_jacobian(curve, p), to_jacobian(curve, q)))
+
+
+def mul(curve, p, k: int):
+    """``k * p`` (``k >= 0``) by left-to-right double-and-add in Jacobian coordinates."""
+    if k < 0:
+        raise ValueError("mul: k must be non-negative")
+    F = _field(curve)
+    base = to_jacobian(curve, p)
+    acc = (_one(F), _one(F), _zero(F))
+    for bit in bin(k)[2:]:
+        acc = _double(F, acc)
+        if bit == "1":
+            acc = _add(F, acc, base)
+    return to_affine(curve, acc)
+
+
+def linear_combination(curve, terms):
+    """``sum_i k_i * P_i`` for ``terms = [(P_i, k_i), ...]`` (reference affine points, non-negative ints)."""
+    F = _field(curve)
+    acc = (_one(F), _one(F), _zero(F))
+    for p, k in terms:
+        if k == 1:
+            acc = _add(F, acc, to_jacobian(curve, p))
+        elif k:
+            acc = _add(F, acc, to_jacobian(curve, mul(curve, p, k)))
+    return to_affine(curve, acc)

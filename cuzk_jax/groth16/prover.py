@@ -1,0 +1,215 @@
+"""Groth16 prover for a batch of partitions sharing one proving key (arkworks ``prover.rs`` structure).
+
+cuzk's batch-all-partitions: every device phase runs once for ALL partitions (a leading partition axis), never
+one partition after another. Phases (each timed, see :class:`Timings`):
+
+1. **evaluate** -- ``A z, B z, C z`` for every partition (:mod:`cuzk_jax.ops.r1cs`, the pre-compiled evaluator on
+   the R1CS extended with bellman's input constraints) and the satisfaction check; a witness that does not satisfy
+   the R1CS is refused with the failing constraint and partition named (:class:`~cuzk_jax.circuits.cs.Unsatisfied`).
+2. **h** -- coefficients of ``h = (A B - C) / Z_H`` (:func:`cuzk_jax.ops.qap.compute_h`: 7 NTTs per partition,
+   batched), first ``n - 1`` kept (degree <= n - 2), converted to canonical form for the MSM.
+3. **msm_a / msm_b1 / msm_b2 / msm_l / msm_h** -- the five multi-scalar multiplications (:mod:`cuzk_jax.ops.msm`),
+   each batched over partitions with shared bases.
+4. **finish** (host) -- randomisation with ``r, s`` from the OS CSPRNG:
+
+   * Compute A:        ``A  = alpha + MSM(a_query, z) + r delta``
+   * Compute B in G2:  ``B  = beta  + MSM(b_g2_query, z) + s delta``  (and ``B1`` likewise in G1)
+   * Finish C:         ``C  = MSM(l_query, z_priv) + MSM(h_query, h) + s A + r B1 - r s delta``
+
+``insecure_randomness_for_tests(seed, P)`` gives fixed ``(r, s)`` pairs for reproducible tests; real proofs must
+use the default (``secrets``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import random
+import secrets
+import time
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from cuzk_jax.circuits.cs import Unsatisfied
+from cuzk_jax.ops import field as ops_field
+from cuzk_jax.ops import msm as ops_msm
+from cuzk_jax.ops import qap as ops_qap
+from cuzk_jax.ops import r1cs as ops_r1cs
+from cuzk_jax.ops.curve import Jacobian, g1, g2
+from cuzk_jax.reference.constants import R
+from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
+from cuzk_jax import encoding
+
+from . import host_curve
+from .data_structures import Proof, ProvingKey
+
+log = logging.getLogger(__name__)
+
+PHASES = ("evaluate", "h", "msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h", "finish")
+
+
+@dataclasses.dataclass
+class Timings:
+    """Seconds per phase (device phases end with ``block_until_ready``); ``total`` is the wall time of prove."""
+
+    phases: dict = dataclasses.field(default_factory=dict)
+    total: float = 0.0
+    partitions: int = 0
+
+    def as_dict(self) -> dict:
+        return {**{k: round(v, 6) for k, v in self.phases.items()}, "total": round(self.total, 6),
+                "partitions": self.partitions}
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.phases.items())
+        return f"{self.partitions} partitions in {self.total:.3f} s ({parts})"
+
+
+def random_randomness(count: int) -> list[tuple[int, int]]:
+    """``count`` pairs ``(r, s)`` from the OS CSPRNG."""
+    return [(secrets.randbelow(R), secrets.randbelow(R)) for _ in range(count)]
+
+
+def insecure_randomness_for_tests(seed: int, count: int) -> list[tuple[int, int]]:
+    """Deterministic ``(r, s)`` pairs: FOR TESTS ONLY (proofs made with them leak the witness to the seed holder)."""
+    rnd = random.Random(seed)
+    return [(rnd.randrange(R), rnd.randrange(R)) for _ in range(count)]
+
+
+class PreparedCircuit:
+    """The circuit side the device needs, uploaded once per R1CS shape: the extended R1CS on the device."""
+
+    def __init__(self, r1cs):
+        self.r1cs = r1cs
+        self.ext = r1cs.with_input_constraints()
+        self.digest = r1cs.digest()
+        self.device_r1cs = ops_r1cs.to_device(self.ext)
+
+    @property
+    def num_rows(self) -> int:
+        return self.ext.num_constraints
+
+
+@functools.lru_cache(maxsize=8)
+def _prepared(r1cs) -> PreparedCircuit:
+    return PreparedCircuit(r1cs)
+
+
+def prepare(r1cs) -> PreparedCircuit:
+    """Cached :class:`PreparedCircuit` for ``r1cs`` (keyed by object identity)."""
+    return _prepared(r1cs)
+
+
+@jax.jit
+def _satisfied(az, bz, cz):
+    fr = ops_field.fr
+    bad = ~fr.eq(fr.mul(az, bz), cz)
+    ok = ~jnp.any(bad, axis=-1)
+    return ok, jnp.where(ok, -1, jnp.argmax(bad, axis=-1)).astype(jnp.int32)
+
+
+@functools.partial(jax.jit, static_argnums=(3,))
+def _h_scalars(az, bz, cz, n: int):
+    """Pad the evaluations to the domain, compute h, keep n-1 coefficients, leave Montgomery form."""
+    pad = [(0, 0)] * (az.ndim - 1) + [(0, n - az.shape[-1])]
+    a, b, c = (jnp.pad(x, pad) for x in (az, bz, cz))
+    h = ops_qap.compute_h(a, b, c)
+    return ops_field.fr.from_mont(h[..., : n - 1])
+
+
+_from_mont = jax.jit(ops_field.fr.from_mont)
+
+
+def _jacobian_to_ref(curve, jac: Jacobian) -> list:
+    """Device Jacobian batch (P,) -> host reference affine points (inversions on the host; P is small)."""
+    F = host_curve._field(curve.ref)
+    x, y, z = (np.asarray(a) for a in jac)
+    out = []
+    for i in range(x.shape[-1]):
+        if curve is g1:
+            X, Y, Z = (encoding.limbs_to_ints(a[:, i], "fq", True)[0] for a in (x, y, z))
+        else:
+            X, Y, Z = (tuple(encoding.limbs_to_ints(a[k, :, i], "fq", True)[0] for k in range(2)) for a in (x, y, z))
+        out.append(host_curve.to_affine(curve.ref, (X, Y, Z)))
+    return out
+
+
+def prove(pk: ProvingKey, r1cs, witnesses: Sequence, *, randomness: Sequence[tuple[int, int]] | None = None,
+          msm_impl: str | None = None, prepared: PreparedCircuit | None = None) -> tuple[list[Proof], Timings]:
+    """Prove every partition in ``witnesses`` (``circuits.r1cs.Witness``, one R1CS shape) in one batch.
+
+    Returns the proofs (one per witness, in order) and the per-phase :class:`Timings`.
+    Raises ``ValueError`` if the key was made for another circuit, and ``Unsatisfied`` naming the partition and
+    constraint if a witness does not satisfy the R1CS.
+    """
+    t_start = time.perf_counter()
+    timings = Timings(partitions=len(witnesses))
+    if not witnesses:
+        raise ValueError("prove: no witnesses")
+    prepared = prepared or prepare(r1cs)
+    if prepared.digest != pk.circuit_digest:
+        raise ValueError("proving key was generated for a different circuit (R1CS digest mismatch)")
+    for w in witnesses:
+        r1cs.check_shape(w)
+    P = len(witnesses)
+    randomness = list(randomness) if randomness is not None else random_randomness(P)
+    if len(randomness) != P:
+        raise ValueError(f"{P} witnesses but {len(randomness)} (r, s) pairs")
+    n = pk.domain_size
+
+    def phase(name, fn):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        timings.phases[name] = time.perf_counter() - t0
+        return out
+
+    from cuzk_jax.circuits.r1cs import stack_z
+
+    z_mont = jnp.asarray(stack_z(witnesses, montgomery=True))  # (8, P, num_vars)
+
+    def evaluate():
+        az, bz, cz = ops_r1cs.evaluate(prepared.device_r1cs, z_mont)
+        ok, first = _satisfied(az, bz, cz)
+        return az, bz, cz, ok, first
+
+    az, bz, cz, ok, first = phase("evaluate", evaluate)
+    ok, first = np.asarray(ok), np.asarray(first)
+    if not ok.all():
+        p = int(np.argmin(ok))
+        i = int(first[p])
+        raise Unsatisfied(i, prepared.ext.constraint_name(i), p)
+
+    h = phase("h", lambda: _h_scalars(az, bz, cz, n))
+    z = _from_mont(z_mont)
+    z_priv = z[:, :, pk.num_inputs:]
+    msm1 = ops_msm.msm_jit("g1", msm_impl)
+    msm2 = ops_msm.msm_jit("g2", msm_impl)
+    ma = phase("msm_a", lambda: msm1(pk.a_query, z))
+    mb1 = phase("msm_b1", lambda: msm1(pk.b_g1_query, z))
+    mb2 = phase("msm_b2", lambda: msm2(pk.b_g2_query, z))
+    ml = phase("msm_l", lambda: msm1(pk.l_query, z_priv))
+    mh = phase("msm_h", lambda: msm1(pk.h_query, h))
+
+    t0 = time.perf_counter()
+    ma, mb1, ml, mh = (_jacobian_to_ref(g1, j) for j in (ma, mb1, ml, mh))
+    mb2 = _jacobian_to_ref(g2, mb2)
+    vk = pk.vk
+    proofs = []
+    for p, (r, s) in enumerate(randomness):
+        # Compute A
+        a = host_curve.linear_combination(ref_g1, [(vk.alpha_g1, 1), (ma[p], 1), (pk.delta_g1, r)])
+        # Compute B in G2 (and B1 in G1 for C)
+        b2 = host_curve.linear_combination(ref_g2, [(vk.beta_g2, 1), (mb2[p], 1), (vk.delta_g2, s)])
+        b1 = host_curve.linear_combination(ref_g1, [(pk.beta_g1, 1), (mb1[p], 1), (pk.delta_g1, s)])
+        # Finish C
+        c = host_curve.linear_combination(
+            ref_g1, [(ml[p], 1), (mh[p], 1), (a, s), (b1, r), (ref_g1.neg(pk.delta_g1), r * s % R)])
+        proofs.append(Proof(a, b2, c))
+    timings.phases["finish"] = time.perf_counter() - t0
+    timings.total = time.perf_counter() - t_start
+    log.info("prove: %s", timings)
+    return proofs, timings
