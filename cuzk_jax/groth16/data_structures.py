@@ -249,8 +249,8 @@ class ProvingKey:
         body += struct.pack("<Q", len(vkb)) + vkb
         body += ref_g1.encode(self.beta_g1, compressed=False) + ref_g1.encode(self.delta_g1, compressed=False)
         for name, group in _QUERIES:
-            enc = points.encode(getattr(self, name), group, compressed=False)
-            body += struct.pack("<Q", len(enc)) + b"".join(enc)
+            enc = points.encode_array(getattr(self, name), group, compressed=False)
+            body += struct.pack("<Q", enc.shape[0]) + enc.tobytes()
         return body + hashlib.sha256(body).digest()
 
     @classmethod

@@ -1,0 +1,85 @@
+"""Proving whole sectors: synthesis of every partition, one batched proof, verification, files.
+
+A *sector* is ``partitions`` instances of one circuit (PoRep C2: 10 partitions, 192-byte proofs, 1920 bytes).
+Inputs of partition ``p`` of sector ``k`` come from ``circuit.sample_inputs(p, seed=k)``; all partitions of a
+sector are proved in ONE device batch (cuzk's batch-all-partitions).
+
+Files written by :func:`write_sector` (consumed by ``scripts/verify.py``)::
+
+    <out>/sector-<k>.proofs        partitions x 192 bytes (A | B | C, bellperson compressed encodings)
+    <out>/sector-<k>.public.json   {"circuit", "preset", "sector", "public_inputs": [[decimal strings]...]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+
+from . import prover, verifier
+from .data_structures import Proof, _atomic_write, proofs_from_bytes, proofs_to_bytes
+
+
+@dataclasses.dataclass
+class SectorResult:
+    sector: int
+    proofs: list
+    public_inputs: list
+    timings: prover.Timings
+    synthesis_s: float
+    verified: bool | None = None
+
+    def proof_bytes(self) -> bytes:
+        return proofs_to_bytes(self.proofs)
+
+
+def synthesize(circuit, partitions: int, sector: int):
+    """Witnesses and public inputs of every partition of ``sector`` (host, Python)."""
+    witnesses, publics = [], []
+    for p in range(partitions):
+        inputs = circuit.sample_inputs(p, seed=sector)
+        witnesses.append(circuit.witness(inputs))
+        publics.append(circuit.public_inputs(inputs))
+    return witnesses, publics
+
+
+def prove_sector(circuit, pk, partitions: int, sector: int, *, verify: bool = True, randomness=None,
+                 msm_impl: str | None = None) -> SectorResult:
+    """Synthesize, prove (one batch) and optionally verify (arkworks pairing, batched) one sector."""
+    r1cs = circuit.r1cs()
+    t0 = time.perf_counter()
+    witnesses, publics = synthesize(circuit, partitions, sector)
+    synth = time.perf_counter() - t0
+    proofs, timings = prover.prove(pk, r1cs, witnesses, randomness=randomness, msm_impl=msm_impl)
+    timings.phases = {"synthesis": synth, **timings.phases}
+    result = SectorResult(sector, proofs, publics, timings, synth)
+    if verify:
+        result.verified = verifier.verify_batch(pk.vk, publics, proofs)
+    return result
+
+
+def write_sector(out_dir: str, circuit, result: SectorResult) -> tuple[str, str]:
+    os.makedirs(out_dir, exist_ok=True)
+    proof_path = os.path.join(out_dir, f"sector-{result.sector}.proofs")
+    pub_path = os.path.join(out_dir, f"sector-{result.sector}.public.json")
+    _atomic_write(proof_path, result.proof_bytes())
+    doc = {"circuit": circuit.name, "preset": circuit.preset, "sector": result.sector,
+           "public_inputs": [[str(x) for x in xs] for xs in result.public_inputs]}
+    _atomic_write(pub_path, json.dumps(doc, indent=1).encode())
+    return proof_path, pub_path
+
+
+def read_sector(proof_path: str, public_path: str) -> tuple[list[Proof], list[list[int]]]:
+    """Proofs and public inputs written by :func:`write_sector`; ValueError on malformed files."""
+    with open(proof_path, "rb") as fh:
+        proofs = proofs_from_bytes(fh.read())
+    with open(public_path) as fh:
+        try:
+            doc = json.load(fh)
+            publics = [[int(x) for x in xs] for xs in doc["public_inputs"]]
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{public_path}: malformed public-input file ({e})") from None
+    if len(publics) != len(proofs):
+        raise ValueError(f"{len(proofs)} proofs in {proof_path} but {len(publics)} public-input vectors")
+    return proofs, publics

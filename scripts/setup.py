@@ -1,0 +1,32 @@
+"""Circuit-specific Groth16 setup (toxic waste from the OS CSPRNG) into the key cache or given paths.
+
+  python3 scripts/setup.py --circuit=porep_like --preset=tiny
+"""
+
+from absl import app, flags
+
+flags.DEFINE_string("circuit", "porep_like", "circuit name")
+flags.DEFINE_string("preset", "tiny", "circuit preset")
+flags.DEFINE_string("key_dir", "", "key directory (default: the key cache, ~/.cache/cuzk_jax/keys)")
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    del argv
+    from cuzk_jax import keycache
+    from cuzk_jax.circuits import base
+
+    circuit = base.get_circuit(FLAGS.circuit, FLAGS.preset)
+    r1cs = circuit.r1cs()
+    pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True))
+    path = keycache.key_path(circuit, r1cs, FLAGS.key_dir or None)
+    print(f"proving key: {path}\nverifying key: {path[:-3]}.vk\n"
+          f"{r1cs.num_constraints} constraints, domain {pk.domain_size}, {pk.num_inputs} inputs, {pk.num_aux} private")
+
+
+def run():
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,171 @@
+"""Groth16 end to end: device setup/prove vs the Python-int reference, arkworks verification, negative twins,
+key and proof formats."""
+
+import os
+
+import pytest
+
+from cuzk_jax.circuits import base
+from cuzk_jax.circuits.cs import Unsatisfied
+from cuzk_jax.groth16 import generator, prover, verifier
+from cuzk_jax.groth16.data_structures import (KeyFormatError, Proof, ProvingKey, VerifyingKey, proofs_from_bytes,
+                                              proofs_to_bytes)
+from cuzk_jax.groth16.generator import _to_ref
+from cuzk_jax.ops import curve as C
+from cuzk_jax.reference import groth16 as RG
+from cuzk_jax.reference.constants import R
+
+P = 2  # partitions per batch in these tests (one compiled shape per circuit)
+
+
+@pytest.fixture(scope="session")
+def cube():
+    circuit = base.get_circuit("cube")
+    r1cs = circuit.r1cs()
+    toxic = generator.insecure_toxic_waste_for_tests(11)
+    pk = generator.setup(r1cs, toxic)
+    ext = r1cs.with_input_constraints()
+    rpk, rvk = RG.setup(ext.reference_matrices(), r1cs.num_inputs, r1cs.num_vars, toxic)
+    witnesses = [circuit.witness(circuit.sample_inputs(p)) for p in range(P)]
+    return dict(circuit=circuit, r1cs=r1cs, pk=pk, rpk=rpk, ext=ext, witnesses=witnesses)
+
+
+@pytest.fixture(scope="session")
+def cube_proofs(cube):
+    rs = prover.insecure_randomness_for_tests(5, P)
+    proofs, timings = prover.prove(cube["pk"], cube["r1cs"], cube["witnesses"], randomness=rs)
+    return proofs, rs, timings
+
+
+def test_setup_matches_reference(cube):
+    pk, rpk = cube["pk"], cube["rpk"]
+    assert pk.vk.ic == rpk.vk.ic and pk.vk.alpha_g1 == rpk.vk.alpha_g1
+    assert (pk.vk.beta_g2, pk.vk.gamma_g2, pk.vk.delta_g2) == (rpk.vk.beta_g2, rpk.vk.gamma_g2, rpk.vk.delta_g2)
+    assert (pk.beta_g1, pk.delta_g1) == (rpk.beta_g1, rpk.delta_g1)
+    for name in ("a_query", "b_g1_query", "h_query", "l_query"):
+        assert _to_ref(C.g1, getattr(pk, name)) == getattr(rpk, name), name
+    assert _to_ref(C.g2, pk.b_g2_query) == rpk.b_g2_query
+    assert pk.domain_size == rpk.domain_size
+
+
+def test_batched_proofs_equal_reference_and_verify(cube, cube_proofs):
+    proofs, rs, timings = cube_proofs
+    for w, proof, (r, s) in zip(cube["witnesses"], proofs, rs):
+        assert (proof.a, proof.b, proof.c) == RG.prove(cube["rpk"], cube["ext"].reference_matrices(), w.z, r, s)
+        assert verifier.verify(cube["pk"].vk, w.public_inputs, proof)
+    publics = [w.public_inputs for w in cube["witnesses"]]
+    assert verifier.verify_batch(cube["pk"].vk, publics, proofs)
+    assert set(timings.phases) == set(prover.PHASES) and timings.total > 0
+
+
+def test_negative_twins(cube, cube_proofs):
+    proofs, _, _ = cube_proofs
+    vk = cube["pk"].vk
+    w0, w1 = cube["witnesses"]
+    assert w0.public_inputs != w1.public_inputs
+    # wrong public input
+    assert not verifier.verify(vk, [(w0.public_inputs[0] + 1) % R], proofs[0])
+    # proof swapped between partitions
+    assert not verifier.verify(vk, w0.public_inputs, proofs[1])
+    assert not verifier.verify_batch(vk, [w0.public_inputs, w1.public_inputs], [proofs[1], proofs[0]])
+    assert verifier.verify_each(vk, [w0.public_inputs, w1.public_inputs], [proofs[0], proofs[0]]) == [True, False]
+    # tampered bytes: either not a valid encoding any more, or a valid point that fails the pairing check
+    data = proofs[0].to_bytes()
+    for pos in (5, 60, 170):
+        bad = bytearray(data)
+        bad[pos] ^= 0x01
+        try:
+            tampered = Proof.from_bytes(bytes(bad))
+        except ValueError:
+            continue
+        assert not verifier.verify(vk, w0.public_inputs, tampered)
+    # swapping A and C (both G1) also fails
+    assert not verifier.verify(vk, w0.public_inputs, Proof(proofs[0].c, proofs[0].b, proofs[0].a))
+
+
+def test_unsatisfied_witness_is_refused(cube):
+    w = cube["witnesses"][1]
+    bad = type(w)(inputs=list(w.inputs), aux=list(w.aux), num_constraints=w.num_constraints)
+    bad.aux[1] = (bad.aux[1] + 1) % R  # x^2 wrong
+    with pytest.raises(Unsatisfied, match=r"partition 1: constraint #\d+ '.*x\^2") as info:
+        prover.prove(cube["pk"], cube["r1cs"], [cube["witnesses"][0], bad])
+    assert info.value.partition == 1
+
+
+def test_two_proofs_of_one_witness_differ_and_verify(cube):
+    w = cube["witnesses"][0]
+    proofs, _ = prover.prove(cube["pk"], cube["r1cs"], [w, w])  # OS randomness
+    assert proofs[0].to_bytes() != proofs[1].to_bytes()
+    assert all(verifier.verify(cube["pk"].vk, w.public_inputs, p) for p in proofs)
+
+
+def test_key_from_another_circuit_rejected(cube):
+    other = base.get_circuit("porep_like", "tiny").r1cs()
+    with pytest.raises(ValueError, match="different circuit"):
+        prover.prove(cube["pk"], other, cube["witnesses"])
+
+
+def test_proof_bytes_roundtrip(cube_proofs):
+    proofs, _, _ = cube_proofs
+    data = proofs_to_bytes(proofs)
+    assert len(data) == 192 * len(proofs)
+    assert proofs_from_bytes(data) == proofs
+    with pytest.raises(ValueError, match="192"):
+        Proof.from_bytes(data[:191])
+    with pytest.raises(ValueError, match="multiple of 192"):
+        proofs_from_bytes(data + b"\x00")
+
+
+def test_key_files_roundtrip_and_corruption(cube, tmp_path):
+    pk = cube["pk"]
+    data = pk.to_bytes()
+    pk2 = ProvingKey.from_bytes(data)
+    assert pk2.to_bytes() == data
+    assert pk2.vk == pk.vk and pk2.circuit_digest == pk.circuit_digest
+    vkb = pk.vk.to_bytes()
+    assert VerifyingKey.from_bytes(vkb) == pk.vk
+    path = tmp_path / "k.pk"
+    pk.save(str(path))
+    assert ProvingKey.load(str(path)).to_bytes() == data
+    with pytest.raises(KeyFormatError, match="checksum"):
+        bad = bytearray(data)
+        bad[len(data) // 2] ^= 0xFF
+        ProvingKey.from_bytes(bytes(bad))
+    with pytest.raises(KeyFormatError, match="truncated|checksum"):
+        ProvingKey.from_bytes(data[:-100])
+    with pytest.raises(KeyFormatError, match="magic"):
+        ProvingKey.from_bytes(b"XXXX" + data[4:])
+    with pytest.raises(KeyFormatError):
+        VerifyingKey.from_bytes(vkb[:50])
+
+
+def test_key_file_with_invalid_point_rejected(cube):
+    """A key whose checksum is right but whose point is off the curve: the point check must catch it."""
+    import hashlib
+
+    vkb = bytearray(cube["pk"].vk.to_bytes()[:-32])
+    vkb[12 + 95] ^= 0x01  # last byte of alpha_g1's y coordinate: off the curve
+    vkb = bytes(vkb) + hashlib.sha256(bytes(vkb)).digest()
+    with pytest.raises(KeyFormatError, match="alpha_g1"):
+        VerifyingKey.from_bytes(vkb)
+
+
+@pytest.fixture(scope="session")
+def porep_tiny():
+    circuit = base.get_circuit("porep_like", "tiny")
+    r1cs = circuit.r1cs()
+    pk = generator.setup(r1cs, generator.insecure_toxic_waste_for_tests(12))
+    return circuit, r1cs, pk
+
+
+def test_porep_like_tiny_prove_verify(porep_tiny):
+    from cuzk_jax.groth16 import sector
+
+    circuit, r1cs, pk = porep_tiny
+    res = sector.prove_sector(circuit, pk, P, sector=3, verify=True)
+    assert res.verified is True
+    assert len(res.proof_bytes()) == 192 * P
+    bad_inputs = [list(x) for x in res.public_inputs]
+    bad_inputs[0][-1] = (bad_inputs[0][-1] + 1) % R
+    assert not verifier.verify_batch(pk.vk, bad_inputs, res.proofs)
+    assert verifier.verify_each(pk.vk, bad_inputs, res.proofs) == [False, True]
