@@ -54,5 +54,9 @@ def main(argv):
     print(f"wrote {out}")
 
 
-if __name__ == "__main__":
+def run():
     app.run(main)
+
+
+if __name__ == "__main__":
+    run()
