@@ -1,0 +1,690 @@
+"""Multi-scalar multiplication on G1 / G2: signed-digit Pippenger with sorted bucket accumulation.
+
+``msm(bases, scalars)`` computes ``sum_i scalars[i] * bases[i]`` for every partition of a leading batch axis.
+
+Algorithm (the bucket method of Pippenger as used for pairing-based SNARKs; signed digits as in Bernstein, Doumen,
+Lange, Oosterwijk, "Faster batch forgery identification", INDOCRYPT 2012, eprint 2012/549 -- the reference gnark
+cites -- and as in sppark / supraseal):
+
+1. **Window size** ``c`` (:func:`window_bits`): the ``c`` in 2..22 minimising ``W(c) (n + 2.5 * 2^(c-1))`` where
+   ``W(c) = ceil(256 / c)`` is the number of windows and ``n`` the (padded) number of points: every window costs one
+   mixed addition per point (accumulation) plus about two general additions -- 2.5 mixed ones -- per bucket
+   (reduction). This gives c = 13 at n = 2^16, 14 at 2^18, 16 at 2^20 and 2^22, 20 at 2^24.
+2. **Signed digits** (:func:`signed_digits`): each canonical scalar ``s < r < 2^255`` is written
+   ``s = sum_w d_w 2^(c w)`` with ``d_w`` in ``[-2^(c-1) + 1, 2^(c-1)]`` (a window value above ``2^(c-1)`` becomes
+   ``v - 2^c`` and carries one into the next window; ``c W >= 256`` leaves room for the last carry). A digit ``d``
+   sends the base, negated if ``d < 0``, to bucket ``|d| - 1`` of its window: ``H = 2^(c-1)`` buckets per window.
+3. **Sort** (:func:`bucket_keys`): every (partition, window, point) with a non-zero digit becomes a pair
+   (key = bucket id, value = point index | sign << 31); zero digits get the sentinel key ``NB`` (the number of
+   buckets), so after one ``lax.sort`` the live pairs come first, grouped by bucket.
+4. **Bucket accumulation**: the sorted list is cut into equal segments, one per lane; each lane walks its segment
+   adding bases into an XYZZ accumulator (mixed additions), writes every bucket that starts and ends inside its
+   segment straight to the bucket array, and hands the (at most two) runs touching its segment ends on as
+   "partials"; partials are merged the same way until none are left. Work is balanced whatever the digit
+   distribution (one huge bucket costs the same as many small ones). Pallas kernel or XLA (see "Implementations").
+5. **Bucket reduction** by running sums: per window, ``sum_m m B_m``; rows of ``L1`` buckets are summed with the
+   classic running sum (``S += B_j; T += S`` from the top), then ``T + (row offset) * S`` per row, then a sum over
+   the rows of the window.
+6. **Window combination**: Horner in ``2^c`` (``c`` doublings then one addition per window).
+
+The supraseal "split" (skip zero scalars, sum the bases whose scalar is one separately) falls out of step 3-4: a
+zero scalar (or a base at infinity, whose scalar is zeroed) produces only sentinel pairs, which sort past the live
+count and are never visited (the Pallas kernels skip whole blocks past it); a scalar equal to one produces exactly
+one pair, in bucket (window 0, digit 1), and because accumulation splits buckets across lanes, the bases with
+scalar one are summed as one balanced parallel sum -- what supraseal computes separately to avoid one overloaded
+bucket -- instead of passing through every window.
+
+Shapes are static and bucketed (:func:`padded_size`): ``N`` points are padded with zero scalars to a power of two
+(at least 64), so every ``N`` up to that size shares one compiled program.
+
+Batch axis: bases are ``Affine`` with coordinates ``(12, N)`` / ``(2, 12, N)`` (shared by every partition) or
+``(12, P, N)`` / ``(2, 12, P, N)`` (one base set per partition); scalars are canonical (NOT Montgomery) uint32 limbs
+``(8, N)`` or ``(8, P, N)``. The result is a :class:`~cuzk_jax.ops.curve.Jacobian` with batch shape ``()`` or
+``(P,)``. Partitions are processed together (one sort, one set of kernel launches) as long as the number of pairs
+fits ``max_pairs``; beyond that, groups of partitions run in a ``lax.map`` and long point ranges in chunks
+(``lax.fori_loop``) whose results are added -- this is what keeps 2^24 G1 points, or ten partitions of them, within
+one H200's memory.
+
+Implementations (``impl=``): ``"pallas"`` runs steps 4-6 as Pallas kernels (:mod:`cuzk_jax.ops.pallas.bucket`),
+the default on GPU; ``"xla"`` runs them as ONE ``lax.fori_loop`` (the "step machine", :func:`_xla_pass`) whose body
+holds a single XYZZ addition over a fixed number of lanes -- every phase (accumulation, partial merge, reduction,
+Horner) feeds that one addition its operands, so the curve formula appears once in the program (compile time on
+CPU is dominated by it); it is the default elsewhere. ``"pallas_interpret"`` runs the kernels through the Pallas
+interpreter (CPU tests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from . import curve as curve_mod
+from .curve import Affine, Jacobian, XYZZ, select_point
+from .field import x64
+
+SCALAR_BITS = 256  # scalars are 8 x 32-bit limbs; canonical ones are < r < 2^255
+MIN_PADDED = 64
+MAX_WINDOW = 22
+DEFAULT_MAX_PAIRS = 1 << 28
+IMPLS = ("xla", "pallas", "pallas_interpret")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Static planning
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def num_windows(c: int) -> int:
+    """Signed ``c``-bit windows needed for 255-bit scalars: ``ceil(256 / c)`` (room for the final carry)."""
+    return -(-SCALAR_BITS // c)
+
+
+def window_bits(n: int) -> int:
+    """The window size for ``n`` points (see the module docstring): argmin of ``W(c) (n + 2.5 * 2^(c-1))``."""
+    best = None
+    for c in range(2, MAX_WINDOW + 1):
+        cost = num_windows(c) * (n + 2.5 * (1 << (c - 1)))
+        if best is None or cost < best[0]:
+            best = (cost, c)
+    return best[1]
+
+
+def padded_size(n: int) -> int:
+    """Static point count used for ``n`` points: the next power of two, at least ``MIN_PADDED`` (0 stays 0)."""
+    if n <= 0:
+        return 0
+    return max(MIN_PADDED, 1 << (n - 1).bit_length())
+
+
+def _pow2_ceil(x: int) -> int:
+    return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Static shape of one accumulation pass: ``G`` partitions x ``n`` points, window ``c``."""
+
+    G: int
+    n: int
+    c: int
+    shared_bases: bool
+
+    @property
+    def W(self) -> int:
+        return num_windows(self.c)
+
+    @property
+    def H(self) -> int:
+        return 1 << (self.c - 1)
+
+    @property
+    def NB(self) -> int:
+        """Number of buckets; also the sentinel key of zero digits and the index of the trash slot."""
+        return self.G * self.W * self.H
+
+    @property
+    def M(self) -> int:
+        """Number of (key, value) pairs."""
+        return self.G * self.W * self.n
+
+    @property
+    def num_bases(self) -> int:
+        return self.n if self.shared_bases else self.G * self.n
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Digits and sorted keys
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@x64
+def signed_digits(scalars, c: int):
+    """Signed ``c``-bit digits of canonical scalars: uint32 ``(8, *batch)`` -> int32 ``(W, *batch)``.
+
+    ``sum_w d_w 2^(c w) == s`` with ``-2^(c-1) < d_w <= 2^(c-1)``, for any ``s < 2^(c W - 1)`` (so every canonical
+    scalar). Window values are cut from the limbs as 64-bit words, then one ``lax.scan`` over windows propagates the
+    carries.
+    """
+    W = num_windows(c)
+    s = jnp.asarray(scalars, jnp.uint32).astype(jnp.uint64)
+    batch = s.shape[1:]
+    s = jnp.concatenate([s, jnp.zeros((2,) + batch, jnp.uint64)], axis=0)  # room to read past the top limb
+    lo = np.array([(c * w) // 32 for w in range(W)])
+    off = np.array([(c * w) % 32 for w in range(W)], np.uint64).reshape((W,) + (1,) * len(batch))
+    word = s[lo] | (s[lo + 1] << jnp.uint64(32))
+    raw = ((word >> off) & jnp.uint64((1 << c) - 1)).astype(jnp.int32)
+    half = 1 << (c - 1)
+
+    def step(carry, v):
+        v = v + carry
+        big = v > half
+        return big.astype(jnp.int32), jnp.where(big, v - (1 << c), v)
+
+    _, digits = lax.scan(step, jnp.zeros(batch, jnp.int32), raw)
+    return digits
+
+
+def bucket_keys(digits, plan: Plan):
+    """Digits ``(W, G, n)`` -> (keys, values) ``(M,)`` int32 in (partition, window, point) order, unsorted.
+
+    key = ``(g W + w) H + |d| - 1`` for ``d != 0``, else the sentinel ``NB``; value = base index (``i`` for shared
+    bases, ``g n + i`` otherwise) with bit 31 set when ``d < 0``.
+    """
+    W, G, n = digits.shape
+    H = plan.H
+    d = jnp.transpose(digits, (1, 0, 2))  # (G, W, n)
+    g = jnp.arange(G, dtype=jnp.int32)[:, None, None]
+    w = jnp.arange(W, dtype=jnp.int32)[None, :, None]
+    i = jnp.arange(n, dtype=jnp.int32)[None, None, :]
+    key = jnp.where(d != 0, (g * W + w) * H + jnp.abs(d) - 1, plan.NB)
+    base = i if plan.shared_bases else g * n + i
+    val = jnp.where(d < 0, base | jnp.int32(-(1 << 31)), base)
+    val = jnp.broadcast_to(val, key.shape)
+    return key.reshape(-1), val.reshape(-1)
+
+
+def sorted_pairs(scalars, plan: Plan):
+    """Scalars ``(8, G, n)`` -> sorted (keys, values) ``(M,)`` and the live count (pairs with a non-zero digit)."""
+    digits = signed_digits(scalars, plan.c)
+    keys, vals = bucket_keys(digits, plan)
+    count = jnp.sum(keys < plan.NB).astype(jnp.int32)
+    keys, vals = lax.sort((keys, vals), num_keys=1, is_stable=False)
+    return keys, vals, count
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Small helpers on XYZZ arrays of the ops layout (coordinates (12, K) or (2, 12, K))
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _take(pt, idx):
+    return type(pt)(*[c[..., idx] for c in pt])
+
+
+def _put(pt, idx, val, mask, trash: int):
+    """``pt[idx] = val`` where ``mask``; masked-off lanes write the trash slot (so the scatter never drops a
+    write that a live lane made to the same place)."""
+    idx = jnp.where(mask, idx, trash)
+    return type(pt)(*[c.at[..., idx].set(v) for c, v in zip(pt, val)])
+
+
+def _ident(F, shape) -> XYZZ:
+    z = F.zeros(shape)
+    return XYZZ(z, z, z, z)
+
+
+def _sel(F, mask, a, b):
+    return select_point(F, mask, a, b)
+
+
+def _is_ident(F, pt):
+    return F.is_zero(pt.zz)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# XLA implementation: one step machine per pass
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class MachineShape:
+    """Static geometry of the XLA step machine for a :class:`Plan` (see :func:`_xla_pass`)."""
+
+    lanes: int  # Lw: width of the one addition
+    seg: int  # S: pairs per lane in the accumulation phase
+    levels: int  # Hillis-Steele levels over the 2 Lw partials
+    row: int  # L1: buckets per row in the reduction
+    rows: int  # R1 = NB / L1
+    K: int  # rows per window
+
+
+def machine_shape(plan: Plan, lanes: int | None = None) -> MachineShape:
+    if lanes is None:
+        lanes = _pow2_ceil(-(-plan.M // 256))
+    lanes = max(lanes, 64, _pow2_ceil(plan.G * plan.W))
+    lanes = min(lanes, max(1 << 17, _pow2_ceil(plan.G * plan.W)))
+    seg = max(1, -(-plan.M // lanes))
+    levels = (2 * lanes - 1).bit_length()  # d = 1, 2, ..., lanes covers 2 Lw entries
+    row = min(plan.H, _pow2_ceil(-(-plan.NB // lanes)))
+    rows = plan.NB // row
+    assert rows <= lanes
+    return MachineShape(lanes, seg, levels, row, rows, plan.H // row)
+
+
+def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, count, prev: XYZZ) -> XYZZ:
+    """Steps 4-6 for one pass as ONE ``lax.fori_loop`` whose body does one XYZZ addition over ``Lw`` lanes.
+
+    Phases (step ranges are static; every step computes the operands of every phase and keeps the active one):
+
+    A  accumulation, ``S`` steps: lane ``l`` walks pairs ``l S .. l S + S - 1``; a new run starts from the
+       identity; a run that ends is written to its bucket, except the lane's first run, which goes to partial slot
+       ``2 l``; the last run goes to slot ``2 l + 1`` (slot ``2 l`` if it is also the first).
+    B  partial merge: a segmented inclusive Hillis-Steele scan over the ``2 Lw`` partials (keys are sorted, so a run
+       is a maximal range of equal keys), two half-steps per level; run ends are then written to their buckets.
+    C1 rows of ``L1`` buckets: ``S += B_j`` / ``T += S`` alternately, ``j`` from the top.
+    C2 ``T += (k L1) S`` (``k`` the row index within its window) by double-and-add over ``c - 1`` bits.
+    C3 a pairwise tree over the ``K`` rows of each window: window sums.
+    D  Horner over windows for the ``G`` partitions (``c`` doublings, one addition), then ``+ prev``.
+
+    Buckets written in A or B are disjoint (a bucket is written whole by exactly one lane or by the merge); empty
+    runs (identity) are not written, leaving the zero-initialised bucket, which is the right value.
+    """
+    F = curve.field
+    Lw, S, L1, R1, K = ms.lanes, ms.seg, ms.row, ms.rows, ms.K
+    G, W, c, NB = plan.G, plan.W, plan.c, plan.NB
+    M_pad = Lw * S
+    keys = jnp.concatenate([keys, jnp.full((M_pad - keys.shape[0],), NB, jnp.int32)])
+    vals = jnp.concatenate([vals, jnp.zeros((M_pad - vals.shape[0],), jnp.int32)])
+    lane = jnp.arange(Lw, dtype=jnp.int32)
+    P_n = 2 * Lw
+    cbits = c - 1
+
+    nA, nB, nC1, nC2, nC3, nD = S, 2 * ms.levels, 2 * L1, 2 * cbits + 1, K.bit_length() - 1, W * (c + 1) + 1
+    starts = np.cumsum([0, nA, nB, nC1, nC2, nC3])
+    total = int(starts[-1] + nD)
+    one = F.ones((Lw,))
+    ident = _ident(F, (Lw,))
+
+    def local(i, k):
+        return i - int(starts[k])
+
+    def active(i, k, n):
+        t = local(i, k)
+        return (t >= 0) & (t < n), jnp.clip(t, 0, n - 1)
+
+    def body(i, st):
+        inA, tA = active(i, 0, nA)
+        inB, tB = active(i, 1, nB)
+        inC1, tC1 = active(i, 2, nC1)
+        inC2, tC2 = active(i, 3, nC2)
+        inC3, tC3 = active(i, 4, nC3)
+        inD, tD = active(i, 5, nD)
+
+        # ---- A: accumulation -------------------------------------------------------------------------------
+        e = lane * S + tA
+        k = keys[e]
+        v = vals[e]
+        live = e < count
+        idx = v & jnp.int32(0x7FFFFFFF)
+        neg = v < 0
+        bx = bases.x[..., idx]
+        by = bases.y[..., idx]
+        by = F.select(neg, F.neg(by), by)
+        bA = _sel(F, live, XYZZ(bx, by, one, one), ident)
+        new_run = (tA == 0) | (k != st["run_key"])
+        aA = _sel(F, new_run, ident, st["acc"])
+
+        # ---- B: partial merge --------------------------------------------------------------------------------
+        lvl = tB // 2
+        half = tB % 2
+        dist = jnp.left_shift(jnp.int32(1), lvl)
+        eB = half * Lw + lane
+        src = eB - dist
+        okB = (src >= 0) & (st["Pkey"][jnp.maximum(src, 0)] == st["Pkey"][eB])
+        aB = _take(st["P"], eB)
+        bB = _sel(F, okB, _take(st["P"], jnp.maximum(src, 0)), ident)
+
+        # ---- C1: row running sums ----------------------------------------------------------------------------
+        rvalid = lane < R1
+        jrow = L1 - 1 - tC1 // 2
+        even1 = tC1 % 2 == 0
+        bidx = jnp.where(rvalid, lane * L1 + jrow, NB)
+        aC1 = _sel(F, even1, st["S"], st["T"])
+        bC1 = _sel(F, even1, _take(st["buckets"], bidx), st["S"])
+
+        # ---- C2: T + (k L1) S ---------------------------------------------------------------------------------
+        kk = lane % K
+        mult = kk * L1
+        last2 = tC2 == 2 * cbits
+        bit = (mult >> (cbits - 1 - tC2 // 2)) & 1
+        even2 = tC2 % 2 == 0
+        aC2 = _sel(F, last2, st["T"], st["D"])
+        bC2 = _sel(F, last2, st["D"], _sel(F, even2, st["D"], st["S"]))
+
+        # ---- C3: tree over rows -------------------------------------------------------------------------------
+        stride = jnp.left_shift(jnp.int32(1), tC3)
+        okC3 = rvalid & (kk % (2 * stride) == 0) & (kk + stride < K)
+        aC3 = st["T"]
+        bC3 = _sel(F, okC3, _take(st["T"], jnp.where(okC3, lane + stride, 0)), ident)
+
+        # ---- D: Horner ----------------------------------------------------------------------------------------
+        wD = W - 1 - tD // (c + 1)
+        sub = tD % (c + 1)
+        lastD = tD == W * (c + 1)
+        gD = jnp.minimum(lane, G - 1)
+        ws = _take(st["T"], jnp.where(lane < G, (gD * W + jnp.maximum(wD, 0)) * K, 0))
+        aD = st["Hacc"]
+        bD = _sel(F, lastD, _take(prev, gD), _sel(F, sub < c, st["Hacc"], ws))
+
+        # ---- the one addition ---------------------------------------------------------------------------------
+        a = aD
+        b = bD
+        for flag, aa, bb in ((inC3, aC3, bC3), (inC2, aC2, bC2), (inC1, aC1, bC1), (inB, aB, bB), (inA, aA, bA)):
+            a = _sel(F, flag, aa, a)
+            b = _sel(F, flag, bb, b)
+        r = curve.xyzz_add(a, b)
+
+        # ---- commits ------------------------------------------------------------------------------------------
+        st = dict(st)
+        # A
+        acc = st["acc"]
+        flush = (tA > 0) & new_run
+        to_first = inA & flush & st["first"]
+        to_bucket = inA & flush & ~st["first"] & ~_is_ident(F, acc)
+        P, Pkey, buckets = st["P"], st["Pkey"], st["buckets"]
+        P = _put(P, 2 * lane, acc, to_first, P_n)
+        Pkey = Pkey.at[jnp.where(to_first, 2 * lane, P_n)].set(st["run_key"])
+        buckets = _put(buckets, st["run_key"], acc, to_bucket, NB)
+        first = st["first"] & ~flush
+        lastA = inA & (tA == S - 1)
+        P = _put(P, 2 * lane, r, lastA & first, P_n)
+        P = _put(P, 2 * lane + 1, _sel(F, first, ident, r), lastA, P_n)
+        Pkey = Pkey.at[jnp.where(lastA, 2 * lane, P_n)].set(jnp.where(first, k, Pkey[2 * lane]))
+        Pkey = Pkey.at[jnp.where(lastA, 2 * lane + 1, P_n)].set(k)
+        st["acc"] = _sel(F, inA, r, acc)
+        st["run_key"] = jnp.where(inA, k, st["run_key"])
+        st["first"] = jnp.where(inA, first, st["first"])
+        # B
+        Pn = _put(st["Pn"], eB, r, inB, P_n)
+        swap = inB & (half == 1)
+        P = _sel(F, swap, Pn, P)
+        lastB = inB & (tB == nB - 1)
+        ePB = jnp.arange(P_n, dtype=jnp.int32)
+        kP = Pkey[:P_n]
+        run_end = jnp.concatenate([kP[1:] != kP[:-1], jnp.ones((1,), bool)])
+        Pv = _take(P, ePB)
+        wmask = lastB & run_end & (kP < NB) & ~_is_ident(F, Pv)
+        buckets = _put(buckets, kP, Pv, wmask, NB)
+        st["P"], st["Pn"], st["Pkey"], st["buckets"] = P, Pn, Pkey, buckets
+        # C1
+        st["S"] = _sel(F, inC1 & even1, r, st["S"])
+        st["T"] = _sel(F, inC1 & ~even1, r, st["T"])
+        # C2
+        st["D"] = _sel(F, inC2 & ~last2 & (even2 | (bit == 1)), r, st["D"])
+        st["T"] = _sel(F, inC2 & last2, r, st["T"])
+        # C3
+        st["T"] = _sel(F, inC3 & okC3, r, st["T"])
+        # D
+        st["Hacc"] = _sel(F, inD, r, st["Hacc"])
+        return st
+
+    identP = _ident(F, (P_n + 1,))
+    st0 = {
+        "acc": ident,
+        "run_key": jnp.zeros((Lw,), jnp.int32),
+        "first": jnp.ones((Lw,), bool),
+        "P": identP,
+        "Pn": identP,
+        "Pkey": jnp.full((P_n + 1,), NB, jnp.int32),
+        "buckets": _ident(F, (NB + 1,)),
+        "S": ident,
+        "T": ident,
+        "D": ident,
+        "Hacc": ident,
+    }
+    st = lax.fori_loop(0, total, body, st0)
+    return _take(st["Hacc"], jnp.arange(G))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pallas implementation
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _rows(curve, pt: XYZZ):
+    """XYZZ in the ops layout ``(*coord, K)`` -> kernel rows ``(4 Lc, K)``."""
+    return jnp.concatenate([c.reshape((-1,) + c.shape[curve.coord_ndim :]) for c in pt], axis=0)
+
+
+def _unrows(curve, rows, K: int) -> XYZZ:
+    Lc = rows.shape[0] // 4
+    shape = (2, 12) if curve.coord_ndim == 2 else (12,)
+    return XYZZ(*[rows[k * Lc : (k + 1) * Lc, :K].reshape(shape + (K,)) for k in range(4)])
+
+
+def pallas_seg(M: int) -> int:
+    """Pairs per lane in the level-1 kernel: about 2^18 lanes (enough to fill an H200), 8 .. 256 pairs each."""
+    return int(min(256, max(8, _pow2_ceil(-(-M // (1 << 18))))))
+
+
+def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, *, interpret=False, seg=None,
+                 acc_seg=16, block=None, num_warps=None) -> XYZZ:
+    """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
+
+    Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then ONE
+    ``lax.while_loop`` drives kernel 2 through five stages (fixed buffer shapes, so one compiled kernel):
+    0 merge partials into buckets (levels of segmented accumulation until one segment is left), 1 weighted row
+    sums of ``L1`` buckets (``T + (k L1) S`` per row), 2 sum the ``K`` rows of each window, 3 scale window ``w`` by
+    ``2^(c w)``, 4 sum the windows of each partition and ``prev``.
+    """
+    from .pallas import bucket as pk
+
+    block = block or pk.DEFAULT_BLOCK
+    num_warps = num_warps or max(1, block // 32)
+    Lc = 24 if curve.coord_ndim == 2 else 12
+    nrows = 4 * Lc
+    G, W, c, H, NB = plan.G, plan.W, plan.c, plan.H, plan.NB
+    M = keys.shape[0]
+    seg = seg or pallas_seg(M)
+    nseg = -(-M // (seg * block)) * block
+    Mp = nseg * seg
+    keys = jnp.concatenate([jnp.where(keys < NB, keys, pk.SENT), jnp.full((Mp - M,), pk.SENT, jnp.int32)])
+    vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
+    L1 = int(min(H, max(2, 1 << ((c + 1) // 2))))
+    K = H // L1
+    R1 = NB // L1
+    nbuf = _pow2_ceil(max(2 * nseg, NB + 2, 2 * block))
+    kopts = dict(block=block, num_warps=num_warps, interpret=interpret)
+
+    bx = bases.x.reshape((Lc, -1))
+    by = bases.y.reshape((Lc, -1))
+    buckets = jnp.zeros((nrows, nbuf), jnp.uint32)
+    final1 = count <= seg
+    P1, PK1, buckets = pk.accumulate_bases(curve, count, final1, keys, vals, bx, by, buckets, seg=seg, **kopts)
+    E = jnp.pad(P1, ((0, 0), (0, nbuf - 2 * nseg)))
+    EK = jnp.pad(PK1, (0, nbuf - 2 * nseg), constant_values=pk.SENT)
+    cnt0 = jnp.where(final1, 0, 2 * ((count + seg - 1) // seg)).astype(jnp.int32)
+
+    ar = jnp.arange(nbuf, dtype=jnp.int32)
+    zeros = jnp.zeros((nrows, nbuf), jnp.uint32)
+    prev_rows = _rows(curve, prev)  # (nrows, G)
+    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+
+    def params(stage, cnt):
+        acc = jnp.stack([i32(pk.MODE_ACC), cnt, i32(acc_seg), (cnt <= acc_seg).astype(jnp.int32)] + [i32(0)] * 4)
+        wrow1 = jnp.stack([i32(pk.MODE_WROW), i32(R1), i32(L1), i32(0), i32(c - 1), i32(pk.MKIND_ROWS), i32(K),
+                           i32(0)])
+        wrow3 = jnp.stack([i32(pk.MODE_WROW), i32(G * W), i32(1), i32(0), i32(c * (W - 1)), i32(pk.MKIND_POW2),
+                           i32(c), i32(W)])
+        return jnp.where(stage == 1, wrow1, jnp.where(stage == 3, wrow3, acc))
+
+    def cond(carry):
+        return carry[0] < 5
+
+    def body(carry):
+        stage, cnt, E, EK, Y = carry
+        prm = params(stage, cnt)
+        P, PKn, Yn = pk.general_step(curve, prm, EK, E, Y, **kopts)
+        is_acc = (stage % 2) == 0
+        final = is_acc & (cnt <= acc_seg)
+        next_cnt = (2 * ((cnt + acc_seg - 1) // acc_seg)).astype(jnp.int32)
+
+        def level(_):  # another level of the same ACC stage
+            return stage, next_cnt, P, PKn, Yn
+
+        def to1(_):  # buckets -> weighted rows
+            return i32(1), i32(R1), Yn, EK, zeros
+
+        def to2(_):  # rows -> window sums (key = row // K)
+            return i32(2), i32(R1), Yn, jnp.where(ar < R1, ar // K, pk.SENT), zeros
+
+        def to3(_):  # window sums -> scaled by 2^(c w)
+            return i32(3), i32(G * W), Yn, EK, zeros
+
+        def to4(_):  # scaled windows + prev -> one sum per partition (key = partition)
+            z = Yn[:, : G * W].reshape(nrows, G, W)
+            e = jnp.concatenate([z, prev_rows[:, :, None]], axis=2).reshape(nrows, G * (W + 1))
+            e = jnp.pad(e, ((0, 0), (0, nbuf - G * (W + 1))))
+            return i32(4), i32(G * (W + 1)), e, jnp.where(ar < G * (W + 1), ar // (W + 1), pk.SENT), zeros
+
+        def done(_):
+            return i32(5), cnt, E, EK, Yn
+
+        event = jnp.where(stage == 1, 2, jnp.where(stage == 3, 5, stage // 2 * 3 + final.astype(jnp.int32)))
+        # events: 0 level(0) 1 to1 2 to2 3 level(2) 4 to3 5 to4 6 level(4) 7 done
+        return lax.switch(event, [level, to1, to2, level, to3, to4, level, done], None)
+
+    carry = (i32(0), cnt0, E, EK, buckets)
+    _, _, _, _, Y = lax.while_loop(cond, body, carry)
+    return _unrows(curve, Y, G)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Orchestration
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def default_impl() -> str:
+    return "pallas" if jax.default_backend() == "gpu" else "xla"
+
+
+def _curve(group):
+    if isinstance(group, curve_mod.Curve):
+        return group
+    try:
+        return curve_mod.CURVES[group]
+    except KeyError:
+        raise ValueError(f"unknown group {group!r}; expected 'g1' or 'g2'") from None
+
+
+def _group_and_chunk(P: int, n: int, W: int, max_pairs: int) -> tuple[int, int]:
+    """(partitions per pass, points per chunk): all partitions at once if their pairs fit, else groups of a
+    divisor of ``P``; a single partition longer than the budget is cut into power-of-two chunks."""
+    if P * n * W <= max_pairs:
+        return P, n
+    for G in range(P - 1, 0, -1):
+        if P % G == 0 and G * n * W <= max_pairs:
+            return G, n
+    chunk = n
+    while chunk * W > max_pairs and chunk > MIN_PADDED:
+        chunk //= 2
+    return 1, chunk
+
+
+@x64
+def msm(
+    bases: Affine,
+    scalars,
+    group="g1",
+    *,
+    impl: str | None = None,
+    window: int | None = None,
+    max_pairs: int = DEFAULT_MAX_PAIRS,
+    lanes: int | None = None,
+    kernel_options: dict | None = None,
+) -> Jacobian:
+    """``sum_i scalars[..., i] * bases[..., i]`` (see the module docstring for layouts and the algorithm).
+
+    ``bases``: :class:`Affine` in Montgomery form, coordinates ``(*coord, N)`` (shared) or ``(*coord, P, N)``;
+    ``inf`` marks points at infinity (their coordinates are ignored). ``scalars``: canonical uint32 ``(8, N)`` or
+    ``(8, P, N)``, each ``< r`` (larger values are reduced by nothing: the result is then ``s P`` for the 256-bit
+    ``s``, which is the same point for subgroup bases only if ``s`` is reduced -- callers pass canonical scalars).
+    ``impl``: ``"xla"``, ``"pallas"``, ``"pallas_interpret"`` or None (backend default). ``window`` overrides the
+    window rule; ``max_pairs`` bounds the (key, value) pairs per pass (memory); ``lanes`` overrides the XLA machine
+    width; ``kernel_options`` are passed to the Pallas kernels (block sizes). Traceable (jit it with the keyword
+    arguments static).
+    """
+    curve = _curve(group)
+    F = curve.field
+    nd = curve.coord_ndim
+    impl = impl or default_impl()
+    if impl not in IMPLS:
+        raise ValueError(f"unknown impl {impl!r}; expected one of {IMPLS}")
+    scalars = jnp.asarray(scalars)
+    if scalars.dtype != jnp.uint32 or scalars.ndim not in (2, 3) or scalars.shape[0] != 8:
+        raise ValueError(f"scalars must be uint32 of shape (8, N) or (8, P, N), got {scalars.dtype}{scalars.shape}")
+    batched = scalars.ndim == 3
+    if not batched:
+        scalars = scalars[:, None]
+    _, P, N = scalars.shape
+    bshape = tuple(bases.x.shape[nd:])
+    if bshape == (N,):
+        shared = True
+    elif batched and bshape == (P, N):
+        shared = False
+    else:
+        raise ValueError(f"bases batch shape {bshape} does not match scalars {(P, N) if batched else (N,)}")
+    if N == 0:
+        res = curve.jacobian_identity((P,))
+        return res if batched else type(res)(*[c[..., 0] for c in res])
+
+    # Bases at infinity get scalar zero (they contribute nothing and never reach a bucket).
+    inf = bases.inf if shared else bases.inf
+    scalars = jnp.where(jnp.broadcast_to(inf, (P, N))[None], jnp.uint32(0), scalars)
+    n = padded_size(N)
+    pad = n - N
+    if pad:
+        scalars = jnp.pad(scalars, ((0, 0), (0, 0), (0, pad)))
+        padc = [(0, 0)] * nd + [(0, 0)] * (len(bshape) - 1) + [(0, pad)]
+        bases = Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc), jnp.pad(bases.inf, padc[nd:], constant_values=True))
+    c = window or window_bits(n)
+    W = num_windows(c)
+    G, chunk = _group_and_chunk(P, n, W, max_pairs)
+    n_chunks = n // chunk
+    plan = Plan(G=G, n=chunk, c=c, shared_bases=shared)
+
+    def run_pass(bx, by, sc, prev):
+        """bx, by: (*coord, num_bases) flat; sc: (8, G, chunk); prev: XYZZ (G,) -> XYZZ (G,)."""
+        keys, vals, count = sorted_pairs(sc, plan)
+        b = Affine(bx, by, None)
+        if impl == "xla":
+            return _xla_pass(curve, plan, machine_shape(plan, lanes), b, keys, vals, count, prev)
+        return _pallas_pass(curve, plan, b, keys, vals, count, prev, interpret=(impl == "pallas_interpret"),
+                            **(kernel_options or {}))
+
+    def run_group(args):
+        bx, by, sc = args  # bx (*coord, [G,] n); sc (8, G, n)
+
+        def chunk_body(j, prev):
+            lo = j * chunk
+            scj = lax.dynamic_slice_in_dim(sc, lo, chunk, axis=2)
+            bxj = lax.dynamic_slice_in_dim(bx, lo, chunk, axis=bx.ndim - 1)
+            byj = lax.dynamic_slice_in_dim(by, lo, chunk, axis=by.ndim - 1)
+            if not shared:
+                bxj = bxj.reshape(bxj.shape[:nd] + (-1,))
+                byj = byj.reshape(byj.shape[:nd] + (-1,))
+            return run_pass(bxj, byj, scj, prev)
+
+        prev = _ident(F, (G,))
+        if n_chunks == 1:
+            return chunk_body(0, prev)
+        return lax.fori_loop(0, n_chunks, chunk_body, prev)
+
+    n_groups = P // G
+    if n_groups == 1:
+        res = run_group((bases.x, bases.y, scalars))
+        res = XYZZ(*[r[..., None, :] for r in res])  # (…, 1, G)
+    else:
+        sc_g = jnp.moveaxis(scalars.reshape(8, n_groups, G, n), 1, 0)
+        if shared:
+            res = lax.map(lambda s: run_group((bases.x, bases.y, s)), sc_g)
+        else:
+            bx_g = jnp.moveaxis(bases.x.reshape(bases.x.shape[:nd] + (n_groups, G, n)), nd, 0)
+            by_g = jnp.moveaxis(bases.y.reshape(bases.y.shape[:nd] + (n_groups, G, n)), nd, 0)
+            res = lax.map(run_group, (bx_g, by_g, sc_g))
+        res = XYZZ(*[jnp.moveaxis(r, 0, nd) for r in res])  # (*coord, n_groups, G)
+    res = XYZZ(*[r.reshape(r.shape[:nd] + (P,)) for r in res])
+    jac = curve.xyzz_to_jacobian(res)
+    return jac if batched else Jacobian(*[c[..., 0] for c in jac])
+
+
+@functools.lru_cache(maxsize=None)
+def msm_jit(group: str = "g1", impl: str | None = None, **static):
+    """A cached ``jax.jit`` of :func:`msm` for fixed keyword arguments (shared by tests, the host API, benches)."""
+    return jax.jit(functools.partial(msm, group=group, impl=impl, **static))

@@ -1,0 +1,388 @@
+"""Pallas kernels for the MSM bucket phase (accumulation, reduction, window combination) -- see ops/msm.py.
+
+Two kernels, each a private ``_kernel`` body with a public wrapper taking ``interpret=``:
+
+* :func:`accumulate_bases` (``_acc_mixed_kernel``): the hot loop. The sorted (bucket key, base index | sign)
+  pairs are cut into segments of ``seg`` pairs, one per lane (``block`` lanes per program). Each lane walks its
+  segment, **gathers the affine base limbs through the sorted index list** (``x_ref[l, idx]`` on the unblocked base
+  arrays, as DESIGN.md measured: no sorted copy of the bases is materialised), negates y for negative digits, and
+  adds it into an XYZZ accumulator with the mixed addition of :mod:`cuzk_jax.ops.curve`. A run of equal keys
+  that starts and ends inside the segment is a complete bucket: it is stored straight into the bucket array (its
+  only writer). The lane's first run and its last run may continue in the neighbouring segments; they are written
+  to the lane's two *partial* slots ``2 l`` and ``2 l + 1`` with their keys (identity / the same key when unused),
+  so the partial list is again sorted by key. Programs whose segments lie past the live count (the zero digits,
+  sorted last) only write empty partials.
+* :func:`general_step` (``_general_kernel``): one kernel for every later step, chosen by a runtime mode so that
+  the whole tail of the MSM is ONE kernel called from ONE ``lax.while_loop`` (one Triton compile on GPU, one
+  interpreted body on CPU):
+
+  - mode ``ACC``: the same segmented accumulation over XYZZ entries (general XYZZ addition) -- merges partials into
+    buckets, sums rows into window sums, sums windows into the result. With ``final`` set (only one live segment)
+    every run is written straight to its bucket.
+  - mode ``WROW``: per lane (row) ``r``: running sums over ``L1`` consecutive entries from the top
+    (``S += X_j; T += S``, so ``T = sum (j + 1) X_j``), then ``T + m_r S`` by double-and-add with a per-lane
+    multiplier: ``m_r = (r mod K) L1`` (bucket reduction: row offsets inside a window) or
+    ``m_r = 2^(c (r mod W)) - 1`` with ``L1 = 1`` (window combination: ``2^(c w) WS_w``).
+
+Both kernels use one addition site in their loop (the operands are selected per step), so the Triton program holds
+one copy of the formula.
+
+Field representation inside kernels: on GPU the limb-list fields of :mod:`cuzk_jax.ops.pallas.limb_field` (every limb
+row a 1-D uint64 vector of ``block`` lanes -- Triton only handles power-of-two tensors); in interpret mode the limb
+rows are stacked into the ``(12, block)`` arrays of :mod:`cuzk_jax.ops.field` (same values, same formulas), which
+compiles much faster on CPU.
+
+Memory layout: points are uint32 "row" arrays ``(4 Lc, K)``: coordinate ``k`` of XYZZ occupies rows
+``k Lc .. k Lc + Lc - 1`` with ``Lc = 12`` (G1) or 24 (G2: c0 limbs then c1 limbs); Montgomery form. Bucket /
+destination arrays have a trash column (the last) that masked-off lanes write to (in interpret mode a masked
+scatter still writes the old value, so masked lanes must not share a slot with live ones). Keys are int32 with the
+sentinel :data:`SENT` for empty entries.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plt
+
+from cuzk_jax.ops import curve as curve_mod
+from cuzk_jax.ops import field as ops_field
+from cuzk_jax.ops.curve import XYZZ, Affine, select_point
+from cuzk_jax.ops.field import x64
+from cuzk_jax.ops.pallas import limb_field
+
+SENT = np.int32(2**31 - 1)  # key of empty entries (sorts last)
+MODE_ACC = 0
+MODE_WROW = 1
+MKIND_ROWS = 1  # m = (r mod K) * L1
+MKIND_POW2 = 2  # m = 2^(c (r mod W)) - 1
+NPRM = 8  # prm = [mode, count|rows, seg|L1, final, mbits, mkind, mp1, mp2]
+DEFAULT_BLOCK = 64
+DEFAULT_NUM_WARPS = 2
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Field adapters: limb rows (list of (B,) uint32 vectors) <-> field elements of the kernel field
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _Rep:
+    """How a kernel turns limb rows into field elements: ``"limb"`` (GPU) or ``"array"`` (interpret mode)."""
+
+    def __init__(self, curve, kind: str):
+        self.curve = curve
+        self.kind = kind
+        self.g2 = curve.coord_ndim == 2
+        self.Lc = 24 if self.g2 else 12
+        if kind == "limb":
+            self.F = limb_field.fq2 if self.g2 else limb_field.fq
+        elif kind == "array":
+            self.F = limb_field.array_fq2 if self.g2 else limb_field.array_fq
+        else:
+            raise ValueError(kind)
+
+    def elem(self, rows):
+        if self.kind == "limb":
+            v = [r.astype(jnp.uint64) for r in rows]
+            return (v[:12], v[12:]) if self.g2 else v
+        a = jnp.stack(list(rows))
+        return a.reshape((2, 12) + a.shape[1:]) if self.g2 else a
+
+    def rows(self, e):
+        if self.kind == "limb":
+            flat = (list(e[0]) + list(e[1])) if self.g2 else list(e)
+            return [v.astype(jnp.uint32) for v in flat]
+        a = e.reshape((self.Lc,) + e.shape[e.ndim - 1 :]) if self.g2 else e
+        return [a[i] for i in range(self.Lc)]
+
+    def point(self, rows) -> XYZZ:
+        L = self.Lc
+        return XYZZ(*[self.elem(rows[k * L : (k + 1) * L]) for k in range(4)])
+
+    def point_rows(self, p: XYZZ) -> list:
+        out = []
+        for c in p:
+            out += self.rows(c)
+        return out
+
+    def ident_rows(self, B):
+        z = jnp.zeros((B,), jnp.uint32)
+        return [z] * (4 * self.Lc)
+
+
+def _sel_rows(mask, a, b):
+    return [jnp.where(mask, x, y) for x, y in zip(a, b)]
+
+
+def _is_ident_rows(rep, rows):
+    """XYZZ identity <=> ZZ == 0 (rows 2 Lc .. 3 Lc - 1)."""
+    acc = rows[2 * rep.Lc]
+    for r in rows[2 * rep.Lc + 1 : 3 * rep.Lc]:
+        acc = acc | r
+    return acc == 0
+
+
+def _load_rows(ref, nrows, idx):
+    return [ref[r, idx] for r in range(nrows)]
+
+
+def _store_rows(ref, rows, idx, mask):
+    for r, v in enumerate(rows):
+        plt.store(ref.at[r, idx], v, mask=mask)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Segmented accumulation (shared by both kernels)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, pk_ref, y_ref):
+    """Walk ``seg`` sorted entries per lane (see the module docstring); ``get_point(e, live) -> operand`` and
+    ``add(acc_xyzz, operand) -> xyzz``. Writes complete runs to ``y_ref`` and the two partial slots per lane."""
+    B = lanes.shape[0]
+    nrows = 4 * rep.Lc
+    trash = y_ref.shape[1] - 1
+    seg0 = lanes * seg
+    ident = rep.ident_rows(B)
+    sent = jnp.full((B,), SENT, jnp.int32)
+
+    def body(t, carry):
+        acc_rows, run_key, first = carry
+        e = seg0 + t
+        live = e < count
+        ee = jnp.where(live, e, 0)
+        k = jnp.where(live, keys_ref[ee], SENT)
+        operand = get_point(ee, live)
+        new_run = (t == 0) | (k != run_key)
+        flush = (t > 0) & new_run
+        is_first = first != 0
+        to_first = flush & is_first & ~final
+        to_bucket = flush & (~is_first | final) & ~_is_ident_rows(rep, acc_rows)
+        _store_rows(p_ref, acc_rows, 2 * lanes, to_first)
+        plt.store(pk_ref.at[2 * lanes], run_key, mask=to_first)
+        _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
+        first = jnp.where(flush, 0, first)
+        a = rep.point(_sel_rows(new_run, ident, acc_rows))
+        r = add(a, operand)
+        return rep.point_rows(r), k, first
+
+    carry0 = (ident, sent, jnp.ones((B,), jnp.int32))
+    acc_rows, run_key, first = lax.fori_loop(0, seg, body, carry0)
+    is_first = first != 0
+    # the last run: straight to its bucket when final, else to the partial slots
+    to_bucket = final & ~_is_ident_rows(rep, acc_rows)
+    _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
+    m0 = is_first | final
+    _store_rows(p_ref, _sel_rows(final, ident, acc_rows), 2 * lanes, m0)
+    plt.store(pk_ref.at[2 * lanes], jnp.where(final, SENT, run_key), mask=m0)
+    _store_rows(p_ref, _sel_rows(final | is_first, ident, acc_rows), 2 * lanes + 1, lanes >= 0)
+    plt.store(pk_ref.at[2 * lanes + 1], jnp.where(final, SENT, run_key), mask=lanes >= 0)
+
+
+def _empty_partials(rep, lanes, p_ref, pk_ref):
+    B = lanes.shape[0]
+    ident = rep.ident_rows(B)
+    sent = jnp.full((B,), SENT, jnp.int32)
+    always = lanes >= 0
+    for slot in (2 * lanes, 2 * lanes + 1):
+        _store_rows(p_ref, ident, slot, always)
+        plt.store(pk_ref.at[slot], sent, mask=always)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Kernel 1: accumulation of affine bases (mixed additions), level 1
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, bx_ref, by_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, seg):
+    del yin_ref  # aliased with y_ref
+    pid = pl.program_id(0)
+    lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
+    count = prm_ref[1]
+    final = prm_ref[3] != 0
+    F = rep.F
+    Lc = rep.Lc
+    curve = rep.curve
+
+    def get_point(ee, live):
+        v = vals_ref[ee]
+        idx = v & jnp.int32(0x7FFFFFFF)
+        neg = v < 0
+        x = rep.elem(_load_rows(bx_ref, Lc, idx))
+        y = rep.elem(_load_rows(by_ref, Lc, idx))
+        y = F.select(neg, F.neg(y), y)
+        return Affine(x, y, ~live)
+
+    def add(a, p):
+        return curve.xyzz_add_mixed(a, p, F=F)
+
+    @pl.when(pid * block * seg < count)
+    def _():
+        _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, pk_ref, y_ref)
+
+    @pl.when(pid * block * seg >= count)
+    def _():
+        _empty_partials(rep, lanes, p_ref, pk_ref)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Kernel 2: general XYZZ step (segmented accumulation of XYZZ entries, or weighted row sums)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block):
+    del yin_ref
+    pid = pl.program_id(0)
+    lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
+    mode = prm_ref[0]
+    n = prm_ref[1]
+    s = prm_ref[2]
+    nrows = 4 * rep.Lc
+    curve = rep.curve
+    F = rep.F
+
+    def add(a, b):
+        return curve.xyzz_add(a, b, F=F)
+
+    # ---- ACC ----
+    def get_point(ee, live):
+        return rep.point(_sel_rows(live, _load_rows(x_ref, nrows, ee), rep.ident_rows(block)))
+
+    @pl.when((mode == MODE_ACC) & (pid * block * s < n))
+    def _():
+        _accumulate(rep, lanes, n, s, prm_ref[3] != 0, keys_ref, get_point, add, p_ref, pk_ref, y_ref)
+
+    @pl.when((mode == MODE_ACC) & (pid * block * s >= n))
+    def _():
+        _empty_partials(rep, lanes, p_ref, pk_ref)
+
+    # ---- WROW ----
+    @pl.when((mode == MODE_WROW) & (pid * block < n))
+    def _():
+        L1 = s
+        mbits = prm_ref[4]
+        mkind = prm_ref[5]
+        mp1 = prm_ref[6]
+        mp2 = prm_ref[7]
+        live = lanes < n
+        trash = y_ref.shape[1] - 1
+        base = jnp.where(live, lanes * L1, 0)
+        # multiplier bits: rows -> m = (r mod K) L1 ; pow2 -> m = 2^(c (r mod W)) - 1 (bit b set iff b < c w)
+        m_rows = (lanes % jnp.maximum(mp1, 1)) * L1
+        pow_top = mp1 * (lanes % jnp.maximum(mp2, 1))
+        ident = rep.ident_rows(block)
+        nsteps = 2 * L1 + 2 * mbits + 1
+
+        def body(u, carry):
+            S_, T_, D_ = carry
+            in1 = u < 2 * L1
+            in2 = (u >= 2 * L1) & (u < 2 * L1 + 2 * mbits)
+            even = (u % 2) == 0
+            j = jnp.maximum(L1 - 1 - u // 2, 0)
+            xj = _load_rows(x_ref, nrows, base + j)
+            b_bit = jnp.maximum(mbits - 1 - (u - 2 * L1) // 2, 0)
+            bit_rows = ((m_rows >> b_bit) & 1) == 1
+            bit_pow = b_bit < pow_top
+            bit = jnp.where(mkind == MKIND_ROWS, bit_rows, bit_pow)
+            # operands: phase 1 even (S, x_j), odd (T, S); phase 2 even (D, D), odd (D, S); last (T, D)
+            a_rows = jnp.where(in1, jnp.where(even, 1, 2), jnp.where(in2, 3, 2))
+            b_rows = jnp.where(in1, jnp.where(even, 0, 1), jnp.where(in2 & even, 3, jnp.where(in2, 1, 3)))
+            a = [jnp.where(a_rows == 1, s1, jnp.where(a_rows == 2, t1, d1)) for s1, t1, d1 in zip(S_, T_, D_)]
+            b = [
+                jnp.where(b_rows == 0, x1, jnp.where(b_rows == 1, s1, d1))
+                for x1, s1, d1 in zip(xj, S_, D_)
+            ]
+            r = rep.point_rows(add(rep.point(a), rep.point(b)))
+            S_n = _sel_rows(in1 & even, r, S_)
+            T_n = _sel_rows((in1 & ~even) | (~in1 & ~in2), r, T_)
+            D_n = _sel_rows(in2 & (even | bit), r, D_)
+            return S_n, T_n, D_n
+
+        S_, T_, D_ = lax.fori_loop(0, nsteps, body, (ident, ident, ident))
+        _store_rows(y_ref, T_, jnp.where(live, lanes, trash), live)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Wrappers
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _compiler_params(num_warps, interpret):
+    if interpret or jax.default_backend() != "gpu":
+        return None
+    return plt.CompilerParams(num_warps=num_warps, num_stages=1)
+
+
+def _full(shape):
+    nd = len(shape)
+    return pl.BlockSpec(tuple(shape), lambda i, nd=nd: (0,) * nd)
+
+
+_ANY = pl.BlockSpec(memory_space=pl.ANY)
+
+
+@x64
+def accumulate_bases(curve, count, final, keys, vals, bx, by, buckets, *, seg, block=DEFAULT_BLOCK,
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False):
+    """Level-1 accumulation (kernel 1).
+
+    ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
+    (then every run goes straight to its bucket); ``keys``/``vals``: sorted int32 pairs of length
+    ``nseg * seg`` with ``nseg`` a multiple of ``block``; ``bx``/``by``: base rows ``(Lc, num_bases)``;
+    ``buckets``: rows ``(4 Lc, NY)`` (last column trash), updated in place. Returns
+    ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,), buckets)``.
+    """
+    rep = _Rep(curve, "array" if interpret else "limb")
+    nrows = 4 * rep.Lc
+    size = keys.shape[0]
+    if size % (seg * block):
+        raise ValueError(f"pair count {size} is not a multiple of seg * block = {seg * block}")
+    nseg = size // seg
+    prm = jnp.stack([jnp.int32(MODE_ACC), jnp.asarray(count, jnp.int32), jnp.int32(seg),
+                     jnp.asarray(final, jnp.int32)] + [jnp.int32(0)] * (NPRM - 4))
+    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg)
+    return pl.pallas_call(
+        kernel,
+        out_shape=(
+            jax.ShapeDtypeStruct((nrows, 2 * nseg), jnp.uint32),
+            jax.ShapeDtypeStruct((2 * nseg,), jnp.int32),
+            jax.ShapeDtypeStruct(buckets.shape, jnp.uint32),
+        ),
+        grid=(nseg // block,),
+        in_specs=[_full(prm.shape), _full(keys.shape), _full(vals.shape), _full(bx.shape), _full(by.shape), _ANY],
+        out_specs=[_ANY, _ANY, _ANY],
+        input_output_aliases={5: 2},
+        interpret=interpret,
+        compiler_params=_compiler_params(num_warps, interpret),
+    )(prm, keys, vals, bx, by, buckets)
+
+
+@x64
+def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False):
+    """One call of kernel 2 over buffers of ``N`` entries: ``keys`` (N,), ``x`` rows ``(4 Lc, N)``, ``y`` rows
+    ``(4 Lc, N)`` (trash = last column), updated in place. Grid: ``N / 2`` lanes. Returns
+    ``(partials (4 Lc, N), partial keys (N,), y)`` (partials are only meaningful in mode ACC)."""
+    rep = _Rep(curve, "array" if interpret else "limb")
+    nrows = 4 * rep.Lc
+    N = x.shape[1]
+    assert N % (2 * block) == 0
+    kernel = functools.partial(_general_kernel, rep=rep, block=block)
+    return pl.pallas_call(
+        kernel,
+        out_shape=(
+            jax.ShapeDtypeStruct((nrows, N), jnp.uint32),
+            jax.ShapeDtypeStruct((N,), jnp.int32),
+            jax.ShapeDtypeStruct(y.shape, jnp.uint32),
+        ),
+        grid=(N // 2 // block,),
+        in_specs=[_full(prm.shape), _full(keys.shape), _full(x.shape), _ANY],
+        out_specs=[_ANY, _ANY, _ANY],
+        input_output_aliases={3: 2},
+        interpret=interpret,
+        compiler_params=_compiler_params(num_warps, interpret),
+    )(prm, keys, x, y)
