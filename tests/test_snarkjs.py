@@ -452,7 +452,7 @@ def _device_backend(full: bool):
     from cuzk_jax.snarkjs import device
 
     if full:
-        pytest.importorskip("cuzk_jax.host_msm", reason="device MSM (host_msm / ops.msm) not in this checkout")
+        pytest.importorskip("cuzk_jax.ops.msm", reason="ops/msm.py not in this checkout")
         return device.DeviceBackend()
     return device.DeviceBackend(*device.host_msm_fallback())
 

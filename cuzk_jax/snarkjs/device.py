@@ -10,8 +10,9 @@ run as jit-compiled programs on limb arrays.
   when that op exists, else composed here from :mod:`cuzk_jax.ops.ntt` with snarkjs's roots (generator 5):
   ``c = a * b``; for each of a, b, c one inverse NTT and one coset NTT with shift ``w_2n``; then
   ``a' b' - c'`` and a conversion out of Montgomery form (MSM scalars are canonical).
-* **MSMs**: the device MSM (:mod:`cuzk_jax.ops.msm` through :mod:`cuzk_jax.host_msm`) on the zkey's point
-  arrays, which are already in the ops Montgomery limb layout (see :mod:`cuzk_jax.snarkjs.points`).
+* **MSMs**: :func:`cuzk_jax.ops.msm.msm` on the zkey's point arrays, which are already in the ops Montgomery
+  limb layout (see :mod:`cuzk_jax.snarkjs.points`); scalars are canonical limbs. The Jacobian results (five
+  points) come back to the host and are normalised there with Python ints.
 
 The zkey is uploaded once per :class:`DeviceBackend` and kept resident (cuzk's SRS manager idea), so repeated
 proofs with one key pay only for the witness.
@@ -23,7 +24,7 @@ import numpy as np
 
 from cuzk_jax.reference import constants as C
 
-from . import binfile
+from . import binfile, points
 from .points import G1Array, G2Array
 from .zkey import Zkey
 
@@ -55,6 +56,18 @@ def zkey_device_r1cs(zkey: Zkey):
                       coeffs=jnp.asarray(table))
 
 
+def compute_h_scalars(a, b):
+    """Canonical ``(8, n)`` MSM scalars for the H section from Montgomery evaluations ``a``, ``b``:
+    :func:`cuzk_jax.ops.qap.compute_h_snarkjs` with ``c = a * b`` (as ``buildABC1``), then out of Montgomery form."""
+    try:
+        from cuzk_jax.ops.qap import compute_h_snarkjs
+    except ImportError:  # older checkouts: the same transform composed from ops.ntt
+        return _compute_h_snarkjs_ntt(a, b)
+    from cuzk_jax.ops.field import fr
+
+    return fr.from_mont(compute_h_snarkjs(a, b, fr.mul(a, b)))
+
+
 def _compute_h_snarkjs_ntt(a, b):
     """P on the odd coset from Montgomery-form evaluations ``a``, ``b`` ``(8, n)`` (ops.ntt, generator 5);
     returns canonical limbs ``(8, n)``. Not wrapped in one jit on purpose: ops.ntt compiles its stage loop once
@@ -77,15 +90,21 @@ def _compute_h_snarkjs_ntt(a, b):
 
 class DeviceBackend:
     """XLA ops for the QAP, H and MSMs. ``msm_g1`` / ``msm_g2`` may be given explicitly (functions
-    ``(G1Array | G2Array, canonical scalar limbs (8, N)) -> host point``); by default the device MSM is used."""
+    ``(G1Array | G2Array, canonical scalar limbs (8, N)) -> host point``); by default :mod:`cuzk_jax.ops.msm`.
+
+    Uploaded keys stay resident: the coefficient table and the point arrays of the last zkey seen are kept on the
+    device, so repeated proofs with one key pay only for the witness.
+    """
 
     name = "device"
 
-    def __init__(self, msm_g1=None, msm_g2=None):
+    def __init__(self, msm_g1=None, msm_g2=None, msm_impl: str | None = None):
         self._zkey = None
         self._dr = None
+        self._bases: dict[int, tuple] = {}
         self._msm_g1 = msm_g1
         self._msm_g2 = msm_g2
+        self._msm_impl = msm_impl
 
     # -- witness -------------------------------------------------------------------------------------------
     def witness(self, w: list[int]):
@@ -104,6 +123,7 @@ class DeviceBackend:
     def _device_r1cs(self, zkey: Zkey):
         if self._zkey is not zkey:
             self._dr = zkey_device_r1cs(zkey)
+            self._bases = {}
             self._zkey = zkey
         return self._dr
 
@@ -114,37 +134,66 @@ class DeviceBackend:
         return a.block_until_ready(), b.block_until_ready()  # block: per-phase timings stay honest
 
     def h_scalars(self, a, b, power: int):
-        try:
-            from cuzk_jax.ops.qap import compute_h_snarkjs
-        except ImportError:
-            compute_h_snarkjs = None
-        if compute_h_snarkjs is not None:
-            return compute_h_snarkjs(a, b).block_until_ready()
-        return _compute_h_snarkjs_ntt(a, b).block_until_ready()
+        return compute_h_scalars(a, b).block_until_ready()
 
     # -- MSMs ------------------------------------------------------------------------------------------------
+    def _upload(self, bases):
+        """Device :class:`cuzk_jax.ops.curve.Affine` for a zkey point array (cached while the key is current)."""
+        import jax.numpy as jnp
+
+        from cuzk_jax.ops.curve import Affine
+
+        hit = self._bases.get(id(bases))
+        if hit is None or hit[0] is not bases:
+            hit = (bases, Affine(jnp.asarray(bases.x), jnp.asarray(bases.y), jnp.asarray(bases.inf)))
+            self._bases[id(bases)] = hit
+        return hit[1]
+
+    def _msm(self, group: str, bases, scalars):
+        from cuzk_jax.ops import msm as ops_msm
+
+        if len(bases) == 0:
+            return None
+        jac = ops_msm.msm_jit(group, self._msm_impl)(self._upload(bases), _canonical(scalars))
+        return jacobian_to_host(group, jac)
+
     def msm_g1(self, bases: G1Array, scalars):
-        fn = self._msm_g1 or _default_msm("g1")
-        return fn(bases, _canonical(scalars))
+        if self._msm_g1 is not None:
+            return self._msm_g1(bases, _canonical(scalars))
+        return self._msm("g1", bases, scalars)
 
     def msm_g2(self, bases: G2Array, scalars):
-        fn = self._msm_g2 or _default_msm("g2")
-        return fn(bases, _canonical(scalars))
+        if self._msm_g2 is not None:
+            return self._msm_g2(bases, _canonical(scalars))
+        return self._msm("g2", bases, scalars)
 
 
 def _canonical(scalars):
     return scalars["canonical"] if isinstance(scalars, dict) else scalars
 
 
-def _default_msm(group: str):
-    try:
-        from cuzk_jax import host_msm  # noqa: F401
-    except ImportError as e:
-        raise ImportError("the device MSM (cuzk_jax.host_msm / ops.msm) is not available in this checkout; "
-                          "pass msm_g1/msm_g2 to DeviceBackend or use backend='host'") from e
-    from . import device_msm
+def jacobian_to_host(group: str, jac):
+    """One device Jacobian point (Montgomery limbs) -> host affine ints (None at infinity), via Python ints."""
+    from cuzk_jax.reference.field import fq, fq2
 
-    return device_msm.g1 if group == "g1" else device_msm.g2
+    q = C.P
+
+    def ints(limbs):
+        return binfile.le_ints(binfile.limbs_to_le(np.asarray(limbs).reshape(12, 1)), 48)[0] * points.R_MONT_INV % q
+
+    if group == "g1":
+        x, y, z = (ints(c) for c in jac)
+        if z == 0:
+            return None
+        zi = fq.inv(z)
+        zi2 = zi * zi % q
+        return (x * zi2 % q, y * zi2 * zi % q)
+    x, y, z = (tuple(ints(np.asarray(c)[k]) for k in range(2)) for c in jac)
+    if z == (0, 0):
+        return None
+    zi = fq2.inv(z)
+    zi2 = fq2.square(zi)
+    return (fq2.mul(x, zi2), fq2.mul(y, fq2.mul(zi2, zi)))
 
 
 def host_msm_fallback():

@@ -1,0 +1,218 @@
+"""Side-by-side benchmark: ``snarkjs groth16 prove`` vs cuzk_jax on the same zkey and witness (scripts/snarkjs_bench.py).
+
+Circuit: a chain of circomlib Poseidon(2) hashes compiled with ``--O2`` (~243 constraints per hash), sized to fill
+a domain of 2^k (``n_hash = (2^k - 3) // 243``). Both provers read the same ``.zkey`` / ``.wtns`` files.
+
+What is timed (median of ``reps`` after ``warmup`` runs, wall clock):
+
+* ``snarkjs``: ``groth16.prove(zkeyFile, wtnsFile)`` in one Node process (the function behind the CLI; it reads
+  both files on every call), so Node start-up and curve initialisation are excluded -- the kindest number for
+  snarkjs. ``snarkjs_cli_s`` is one run of the CLI for reference.
+* ``cuzk_jax``: ``prove(zkey, witness)`` with the key resident in memory (and, for ``device``, uploaded):
+  ``median_s``; ``read_s`` is parsing the zkey (with curve checks) and witness once; ``first_s`` is the first
+  call (includes jit compilation, or a hit in the persistent compilation cache).
+
+Every cuzk_jax proof of a run is checked by ``snarkjs groth16 verify`` (when Node is available) or by our
+verifier (``verified`` says which). Ratio = snarkjs median / cuzk_jax median.
+
+On a machine without Node (the GPU host), pass prepared artifacts (``export_dir`` on the CPU host, then
+``artifacts_dir`` on the GPU) and ``baseline`` = the CPU run's JSON to take the snarkjs figures from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+from . import jsonio, prover, toolchain, verifier, wtns
+from .zkey import read_zkey
+
+CONSTRAINTS_PER_HASH = 243  # circomlib Poseidon(2) with --O2 (measured: 16 hashes -> 3888 constraints)
+
+
+def chain_source(n_hash: int) -> str:
+    return f"""pragma circom 2.0.0;
+include "circomlib/circuits/poseidon.circom";
+// Benchmark circuit: a chain of {n_hash} Poseidon(2) hashes (circomlib; bn128 constants, valid on bls12381).
+template Chain(n) {{
+    signal input x;
+    signal input y;
+    signal output out;
+    component h[n];
+    signal acc[n + 1];
+    acc[0] <== x;
+    for (var i = 0; i < n; i++) {{
+        h[i] = Poseidon(2);
+        h[i].inputs[0] <== acc[i];
+        h[i].inputs[1] <== y;
+        acc[i + 1] <== h[i].out;
+    }}
+    out <== acc[n];
+}}
+component main {{public [x]}} = Chain({n_hash});
+"""
+
+
+CHAIN_INPUT = {"x": "1", "y": "2"}
+
+
+def n_hash_for(log_n: int) -> int:
+    return max(1, ((1 << log_n) - 3) // CONSTRAINTS_PER_HASH)
+
+
+def prepare(log_n: int, setup: str = "auto", log=print) -> toolchain.CircuitArtifacts:
+    """Build (or fetch from the cache) the chain circuit for a 2^log_n domain. ``setup="auto"``: the real
+    ceremony if log_n <= 12 or a prepared ptau of that power is cached, else the insecure dev setup."""
+    if setup == "auto":
+        cached = (toolchain.cache_dir() / "ptau" / f"pot{log_n:02d}_{toolchain.PTAU_BEACON[:8]}.ptau").exists()
+        setup = "ceremony" if (log_n <= 12 or cached) else "insecure"
+    return toolchain.build_circuit(chain_source(n_hash_for(log_n)), CHAIN_INPUT, f"chain{log_n}", optimize="--O2",
+                                   setup=setup, log=log)
+
+
+def export(art: toolchain.CircuitArtifacts, dest: Path) -> Path:
+    """Copy the files a Node-less machine needs (zkey, witness, verification key, meta) to ``dest/<dir name>``."""
+    out = Path(dest) / art.dir.name
+    out.mkdir(parents=True, exist_ok=True)
+    for src, name in ((art.zkey, "circuit.zkey"), (art.wtns, "witness.wtns"), (art.vk, "verification_key.json"),
+                      (art.dir / "DONE", "meta.json")):
+        shutil.copyfile(src, out / name)
+    return out
+
+
+_SNARKJS_TIMER = r"""
+const snarkjs = await import(process.argv[2]);
+const [zkey, wtns, warm, reps] = [process.argv[3], process.argv[4], +process.argv[5], +process.argv[6]];
+const times = [];
+for (let i = 0; i < warm + reps; i++) {
+    const t0 = performance.now();
+    await snarkjs.groth16.prove(zkey, wtns);
+    if (i >= warm) times.push((performance.now() - t0) / 1000);
+}
+console.log(JSON.stringify(times));
+process.exit(0);
+"""
+
+
+def time_snarkjs(zkey: Path, wtns_path: Path, reps: int, warmup: int) -> dict:
+    import tempfile
+    from urllib.request import pathname2url
+
+    main = toolchain.node_modules() / "snarkjs" / "main.js"
+    with tempfile.TemporaryDirectory() as d:
+        script = Path(d) / "timer.mjs"
+        script.write_text(_SNARKJS_TIMER)
+        proc = toolchain.run(["node", str(script), "file://" + pathname2url(str(main)), str(zkey), str(wtns_path),
+                              str(warmup), str(reps)])
+        times = json.loads(proc.stdout.strip().splitlines()[-1])
+        cli = toolchain.snarkjs_prove(zkey, wtns_path, Path(d) / "p.json", Path(d) / "pub.json")
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "reps": len(times),
+            "snarkjs_cli_s": cli}
+
+
+def _backend(impl: str):
+    if impl == "host":
+        return prover.HostBackend()
+    from . import device
+
+    if impl == "device":
+        return device.DeviceBackend()
+    if impl == "device_arkmsm":
+        return device.DeviceBackend(*device.host_msm_fallback())
+    raise ValueError(f"unknown impl {impl!r}; expected snarkjs, host, device, device_arkmsm")
+
+
+def time_cuzk(zkey_path: Path, wtns_path: Path, vk_path: Path, impl: str, reps: int, warmup: int,
+              workdir: Path, node: bool) -> dict:
+    t0 = time.perf_counter()
+    zk = read_zkey(zkey_path)
+    w = wtns.read_wtns(wtns_path)
+    read_s = time.perf_counter() - t0
+    be = _backend(impl)
+    t0 = time.perf_counter()
+    first = prover.prove(zk, w, backend=be)
+    first_s = time.perf_counter() - t0
+    for _ in range(max(0, warmup - 1)):
+        prover.prove(zk, w, backend=be)
+    times, phases = [], []
+    res = first
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        res = prover.prove(zk, w, backend=be)
+        times.append(time.perf_counter() - t0)
+        phases.append(res.timings)
+    proof_p, pub_p = workdir / f"proof-{impl}.json", workdir / f"public-{impl}.json"
+    jsonio.write_proof(proof_p, res.proof)
+    jsonio.write_public(pub_p, res.public)
+    if node:
+        ok, _ = toolchain.snarkjs_verify(vk_path, pub_p, proof_p)
+        how = "snarkjs"
+    else:
+        ok, how = verifier.verify(vk_path, pub_p, proof_p), "cuzk_jax"
+    row = {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "reps": reps,
+           "first_s": first_s, "read_s": read_s, "verified": bool(ok), "verified_by": how}
+    for k in ("qap_evals", "h", "msm", "combine"):
+        row[f"{k}_s"] = statistics.median(p[k] for p in phases)
+    return row
+
+
+def run(log_ns: list[int], impls: list[str], *, reps: int = 3, warmup: int = 1, setup: str = "auto",
+        artifacts_dir: str = "", export_dir: str = "", baseline: str = "", log=print) -> list[dict]:
+    """Rows (one per size and implementation) for the JSON/table of scripts/snarkjs_bench.py."""
+    import tempfile
+
+    node = True
+    try:
+        toolchain.tool("snarkjs")
+    except toolchain.ToolchainMissing:
+        node = False
+    base = {}
+    if baseline:
+        for r in json.loads(Path(baseline).read_text())["rows"]:
+            if r["impl"] == "snarkjs":
+                base[r["circuit"]] = r
+    rows = []
+    for log_n in log_ns:
+        if artifacts_dir:
+            matches = sorted(Path(artifacts_dir).glob(f"chain{log_n}-*"))
+            if not matches:
+                raise FileNotFoundError(f"no chain{log_n}-* artifacts under {artifacts_dir}")
+            d = matches[-1]
+            zkey_p, wtns_p, vk_p = d / "circuit.zkey", d / "witness.wtns", d / "verification_key.json"
+            meta = json.loads((d / "meta.json").read_text())
+            circuit = d.name
+        else:
+            art = prepare(log_n, setup, log=log)
+            if export_dir:
+                export(art, Path(export_dir))
+            zkey_p, wtns_p, vk_p = art.zkey, art.wtns, art.vk
+            meta = toolchain.meta(art)
+            circuit = art.dir.name
+        common = {"circuit": circuit, "log_n": meta["power"], "constraints": meta["n_constraints"],
+                  "wires": meta["n_wires"], "setup": meta.get("setup", "ceremony"),
+                  "zkey_mb": round(os.path.getsize(zkey_p) / 2**20, 1)}
+        snark = None
+        for impl in impls:
+            if impl == "snarkjs":
+                if not node:
+                    log("snarkjs: node not available here, skipped (use --baseline)")
+                    continue
+                r = time_snarkjs(zkey_p, wtns_p, reps, warmup)
+                snark = r["median_s"]
+            else:
+                with tempfile.TemporaryDirectory() as wd:
+                    r = time_cuzk(zkey_p, wtns_p, vk_p, impl, reps, warmup, Path(wd), node)
+            row = {**common, "impl": impl, **r}
+            rows.append(row)
+            log(json.dumps(row))
+        if snark is None and circuit in base:
+            snark = base[circuit]["median_s"]
+        for row in rows:
+            if row["circuit"] == circuit and row["impl"] != "snarkjs" and snark:
+                row["snarkjs_median_s"] = snark
+                row["speedup_vs_snarkjs"] = snark / row["median_s"]
+    return rows
