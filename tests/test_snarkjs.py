@@ -439,6 +439,12 @@ def test_verifier_usage_errors(zk, host_proof):
     res = host_proof[0]
     with pytest.raises(ValueError, match="expects 3"):
         verifier.verify(vk, res.public[:-1], res.proof)
+    x, y = vk.ic[1]
+    bad_vk = jsonio.VerificationKey(vk.n_public, vk.alpha1, vk.beta2, vk.gamma2, vk.delta2,
+                                    [vk.ic[0], (x, (y + 1) % C.P)] + vk.ic[2:], vk.alphabeta)
+    with pytest.raises(ValueError, match=r"IC\[1\] is not on the curve"):
+        verifier.verify(bad_vk, res.public, res.proof)
+    assert verifier.verify(vk, res.public, res.proof)
 
 
 # ------------------------------------------------------------------------------------------------------------

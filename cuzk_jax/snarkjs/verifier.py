@@ -34,11 +34,17 @@ def verification_key_from_zkey(zkey) -> VerificationKey:
 def check(vk: VerificationKey, public: Sequence[int], proof: Proof) -> str | None:
     """``None`` if the proof verifies, else the reason it is rejected.
 
-    Raises ``ValueError`` if the public-signal count does not match the key (a usage error, not a bad proof).
+    Raises ``ValueError`` if the public-signal count does not match the key or a key point is off its curve
+    (a bad key or a usage error, not a bad proof).
     """
     ark = _ark()
     if len(public) != vk.n_public:
         raise ValueError(f"public.json has {len(public)} signals, the verification key expects {vk.n_public}")
+    for name, p, on_curve in [("vk_alpha_1", vk.alpha1, g1_on_curve), ("vk_beta_2", vk.beta2, g2_on_curve),
+                              ("vk_gamma_2", vk.gamma2, g2_on_curve), ("vk_delta_2", vk.delta2, g2_on_curve)] + \
+            [(f"IC[{i}]", p, g1_on_curve) for i, p in enumerate(vk.ic)]:
+        if not on_curve(p):
+            raise ValueError(f"verification key: {name} is not on the curve")
     for i, v in enumerate(public):
         if not 0 <= v < C.R:
             return f"public signal {i} is not below the scalar-field order r"
