@@ -28,6 +28,9 @@ natural order, so no final permutation is needed.
 memory. Implementations (:func:`set_impl`, the ``CUZK_NTT_IMPL`` environment variable, or ``impl=``):
 
 * ``xla-r2``, ``xla-r4``: the carry is one ``(B, 8, n)`` array, each iteration one root concatenate of limb planes;
+* ``xla-r2-split``: as ``xla-r2`` but the products are materialised (``lax.optimization_barrier``) before the
+  add/sub, so no fusion can recompute the multiplication once per output limb plane (XLA on CPU does exactly that
+  with the fused forms: each of the 16 output planes becomes its own fusion) at the cost of one more memory pass;
 * ``xla-r2-tuple``, ``xla-r4-tuple``: the carry is a tuple of ``(B, n/2^k)`` limb planes per output section, so
   each iteration is a multi-output elementwise computation (XLA can share one multiplication between outputs);
 * ``pallas-r2``, ``pallas-r4``: each iteration is a Pallas kernel (:mod:`cuzk_jax.ops.pallas.ntt`).
@@ -65,7 +68,7 @@ COSET_GENERATOR = ref_ntt.COSET_GENERATOR
 U32 = jnp.uint32
 U64 = jnp.uint64
 
-IMPLS = ("xla-r2", "xla-r4", "xla-r2-tuple", "xla-r4-tuple", "pallas-r2", "pallas-r4")
+IMPLS = ("xla-r2", "xla-r4", "xla-r2-split", "xla-r2-tuple", "xla-r4-tuple", "pallas-r2", "pallas-r4")
 _impl_override: str | None = os.environ.get("CUZK_NTT_IMPL") or None
 
 
@@ -212,12 +215,26 @@ def _u64(limbs):
     return [x.astype(U64) for x in limbs]
 
 
-def _add(a, b):
-    return F.add_limbs(a, b, fr.p_limbs)
+def _addsub(a, b, schedule: str, subtract: bool):
+    shape = jnp.broadcast_shapes(a[0].shape, b[0].shape)
+    a = [jnp.broadcast_to(x, shape) for x in a]
+    b = [jnp.broadcast_to(x, shape) for x in b]
+    if schedule == "rolled":
+        # the field layer's rolled add/sub (one lax.scan over the limbs): XLA:CPU would otherwise copy the whole
+        # carry chain into every output limb and compile slowly
+        A = jnp.stack([x.astype(U32) for x in a])
+        Bv = jnp.stack([x.astype(U32) for x in b])
+        out = fr.sub(A, Bv) if subtract else fr.add(A, Bv)
+        return [out[l].astype(U64) for l in range(LIMBS)]
+    return F.sub_limbs(a, b, fr.p_limbs) if subtract else F.add_limbs(a, b, fr.p_limbs)
 
 
-def _sub(a, b):
-    return F.sub_limbs(a, b, fr.p_limbs)
+def _add(a, b, schedule: str = "unrolled"):
+    return _addsub(a, b, schedule, False)
+
+
+def _sub(a, b, schedule: str = "unrolled"):
+    return _addsub(a, b, schedule, True)
 
 
 def _mul_many(pairs, schedule: str):
@@ -267,13 +284,13 @@ def _gather(a, idx):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many):
+def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many, schedule: str = "unrolled"):
     """k consecutive DIT stages (``stage .. stage+k-1``) on one group of inputs.
 
     ``xs[d]`` (``d < 2^k``) is the limb list of ``x[2^k q + d]``; returns ``zs`` with ``zs[C]`` the limb list of
     ``z[q + C n/2^k]``. ``q`` is the uint32 vector of group indices; ``stage`` may be traced.
     ``get_twiddles(taus)`` gathers the twiddle limb lists ``w^tau`` for a list of index vectors;
-    ``mul_many(pairs)`` multiplies limb-list pairs.
+    ``mul_many(pairs)`` multiplies limb-list pairs; ``schedule`` picks the add/sub form.
 
     After j of the k stages, the value labelled (c_1..c_j, dd) sits at position
     ``sum_m c_m 2^(L-1-(j-m)) + q 2^(k-j) + dd``; stage j+1 pairs dd = 2t, 2t+1 (pair index = position >> 1) and
@@ -298,8 +315,8 @@ def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many):
         new = {}
         for (cs, t), tprod in zip(keys, prods):
             e = state[(cs, 2 * t)]
-            new[(cs + (0,), t)] = _add(e, tprod)
-            new[(cs + (1,), t)] = _sub(e, tprod)
+            new[(cs + (0,), t)] = _add(e, tprod, schedule)
+            new[(cs + (1,), t)] = _sub(e, tprod, schedule)
         state = new
     zs = []
     for C in range(1 << k):
@@ -322,16 +339,19 @@ def _xla_twiddle_getter(W, like_shape):
     return get
 
 
-def _xla_step_stacked(X, W, stage, log_n: int, k: int, schedule: str):
-    """One iteration (k stages) on the stacked carry ``(B, 8, n)``."""
+def _xla_step_stacked(X, W, stage, log_n: int, k: int, schedule: str, barrier: bool = False):
+    """One iteration (k stages) on the stacked carry ``(B, 8, n)``; ``barrier`` materialises the products."""
     B = X.shape[0]
     n = 1 << log_n
     Q = n >> k
     V = X.reshape(B, LIMBS, Q, 1 << k)
     xs = [[V[:, l, :, d].astype(U64) for l in range(LIMBS)] for d in range(1 << k)]
     q = lax.iota(U32, Q)
-    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W, (B, Q)),
-                 lambda pairs: _mul_many(pairs, schedule))
+    def mul_many(pairs):
+        prods = _mul_many(pairs, schedule)
+        return lax.optimization_barrier(prods) if barrier else prods
+
+    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W, (B, Q)), mul_many, schedule)
     out = [zs[C][l].astype(U32) for l in range(LIMBS) for C in range(1 << k)]
     return jnp.stack(out, axis=1).reshape(B, LIMBS, n)
 
@@ -358,7 +378,7 @@ def _xla_step_tuple(T, W, stage, log_n: int, k: int, schedule: str):
     xs = [[full[l][:, :, d].astype(U64) for l in range(LIMBS)] for d in range(S)]
     q = lax.iota(U32, Q)
     zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W, (B, Q)),
-                 lambda pairs: _mul_many(pairs, schedule))
+                 lambda pairs: _mul_many(pairs, schedule), schedule)
     return tuple(zs[C][l].astype(U32) for C in range(S) for l in range(LIMBS))
 
 
@@ -376,7 +396,8 @@ def _stage_loop(X, W, first: int, count: int, log_n: int, k: int, backend: str, 
         T = _to_tuple(X, k)
         T = lax.fori_loop(0, count, lambda t, T: _xla_step_tuple(T, W, first + k * t, log_n, k, schedule), T)
         return _from_tuple(T, k)
-    return lax.fori_loop(0, count, lambda t, X: _xla_step_stacked(X, W, first + k * t, log_n, k, schedule), X)
+    barrier = carry == "split"
+    return lax.fori_loop(0, count, lambda t, X: _xla_step_stacked(X, W, first + k * t, log_n, k, schedule, barrier), X)
 
 
 def _stages_impl(X, W, *, log_n: int, impl: str, schedule: str):
@@ -394,9 +415,9 @@ _stages_jit = jax.jit(_stages_impl, static_argnames=("log_n", "impl", "schedule"
 _stages_jit_donate = jax.jit(_stages_impl, static_argnames=("log_n", "impl", "schedule"), donate_argnums=0)
 
 
-def _stage0(a, b):
+def _stage0(a, b, schedule: str):
     """The first DIT stage: twiddles are all 1. a, b: limb lists of x[2i], x[2i+1] -> (u, v) for y[i], y[i+n/2]."""
-    return _add(a, b), _sub(a, b)
+    return _add(a, b, schedule), _sub(a, b, schedule)
 
 
 def _pack_stage0(u, v, B: int, n: int):
@@ -436,7 +457,7 @@ def _pre_impl(x, scale, *, log_n: int, layout: str, scale_kind: str, schedule: s
         vals = _mul_many([(vals, [sg[l].astype(U64) for l in range(LIMBS)])], schedule)[0]
     elif scale_kind != "none":
         raise ValueError(scale_kind)
-    u, v = _stage0([x[:, 0] for x in vals], [x[:, 1] for x in vals])
+    u, v = _stage0([x[:, 0] for x in vals], [x[:, 1] for x in vals], schedule)
     return _pack_stage0(u, v, B, n)
 
 

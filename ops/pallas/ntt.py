@@ -1,0 +1,97 @@
+"""Pallas kernel: one iteration (k radix-2 stages) of the constant-geometry NTT of :mod:`cuzk_jax.ops.ntt`.
+
+Same butterfly network as the XLA path (:func:`cuzk_jax.ops.ntt.network`); what the kernel buys is control over
+the schedule: each program owns ``block`` consecutive groups q of one batch entry, gathers its ``2^k`` inputs
+``x[2^k q + d]`` (all 8 limbs) and the twiddles straight from the unblocked input refs (``x_ref[l, idx]``: a
+dynamic-index gather, which Triton does well on an H200), keeps every product in registers, and stores the ``2^k``
+outputs ``z[q + C n/2^k]`` as contiguous rows. No intermediate limb array ever goes to memory.
+
+Layout: ``x`` is the internal ``(B, 8, n)`` uint32 Montgomery array, ``w`` the ``(8, n/2)`` twiddle table, ``stage``
+the first stage of the iteration (a traced int32 scalar). ``step`` returns the ``(B, 8, n)`` result.
+
+``interpret=True`` runs the kernel in the Pallas interpreter (CPU tests); the ops layer picks it on CPU. The kernel
+body is the straight-line CIOS in both cases (a Pallas kernel may not capture array constants, which the field
+layer's rolled schedule uses), so the interpreter compiles slowly: tests keep it to tiny sizes.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+from cuzk_jax.ops import field as F
+
+LIMBS = 8
+DEFAULT_BLOCK = 128
+U32, U64 = jnp.uint32, jnp.uint64
+
+
+def _kernel(s_ref, x_ref, w_ref, o_ref, *, log_n: int, k: int, block: int):
+    from cuzk_jax.ops import ntt as N  # the shared network (imported lazily: ops.ntt imports this module lazily too)
+
+    fr = F.fr
+    S = 1 << k
+    j = pl.program_id(0)  # the long grid axis first: CUDA caps grid y/z at 65535
+    q = (j * block + jnp.arange(block, dtype=jnp.int32)).astype(U32)
+    stage = s_ref[0]
+    xs = []
+    for d in range(S):
+        idx = (q * U32(S) + U32(d)).astype(jnp.int32)
+        xs.append([x_ref[l, idx].astype(U64) for l in range(LIMBS)])
+
+    def get_twiddles(taus):
+        return [[w_ref[l, t.astype(jnp.int32)].astype(U64) for l in range(LIMBS)] for t in taus]
+
+    def mul_many(pairs):  # straight-line CIOS per product: everything stays in registers
+        return [F.cios_limbs(a, b, fr.p_limbs, fr.pinv) for a, b in pairs]
+
+    zs = N.network(xs, q, stage, log_n, k, get_twiddles, mul_many)
+    for C in range(S):
+        for l in range(LIMBS):
+            o_ref[l, C, :] = zs[C][l].astype(U32)
+
+
+def _compiler_params(num_warps, triton: bool | None):
+    if triton is None:
+        triton = jax.default_backend() == "gpu"
+    if not triton or num_warps is None:
+        return None
+    from jax.experimental.pallas import triton as pltriton
+
+    return pltriton.CompilerParams(num_warps=num_warps, num_stages=1)
+
+
+def step(x, w, stage, *, log_n: int, k: int, interpret: bool = False, block: int = DEFAULT_BLOCK,
+         num_warps: int | None = 4, triton: bool | None = None):
+    """One k-stage iteration on ``x`` ``(B, 8, n)``; see the module docstring.
+
+    ``block`` (a power of two) groups per program; ``triton`` forces (True) or omits (False) the Triton compiler
+    parameters, default: on when the default backend is a GPU (used to lower for CUDA on a machine without one).
+    """
+    B = x.shape[0]
+    n = 1 << log_n
+    S = 1 << k
+    Q = n // S
+    block = min(block, Q)
+    if Q % block:
+        raise ValueError(f"block {block} must divide n / 2^k = {Q}")
+    s = jnp.asarray(stage, jnp.int32).reshape(1)
+    kernel = functools.partial(_kernel, log_n=log_n, k=k, block=block)
+    with jax.enable_x64(True):
+        out = pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct((B, LIMBS, S, Q), U32),
+            grid=(Q // block, B),
+            in_specs=[
+                pl.BlockSpec((1,), lambda j, b: (0,)),
+                pl.BlockSpec((None, LIMBS, n), lambda j, b: (b, 0, 0)),
+                pl.BlockSpec(tuple(w.shape), lambda j, b: (0, 0)),
+            ],
+            out_specs=pl.BlockSpec((None, LIMBS, S, block), lambda j, b: (b, 0, 0, j)),
+            interpret=interpret,
+            compiler_params=_compiler_params(num_warps, triton),
+        )(s, x, w)
+    return out.reshape(B, LIMBS, n)

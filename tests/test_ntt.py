@@ -1,0 +1,291 @@
+"""NTT over Fr: the ops layer and the host API against the Python-int reference (and the reference against the
+O(n^2) definition). Every test uses a partition batch of 2 at its size so the compiled programs are shared."""
+
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cuzk_jax
+from cuzk_jax import encoding
+from cuzk_jax.ops import ntt as N
+from cuzk_jax.reference import ntt as RN
+
+R = RN.R
+BATCH = 2
+EDGE = [0, 1, 2, R - 1, R - 2, (1 << 256) % R, (1 << 255) % R, 0xFFFFFFFF]
+
+
+def rows(rng, n, count=BATCH, edge=True):
+    out = []
+    for b in range(count):
+        v = [rng.randrange(R) for _ in range(n)]
+        if edge and b == 0:
+            for i, e in enumerate(EDGE[:n]):
+                v[(i * 7919) % n] = e
+        out.append(v)
+    return out
+
+
+def to_arr(vals):
+    return jnp.asarray(np.stack([encoding.ints_to_limbs(v, "fr", montgomery=True) for v in vals], axis=1))
+
+
+def from_arr(y):
+    y = np.asarray(y)
+    return [encoding.limbs_to_ints(y[:, b], "fr", montgomery=True) for b in range(y.shape[1])]
+
+
+# ----------------------------------------------------------------------------------------------------- reference
+
+
+def test_reference_fft_is_the_definition():
+    rng = random.Random(1)
+    for n in (1, 2, 8, 128, 256):
+        v = [rng.randrange(R) for _ in range(n)]
+        w = RN.root_of_unity(n)
+        assert RN.ntt(v) == RN.dft(v, w)
+        assert RN.ntt(v, inverse=True) == [x * pow(n, R - 2, R) % R for x in RN.dft(v, pow(w, R - 2, R))]
+        assert RN.intt(RN.ntt(v)) == v
+    assert RN.root_of_unity(1 << 32) == cuzk_jax.reference.constants.FR_ROOT_OF_UNITY
+    # snarkjs's roots (generator 5) are other primitive roots of the same subgroups from n = 8 on
+    assert RN.root_of_unity(8, 5) != RN.root_of_unity(8, 7)
+    assert pow(RN.root_of_unity(8, 5), 8, R) == 1 and pow(RN.root_of_unity(8, 5), 4, R) == R - 1
+
+
+def test_reference_coset_and_division():
+    rng = random.Random(2)
+    n = 16
+    coeffs = [rng.randrange(R) for _ in range(n)]
+    g = RN.COSET_GENERATOR
+    dom = RN.domain(n)
+    assert RN.coset_ntt(coeffs) == [RN.poly_eval(coeffs, g * d % R) for d in dom]
+    assert RN.coset_intt(RN.coset_ntt(coeffs)) == coeffs
+    # division by x^n - 1: q * Z + rem == p
+    p = [rng.randrange(R) for _ in range(2 * n - 1)]
+    q, rem = RN.poly_divmod_vanishing(p, n)
+    z = [R - 1] + [0] * (n - 1) + [1]
+    back = RN.poly_mul(q, z)
+    back = [(x + (rem[i] if i < n else 0)) % R for i, x in enumerate(back + [0] * (len(p) - len(back)))]
+    assert back[: len(p)] == p
+    # barycentric evaluation agrees with the coefficients
+    x = rng.randrange(R)
+    assert RN.lagrange_eval(RN.ntt(coeffs), x) == RN.poly_eval(coeffs, x)
+
+
+# ----------------------------------------------------------------------------------------------------- ops layer
+
+
+@pytest.mark.parametrize("log_n", range(1, 11))
+def test_ntt_and_intt_match_reference(log_n):
+    rng = random.Random(100 + log_n)
+    n = 1 << log_n
+    vals = rows(rng, n)
+    x = to_arr(vals)
+    y = N.ntt(x)
+    assert from_arr(y) == [RN.ntt(v) for v in vals]
+    z = N.ntt(x, inverse=True)
+    assert from_arr(z) == [RN.intt(v) for v in vals]
+    # negative twin: the transform is not the identity / not its own inverse
+    assert from_arr(y) != vals and from_arr(z) != from_arr(y)
+
+
+@pytest.mark.parametrize("log_n", [1, 6, 8, 10])
+def test_coset_ntt_is_evaluation_at_shifted_points(log_n):
+    rng = random.Random(200 + log_n)
+    n = 1 << log_n
+    g = N.COSET_GENERATOR
+    vals = rows(rng, n)
+    y = from_arr(N.coset_ntt(to_arr(vals)))
+    w = RN.root_of_unity(n)
+    points = range(n) if n <= 64 else sorted(rng.sample(range(n), 12))
+    for b, v in enumerate(vals):
+        for i in points:
+            assert y[b][i] == RN.poly_eval(v, g * pow(w, i, R) % R)
+            assert y[b][i] != RN.poly_eval(v, pow(w, i, R))  # negative twin: not the plain domain
+    assert y == [RN.coset_ntt(v, g) for v in vals]
+    back = from_arr(N.coset_intt(to_arr(y)))
+    assert back == vals
+    assert from_arr(N.coset_intt(to_arr(vals))) == [RN.coset_intt(v, g) for v in vals]
+
+
+def test_round_trip_4096_partitions():
+    rng = np.random.default_rng(3)
+    n = 1 << 12
+    x = jnp.asarray(encoding.random_limbs(BATCH * n, "fr", rng, montgomery=True).reshape(8, BATCH, n))
+    y = N.ntt(x)
+    assert not bool(jnp.all(y == x))
+    assert bool(jnp.all(N.intt(y) == x))
+    # spot-check the forward transform at a few outputs against the definition
+    vals = from_arr(x)
+    out = from_arr(y)
+    w = RN.root_of_unity(n)
+    for i in (0, 1, 1234, n - 1):
+        assert out[1][i] == RN.poly_eval(vals[1], pow(w, i, R))
+
+
+def test_batch_axes_are_independent():
+    """Several batch axes (partitions x sub-batches): each slice is transformed on its own."""
+    rng = random.Random(4)
+    n = 64
+    parts = [rows(rng, n, count=1, edge=False) for _ in range(BATCH)]
+    x = jnp.stack([to_arr(p) for p in parts], axis=1)  # (8, 2, 1, n)
+    y = N.ntt(x)
+    assert y.shape == x.shape
+    for p, vals in enumerate(parts):
+        assert from_arr(y[:, p]) == [RN.ntt(v) for v in vals]
+    assert bool(jnp.all(N.intt(y) == x))
+    swapped = N.ntt(x[:, ::-1])  # the same rows in the other order give the same results in the other order
+    assert bool(jnp.all(swapped == y[:, ::-1]))
+
+
+@pytest.mark.parametrize("impl", ["xla-r4", "xla-r2-split", "xla-r2-tuple", "xla-r4-tuple"])
+def test_xla_stage_implementations_agree(impl):
+    rng = random.Random(300)
+    n = 1 << 6
+    vals = rows(rng, n)
+    x = to_arr(vals)
+    assert from_arr(N.ntt(x, impl=impl)) == [RN.ntt(v) for v in vals]
+    assert bool(jnp.all(N.ntt(x, inverse=True, impl=impl) == N.ntt(x, inverse=True)))
+
+
+@pytest.mark.parametrize("impl", ["pallas-r2", "pallas-r4"])
+def test_pallas_ntt_interpret(impl):
+    rng = random.Random(301)
+    vals = rows(rng, 16)
+    assert from_arr(N.ntt(to_arr(vals), impl=impl)) == [RN.ntt(v) for v in vals]
+
+
+@pytest.mark.parametrize("k,stage", [(1, 3), (2, 2)])
+def test_pallas_step_matches_xla_step(k, stage):
+    """The kernel (Pallas interpreter, several programs per row) against its XLA fallback on one iteration."""
+    from functools import partial
+
+    from cuzk_jax.ops import field as F
+    from cuzk_jax.ops.pallas import ntt as P
+
+    log_n = 6
+    x = jnp.asarray(encoding.random_limbs(BATCH * 64, "fr", np.random.default_rng(k), montgomery=True)
+                    .reshape(8, BATCH, 64).transpose(1, 0, 2))
+    w = N.twiddles(64)
+    with jax.enable_x64(True):
+        got = jax.jit(partial(P.step, log_n=log_n, k=k, interpret=True, block=4))(x, w, stage)
+        want = jax.jit(partial(N._xla_step_stacked, log_n=log_n, k=k, schedule=F.mul_schedule()))(x, w, stage)
+    assert bool(jnp.all(got == want))
+    assert not bool(jnp.all(got == x))
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_pallas_kernel_lowers_to_triton(k):
+    """Lower the kernel for CUDA on this GPU-less machine (Pallas -> Triton IR), so a lowering regression shows
+    up in CPU CI; compiling and running it needs the GPU (scripts/bench.py --op=ntt)."""
+    from jax import export
+
+    from cuzk_jax.ops.pallas import ntt as P
+
+    try:
+        from jax.experimental.pallas import triton  # noqa: F401
+    except ImportError:
+        pytest.skip("Pallas Triton backend not available")
+    n = 1 << 8
+
+    def f(x, w, s):
+        return P.step(x, w, s, log_n=8, k=k, triton=True)
+
+    with jax.enable_x64(True):
+        exp = export.export(jax.jit(f), platforms=["cuda"], disabled_checks=[
+            export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(
+            jax.ShapeDtypeStruct((BATCH, 8, n), jnp.uint32), jax.ShapeDtypeStruct((8, n // 2), jnp.uint32),
+            jax.ShapeDtypeStruct((), jnp.int32))
+    assert "xla.gpu.triton" in exp.mlir_module()
+
+
+def test_snarkjs_roots():
+    rng = random.Random(5)
+    vals = rows(rng, 32)
+    x = to_arr(vals)
+    assert from_arr(N.ntt(x, generator=5)) == [RN.ntt(v, generator=5) for v in vals]
+    assert from_arr(N.ntt(x, generator=5)) != from_arr(N.ntt(x))
+
+
+def test_works_inside_jit_with_tables_built_under_trace():
+    N.clear_cache()
+    rng = random.Random(6)
+    vals = rows(rng, 64)
+    x = to_arr(vals)
+    f = jax.jit(lambda a: N.ntt(a))
+    assert from_arr(f(x)) == [RN.ntt(v) for v in vals]
+    assert from_arr(N.ntt(x)) == [RN.ntt(v) for v in vals]  # the cached tables are concrete, not leaked tracers
+
+
+def test_size_one_is_identity():
+    x = to_arr([[5], [R - 1]])
+    for kw in ({}, {"inverse": True}, {"coset": 7}, {"inverse": True, "coset": 7}):
+        assert bool(jnp.all(N.ntt(x, **kw) == x))
+
+
+def test_bad_inputs_rejected():
+    with pytest.raises(ValueError, match="power of two"):
+        N.ntt(jnp.zeros((8, 2, 12), jnp.uint32))
+    with pytest.raises(ValueError, match="power of two"):
+        N.ntt(jnp.zeros((8, 0), jnp.uint32))
+    with pytest.raises(ValueError, match=r"\(8, \*batch, n\)"):
+        N.ntt(jnp.zeros((12, 16), jnp.uint32))
+    with pytest.raises(ValueError, match="uint32"):
+        N.ntt(jnp.zeros((8, 16), jnp.int32))
+    with pytest.raises(ValueError, match="2-adicity"):
+        N.log2_size(1 << 33)
+    with pytest.raises(ValueError, match="g\\^n"):
+        N.ntt(jnp.zeros((8, 16), jnp.uint32), coset=1)
+    with pytest.raises(ValueError, match="unknown NTT impl"):
+        N.ntt(jnp.zeros((8, 16), jnp.uint32), impl="fft9000")
+
+
+# ----------------------------------------------------------------------------------------------------- host API
+
+
+def test_host_ntt_matches_reference():
+    rng = random.Random(7)
+    v = rows(rng, 2, count=1)[0]  # n = 2 needs no stage loop: cheap programs; the ops tests cover the sizes
+    assert cuzk_jax.ntt(v) == RN.ntt(v)
+    assert cuzk_jax.ntt(v, inverse=True) == RN.intt(v)
+    assert cuzk_jax.ntt(cuzk_jax.ntt(v), inverse=True) == v
+    assert cuzk_jax.ntt(v, coset=True) == RN.coset_ntt(v, 7)
+    assert cuzk_jax.ntt(v, coset=True) != cuzk_jax.ntt(v)
+    assert cuzk_jax.ntt(v, inverse=True, coset=True) == RN.coset_intt(v, 7)
+    assert cuzk_jax.ntt([R - 1]) == [R - 1]
+    v = rows(rng, 64, count=1)[0]
+    w = RN.root_of_unity(64)
+    out = cuzk_jax.ntt(v)
+    assert out == RN.ntt(v)
+    assert out[3] == sum(x * pow(w, 3 * j, R) for j, x in enumerate(v)) % R
+
+
+class _Huge:
+    def __len__(self):
+        return (1 << 32) * 2
+
+    def __getitem__(self, i):
+        raise AssertionError("must not read values of an oversized input")
+
+
+def test_host_ntt_rejects_bad_input():
+    for bad in ([1, 2, 3], [], [0] * 6):
+        with pytest.raises(ValueError, match="power of two"):
+            cuzk_jax.ntt(bad)
+    with pytest.raises(ValueError, match="2\\^32"):
+        cuzk_jax.ntt(_Huge())
+    with pytest.raises(ValueError, match="out of range"):
+        cuzk_jax.ntt([0, R])
+    with pytest.raises(ValueError, match="out of range"):
+        cuzk_jax.ntt([-1, 0])
+    with pytest.raises(ValueError):
+        cuzk_jax.ntt([0, "1"])
+    with pytest.raises(ValueError):
+        cuzk_jax.ntt([0, True])
+    with pytest.raises(ValueError):
+        cuzk_jax.ntt(5)
+    with pytest.raises(ValueError, match="g\\^n"):
+        cuzk_jax.ntt([1, 2], coset=R - 1)  # (-1)^2 = 1: a shift inside the domain

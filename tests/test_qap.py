@@ -1,0 +1,114 @@
+"""The Groth16 H polynomial (ops.qap) against the Python-int reference and against the defining identity
+``h(x) Z(x) == A(x) B(x) - C(x)``, checked at a random point with barycentric evaluation (no NTT code involved).
+Every test uses 2 partitions (one satisfied witness, one not) so compiled programs are shared with test_ntt."""
+
+import random
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from cuzk_jax import encoding
+from cuzk_jax.ops import qap
+from cuzk_jax.reference import ntt as RN
+
+R = RN.R
+
+
+def to_arr(vals):
+    return jnp.asarray(np.stack([encoding.ints_to_limbs(v, "fr", montgomery=True) for v in vals], axis=1))
+
+
+def from_arr(y):
+    y = np.asarray(y)
+    return [encoding.limbs_to_ints(y[:, b], "fr", montgomery=True) for b in range(y.shape[1])]
+
+
+def partitions(rng, n):
+    """Two partitions: (a, b, a*b) -- a satisfied witness -- and one with a single broken constraint."""
+    a = [[rng.randrange(R) for _ in range(n)] for _ in range(2)]
+    b = [[rng.randrange(R) for _ in range(n)] for _ in range(2)]
+    a[0][0], b[0][-1] = 0, R - 1  # edge values
+    c = [[x * y % R for x, y in zip(a[p], b[p])] for p in range(2)]
+    i = rng.randrange(n)
+    c[1][i] = (c[1][i] + 1) % R  # unsatisfied: one constraint off by one
+    return a, b, c
+
+
+@pytest.mark.parametrize("log_n", [1, 6, 8])
+def test_compute_h_matches_reference(log_n):
+    rng = random.Random(10 + log_n)
+    n = 1 << log_n
+    a, b, c = partitions(rng, n)
+    h = from_arr(qap.compute_h(to_arr(a), to_arr(b), to_arr(c)))
+    for p in range(2):
+        assert h[p] == RN.compute_h(a[p], b[p], c[p])
+    q, rem = RN.compute_h_by_division(a[0], b[0], c[0])
+    assert h[0] == q and not any(rem)  # satisfied: the exact quotient ...
+    assert h[0][-1] == 0  # ... of degree <= n - 2
+    q1, rem1 = RN.compute_h_by_division(a[1], b[1], c[1])
+    assert any(rem1) and h[1] != q1  # negative twin: not divisible, not the quotient
+
+
+def test_h_times_z_is_ab_minus_c_at_a_random_point():
+    rng = random.Random(20)
+    n = 1 << 8
+    a, b, c = partitions(rng, n)
+    h = from_arr(qap.compute_h(to_arr(a), to_arr(b), to_arr(c)))
+    x = rng.randrange(R)
+    for p, expect in ((0, True), (1, False)):  # the unsatisfied partition is the negative twin
+        lhs = RN.poly_eval(h[p], x) * RN.vanishing_eval(n, x) % R
+        rhs = (RN.lagrange_eval(a[p], x) * RN.lagrange_eval(b[p], x) - RN.lagrange_eval(c[p], x)) % R
+        assert (lhs == rhs) is expect
+
+
+def test_compute_h_any_coset_shift_gives_the_same_quotient():
+    rng = random.Random(30)
+    n = 1 << 6
+    a, b, c = partitions(rng, n)
+    h7 = from_arr(qap.compute_h(to_arr(a), to_arr(b), to_arr(c)))
+    h5 = from_arr(qap.compute_h(to_arr(a), to_arr(b), to_arr(c), g=5))
+    assert h5[0] == h7[0]  # exact division: independent of the coset
+    assert h5[1] != h7[1]  # inexact: quotient + remainder / (g^n - 1) depends on g
+    assert h5[1] == RN.compute_h(a[1], b[1], c[1], g=5)
+
+
+def test_snarkjs_variant():
+    rng = random.Random(40)
+    n = 1 << 6
+    a, b, c = partitions(rng, n)
+    got = from_arr(qap.compute_h_snarkjs(to_arr(a), to_arr(b), to_arr(c)))
+    for p in range(2):
+        assert got[p] == RN.compute_h_snarkjs(a[p], b[p], c[p])
+    # independent check: P at the odd points w_2n^(2i+1), interpolating on snarkjs's (generator-5) domain
+    w2 = RN.root_of_unity(2 * n, 5)
+    for i in (0, 7, n - 1):
+        x = pow(w2, 2 * i + 1, R)
+        ev = [RN.lagrange_eval(v[0], x, generator=5) for v in (a, b, c)]
+        assert got[0][i] == (ev[0] * ev[1] - ev[2]) % R
+    # what the zkey's H points compute: sum_i P_i L^(2n)_(2i+1)(tau) == h(tau) Z(tau) = A B - C at tau
+    tau = rng.randrange(R)
+    zz = RN.vanishing_eval(2 * n, tau)
+    inv2n = pow(2 * n, R - 2, R)
+    for p, expect in ((0, True), (1, False)):
+        acc = 0
+        for i in range(n):
+            wj = pow(w2, 2 * i + 1, R)
+            acc += got[p][i] * wj * zz * inv2n * pow(tau - wj, R - 2, R)  # L_j(tau) = w^j (tau^2n - 1) / (2n (tau - w^j))
+        ev = [RN.lagrange_eval(v[p], tau, generator=5) for v in (a, b, c)]
+        target = (ev[0] * ev[1] - ev[2]) % R
+        assert (acc % R == target) is expect
+
+
+def test_bad_inputs_rejected():
+    z = jnp.zeros((8, 2, 16), jnp.uint32)
+    with pytest.raises(ValueError, match="same shape"):
+        qap.compute_h(z, z, jnp.zeros((8, 2, 32), jnp.uint32))
+    with pytest.raises(ValueError, match="power of two"):
+        qap.compute_h(*(jnp.zeros((8, 2, 12), jnp.uint32),) * 3)
+    with pytest.raises(ValueError, match="at least 2"):
+        qap.compute_h(*(jnp.zeros((8, 2, 1), jnp.uint32),) * 3)
+    with pytest.raises(ValueError, match="g\\^n"):
+        qap.compute_h(z, z, z, g=1)
+    with pytest.raises(ValueError, match="uint32"):
+        qap.compute_h(z, z, z.astype(jnp.int32))
