@@ -528,3 +528,19 @@ def test_dev_setup_zkey_works_with_snarkjs(art, zk, wit, work):
                                           (art.vk, work / "dev-public.json", work / "dev-proof.json")]) == \
         [True, True, False]
     assert verifier.verify(vk, work / "dev-sj-public.json", work / "dev-sj-proof.json")
+
+    # the benchmark's GPU hand-off: an exported r1cs + witness + vk regenerates the byte-identical key
+    from cuzk_jax.snarkjs import bench
+
+    exp = work / "export" / "chain-dev"
+    exp.mkdir(parents=True)
+    for src, name in ((art.r1cs, "circuit.r1cs"), (art.wtns, "witness.wtns"), (vk, "verification_key.json")):
+        (exp / name).write_bytes(Path(src).read_bytes())
+    (exp / "meta.json").write_text(json.dumps({"setup": "insecure", "power": 9}))
+    dev_setup.write_insecure_zkey(art.r1cs, work / "seed0.zkey", seed=0)
+    with pytest.raises(ValueError, match="does not match the exported verification key"):
+        bench.load_artifacts(exp, log=None)  # vk is for seed 7
+    (exp / "verification_key.json").write_text(json.dumps(jsonio.vk_to_json(
+        verifier.verification_key_from_zkey(zkey.read_zkey(work / "seed0.zkey")))))
+    zkey_p, _, _, _ = bench.load_artifacts(exp, log=None)
+    assert zkey_p.read_bytes() == (work / "seed0.zkey").read_bytes()

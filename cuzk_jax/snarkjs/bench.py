@@ -74,14 +74,42 @@ def prepare(log_n: int, setup: str = "auto", log=print) -> toolchain.CircuitArti
                                    setup=setup, log=log)
 
 
-def export(art: toolchain.CircuitArtifacts, dest: Path) -> Path:
-    """Copy the files a Node-less machine needs (zkey, witness, verification key, meta) to ``dest/<dir name>``."""
+def export(art: toolchain.CircuitArtifacts, dest: Path, with_zkey: bool | None = None) -> Path:
+    """Copy the files a Node-less machine needs to ``dest/<dir name>``: witness, verification key, meta, and the
+    zkey -- or, for an insecure-setup key (``with_zkey=None``), the r1cs instead, from which :func:`load_artifacts`
+    regenerates the byte-identical zkey (the r1cs + witness are about half the size of a 2^16 zkey)."""
     out = Path(dest) / art.dir.name
     out.mkdir(parents=True, exist_ok=True)
-    for src, name in ((art.zkey, "circuit.zkey"), (art.wtns, "witness.wtns"), (art.vk, "verification_key.json"),
-                      (art.dir / "DONE", "meta.json")):
+    meta = toolchain.meta(art)
+    if with_zkey is None:
+        with_zkey = meta.get("setup", "ceremony") != "insecure"
+    files = [(art.wtns, "witness.wtns"), (art.vk, "verification_key.json"), (art.dir / "DONE", "meta.json")]
+    files.append((art.zkey, "circuit.zkey") if with_zkey else (art.r1cs, "circuit.r1cs"))
+    for src, name in files:
         shutil.copyfile(src, out / name)
     return out
+
+
+def load_artifacts(d: Path, log=print) -> tuple[Path, Path, Path, dict]:
+    """(zkey, wtns, vk, meta) of an exported directory; regenerates an insecure-setup zkey from the r1cs if needed
+    and checks it against the exported verification key (so both machines prove with the same key)."""
+    d = Path(d)
+    meta = json.loads((d / "meta.json").read_text())
+    zkey_p, vk_p = d / "circuit.zkey", d / "verification_key.json"
+    if not zkey_p.exists():
+        if meta.get("setup") != "insecure":
+            raise FileNotFoundError(f"{zkey_p} missing (only insecure-setup keys can be regenerated)")
+        from .dev_setup import write_insecure_zkey
+
+        t0 = time.perf_counter()
+        write_insecure_zkey(d / "circuit.r1cs", zkey_p, seed=0)
+        vk = jsonio.vk_to_json(verifier.verification_key_from_zkey(read_zkey(zkey_p, check_points=False)))
+        if vk != json.loads(vk_p.read_text()):
+            zkey_p.unlink()
+            raise ValueError(f"regenerated zkey in {d} does not match the exported verification key")
+        if log:
+            log(f"regenerated {zkey_p} in {time.perf_counter() - t0:.1f} s (matches verification_key.json)")
+    return zkey_p, d / "witness.wtns", vk_p, meta
 
 
 _SNARKJS_TIMER = r"""
@@ -182,8 +210,7 @@ def run(log_ns: list[int], impls: list[str], *, reps: int = 3, warmup: int = 1, 
             if not matches:
                 raise FileNotFoundError(f"no chain{log_n}-* artifacts under {artifacts_dir}")
             d = matches[-1]
-            zkey_p, wtns_p, vk_p = d / "circuit.zkey", d / "witness.wtns", d / "verification_key.json"
-            meta = json.loads((d / "meta.json").read_text())
+            zkey_p, wtns_p, vk_p, meta = load_artifacts(d, log=log)
             circuit = d.name
         else:
             art = prepare(log_n, setup, log=log)
