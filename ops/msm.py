@@ -9,7 +9,7 @@ cites -- and as in sppark / supraseal):
 1. **Window size** ``c`` (:func:`window_bits`): the ``c`` in 2..22 minimising ``W(c) (n + 2.5 * 2^(c-1))`` where
    ``W(c) = ceil(256 / c)`` is the number of windows and ``n`` the (padded) number of points: every window costs one
    mixed addition per point (accumulation) plus about two general additions -- 2.5 mixed ones -- per bucket
-   (reduction). This gives c = 13 at n = 2^16, 14 at 2^18, 16 at 2^20 and 2^22, 20 at 2^24.
+   (reduction). This gives c = 13 at n = 2^16, 14 at 2^18, 16 at 2^20, 18 at 2^22, 20 at 2^24.
 2. **Signed digits** (:func:`signed_digits`): each canonical scalar ``s < r < 2^255`` is written
    ``s = sum_w d_w 2^(c w)`` with ``d_w`` in ``[-2^(c-1) + 1, 2^(c-1)]`` (a window value above ``2^(c-1)`` becomes
    ``v - 2^c`` and carries one into the next window; ``c W >= 256`` leaves room for the last carry). A digit ``d``
@@ -454,7 +454,7 @@ def pallas_seg(M: int) -> int:
 
 
 def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, *, interpret=False, seg=None,
-                 acc_seg=16, block=None, num_warps=None) -> XYZZ:
+                 acc_seg=16, block=None, num_warps=None, mul_schedule="rolled") -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
 
     Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then ONE
@@ -480,7 +480,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     K = H // L1
     R1 = NB // L1
     nbuf = _pow2_ceil(max(2 * nseg, NB + 2, 2 * block))
-    kopts = dict(block=block, num_warps=num_warps, interpret=interpret)
+    kopts = dict(block=block, num_warps=num_warps, interpret=interpret, mul_schedule=mul_schedule)
 
     bx = bases.x.reshape((Lc, -1))
     by = bases.y.reshape((Lc, -1))
@@ -572,7 +572,7 @@ def _group_and_chunk(P: int, n: int, W: int, max_pairs: int) -> tuple[int, int]:
         if P % G == 0 and G * n * W <= max_pairs:
             return G, n
     chunk = n
-    while chunk * W > max_pairs and chunk > MIN_PADDED:
+    while chunk * W > max_pairs and chunk > 8:
         chunk //= 2
     return 1, chunk
 
@@ -684,7 +684,17 @@ def msm(
     return jac if batched else Jacobian(*[c[..., 0] for c in jac])
 
 
-@functools.lru_cache(maxsize=None)
 def msm_jit(group: str = "g1", impl: str | None = None, **static):
-    """A cached ``jax.jit`` of :func:`msm` for fixed keyword arguments (shared by tests, the host API, benches)."""
-    return jax.jit(functools.partial(msm, group=group, impl=impl, **static))
+    """A cached ``jax.jit`` of :func:`msm` for fixed keyword arguments (shared by tests, the host API, benches).
+
+    ``impl=None`` resolves to the backend default first, so ``msm_jit("g1")`` and ``msm_jit("g1", "xla")`` are the
+    same compiled function on CPU. Keyword values must be hashable (``kernel_options`` as a tuple of pairs)."""
+    return _msm_jit(group, impl or default_impl(), tuple(sorted(static.items())))
+
+
+@functools.lru_cache(maxsize=None)
+def _msm_jit(group, impl, static):
+    kw = dict(static)
+    if "kernel_options" in kw and kw["kernel_options"] is not None:
+        kw["kernel_options"] = dict(kw["kernel_options"])
+    return jax.jit(functools.partial(msm, group=group, impl=impl, **kw))

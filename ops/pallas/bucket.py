@@ -74,13 +74,18 @@ DEFAULT_NUM_WARPS = 2
 class _Rep:
     """How a kernel turns limb rows into field elements: ``"limb"`` (GPU) or ``"array"`` (interpret mode)."""
 
-    def __init__(self, curve, kind: str):
+    def __init__(self, curve, kind: str, mul_schedule: str = "rolled"):
         self.curve = curve
         self.kind = kind
         self.g2 = curve.coord_ndim == 2
         self.Lc = 24 if self.g2 else 12
         if kind == "limb":
-            self.F = limb_field.fq2 if self.g2 else limb_field.fq
+            if mul_schedule == "rolled":
+                self.F = limb_field.fq2 if self.g2 else limb_field.fq
+            elif mul_schedule == "unrolled":
+                self.F = limb_field.fq2_unrolled if self.g2 else limb_field.fq_unrolled
+            else:
+                raise ValueError(f"unknown kernel mul schedule {mul_schedule!r}")
         elif kind == "array":
             self.F = limb_field.array_fq2 if self.g2 else limb_field.array_fq
         else:
@@ -290,16 +295,16 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
             bit_pow = b_bit < pow_top
             bit = jnp.where(mkind == MKIND_ROWS, bit_rows, bit_pow)
             # operands: phase 1 even (S, x_j), odd (T, S); phase 2 even (D, D), odd (D, S); last (T, D)
-            a_rows = jnp.where(in1, jnp.where(even, 1, 2), jnp.where(in2, 3, 2))
-            b_rows = jnp.where(in1, jnp.where(even, 0, 1), jnp.where(in2 & even, 3, jnp.where(in2, 1, 3)))
-            a = [jnp.where(a_rows == 1, s1, jnp.where(a_rows == 2, t1, d1)) for s1, t1, d1 in zip(S_, T_, D_)]
-            b = [
-                jnp.where(b_rows == 0, x1, jnp.where(b_rows == 1, s1, d1))
-                for x1, s1, d1 in zip(xj, S_, D_)
-            ]
+            last = ~in1 & ~in2
+            a_s = in1 & even
+            a_t = (in1 & ~even) | last
+            b_x = in1 & even
+            b_s = ~even & (in1 | in2)
+            a = [jnp.where(a_s, s1, jnp.where(a_t, t1, d1)) for s1, t1, d1 in zip(S_, T_, D_)]
+            b = [jnp.where(b_x, x1, jnp.where(b_s, s1, d1)) for x1, s1, d1 in zip(xj, S_, D_)]
             r = rep.point_rows(add(rep.point(a), rep.point(b)))
             S_n = _sel_rows(in1 & even, r, S_)
-            T_n = _sel_rows((in1 & ~even) | (~in1 & ~in2), r, T_)
+            T_n = _sel_rows(a_t, r, T_)
             D_n = _sel_rows(in2 & (even | bit), r, D_)
             return S_n, T_n, D_n
 
@@ -313,7 +318,8 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
 
 
 def _compiler_params(num_warps, interpret):
-    if interpret or jax.default_backend() != "gpu":
+    # Triton parameters select the Triton backend explicitly (JAX may otherwise pick Mosaic GPU)
+    if interpret:
         return None
     return plt.CompilerParams(num_warps=num_warps, num_stages=1)
 
@@ -328,7 +334,7 @@ _ANY = pl.BlockSpec(memory_space=pl.ANY)
 
 @x64
 def accumulate_bases(curve, count, final, keys, vals, bx, by, buckets, *, seg, block=DEFAULT_BLOCK,
-                     num_warps=DEFAULT_NUM_WARPS, interpret=False):
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False, mul_schedule="rolled"):
     """Level-1 accumulation (kernel 1).
 
     ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
@@ -337,7 +343,7 @@ def accumulate_bases(curve, count, final, keys, vals, bx, by, buckets, *, seg, b
     ``buckets``: rows ``(4 Lc, NY)`` (last column trash), updated in place. Returns
     ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,), buckets)``.
     """
-    rep = _Rep(curve, "array" if interpret else "limb")
+    rep = _Rep(curve, "array" if interpret else "limb", mul_schedule)
     nrows = 4 * rep.Lc
     size = keys.shape[0]
     if size % (seg * block):
@@ -363,11 +369,12 @@ def accumulate_bases(curve, count, final, keys, vals, bx, by, buckets, *, seg, b
 
 
 @x64
-def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False):
+def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False,
+                 mul_schedule="rolled"):
     """One call of kernel 2 over buffers of ``N`` entries: ``keys`` (N,), ``x`` rows ``(4 Lc, N)``, ``y`` rows
     ``(4 Lc, N)`` (trash = last column), updated in place. Grid: ``N / 2`` lanes. Returns
     ``(partials (4 Lc, N), partial keys (N,), y)`` (partials are only meaningful in mode ACC)."""
-    rep = _Rep(curve, "array" if interpret else "limb")
+    rep = _Rep(curve, "array" if interpret else "limb", mul_schedule)
     nrows = 4 * rep.Lc
     N = x.shape[1]
     assert N % (2 * block) == 0

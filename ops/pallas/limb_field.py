@@ -101,14 +101,22 @@ class LimbField:
         return self._mul_rolled(a, b)
 
     def _mul_rolled(self, a, b):
+        """The outer CIOS loop as a ``lax.fori_loop`` (L times less code). ``b``'s limbs ride in the loop carry
+        and rotate by one each iteration, so iteration ``i`` reads ``b[i]`` as the carry's first limb -- no dynamic
+        indexing and no stacked (non-power-of-two) tensor, so the same code lowers to Triton."""
         n = self.limbs
-        bstack = jnp.stack(list(b))
+        a = list(a)
+        shape = jnp.broadcast_shapes(*[x.shape for x in a], *[x.shape for x in b])
+        a = [jnp.broadcast_to(x, shape) for x in a]
+        b = [jnp.broadcast_to(x, shape) for x in b]
 
-        def body(i, t):
-            bi = lax.dynamic_index_in_dim(bstack, i, 0, keepdims=False)
-            return tuple(_cios_step(list(t), a, bi, self.p_limbs, self.pinv))
+        def body(_, carry):
+            t, bq = carry
+            t = _cios_step(list(t), a, bq[0], self.p_limbs, self.pinv)
+            return tuple(t), tuple(bq[1:]) + (bq[0],)
 
-        t = lax.fori_loop(0, n, body, tuple(jnp.zeros_like(a[0]) for _ in range(n)))
+        t0 = tuple(jnp.zeros(shape, a[0].dtype) for _ in range(n))
+        t, _ = lax.fori_loop(0, n, body, (t0, tuple(b)))
         return cond_sub_limbs(list(t), self.p_limbs)
 
     def square(self, a):
@@ -463,10 +471,13 @@ def fields(*, stack: bool = False, schedule: str = "unrolled") -> dict:
     return {"fq": fq, "fr": LimbField(ops_field.fr, stack=stack, schedule=schedule), "fq2": LimbFq2(fq)}
 
 
-# kernel fields (straight-line code, products in turn)
-fq = LimbField(ops_field.fq)
-fr = LimbField(ops_field.fr)
+# kernel fields (products in turn); the default rolls the outer CIOS loop (code size / compile time), the
+# "unrolled" ones are straight-line code
+fq = LimbField(ops_field.fq, schedule="rolled")
+fr = LimbField(ops_field.fr, schedule="rolled")
 fq2 = LimbFq2(fq)
+fq_unrolled = LimbField(ops_field.fq, schedule="unrolled")
+fq2_unrolled = LimbFq2(fq_unrolled)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,333 @@
+"""MSM (ops/msm.py, ops/pallas/bucket.py, cuzk_jax.msm) against py_arkworks_bls12381 multiexp and the reference.
+
+Compile time is the budget here: every jitted MSM is shared through ``ops.msm.msm_jit`` and inputs are padded to
+the MSM's size buckets (64 / 1024 / 4096 points), so the whole file compiles a handful of programs.
+"""
+
+from __future__ import annotations
+
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import py_arkworks_bls12381 as pa
+import pytest
+
+import cuzk_jax
+from cuzk_jax import encoding as enc
+from cuzk_jax.ops import curve as cv
+from cuzk_jax.ops import msm as M
+from cuzk_jax.reference import curve as rc
+from cuzk_jax.reference import field as rf
+from cuzk_jax.reference.constants import R
+
+ARK = {"g1": pa.G1Point, "g2": pa.G2Point}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# helpers: points as arkworks objects <-> device Affine arrays <-> reference tuples
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def ark_scalar(v: int):
+    return pa.Scalar.from_le_bytes(v.to_bytes(32, "little"))
+
+
+def ark_points(group, ks):
+    return [ARK[group]() * ark_scalar(k) for k in ks]
+
+
+def ark_to_ref(group, p):
+    if p == ARK[group].identity():
+        return None
+    b = p.to_xy_bytes_le()
+    v = [int.from_bytes(b[48 * i : 48 * i + 48], "little") for i in range(len(b) // 48)]
+    return (v[0], v[1]) if group == "g1" else ((v[0], v[1]), (v[2], v[3]))
+
+
+def ark_msm(group, pts, scalars):
+    if not pts:
+        return None
+    return ark_to_ref(group, ARK[group].multiexp_unchecked(pts, [ark_scalar(s) for s in scalars]))
+
+
+def affine_arrays(group, refs, n_pad=None):
+    """Reference points (tuples / None) -> device Affine, padded with infinity to ``n_pad``."""
+    n = len(refs)
+    n_pad = n_pad or n
+    refs = list(refs) + [None] * (n_pad - n)
+    inf = np.array([p is None for p in refs])
+    if group == "g1":
+        xs = [0 if p is None else p[0] for p in refs]
+        ys = [0 if p is None else p[1] for p in refs]
+        x = enc.ints_to_limbs(xs, "fq", montgomery=True)
+        y = enc.ints_to_limbs(ys, "fq", montgomery=True)
+    else:
+        comp = lambda p, i, j: 0 if p is None else p[i][j]  # noqa: E731
+        x = np.stack([enc.ints_to_limbs([comp(p, 0, j) for p in refs], "fq", True) for j in range(2)])
+        y = np.stack([enc.ints_to_limbs([comp(p, 1, j) for p in refs], "fq", True) for j in range(2)])
+    x = np.where(inf, 0, x).astype(np.uint32)
+    y = np.where(inf, 0, y).astype(np.uint32)
+    return cv.Affine(jnp.asarray(x), jnp.asarray(y), jnp.asarray(inf))
+
+
+def scalar_limbs(scalars, n_pad=None):
+    n_pad = n_pad or len(scalars)
+    out = np.zeros((8, n_pad), np.uint32)
+    if scalars:
+        out[:, : len(scalars)] = enc.ints_to_limbs(list(scalars), "fr")
+    return jnp.asarray(out)
+
+
+def jac_to_ref(group, jac):
+    """Device Jacobian (batch ``()`` or ``(P,)``) -> reference tuple(s), converted on the host with Python ints."""
+    lead = 1 if group == "g1" else 2
+    coords = [np.asarray(c) for c in jac]
+    batch = coords[0].shape[lead:]
+    if group == "g1":
+        F = rf.fq
+        vals = [enc.limbs_to_ints(c.reshape(12, -1), "fq", montgomery=True) for c in coords]
+    else:
+        F = rf.fq2
+        vals = [
+            list(zip(enc.limbs_to_ints(c[0].reshape(12, -1), "fq", True), enc.limbs_to_ints(c[1].reshape(12, -1), "fq", True)))
+            for c in coords
+        ]
+    out = []
+    for X, Y, Z in zip(*vals):
+        if Z in (0, (0, 0)):
+            out.append(None)
+            continue
+        zi = F.inv(Z)
+        zi2 = F.mul(zi, zi)
+        out.append((F.mul(X, zi2), F.mul(Y, F.mul(zi2, zi))))
+    return out if batch else out[0]
+
+
+def run_msm(fn, group, refs, scalars):
+    n = len(refs)
+    n_pad = M.padded_size(n)
+    return jac_to_ref(group, fn(affine_arrays(group, refs, n_pad), scalar_limbs(scalars, n_pad)))
+
+
+def random_case(group, n, rng):
+    ks = [rng.randrange(1, R) for _ in range(n)]
+    pts = ark_points(group, ks)
+    refs = [ark_to_ref(group, p) for p in pts]
+    scalars = [rng.randrange(R) for _ in range(n)]
+    return pts, refs, scalars
+
+
+_XLA = {g: M.msm_jit(g, "xla") for g in ("g1", "g2")}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# static rules and digits
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_window_rule_and_buckets():
+    assert [M.window_bits(1 << k) for k in (16, 18, 20, 22, 24)] == [13, 14, 16, 18, 20]
+    for c in range(2, M.MAX_WINDOW + 1):
+        assert c * M.num_windows(c) >= 256 and c * (M.num_windows(c) - 1) < 256
+    assert [M.padded_size(n) for n in (0, 1, 17, 64, 65, 1000, 4096)] == [0, 64, 64, 64, 128, 1024, 4096]
+
+
+@pytest.mark.parametrize("c", [2, 5, 13, 16, 20])
+def test_signed_digits_reconstruct(c, rng):
+    vals = [0, 1, R - 1, 2**254, (1 << c) - 1, 1 << (c - 1), ((1 << 255) - 1) // ((1 << c) - 1) * ((1 << c) - 1) % R]
+    vals += [rng.randrange(R) for _ in range(25)]
+    d = np.asarray(M.signed_digits(jnp.asarray(enc.ints_to_limbs(vals, "fr")), c)).astype(np.int64)
+    half = 1 << (c - 1)
+    assert d.shape == (M.num_windows(c), len(vals))
+    assert (d > -half).all() and (d <= half).all()
+    for j, v in enumerate(vals):
+        assert sum(int(d[w, j]) << (c * w) for w in range(d.shape[0])) == v
+    # negative twin: flipping the sign of a non-zero digit breaks the reconstruction
+    j = next(j for j in range(len(vals)) if d[0, j] != 0)
+    assert sum(int(d[w, j]) << (c * w) for w in range(d.shape[0])) - 2 * int(d[0, j]) != vals[j]
+
+
+def test_sorted_pairs_counts_live_digits():
+    plan = M.Plan(G=1, n=4, c=4, shared_bases=True)
+    sc = jnp.asarray(enc.ints_to_limbs([0, 1, 8, 9], "fr"))[:, None, :]
+    keys, vals, count = M.sorted_pairs(sc, plan)
+    keys, vals = np.asarray(keys), np.asarray(vals)
+    # 1 -> digit 1 (window 0); 8 -> digit 8; 9 = 16 - 7 -> digits -7, +1
+    assert int(count) == 4
+    assert list(keys[:4]) == [0, 6, 7, 8] and (keys[4:] == plan.NB).all()
+    assert vals[0] == 1 and vals[1] < 0 and (vals[1] & 0x7FFFFFFF) == 3 and vals[2] == 2 and vals[3] == 3
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# XLA path against arkworks
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 1000, 4096])
+def test_msm_g1_vs_arkworks(n, rng):
+    pts, refs, scalars = random_case("g1", n, rng)
+    got = run_msm(_XLA["g1"], "g1", refs, scalars)
+    assert got == ark_msm("g1", pts, scalars)
+    if n:
+        # negative twin: one scalar off by one gives a different point
+        bad = list(scalars)
+        bad[-1] = (bad[-1] + 1) % R
+        assert run_msm(_XLA["g1"], "g1", refs, bad) != got
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 17])
+def test_msm_g2_vs_arkworks(n, rng):
+    pts, refs, scalars = random_case("g2", n, rng)
+    got = run_msm(_XLA["g2"], "g2", refs, scalars)
+    assert got == ark_msm("g2", pts, scalars)
+    if n:
+        bad = list(scalars)
+        bad[0] = (bad[0] + 1) % R
+        assert run_msm(_XLA["g2"], "g2", refs, bad) != got
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_msm_vs_reference_multiexp(group, rng):
+    curve = rc.g1 if group == "g1" else rc.g2
+    refs = [curve.mul(curve.generator, rng.randrange(1, 1000)) for _ in range(3)]
+    scalars = [rng.randrange(R), 1, R - 1]
+    assert run_msm(_XLA[group], group, refs, scalars) == curve.multiexp(refs, scalars)
+
+
+def _edge_cases(rng):
+    g = [rng.randrange(1, R) for _ in range(6)]
+    pts = ark_points("g1", g)
+    refs = [ark_to_ref("g1", p) for p in pts]
+    cases = {}
+    cases["all_zero"] = (refs * 3, [0] * 18)
+    cases["zeros_and_ones"] = (refs * 7, [rng.choice([0, 1, 1, 1]) for _ in range(42)])
+    cases["all_ones"] = (refs * 10, [1] * 60)
+    # repeated bases: P with s and -s cancels; P with s and s doubles; identical digits everywhere
+    cases["repeated"] = ([refs[0]] * 6 + [refs[1]] * 4, [5, R - 5, 7, 7, R - 1, 1, 3, 3, 3, 3])
+    cases["same_scalar"] = (refs * 8, [rng.randrange(R)] * 48)
+    cases["max_digits"] = (refs * 2, [R - 1, R - 2, 2**254 + 2**253, (1 << 254) - 1, 2**15 * 0x5555, 0x8000] * 2)
+    cases["inf_bases"] = ([None, refs[2], None, refs[3], None], [rng.randrange(R) for _ in range(5)])
+    cases["only_inf"] = ([None, None], [3, 4])
+    return cases
+
+
+def _expected(group, refs, scalars):
+    pairs = [(p, s) for p, s in zip(refs, scalars) if p is not None]
+    if not pairs:
+        return None
+    return ark_msm(group, [_ref_to_ark(group, p) for p, _ in pairs], [s for _, s in pairs])
+
+
+def _ref_to_ark(group, p):
+    x, y = p
+    if group == "g1":
+        return pa.G1Point.from_xy_bytes_unchecked_le(x.to_bytes(48, "little") + y.to_bytes(48, "little"))
+    return pa.G2Point.from_xy_bytes_unchecked_le(b"".join(v.to_bytes(48, "little") for v in (*x, *y)))
+
+
+def test_msm_edge_cases_g1():
+    rng = random.Random(7)
+    for name, (refs, scalars) in _edge_cases(rng).items():
+        got = run_msm(_XLA["g1"], "g1", refs, scalars)
+        assert got == _expected("g1", refs, scalars), name
+    # the cancelling pair really is zero
+    refs = _edge_cases(random.Random(7))["repeated"][0][:2]
+    assert run_msm(_XLA["g1"], "g1", refs, [5, R - 5]) is None
+
+
+def test_msm_many_windows_small_window_override(rng):
+    """A forced window of 2 bits (128 windows) exercises long Horner chains and tiny buckets."""
+    pts, refs, scalars = random_case("g1", 5, rng)
+    fn = M.msm_jit("g1", "xla", window=2)
+    assert run_msm(fn, "g1", refs, scalars) == ark_msm("g1", pts, scalars)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# batch axis and chunking
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_batched_per_partition_bases_equals_separate(rng):
+    P, n = 3, 20
+    cases = [random_case("g1", n, rng) for _ in range(P)]
+    n_pad = M.padded_size(n)
+    arrs = [affine_arrays("g1", refs, n_pad) for _, refs, _ in cases]
+    bases = cv.Affine(*[jnp.stack([getattr(a, f) for a in arrs], axis=-2) for f in ("x", "y", "inf")])
+    sc = jnp.stack([scalar_limbs(s, n_pad) for _, _, s in cases], axis=1)
+    got = jac_to_ref("g1", _XLA["g1"](bases, sc))
+    assert got == [ark_msm("g1", pts, s) for pts, _, s in cases]
+    assert got[0] != got[1]
+
+
+def test_batched_shared_bases_chunked(rng):
+    """Shared bases, two partitions, and a pair budget that forces one partition per pass (lax.map) and two
+    point chunks per partition (fori_loop with the running sum carried): same answers as separate MSMs."""
+    n = 64
+    pts, refs, s0 = random_case("g1", n, rng)
+    s1 = [rng.randrange(R) for _ in range(n)]
+    s1[:10] = [0] * 10
+    c = M.window_bits(n)
+    fn = M.msm_jit("g1", "xla", max_pairs=(n // 2) * M.num_windows(c))
+    sc = jnp.stack([scalar_limbs(s0), scalar_limbs(s1)], axis=1)
+    got = jac_to_ref("g1", fn(affine_arrays("g1", refs), sc))
+    assert got == [ark_msm("g1", pts, s0), ark_msm("g1", pts, s1)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pallas kernels (interpret mode) against the XLA path
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_pallas_interpret_equals_xla_g1(rng):
+    """Both kernels (bases accumulation; the general step: partial merge, row sums, window sums, scaling, final
+    sum) run through the Pallas interpreter; small segments and blocks so that runs cross lanes and programs."""
+    fn = M.msm_jit("g1", "pallas_interpret", kernel_options=(("acc_seg", 8), ("block", 8), ("seg", 8)))
+    pts, refs, scalars = random_case("g1", 30, rng)
+    got = run_msm(fn, "g1", refs, scalars)
+    assert got == run_msm(_XLA["g1"], "g1", refs, scalars) == ark_msm("g1", pts, scalars)
+    for name in ("same_scalar", "zeros_and_ones", "inf_bases", "all_zero", "repeated"):
+        refs, scalars = _edge_cases(random.Random(11))[name]
+        assert run_msm(fn, "g1", refs, scalars) == _expected("g1", refs, scalars), name
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# host API
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group,n", [("g1", 5), ("g2", 3)])
+def test_host_msm_matches_arkworks(group, n, rng):
+    pts, _, scalars = random_case(group, n, rng)
+    enc_pts = [p.to_compressed_bytes() for p in pts]
+    expect = ARK[group].multiexp_unchecked(pts, [ark_scalar(s) for s in scalars]).to_compressed_bytes()
+    assert cuzk_jax.msm(enc_pts, scalars, group=group) == expect
+    assert cuzk_jax.msm(enc_pts, [0] * n, group=group) == ARK[group].identity().to_compressed_bytes()
+    # negative twin: a different scalar vector gives different bytes
+    assert cuzk_jax.msm(enc_pts, [1] * n, group=group) != expect
+
+
+def test_host_msm_empty_and_errors():
+    g = pa.G1Point()
+    e = g.to_compressed_bytes()
+    assert cuzk_jax.msm([], [], "g1") == pa.G1Point.identity().to_compressed_bytes()
+    assert cuzk_jax.msm([], [], "g2") == pa.G2Point.identity().to_compressed_bytes()
+    with pytest.raises(ValueError, match="2 points but 1 scalars"):
+        cuzk_jax.msm([e, e], [1])
+    with pytest.raises(ValueError, match="out of range"):
+        cuzk_jax.msm([e], [R])
+    with pytest.raises(ValueError, match="out of range"):
+        cuzk_jax.msm([e], [-1])
+    with pytest.raises(ValueError, match="must be an int"):
+        cuzk_jax.msm([e], [1.0])
+    with pytest.raises(ValueError, match="must be an int"):
+        cuzk_jax.msm([e], [True])
+    with pytest.raises(ValueError, match="unknown group"):
+        cuzk_jax.msm([e], [1], group="g3")
+    with pytest.raises(ValueError, match="48 bytes"):
+        cuzk_jax.msm([e[:47]], [1])
+    with pytest.raises(ValueError):
+        cuzk_jax.msm([bytes([e[0] & 0x7F]) + e[1:]], [1])  # compression flag cleared
+    with pytest.raises(ValueError):
+        cuzk_jax.msm([e], [1], group="g2")  # a G1 encoding is not a G2 one
