@@ -18,7 +18,7 @@ Radix-2 decimation in time in Pease's **constant-geometry** form (M. C. Pease, "
 transform for parallel processing", JACM 1968): every stage reads the pairs ``(x[2i], x[2i+1])`` and writes
 ``y[i] = e + w o`` and ``y[i + n/2] = e - w o``, so all stages have the same data movement and the stage loop is one
 ``lax.fori_loop`` whose body is one fused butterfly (no per-stage Python unrolling). Stage ``s`` (0-based) uses the
-twiddle ``w^(i with its low n-1-s bits cleared)`` from one table of ``n/2`` powers, read in non-decreasing order. The
+twiddle ``w^(i with its low log2(n)-1-s bits cleared)`` from one table of ``n/2`` powers, read in non-decreasing order. The
 input must be in bit-reversed order, which a gather does in the first pass; that pass also applies the pointwise
 pre-scaling (``1/n`` or coset powers) and the first stage, whose twiddles are all 1 (no multiplication). Output is in
 natural order, so no final permutation is needed.
@@ -28,12 +28,10 @@ natural order, so no final permutation is needed.
 memory. Implementations (:func:`set_impl`, the ``CUZK_NTT_IMPL`` environment variable, or ``impl=``):
 
 * ``xla-r2``, ``xla-r4``: the carry is one ``(B, 8, n)`` array, each iteration one root concatenate of limb planes;
-* ``xla-r2-split``: as ``xla-r2`` but the products are materialised (``lax.optimization_barrier``) before the
-  add/sub, so no fusion can recompute the multiplication once per output limb plane (XLA on CPU does exactly that
-  with the fused forms: each of the 16 output planes becomes its own fusion) at the cost of one more memory pass;
 * ``xla-r2-tuple``, ``xla-r4-tuple``: the carry is a tuple of ``(B, n/2^k)`` limb planes per output section, so
   each iteration is a multi-output elementwise computation (XLA can share one multiplication between outputs);
-* ``pallas-r2``, ``pallas-r4``: each iteration is a Pallas kernel (:mod:`cuzk_jax.ops.pallas.ntt`).
+* ``pallas-r2``, ``pallas-r4``, ``pallas-r8``: each iteration is a Pallas kernel (:mod:`cuzk_jax.ops.pallas.ntt`);
+  ``:b=BLOCK:w=WARPS`` suffixes set its block size and warp count (``pallas-r4:b=256:w=8``).
 
 Which is fastest on a GPU is measured by ``scripts/bench.py --op=ntt``; every variant computes the same function.
 
@@ -68,15 +66,16 @@ COSET_GENERATOR = ref_ntt.COSET_GENERATOR
 U32 = jnp.uint32
 U64 = jnp.uint64
 
-IMPLS = ("xla-r2", "xla-r4", "xla-r2-split", "xla-r2-tuple", "xla-r4-tuple", "pallas-r2", "pallas-r4")
+IMPLS = ("xla-r2", "xla-r4", "xla-r2-tuple", "xla-r4-tuple", "pallas-r2", "pallas-r4", "pallas-r8")
 _impl_override: str | None = os.environ.get("CUZK_NTT_IMPL") or None
 
 
 def set_impl(impl: str | None) -> None:
-    """Choose the stage implementation (one of :data:`IMPLS`, or ``None`` for the default ``xla-r2``)."""
+    """Choose the stage implementation (one of :data:`IMPLS`, Pallas ones optionally with ``:b=BLOCK:w=WARPS``,
+    e.g. ``pallas-r4:b=256:w=8``; ``None`` restores the default ``xla-r2``)."""
     global _impl_override
-    if impl is not None and impl not in IMPLS:
-        raise ValueError(f"unknown NTT impl {impl!r}; expected one of {IMPLS}")
+    if impl is not None:
+        _parse_impl(impl)
     _impl_override = impl
 
 
@@ -84,13 +83,21 @@ def default_impl() -> str:
     return _impl_override or "xla-r2"
 
 
-def _parse_impl(impl: str) -> tuple[str, int, str]:
-    """'xla-r4-tuple' -> ('xla', 2, 'tuple'): backend, stages per iteration (log2 radix), carry."""
-    if impl not in IMPLS:
+def _parse_impl(impl: str) -> tuple[str, int, str, tuple]:
+    """'xla-r4-tuple' -> ('xla', 2, 'tuple', ()); 'pallas-r4:b=256:w=8' -> ('pallas', 2, 'stacked',
+    (('block', 256), ('num_warps', 8))): backend, stages per iteration (log2 radix), carry, kernel options."""
+    name, *opts = str(impl).split(":")
+    if name not in IMPLS:
         raise ValueError(f"unknown NTT impl {impl!r}; expected one of {IMPLS}")
-    parts = impl.split("-")
-    k = {"r2": 1, "r4": 2}[parts[1]]
-    return parts[0], k, (parts[2] if len(parts) > 2 else "stacked")
+    parts = name.split("-")
+    kw = []
+    for o in opts:
+        key, _, val = o.partition("=")
+        if parts[0] != "pallas" or key not in ("b", "w") or not val.isdigit():
+            raise ValueError(f"unknown NTT impl option {o!r} in {impl!r} (Pallas impls take b=BLOCK, w=WARPS)")
+        kw.append(({"b": "block", "w": "num_warps"}[key], int(val)))
+    k = {"r2": 1, "r4": 2, "r8": 3}[parts[1]]
+    return parts[0], k, (parts[2] if len(parts) > 2 else "stacked"), tuple(kw)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -211,10 +218,6 @@ def _inv(v: int) -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _u64(limbs):
-    return [x.astype(U64) for x in limbs]
-
-
 def _addsub(a, b, schedule: str, subtract: bool):
     shape = jnp.broadcast_shapes(a[0].shape, b[0].shape)
     a = [jnp.broadcast_to(x, shape) for x in a]
@@ -237,21 +240,38 @@ def _sub(a, b, schedule: str = "unrolled"):
     return _addsub(a, b, schedule, True)
 
 
+def _stack_pairs(pairs):
+    """Broadcast each (a, b) pair to a common shape and stack all pairs on a new leading axis (if more than one)."""
+    norm = []
+    for a, b in pairs:
+        shape = jnp.broadcast_shapes(a[0].shape, b[0].shape)
+        norm.append(([jnp.broadcast_to(x, shape) for x in a], [jnp.broadcast_to(x, shape) for x in b]))
+    if len(norm) == 1:
+        return norm[0]
+    a = [jnp.stack([p[0][l] for p in norm]) for l in range(LIMBS)]
+    b = [jnp.stack([p[1][l] for p in norm]) for l in range(LIMBS)]
+    return a, b
+
+
+def _unstack(out, m: int):
+    return [out] if m == 1 else [[x[j] for x in out] for j in range(m)]
+
+
+def _addsub_many(pairs, schedule: str, subtract: bool):
+    """Sums (or differences) of several limb-list pairs. Under the rolled (CPU) schedule they are stacked into ONE
+    field addition (small programs); straight-line code stays per pair (no stacking inside Pallas kernels)."""
+    if schedule != "rolled":
+        return [_addsub(a, b, schedule, subtract) for a, b in pairs]
+    a, b = _stack_pairs(pairs)
+    return _unstack(_addsub(a, b, schedule, subtract), len(pairs))
+
+
 def _mul_many(pairs, schedule: str):
     """Products of several (a, b) limb-list pairs, stacked into ONE field multiplication (small programs).
 
     Operands of a pair are broadcast to a common shape; all pairs must then agree in shape.
     """
-    norm = []
-    for a, b in pairs:
-        shape = jnp.broadcast_shapes(a[0].shape, b[0].shape)
-        norm.append(([jnp.broadcast_to(x, shape) for x in a], [jnp.broadcast_to(x, shape) for x in b]))
-    m = len(norm)
-    if m == 1:
-        a, b = norm[0]
-    else:
-        a = [jnp.stack([p[0][l] for p in norm]) for l in range(LIMBS)]
-        b = [jnp.stack([p[1][l] for p in norm]) for l in range(LIMBS)]
+    a, b = _stack_pairs(pairs)
     if schedule == "unrolled":
         prod = F.cios_limbs(a, b, fr.p_limbs, fr.pinv)
     elif schedule == "rolled":
@@ -259,9 +279,7 @@ def _mul_many(pairs, schedule: str):
         prod = [out[l].astype(U64) for l in range(LIMBS)]
     else:
         raise ValueError(f"unknown mul schedule {schedule!r}")
-    if m == 1:
-        return [prod]
-    return [[x[j] for x in prod] for j in range(m)]
+    return _unstack(prod, len(pairs))
 
 
 def _bitrev(i, bits: int):
@@ -312,12 +330,13 @@ def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many, schedule: 
         for (cs, t), tw in zip(keys, tws):
             pairs.append((state[(cs, 2 * t + 1)], tw))
         prods = mul_many(pairs)
-        new = {}
-        for (cs, t), tprod in zip(keys, prods):
-            e = state[(cs, 2 * t)]
-            new[(cs + (0,), t)] = _add(e, tprod, schedule)
-            new[(cs + (1,), t)] = _sub(e, tprod, schedule)
-        state = new
+        ets = [(state[(cs, 2 * t)], tprod) for (cs, t), tprod in zip(keys, prods)]
+        sums = _addsub_many(ets, schedule, False)  # stacked: one addition and one subtraction per stage
+        diffs = _addsub_many(ets, schedule, True)
+        state = {}
+        for (cs, t), u, v in zip(keys, sums, diffs):
+            state[(cs + (0,), t)] = u
+            state[(cs + (1,), t)] = v
     zs = []
     for C in range(1 << k):
         cs = tuple((C >> (m - 1)) & 1 for m in range(1, k + 1))
@@ -330,7 +349,7 @@ def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many, schedule: 
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _xla_twiddle_getter(W, like_shape):
+def _xla_twiddle_getter(W):
     def get(taus):
         idx = jnp.stack(taus)  # (m, Q)
         g = _gather(W, idx)  # (8, m, Q)
@@ -339,19 +358,16 @@ def _xla_twiddle_getter(W, like_shape):
     return get
 
 
-def _xla_step_stacked(X, W, stage, log_n: int, k: int, schedule: str, barrier: bool = False):
-    """One iteration (k stages) on the stacked carry ``(B, 8, n)``; ``barrier`` materialises the products."""
+def _xla_step_stacked(X, W, stage, log_n: int, k: int, schedule: str):
+    """One iteration (k stages) on the stacked carry ``(B, 8, n)``."""
     B = X.shape[0]
     n = 1 << log_n
     Q = n >> k
     V = X.reshape(B, LIMBS, Q, 1 << k)
     xs = [[V[:, l, :, d].astype(U64) for l in range(LIMBS)] for d in range(1 << k)]
     q = lax.iota(U32, Q)
-    def mul_many(pairs):
-        prods = _mul_many(pairs, schedule)
-        return lax.optimization_barrier(prods) if barrier else prods
-
-    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W, (B, Q)), mul_many, schedule)
+    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W),
+                 lambda pairs: _mul_many(pairs, schedule), schedule)
     out = [zs[C][l].astype(U32) for l in range(LIMBS) for C in range(1 << k)]
     return jnp.stack(out, axis=1).reshape(B, LIMBS, n)
 
@@ -377,12 +393,13 @@ def _xla_step_tuple(T, W, stage, log_n: int, k: int, schedule: str):
     full = [jnp.concatenate([T[C * LIMBS + l] for C in range(S)], axis=-1).reshape(B, Q, S) for l in range(LIMBS)]
     xs = [[full[l][:, :, d].astype(U64) for l in range(LIMBS)] for d in range(S)]
     q = lax.iota(U32, Q)
-    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W, (B, Q)),
+    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W),
                  lambda pairs: _mul_many(pairs, schedule), schedule)
     return tuple(zs[C][l].astype(U32) for C in range(S) for l in range(LIMBS))
 
 
-def _stage_loop(X, W, first: int, count: int, log_n: int, k: int, backend: str, carry: str, schedule: str):
+def _stage_loop(X, W, first: int, count: int, log_n: int, k: int, backend: str, carry: str, schedule: str,
+                opts: tuple = ()):
     """``count`` iterations of k stages each, starting at stage ``first``."""
     if count <= 0:
         return X
@@ -390,25 +407,24 @@ def _stage_loop(X, W, first: int, count: int, log_n: int, k: int, backend: str, 
         from cuzk_jax.ops.pallas import ntt as pntt
 
         interpret = jax.default_backend() == "cpu"
-        body = lambda t, X: pntt.step(X, W, first + k * t, log_n=log_n, k=k, interpret=interpret)
+        body = lambda t, X: pntt.step(X, W, first + k * t, log_n=log_n, k=k, interpret=interpret, **dict(opts))
         return lax.fori_loop(0, count, body, X)
     if carry == "tuple":
         T = _to_tuple(X, k)
         T = lax.fori_loop(0, count, lambda t, T: _xla_step_tuple(T, W, first + k * t, log_n, k, schedule), T)
         return _from_tuple(T, k)
-    barrier = carry == "split"
-    return lax.fori_loop(0, count, lambda t, X: _xla_step_stacked(X, W, first + k * t, log_n, k, schedule, barrier), X)
+    return lax.fori_loop(0, count, lambda t, X: _xla_step_stacked(X, W, first + k * t, log_n, k, schedule), X)
 
 
 def _stages_impl(X, W, *, log_n: int, impl: str, schedule: str):
     """Stages 1 .. log_n-1 (stage 0 is done by the pre-pass) on the internal layout ``(B, 8, n)``."""
-    backend, k, carry = _parse_impl(impl)
+    backend, k, carry, opts = _parse_impl(impl)
     todo = log_n - 1
     if todo <= 0:
         return X
     lead = todo % k  # stages left over when todo is not a multiple of k: done by radix-2 iterations first
-    X = _stage_loop(X, W, 1, lead, log_n, 1, backend, carry, schedule)
-    return _stage_loop(X, W, 1 + lead, (todo - lead) // k, log_n, k, backend, carry, schedule)
+    X = _stage_loop(X, W, 1, lead, log_n, 1, backend, carry, schedule, opts)
+    return _stage_loop(X, W, 1 + lead, (todo - lead) // k, log_n, k, backend, carry, schedule, opts)
 
 
 _stages_jit = jax.jit(_stages_impl, static_argnames=("log_n", "impl", "schedule"))

@@ -141,7 +141,7 @@ def test_batch_axes_are_independent():
     assert bool(jnp.all(swapped == y[:, ::-1]))
 
 
-@pytest.mark.parametrize("impl", ["xla-r4", "xla-r2-split", "xla-r2-tuple", "xla-r4-tuple"])
+@pytest.mark.parametrize("impl", ["xla-r4", "xla-r2-tuple", "xla-r4-tuple"])
 def test_xla_stage_implementations_agree(impl):
     rng = random.Random(300)
     n = 1 << 6
@@ -151,11 +151,12 @@ def test_xla_stage_implementations_agree(impl):
     assert bool(jnp.all(N.ntt(x, inverse=True, impl=impl) == N.ntt(x, inverse=True)))
 
 
-@pytest.mark.parametrize("impl", ["pallas-r2", "pallas-r4"])
-def test_pallas_ntt_interpret(impl):
+def test_pallas_ntt_interpret():
+    """The Pallas stage loop end to end (interpreter). The radix-4 kernel is checked one iteration at a time below:
+    its straight-line CIOS makes every interpreted program slow to compile on CPU."""
     rng = random.Random(301)
     vals = rows(rng, 16)
-    assert from_arr(N.ntt(to_arr(vals), impl=impl)) == [RN.ntt(v) for v in vals]
+    assert from_arr(N.ntt(to_arr(vals), impl="pallas-r2")) == [RN.ntt(v) for v in vals]
 
 
 @pytest.mark.parametrize("k,stage", [(1, 3), (2, 2)])

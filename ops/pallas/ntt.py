@@ -75,9 +75,9 @@ def step(x, w, stage, *, log_n: int, k: int, interpret: bool = False, block: int
     n = 1 << log_n
     S = 1 << k
     Q = n // S
+    if block <= 0 or block & (block - 1):
+        raise ValueError(f"block must be a power of two, got {block}")
     block = min(block, Q)
-    if Q % block:
-        raise ValueError(f"block {block} must divide n / 2^k = {Q}")
     s = jnp.asarray(stage, jnp.int32).reshape(1)
     kernel = functools.partial(_kernel, log_n=log_n, k=k, block=block)
     with jax.enable_x64(True):
