@@ -29,6 +29,7 @@ GPU/TPU and ``rolled`` on CPU.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from typing import Sequence
@@ -54,6 +55,22 @@ def set_mul_schedule(schedule: str | None) -> None:
     if schedule is not None and schedule not in _SCHEDULES:
         raise ValueError(f"unknown mul schedule {schedule!r}; expected one of {_SCHEDULES}")
     _schedule_override = schedule
+
+
+@contextlib.contextmanager
+def mul_schedule_scope(schedule: str | None):
+    """Temporarily force the multiplication schedule for code traced inside the ``with`` block.
+
+    Used for programs where compile time matters more than speed (e.g. the one-off fixed-base batches of setup
+    on a GPU, where the unrolled curve formulas take minutes to compile).
+    """
+    global _schedule_override
+    old = _schedule_override
+    set_mul_schedule(schedule)
+    try:
+        yield
+    finally:
+        _schedule_override = old
 
 
 def mul_schedule() -> str:
