@@ -1,0 +1,704 @@
+"""The pipelined proving engine: job queue, CPU synthesis workers, cross-sector batch collector, device and
+finisher threads (cuzk's engine: keep the device busy).
+
+Data flow (one arrow = one hand-off; every stage runs concurrently with the others)::
+
+    submit(job) --> synthesis pool (processes or threads; one task per partition)
+                      --> ready partitions, per circuit
+                            --> collector thread: forms a batch (max size / max wait), gets the resident key,
+                                stacks z and copies it to the device(s)      [batch k+1 staged while k runs]
+                                  --> device thread: evaluate, H, five MSMs  [the accelerator]
+                                        --> finisher thread: r/s randomisation on the host, proofs to jobs
+
+* **Batching** (cuzk's batch-all-partitions and cross-sector BatchCollector): ready partitions of *any* jobs with
+  the same circuit go into one device batch. A batch is formed when ``max_batch`` partitions are ready, when the
+  oldest ready partition has waited ``max_wait_s``, or when nothing more of that circuit is being synthesized (no
+  reason to wait). Batches are padded (with copies of a real partition, whose results are discarded) to one of
+  ``batch_sizes`` (default: just ``max_batch``), so the device runs a handful of compiled shapes and never
+  recompiles mid-run; sizes are rounded up to a multiple of the device count (sharding). A batch is only formed
+  when the device can take it soon (at most ``prefetch`` staged batches wait), so a busy device lets batches fill.
+* **Faults**: a partition whose synthesis raises fails its job with that exception; a witness that does not
+  satisfy the R1CS fails its job with :class:`~cuzk_jax.circuits.cs.Unsatisfied` (partition and constraint named;
+  detected per partition in the batch's evaluate phase, so batch-mates are unaffected); an exception in a device
+  phase fails the jobs of that batch only. Every other job completes.
+* **Cancel**: ``future.cancel()`` (or :meth:`Engine.cancel`) withdraws a job at any point before it completes:
+  queued synthesis is cancelled, ready partitions are dropped, in-flight results are discarded.
+* **Shutdown**: :meth:`Engine.shutdown` (or leaving the ``with`` block) waits for submitted jobs (or cancels them),
+  stops the threads and the pool; a job that cannot complete any more gets a ``RuntimeError`` -- no future is ever
+  left pending.
+
+Timing: every phase is recorded on a :class:`~cuzk_jax.engine.timeline.Timeline` (synthesis per worker, staging,
+device phases, finishing), and :meth:`Engine.status` reports queue depths, per-phase totals, batch sizes and proofs
+per minute.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures as cf
+import dataclasses
+import itertools
+import logging
+import queue
+import threading
+import time
+from typing import Sequence
+
+import jax
+import numpy as np
+
+from cuzk_jax.groth16 import prover
+from cuzk_jax.groth16.data_structures import Proof, proofs_to_bytes
+
+from . import synthesis
+from .backends import DeviceBackend, unsatisfied_error
+from .keys import KeyManager
+from .timeline import Timeline
+
+log = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------------------------------------------
+# Configuration and results
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class EngineConfig:
+    """Engine settings (see the module docstring).
+
+    max_batch: largest device batch, in partitions. batch_sizes: the padded batch shapes allowed (default
+    ``(max_batch,)``: one compiled shape; when given, its largest entry is the maximum batch). max_wait_s: how long the oldest ready partition may wait for its batch to
+    fill. synthesis: ``"process"`` or ``"thread"`` workers; synthesis_workers: their number (default: cores - 1).
+    prefetch: batches staged on the device while one runs. key_budget_bytes: LRU limit of resident keys (None: no
+    limit). devices / msm_impl / sync_phases: for the default :class:`DeviceBackend`. verify: pairing-check each
+    job's proofs before completing it (``JobResult.verified``). timeline: record events (``timeline_limit`` max).
+    """
+
+    max_batch: int = 10
+    batch_sizes: tuple | None = None
+    max_wait_s: float = 0.5
+    synthesis: str = "process"
+    synthesis_workers: int | None = None
+    prefetch: int = 1
+    key_budget_bytes: int | None = None
+    devices: Sequence | None = None
+    msm_impl: str | None = None
+    sync_phases: bool = True
+    verify: bool = False
+    timeline: bool = True
+    timeline_limit: int = 200_000
+
+    def sizes(self, num_devices: int) -> tuple[int, ...]:
+        """The allowed batch shapes, validated and rounded up to multiples of ``num_devices``."""
+        if not isinstance(self.max_batch, int) or self.max_batch < 1:
+            raise ValueError(f"max_batch must be a positive int, got {self.max_batch!r}")
+        sizes = tuple(self.batch_sizes) if self.batch_sizes else (self.max_batch,)
+        if any(not isinstance(s, int) or s < 1 for s in sizes):
+            raise ValueError(f"batch_sizes must be positive ints, got {self.batch_sizes!r}")
+        if not self.max_wait_s >= 0:
+            raise ValueError(f"max_wait_s must be >= 0, got {self.max_wait_s!r}")
+        if not isinstance(self.prefetch, int) or self.prefetch < 0:
+            raise ValueError(f"prefetch must be an int >= 0, got {self.prefetch!r}")
+        return tuple(sorted({-(-s // num_devices) * num_devices for s in sizes}))
+
+
+class ProofFuture(cf.Future):
+    """A :class:`concurrent.futures.Future` of a :class:`JobResult`; ``job_id`` identifies the job."""
+
+    def __init__(self, job_id: int):
+        super().__init__()
+        self.job_id = job_id
+
+
+@dataclasses.dataclass
+class JobResult:
+    """A completed job: one proof per partition (in order) and the partitions' public inputs.
+
+    ``timings.phases``: ``synthesis`` (worker seconds summed over the job's partitions), ``queue`` (submission to
+    the start of its first device batch), the device phases summed over the batches that carried its partitions
+    (shared with their batch-mates), ``finish``; ``timings.total`` is the job's latency (submit to completion).
+    Attribute names match :class:`cuzk_jax.groth16.sector.SectorResult` (``sector``, ``proofs``, ``public_inputs``,
+    ``timings``, ``synthesis_s``, ``verified``, ``proof_bytes()``), so sector writers accept either.
+    """
+
+    job_id: int
+    sector: int | None
+    proofs: list
+    public_inputs: list
+    timings: prover.Timings
+    synthesis_s: float
+    batches: list
+    verified: bool | None = None
+
+    def proof_bytes(self) -> bytes:
+        return proofs_to_bytes(self.proofs)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Internal records
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(eq=False)
+class _Circuit:
+    digest: str
+    circuit: object
+    r1cs: object
+    portable: object  # picklable copy sent to synthesis workers
+
+
+@dataclasses.dataclass(eq=False)
+class _Job:
+    id: int
+    entry: _Circuit
+    specs: list
+    randomness: list
+    future: ProofFuture
+    sector: int | None
+    submitted: float
+    proofs: list = None
+    publics: list = None
+    remaining: int = 0
+    state: str = "active"  # active | done | failed | cancelled
+    synth_futures: list = dataclasses.field(default_factory=list)
+    synth_s: float = 0.0
+    phases: dict = dataclasses.field(default_factory=lambda: collections.defaultdict(float))
+    batches: list = dataclasses.field(default_factory=list)
+    first_device: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.state == "active"
+
+
+@dataclasses.dataclass(eq=False)
+class _Slot:
+    job: _Job
+    index: int  # partition index within the job
+    z: np.ndarray
+    ready: float
+
+
+@dataclasses.dataclass(eq=False)
+class _Batch:
+    id: int
+    entry: _Circuit
+    slots: list
+    size: int
+    resident: object = None
+    staged: object = None
+    phases: dict = dataclasses.field(default_factory=dict)
+
+
+def _block(x):
+    return jax.tree_util.tree_map(lambda a: a.block_until_ready() if hasattr(a, "block_until_ready") else a, x)
+
+
+def _settle(fut: cf.Future, result=None, exc: BaseException | None = None) -> None:
+    """Complete ``fut`` unless it is already done (e.g. cancelled by the user meanwhile)."""
+    try:
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)
+    except cf.InvalidStateError:
+        pass
+
+
+class EngineShutdown(RuntimeError):
+    """The engine stopped before this job could complete."""
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The engine
+# --------------------------------------------------------------------------------------------------------------
+
+
+class Engine:
+    """The pipelined prover (see the module docstring). Use as a context manager or call :meth:`shutdown`.
+
+    ``Engine(config=None, *, backend=None, key_loader=None, **overrides)``: ``overrides`` are
+    :class:`EngineConfig` fields. ``backend``: default :class:`~cuzk_jax.engine.backends.DeviceBackend` over
+    ``config.devices``. ``key_loader(circuit, r1cs) -> ProvingKey`` loads a key the first time a circuit is seen
+    (e.g. ``cuzk_jax.keycache.load_or_setup``); without one, keys must be given to :meth:`preload`.
+    """
+
+    def __init__(self, config: EngineConfig | None = None, *, backend=None, key_loader=None, **overrides):
+        config = dataclasses.replace(config or EngineConfig(), **overrides)
+        self.config = config
+        self.backend = backend or DeviceBackend(config.devices, config.msm_impl, config.sync_phases)
+        self.batch_sizes = config.sizes(self.backend.num_devices)
+        self.max_batch = self.batch_sizes[-1]
+        self.keys = KeyManager(self.backend.place, self.backend.size, key_loader, config.key_budget_bytes)
+        self.t0 = time.perf_counter()
+        self.timeline = Timeline(self.t0, config.timeline_limit, config.timeline)
+        workers = config.synthesis_workers or synthesis.default_workers()
+        self._pool = synthesis.make_pool(config.synthesis, workers)
+        self._workers = workers
+
+        self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
+        self._circuits: dict[tuple, _Circuit] = {}
+        self._jobs: dict[int, _Job] = {}
+        self._ready: dict[str, collections.deque] = collections.defaultdict(collections.deque)
+        self._synthesizing: dict[str, int] = collections.defaultdict(int)
+        self._job_ids = itertools.count()
+        self._batch_ids = itertools.count()
+        self._accepting = True
+        self._stop = False
+        self._paused = False
+        self._credits = threading.Semaphore(config.prefetch + 1)  # batches staged or running
+        self._device_q: queue.Queue = queue.Queue()
+        self._finish_q: queue.Queue = queue.Queue()
+        self._device_busy = False
+        self._stats = collections.Counter()
+        self._phase_s: dict[str, float] = collections.defaultdict(float)
+        self._phase_n: dict[str, int] = collections.defaultdict(int)
+        self._batch_hist: collections.Counter = collections.Counter()
+        self._first_submit: float | None = None
+        self._last_done: float | None = None
+        self._threads = [threading.Thread(target=fn, name=f"engine-{name}", daemon=True)
+                         for name, fn in (("collector", self._collector), ("device", self._device_loop),
+                                          ("finisher", self._finisher))]
+        for t in self._threads:
+            t.start()
+
+    # -- context manager ---------------------------------------------------------------------------------------------
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.shutdown(wait=exc_type is None, cancel_pending=exc_type is not None)
+
+    # -- circuits and keys -------------------------------------------------------------------------------------------
+    def _entry(self, circuit) -> _Circuit:
+        from cuzk_jax.circuits.base import Circuit
+
+        if not isinstance(circuit, Circuit):
+            raise ValueError(f"expected a cuzk_jax.circuits Circuit, got {type(circuit).__name__}")
+        key = (type(circuit).__module__, type(circuit).__qualname__, circuit.preset,
+               repr(sorted(circuit.params.items())))
+        with self._lock:
+            entry = self._circuits.get(key)
+        if entry is None:
+            r1cs = circuit.r1cs()  # structure synthesis: once per circuit shape, in the caller's thread
+            entry = _Circuit(digest=r1cs.digest(), circuit=circuit, r1cs=r1cs,
+                             portable=synthesis.portable_circuit(circuit))
+            with self._lock:
+                entry = self._circuits.setdefault(key, entry)
+        return entry
+
+    def preload(self, circuit, pk=None) -> None:
+        """Make ``circuit``'s key resident now: ``pk`` if given, else through the key loader."""
+        entry = self._entry(circuit)
+        if pk is not None:
+            self.keys.put(pk, entry.r1cs, entry.digest)
+        else:
+            self.keys.get(entry.digest, entry.circuit, entry.r1cs)
+
+    def evict(self, circuit) -> bool:
+        """Drop ``circuit``'s resident key (reloaded through the loader if needed again)."""
+        return self.keys.evict(self._entry(circuit).digest)
+
+    def warm_up(self) -> None:
+        """Start every synthesis worker process now (instead of on the first jobs)."""
+        synthesis.warm_pool(self._pool, self._workers)
+
+    # -- submission --------------------------------------------------------------------------------------------------
+    def submit(self, circuit, inputs: Sequence[dict] | None = None, *, witnesses: Sequence | None = None,
+               sector: int | None = None, partitions: int | None = None,
+               randomness: Sequence[tuple[int, int]] | None = None) -> ProofFuture:
+        """Queue one proof job; returns a :class:`ProofFuture` of its :class:`JobResult`.
+
+        Give exactly one of: ``inputs`` (one dict per partition, as ``circuit.sample_inputs`` returns),
+        ``witnesses`` (already synthesized :class:`~cuzk_jax.circuits.r1cs.Witness` objects), or ``sector`` and
+        ``partitions`` (partition ``p`` uses ``circuit.sample_inputs(p, seed=sector)``). ``randomness``: one
+        ``(r, s)`` per partition (tests only: ``prover.insecure_randomness_for_tests``); default the OS CSPRNG.
+        """
+        given = [x is not None for x in (inputs, witnesses, sector)]
+        if sum(given) != 1:
+            raise ValueError("submit: give exactly one of inputs=, witnesses= or sector= (with partitions=)")
+        if sector is not None:
+            if not isinstance(partitions, int) or partitions < 1:
+                raise ValueError(f"submit: partitions must be a positive int with sector=, got {partitions!r}")
+            specs = [("sample", p, sector) for p in range(partitions)]
+        elif partitions is not None:
+            raise ValueError("submit: partitions= is only used with sector=")
+        elif inputs is not None:
+            specs = [("inputs", dict(x)) for x in inputs]
+        else:
+            specs = [("witness", w) for w in witnesses]
+        if not specs:
+            raise ValueError("submit: a job needs at least one partition")
+        P = len(specs)
+        if randomness is None:
+            randomness = prover.random_randomness(P)
+        randomness = [(int(r), int(s)) for r, s in randomness]
+        if len(randomness) != P:
+            raise ValueError(f"submit: {P} partitions but {len(randomness)} (r, s) pairs")
+        entry = self._entry(circuit)
+        with self._lock:
+            if not self._accepting:
+                raise RuntimeError("engine is shut down")
+            job = _Job(id=next(self._job_ids), entry=entry, specs=specs, randomness=randomness,
+                       future=None, sector=sector, submitted=time.perf_counter())
+            job.future = ProofFuture(job.id)
+            job.proofs, job.publics, job.remaining = [None] * P, [None] * P, P
+            self._jobs[job.id] = job
+            self._synthesizing[entry.digest] += P
+            self._stats["submitted"] += 1
+            if self._first_submit is None:
+                self._first_submit = job.submitted
+        job.future.add_done_callback(lambda f, job=job: self._on_future_done(job))
+        for index, spec in enumerate(specs):
+            try:
+                fut = self._pool.submit(synthesis.synthesize_partition, entry.portable, spec)
+            except RuntimeError as e:  # pool shut down under us
+                self._fail(job, EngineShutdown(f"synthesis pool unavailable: {e}"))
+                break
+            with self._lock:
+                job.synth_futures.append(fut)
+            fut.add_done_callback(lambda f, job=job, index=index: self._on_synthesized(job, index, f))
+        return job.future
+
+    def submit_sector(self, circuit, sector: int, partitions: int = 10, randomness=None) -> ProofFuture:
+        """``submit(circuit, sector=sector, partitions=partitions)``: one sector (PoRep C2: 10 partitions)."""
+        return self.submit(circuit, sector=sector, partitions=partitions, randomness=randomness)
+
+    def pause(self) -> None:
+        """Stop forming new batches (synthesis continues; running batches finish). For bursts: pause, submit,
+        resume -- the collector then sees all ready partitions at once."""
+        with self._lock:
+            self._paused = True
+
+    def resume(self) -> None:
+        with self._cv:
+            self._paused = False
+            self._cv.notify_all()
+
+    def cancel(self, job) -> bool:
+        """Cancel a job (its :class:`ProofFuture` or id); True if it was still pending."""
+        if isinstance(job, cf.Future):
+            return job.cancel()
+        with self._lock:
+            j = self._jobs.get(job)
+        return j.future.cancel() if j is not None else False
+
+    # -- job state transitions ---------------------------------------------------------------------------------------
+    def _release_synthesis(self, job: _Job) -> None:
+        """Under the lock: forget the job's outstanding synthesis tasks (cancelled ones never call back)."""
+        for f in job.synth_futures:
+            if f.cancel():
+                self._synthesizing[job.entry.digest] -= 1
+
+    def _on_future_done(self, job: _Job) -> None:
+        if not job.future.cancelled():
+            return
+        with self._lock:
+            if job.state != "active":
+                return
+            job.state = "cancelled"
+            self._stats["cancelled"] += 1
+            self._jobs.pop(job.id, None)
+            self._release_synthesis(job)
+            self._cv.notify_all()
+
+    def _fail(self, job: _Job, exc: BaseException) -> None:
+        with self._lock:
+            if job.state != "active":
+                return
+            job.state = "failed"
+            self._stats["failed"] += 1
+            self._jobs.pop(job.id, None)
+            self._release_synthesis(job)
+            self._cv.notify_all()
+        log.info("job %d failed: %s", job.id, exc)
+        _settle(job.future, exc=exc)
+
+    def _on_synthesized(self, job: _Job, index: int, fut: cf.Future) -> None:
+        if fut.cancelled():
+            return  # accounted for by whoever cancelled it
+        with self._lock:
+            self._synthesizing[job.entry.digest] -= 1
+            self._cv.notify_all()
+        exc = fut.exception()
+        if exc is not None:
+            self._fail(job, exc)
+            return
+        out = fut.result()
+        self.timeline.add(out.worker, "synthesis", out.t_start, out.t_end, job=job.id)
+        r1cs = job.entry.r1cs
+        problem = None
+        if (out.num_inputs, out.num_aux) != (r1cs.num_inputs, r1cs.num_aux):
+            problem = (f"partition {index}: witness shape (inputs={out.num_inputs}, aux={out.num_aux}) does not "
+                       f"match the R1CS (inputs={r1cs.num_inputs}, aux={r1cs.num_aux})")
+        elif out.num_constraints is not None and out.num_constraints != r1cs.num_constraints:
+            problem = (f"partition {index}: witness synthesized with {out.num_constraints} constraints, the R1CS has "
+                       f"{r1cs.num_constraints}: not the same circuit shape")
+        if problem:
+            self._fail(job, ValueError(problem))
+            return
+        now = time.perf_counter()
+        with self._lock:
+            if not job.active:
+                return
+            job.publics[index] = out.public_inputs
+            job.synth_s += out.t_end - out.t_start
+            self._phase_s["synthesis"] += out.t_end - out.t_start
+            self._phase_n["synthesis"] += 1
+            self._ready[job.entry.digest].append(_Slot(job, index, out.z, now))
+            self._cv.notify_all()
+
+    def _complete(self, job: _Job, resident) -> None:
+        now = time.perf_counter()
+        verified = None
+        if self.config.verify:
+            from cuzk_jax.groth16 import verifier
+
+            verified = verifier.verify_batch(resident.pk.vk, job.publics, job.proofs)
+        with self._lock:
+            if job.state != "active":
+                return
+            job.state = "done"
+            self._jobs.pop(job.id, None)
+            self._stats["done"] += 1
+            self._stats["proofs"] += len(job.proofs)
+            self._last_done = now
+        phases = {"synthesis": job.synth_s,
+                  "queue": (job.first_device - job.submitted) if job.first_device else 0.0, **job.phases}
+        timings = prover.Timings(phases=phases, total=now - job.submitted, partitions=len(job.proofs))
+        _settle(job.future, JobResult(job_id=job.id, sector=job.sector, proofs=list(job.proofs),
+                                      public_inputs=list(job.publics), timings=timings, synthesis_s=job.synth_s,
+                                      batches=list(job.batches), verified=verified))
+
+    # -- collector ---------------------------------------------------------------------------------------------------
+    def _pick(self, now: float):
+        """Under the lock: ``(digest, slots, size)`` of the next batch, or ``(None, seconds to wait)``."""
+        best, wait = None, 0.5
+        if self._paused and not self._stop:
+            return None, wait
+        for digest, dq in self._ready.items():
+            while dq and not dq[0].job.active:
+                dq.popleft()
+            live = [s for s in dq if s.job.active]
+            if not live:
+                continue
+            k = len(live)
+            idle = self._synthesizing[digest] <= 0 or self._stop
+            age = now - live[0].ready
+            if k >= self.max_batch or idle or age >= self.config.max_wait_s:
+                if best is None or live[0].ready < best[1][0].ready:
+                    best = (digest, live, idle)
+            else:
+                wait = min(wait, self.config.max_wait_s - age)
+        if best is None:
+            return None, max(wait, 1e-3)
+        digest, live, idle = best
+        k = len(live)
+        if k >= self.max_batch:
+            take = size = self.max_batch
+        else:
+            fits = [s for s in self.batch_sizes if s <= k]
+            if fits and not idle:  # timed out but more is coming: a full smaller shape, no padding
+                take = size = fits[-1]
+            else:
+                take, size = k, next(s for s in self.batch_sizes if s >= k)
+        chosen = live[:take]
+        ids = {id(s) for s in chosen}
+        self._ready[digest] = collections.deque(s for s in self._ready[digest] if id(s) not in ids and s.job.active)
+        return (digest, chosen, size), 0.0
+
+    def _collector(self) -> None:
+        while True:
+            # A credit = room on the device side (prefetch staged + one running); waiting for it before forming a
+            # batch lets batches fill while the device is busy.
+            while not self._credits.acquire(timeout=0.2):
+                if self._stop:
+                    break
+            with self._cv:
+                choice = None
+                while not self._stop or self._any_ready():
+                    choice, wait = self._pick(time.perf_counter())
+                    if choice is not None:
+                        break
+                    self._cv.wait(timeout=wait)
+                if choice is None:  # stopping and nothing left
+                    self._device_q.put(None)
+                    return
+            digest, slots, size = choice
+            batch = _Batch(id=next(self._batch_ids), entry=slots[0].job.entry, slots=slots, size=size)
+            t0 = time.perf_counter()
+            try:
+                entry = batch.entry
+                batch.resident = self.keys.get(digest, entry.circuit, entry.r1cs)
+                z = np.stack([s.z for s in slots] + [slots[0].z] * (size - len(slots)), axis=1)
+                batch.staged = _block(self.backend.stage(batch.resident, z))
+            except Exception as e:  # noqa: BLE001 -- a bad key or upload fails this batch's jobs only
+                log.exception("batch %d: staging failed", batch.id)
+                self._fail_batch(batch, e)
+                self._credits.release()
+                continue
+            self.timeline.add("collector", "stage", t0, time.perf_counter(), batch=batch.id)
+            with self._lock:
+                self._phase_s["stage"] += time.perf_counter() - t0
+                self._phase_n["stage"] += 1
+                self._batch_hist[(len(slots), size)] += 1
+                self._stats["padded_slots"] += size - len(slots)
+            self._device_q.put(batch)
+
+    def _any_ready(self) -> bool:
+        return any(s.job.active for dq in self._ready.values() for s in dq)
+
+    def _fail_batch(self, batch: _Batch, exc: BaseException) -> None:
+        for job in {id(s.job): s.job for s in batch.slots}.values():
+            self._fail(job, exc)
+
+    # -- device ------------------------------------------------------------------------------------------------------
+    def _device_loop(self) -> None:
+        while True:
+            batch = self._device_q.get()
+            if batch is None:
+                self._finish_q.put(None)
+                return
+            start = time.perf_counter()
+            with self._lock:
+                self._device_busy = True
+                for s in batch.slots:
+                    if s.job.first_device is None:
+                        s.job.first_device = start
+
+            def phase(name, fn):
+                t0 = time.perf_counter()
+                out = _block(fn())
+                t1 = time.perf_counter()
+                batch.phases[name] = batch.phases.get(name, 0.0) + (t1 - t0)
+                self.timeline.add("device", name, t0, t1, batch=batch.id)
+                return out
+
+            try:
+                out = self.backend.run(batch.resident, batch.staged, phase)
+            except Exception as e:  # noqa: BLE001 -- a device error fails this batch's jobs only
+                log.exception("batch %d: device phases failed", batch.id)
+                out = e
+            finally:
+                batch.staged = None  # release the device copy of z
+                with self._lock:
+                    self._device_busy = False
+                    for name, sec in batch.phases.items():
+                        self._phase_s[name] += sec
+                        self._phase_n[name] += 1
+                    self._stats["batches"] += 1
+                    self._stats["device_s"] += time.perf_counter() - start
+                self._credits.release()
+            if isinstance(out, Exception):
+                self._fail_batch(batch, out)
+            else:
+                self._finish_q.put((batch, out))
+
+    # -- finisher ----------------------------------------------------------------------------------------------------
+    def _finisher(self) -> None:
+        while True:
+            item = self._finish_q.get()
+            if item is None:
+                return
+            batch, out = item
+            t0 = time.perf_counter()
+            done = []
+            for i, slot in enumerate(batch.slots):
+                job = slot.job
+                if not job.active:
+                    continue
+                try:
+                    err = unsatisfied_error(batch.resident, out, i, slot.index)
+                    if err is not None:
+                        self._fail(job, err)
+                        continue
+                    r, s = job.randomness[slot.index]
+                    proof = self.backend.finish(batch.resident, out, i, r, s)
+                except Exception as e:  # noqa: BLE001
+                    log.exception("batch %d: finishing partition failed", batch.id)
+                    self._fail(job, e)
+                    continue
+                with self._lock:
+                    if not job.active:
+                        continue
+                    job.proofs[slot.index] = proof
+                    job.remaining -= 1
+                    if batch.id not in job.batches:
+                        job.batches.append(batch.id)
+                        for name, sec in batch.phases.items():
+                            job.phases[name] += sec
+                    if job.remaining == 0:
+                        done.append(job)
+            t1 = time.perf_counter()
+            self.timeline.add("finish", "finish", t0, t1, batch=batch.id)
+            with self._lock:
+                self._phase_s["finish"] += t1 - t0
+                self._phase_n["finish"] += 1
+            for job in done:
+                job.phases["finish"] += t1 - t0
+                self._complete(job, batch.resident)
+
+    # -- status ------------------------------------------------------------------------------------------------------
+    def status(self) -> dict:
+        """Queue depths, job counts, per-phase totals, batch sizes, proofs per minute, resident keys."""
+        with self._lock:
+            now = time.perf_counter()
+            ready = sum(1 for dq in self._ready.values() for s in dq if s.job.active)
+            proofs = self._stats["proofs"]
+            span = (self._last_done - self._first_submit) if (self._last_done and self._first_submit) else 0.0
+            st = {
+                "uptime_s": now - self.t0,
+                "jobs": {"active": len(self._jobs), "submitted": self._stats["submitted"], "done": self._stats["done"],
+                         "failed": self._stats["failed"], "cancelled": self._stats["cancelled"]},
+                "queue": {"synthesizing": sum(max(0, v) for v in self._synthesizing.values()), "ready": ready,
+                          "staged_batches": self._device_q.qsize(), "device_busy": self._device_busy,
+                          "finishing_batches": self._finish_q.qsize()},
+                "proofs": proofs,
+                "proofs_per_minute": 60.0 * proofs / span if span > 0 else 0.0,
+                "batches": self._stats["batches"],
+                "batch_sizes": {f"{k}/{s}": n for (k, s), n in sorted(self._batch_hist.items())},
+                "padded_slots": self._stats["padded_slots"],
+                "device_busy_fraction": self._stats["device_s"] / span if span > 0 else 0.0,
+                "phase_seconds": dict(self._phase_s),
+                "phase_mean_seconds": {k: self._phase_s[k] / n for k, n in self._phase_n.items() if n},
+            }
+        st["keys"] = {"resident": self.keys.resident(), "resident_bytes": self.keys.resident_bytes(),
+                      "budget_bytes": self.keys.budget_bytes, **self.keys.stats.as_dict()}
+        st["backend"] = {"name": self.backend.name, "devices": self.backend.num_devices,
+                         "batch_sizes": list(self.batch_sizes)}
+        st["synthesis"] = {"kind": self.config.synthesis, "workers": self._workers}
+        return st
+
+    def events(self):
+        """The timeline events so far (see :mod:`cuzk_jax.engine.timeline`)."""
+        return self.timeline.events()
+
+    # -- shutdown ----------------------------------------------------------------------------------------------------
+    def shutdown(self, wait: bool = True, cancel_pending: bool = False, timeout: float | None = None) -> None:
+        """Stop accepting jobs; wait for the submitted ones (or cancel them), then stop threads and workers.
+
+        Jobs still pending when the threads stop (``wait=False``, or ``timeout`` seconds passed) fail with
+        :class:`EngineShutdown`, so no future is left pending.
+        """
+        with self._lock:
+            if self._stop:
+                return
+            self._accepting = False
+            jobs = list(self._jobs.values())
+        if cancel_pending:
+            for job in jobs:
+                job.future.cancel()
+        if wait:
+            cf.wait([j.future for j in jobs], timeout=timeout)
+        with self._cv:
+            self._stop = True
+            pending = list(self._jobs.values())
+            self._cv.notify_all()
+        for job in pending:
+            self._fail(job, EngineShutdown("engine shut down before the job completed"))
+        for t in self._threads:
+            t.join(timeout=30)
+            if t.is_alive():
+                log.warning("engine thread %s did not stop within 30 s", t.name)
+        self._pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,110 @@
+"""CPU witness synthesis for the engine: the worker function and the worker pools (no JAX in this module).
+
+Witness synthesis is Python (the circuit's ``synthesize`` runs gadget code per constraint), so it holds the GIL:
+threads give no parallelism for it, a process pool does. Workers are started with the ``spawn`` method (``fork``
+is unsafe in a process that runs JAX/XLA threads) and import only :mod:`cuzk_jax.circuits` (numpy, no JAX), so
+they start in about a second and stay small. ``scripts/bench.py --op=engine`` measures both pool kinds
+(``mode=synth`` rows).
+
+A task is one partition: ``(circuit, spec)`` with ``spec`` one of
+
+* ``("inputs", inputs_dict)`` -- witness for explicit inputs;
+* ``("sample", partition, seed)`` -- ``circuit.sample_inputs(partition, seed)`` first (a "sector" job: partition
+  ``p`` of sector ``k`` is ``sample_inputs(p, seed=k)``, as :mod:`cuzk_jax.groth16.sector`);
+* ``("witness", Witness)`` -- already synthesized (only the limb conversion runs).
+
+The worker returns a :class:`SynthOutput`: ``z`` as Fr limbs ``(8, num_vars)`` uint32 in Montgomery form (the
+layout of :func:`cuzk_jax.circuits.r1cs.stack_z`, converted in the worker so the parent only stacks), the public
+inputs (canonical ints, without the leading one), the witness shape (checked against the R1CS by the engine) and
+the worker's start/end times (``time.perf_counter``: CLOCK_MONOTONIC on Linux, comparable across processes) for
+the timeline.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import copy
+import dataclasses
+import multiprocessing
+import os
+import threading
+import time
+
+import numpy as np
+
+KINDS = ("process", "thread")
+
+
+@dataclasses.dataclass
+class SynthOutput:
+    z: np.ndarray  # uint32 (8, num_vars), Montgomery form
+    public_inputs: list
+    num_inputs: int
+    num_aux: int
+    num_constraints: int | None
+    t_start: float
+    t_end: float
+    worker: str
+
+
+def portable_circuit(circuit):
+    """A shallow copy of ``circuit`` without its cached R1CS (what is pickled to a worker process: name, preset and
+    parameters only; the worker never needs the constraint matrices)."""
+    c = copy.copy(circuit)
+    if hasattr(c, "_r1cs"):
+        c._r1cs = None
+    return c
+
+
+def synthesize_partition(circuit, spec) -> SynthOutput:
+    """Run one synthesis task (see the module docstring). Exceptions propagate to the job's future."""
+    t0 = time.perf_counter()
+    kind = spec[0]
+    if kind == "sample":
+        _, partition, seed = spec
+        inputs = circuit.sample_inputs(partition, seed)
+        witness = circuit.witness(inputs, check_shape=False)
+        public = list(circuit.public_inputs(inputs))
+    elif kind == "inputs":
+        inputs = spec[1]
+        witness = circuit.witness(inputs, check_shape=False)
+        public = list(circuit.public_inputs(inputs))
+    elif kind == "witness":
+        witness = spec[1]
+        public = list(witness.public_inputs)
+    else:
+        raise ValueError(f"unknown synthesis task kind {kind!r}")
+    z = witness.z_limbs(montgomery=True)
+    worker = f"pid{os.getpid()}" if multiprocessing.parent_process() is not None else threading.current_thread().name
+    return SynthOutput(z=z, public_inputs=public, num_inputs=len(witness.inputs), num_aux=len(witness.aux),
+                       num_constraints=witness.num_constraints, t_start=t0, t_end=time.perf_counter(), worker=worker)
+
+
+def _warm():
+    """Runs once in each worker process: import the circuit registry so the first real task does not pay for it."""
+    from cuzk_jax.circuits import base
+
+    base.list_circuits()
+    return os.getpid()
+
+
+def make_pool(kind: str, workers: int) -> cf.Executor:
+    """A synthesis pool: ``"process"`` (spawned processes, real parallelism) or ``"thread"``."""
+    if kind not in KINDS:
+        raise ValueError(f"synthesis must be one of {KINDS}, got {kind!r}")
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"synthesis_workers must be a positive int, got {workers!r}")
+    if kind == "thread":
+        return cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="synth")
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def warm_pool(pool: cf.Executor, workers: int) -> None:
+    """Start every worker of a process pool now (spawn + imports) instead of on the first jobs."""
+    if isinstance(pool, cf.ProcessPoolExecutor):
+        cf.wait([pool.submit(_warm) for _ in range(workers)])
+
+
+def default_workers() -> int:
+    """One synthesis worker per core, keeping one core for the device/finish threads."""
+    return max(1, (os.cpu_count() or 2) - 1)

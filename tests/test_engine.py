@@ -1,0 +1,345 @@
+"""The pipelined engine: proofs equal the sequential prover's and verify; cross-job batching; faults isolated;
+cancel; shutdown never hangs; 50 queued jobs; key manager LRU; sharded over 4 host devices == unsharded.
+
+Device proving on this CPU costs seconds per partition (the XLA MSM step machine), so device-backend tests use the
+cube circuit in batches of P = 2 (the shape tests/test_groth16.py compiles too) and few partitions; the scheduling
+tests with many jobs use the host backend (Python-int Groth16: real proofs, checked by arkworks and against the
+device prover's proofs of the same partitions).
+"""
+
+import concurrent.futures as cf
+import dataclasses
+import json
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from cuzk_jax.circuits import base
+from cuzk_jax.circuits.cs import Unsatisfied
+from cuzk_jax.engine import Engine, EngineConfig, EngineShutdown, HostBackend, KeyManager
+from cuzk_jax.engine import timeline as tl
+from cuzk_jax.groth16 import generator, prover, verifier
+from cuzk_jax.groth16.data_structures import Proof
+from cuzk_jax.reference.constants import R
+
+P = 2  # device batch size in these tests (one compiled shape, shared with test_groth16)
+SEED = 7
+
+
+@pytest.fixture(scope="session")
+def cube_key():
+    circuit = base.get_circuit("cube")
+    r1cs = circuit.r1cs()
+    pk = generator.setup(r1cs, generator.insecure_toxic_waste_for_tests(11))
+    return circuit, r1cs, pk
+
+
+@pytest.fixture(scope="session")
+def sequential(cube_key):
+    """Four partitions proved by prover.prove (two batches of P) with fixed test randomness."""
+    circuit, r1cs, pk = cube_key
+    inputs = [circuit.sample_inputs(p, SEED) for p in range(4)]
+    rs = prover.insecure_randomness_for_tests(3, 4)
+    ws = [circuit.witness(x) for x in inputs]
+    proofs = []
+    for k in range(0, 4, P):
+        proofs += prover.prove(pk, r1cs, ws[k:k + P], randomness=rs[k:k + P])[0]
+    publics = [circuit.public_inputs(x) for x in inputs]
+    return dict(inputs=inputs, rs=rs, proofs=proofs, publics=publics)
+
+
+def wait_ready(engine, n, timeout=120):
+    t0 = time.time()
+    while engine.status()["queue"]["ready"] < n:
+        assert time.time() - t0 < timeout, engine.status()
+        time.sleep(0.02)
+
+
+def same(p: Proof, q: Proof) -> bool:
+    return (p.a, p.b, p.c) == (q.a, q.b, q.c)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Device backend
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_engine_equals_sequential_and_batches_across_jobs(cube_key, sequential):
+    circuit, r1cs, pk = cube_key
+    with Engine(max_batch=P, max_wait_s=30, synthesis="thread", synthesis_workers=2) as eng:
+        eng.preload(circuit, pk)
+        eng.pause()
+        futs = [eng.submit(circuit, [x], randomness=[rs]) for x, rs in zip(sequential["inputs"], sequential["rs"])]
+        wait_ready(eng, 4)
+        eng.resume()
+        results = [f.result(timeout=900) for f in futs]
+        st = eng.status()
+        events = eng.events()
+    for res, expected, pub in zip(results, sequential["proofs"], sequential["publics"]):
+        assert len(res.proofs) == 1 and same(res.proofs[0], expected)
+        assert res.public_inputs == [pub]
+        assert verifier.verify(pk.vk, pub, res.proofs[0])
+        assert res.timings.total > 0 and res.timings.phases["msm_b2"] > 0
+    # negative twin: a proof does not verify for another job's public input
+    assert not verifier.verify(pk.vk, sequential["publics"][1], results[0].proofs[0])
+    # four single-partition jobs -> two full batches of two (cross-job batching), no padding, key loaded once
+    assert st["batch_sizes"] == {f"{P}/{P}": 2} and st["padded_slots"] == 0
+    assert st["jobs"]["done"] == 4 and st["proofs"] == 4 and st["proofs_per_minute"] > 0
+    assert st["keys"]["loads"] == 0 and st["keys"]["hits"] == 2
+    lanes = {e.lane for e in events}
+    names = {e.name for e in events}
+    assert {"collector", "device", "finish"} <= lanes
+    assert {"synthesis", "stage", "evaluate", "h", "msm_a", "msm_b2", "fetch", "finish"} <= names
+
+
+def test_faults_are_isolated(cube_key, sequential):
+    """Synthesis that raises and an unsatisfied witness fail their own jobs; batch-mates complete."""
+    circuit, r1cs, pk = cube_key
+    ins, rs = sequential["inputs"], sequential["rs"]
+    bad_witness = {"x": 3, "y": 36}  # 3^3 + 3 + 5 = 35
+    with Engine(max_batch=P, max_wait_s=30, synthesis="thread", synthesis_workers=2) as eng:
+        eng.preload(circuit, pk)
+        eng.pause()
+        good_a = eng.submit(circuit, [ins[0]], randomness=[rs[0]])
+        raises = eng.submit(circuit, [{"x": 3}])  # no "y": synthesis raises KeyError
+        unsat = eng.submit(circuit, [ins[2], bad_witness], randomness=rs[2:4])
+        good_b = eng.submit(circuit, [ins[1]], randomness=[rs[1]])
+        wait_ready(eng, 4)
+        eng.resume()
+        a, b = good_a.result(timeout=900), good_b.result(timeout=900)
+        with pytest.raises(KeyError):
+            raises.result(timeout=60)
+        with pytest.raises(Unsatisfied) as info:
+            unsat.result(timeout=900)
+        st = eng.status()
+    assert info.value.partition == 1 and "x^3 + x + 5 = y" in info.value.name
+    assert same(a.proofs[0], sequential["proofs"][0]) and same(b.proofs[0], sequential["proofs"][1])
+    assert st["jobs"]["failed"] == 2 and st["jobs"]["done"] == 2
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Host backend: scheduling at scale
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_fifty_queued_jobs_all_return(cube_key, sequential):
+    """50 single-partition jobs through a process pool; the first four are the sequential fixture's partitions."""
+    circuit, r1cs, pk = cube_key
+    inputs = sequential["inputs"] + [circuit.sample_inputs(p, SEED + 1) for p in range(46)]
+    rs = sequential["rs"] + prover.insecure_randomness_for_tests(4, 46)
+    with Engine(backend=HostBackend(), max_batch=8, batch_sizes=(4, 8), max_wait_s=0.05, synthesis="process",
+                synthesis_workers=2) as eng:
+        eng.preload(circuit, pk)
+        futs = [eng.submit(circuit, [x], randomness=[r]) for x, r in zip(inputs, rs)]
+        done, not_done = cf.wait(futs, timeout=900)
+        assert not not_done
+        results = [f.result() for f in futs]
+        st = eng.status()
+    assert [r.job_id for r in results] == [f.job_id for f in futs]
+    assert st["jobs"]["done"] == 50 and st["proofs"] == 50 and st["queue"]["ready"] == 0
+    publics = [circuit.public_inputs(x) for x in inputs]
+    proofs = [r.proofs[0] for r in results]
+    assert all(r.public_inputs == [p] for r, p in zip(results, publics))
+    for k in range(4):  # host backend == device prover, bit for bit
+        assert same(proofs[k], sequential["proofs"][k])
+    assert verifier.verify_batch(pk.vk, publics, proofs)
+    assert not verifier.verify_batch(pk.vk, publics[1:] + publics[:1], proofs)  # negative twin
+    assert sum(int(k.split("/")[0]) for k in st["batch_sizes"] for _ in range(st["batch_sizes"][k])) == 50
+
+
+def test_cancel_and_shutdown_never_hang(cube_key):
+    circuit, r1cs, pk = cube_key
+    eng = Engine(backend=HostBackend(), max_batch=2, max_wait_s=0.05, synthesis="thread", synthesis_workers=1)
+    eng.preload(circuit, pk)
+    eng.pause()
+    futs = [eng.submit(circuit, [circuit.sample_inputs(p, 9)]) for p in range(3)]
+    wait_ready(eng, 3)
+    assert futs[1].cancel()
+    assert eng.cancel(futs[2].job_id)
+    eng.resume()
+    assert len(futs[0].result(timeout=300).proofs) == 1
+    for f in futs[1:]:
+        with pytest.raises(cf.CancelledError):
+            f.result(timeout=10)
+    assert not futs[0].cancel()  # completed jobs cannot be cancelled
+    st = eng.status()
+    assert st["jobs"]["cancelled"] == 2 and st["jobs"]["done"] == 1 and st["queue"]["ready"] == 0
+    # jobs still queued at shutdown(wait=False) fail with EngineShutdown; every thread stops
+    eng.pause()
+    pending = [eng.submit(circuit, [circuit.sample_inputs(p, 10)]) for p in range(2)]
+    t0 = time.time()
+    eng.shutdown(wait=False)
+    assert time.time() - t0 < 30
+    for f in pending:
+        with pytest.raises(EngineShutdown):
+            f.result(timeout=10)
+    assert not any(t.is_alive() for t in eng._threads)
+    with pytest.raises(RuntimeError):
+        eng.submit(circuit, [circuit.sample_inputs(0, 0)])
+
+
+def test_key_loaded_once_evicted_and_reloaded(cube_key):
+    circuit, r1cs, pk = cube_key
+    calls = []
+
+    def loader(c, r):
+        calls.append(c.name)
+        return pk
+
+    with Engine(backend=HostBackend(), key_loader=loader, max_batch=1, synthesis="thread",
+                synthesis_workers=1) as eng:
+        for p in range(3):
+            eng.submit(circuit, [circuit.sample_inputs(p, 11)]).result(timeout=300)
+        assert calls == ["cube"]  # no reload between proofs
+        assert eng.evict(circuit) and not eng.evict(circuit)
+        eng.submit(circuit, [circuit.sample_inputs(0, 12)]).result(timeout=300)
+        st = eng.status()
+    assert calls == ["cube", "cube"] and st["keys"]["loads"] == 2 and st["keys"]["hits"] == 2
+
+
+def test_missing_key_fails_its_jobs_only(cube_key):
+    circuit, r1cs, pk = cube_key
+    other = base.get_circuit("porep_like", "tiny")
+    with Engine(backend=HostBackend(), max_batch=2, synthesis="thread", synthesis_workers=1) as eng:
+        eng.preload(circuit, pk)
+        f_other = eng.submit(other, sector=0, partitions=1)
+        f_cube = eng.submit(circuit, [circuit.sample_inputs(0, 13)])
+        with pytest.raises(KeyError, match="no proving key"):
+            f_other.result(timeout=300)
+        assert verifier.verify(pk.vk, f_cube.result(timeout=300).public_inputs[0], f_cube.result().proofs[0])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Key manager (pure logic)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class FakeKey:
+    circuit_digest: str
+    size: int
+
+
+def test_key_manager_lru_by_bytes():
+    loads = []
+
+    def loader(circuit, r1cs):
+        loads.append(circuit)
+        time.sleep(0.05)  # concurrent requests must still load once
+        return FakeKey(circuit, {"a": 40, "b": 50, "c": 30, "huge": 500}[circuit])
+
+    km = KeyManager(place=lambda pk, r1cs: pk, size=lambda res: res.size, loader=loader, budget_bytes=100)
+    threads = [threading.Thread(target=km.get, args=("a", "a")) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert loads == ["a"] and km.stats.hits == 3
+    km.get("b", "b")
+    assert list(km.resident()) == ["a", "b"] and km.resident_bytes() == 90
+    km.get("a", "a")  # a becomes most recently used
+    km.get("c", "c")  # 120 > 100: evict the LRU (b)
+    assert list(km.resident()) == ["a", "c"] and km.stats.evictions == 1
+    km.get("huge", "huge")  # larger than the budget: admitted alone
+    assert list(km.resident()) == ["huge"]
+    assert km.evict("huge") and not km.evict("huge") and km.resident() == {}
+    with pytest.raises(ValueError):
+        KeyManager(place=None, size=None, budget_bytes=0)
+    bad = KeyManager(place=lambda pk, r: pk, size=lambda r: 1, loader=lambda c, r: FakeKey("zzz", 1))
+    with pytest.raises(ValueError, match="another circuit"):
+        bad.get("a", "a")
+    with pytest.raises(KeyError):
+        KeyManager(place=lambda pk, r: pk, size=lambda r: 1).get("a", "a")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Validation, timeline plot
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_bad_arguments_are_value_errors(cube_key):
+    circuit, r1cs, pk = cube_key
+    for kw in (dict(max_batch=0), dict(batch_sizes=(0,)), dict(max_wait_s=-1), dict(prefetch=-1)):
+        with pytest.raises(ValueError):
+            EngineConfig(**kw).sizes(1)
+    assert EngineConfig(max_batch=3, batch_sizes=(2, 3)).sizes(4) == (4,)
+    with pytest.raises(ValueError):
+        Engine(backend=HostBackend(), synthesis="fork")
+    with Engine(backend=HostBackend(), synthesis="thread", synthesis_workers=1) as eng:
+        with pytest.raises(ValueError, match="exactly one"):
+            eng.submit(circuit)
+        with pytest.raises(ValueError, match="at least one"):
+            eng.submit(circuit, [])
+        with pytest.raises(ValueError, match="pairs"):
+            eng.submit(circuit, [circuit.sample_inputs(0)], randomness=[(1, 2), (3, 4)])
+        with pytest.raises(ValueError, match="Circuit"):
+            eng.submit("cube", [{}])
+        with pytest.raises(ValueError, match="partitions"):
+            eng.submit(circuit, sector=0, partitions=0)
+
+
+def test_timeline_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    t = tl.Timeline(t0=100.0)
+    t.add("synth_0", "synthesis", 100.0, 100.5, job=0)
+    t.add("collector", "stage", 100.5, 100.6, batch=0)
+    t.add("device", "msm_a", 100.6, 101.5, batch=0)
+    t.add("finish", "finish", 101.5, 101.7, batch=0)
+    evs = t.events()
+    assert [e.lane for e in evs] == ["synth_0", "collector", "device", "finish"] and evs[0].end == 0.5
+    path = tl.plot([("sequential", evs), ("engine", [e.as_dict() for e in evs])], str(tmp_path / "t.png"), "test")
+    with open(path, "rb") as fh:
+        assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Several devices: 4 host devices in a subprocess
+# ---------------------------------------------------------------------------------------------------------------
+
+_CHILD = r"""
+import json, pickle, sys, time
+import jax
+jax.config.update("jax_compilation_cache_dir", sys.argv[2])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+from cuzk_jax.engine import DeviceBackend, Engine
+with open(sys.argv[1], "rb") as fh:
+    d = pickle.load(fh)
+pk = jax.tree_util.tree_map(jax.numpy.asarray, d["pk"])
+backend = DeviceBackend(jax.devices())
+with Engine(backend=backend, max_batch=4, max_wait_s=60, synthesis="thread", synthesis_workers=2) as eng:
+    eng.preload(d["circuit"], pk)
+    eng.pause()
+    futs = [eng.submit(d["circuit"], [x], randomness=[r]) for x, r in zip(d["inputs"], d["rs"])]
+    while eng.status()["queue"]["ready"] < len(futs):
+        time.sleep(0.02)
+    eng.resume()
+    res = [f.result(timeout=1800) for f in futs]
+    st = eng.status()
+print(json.dumps({"devices": len(jax.devices()), "mesh": backend.mesh.shape["p"],
+                  "batch_sizes": st["batch_sizes"], "proofs": [r.proofs[0].to_bytes().hex() for r in res]}))
+"""
+
+
+def test_sharded_over_four_host_devices_equals_unsharded(cube_key, sequential, tmp_path):
+    circuit, r1cs, pk = cube_key
+    host_pk = jax.tree_util.tree_map(np.asarray, pk)
+    host_pk = dataclasses.replace(host_pk, vk=dataclasses.replace(pk.vk))  # drop cached arkworks objects
+    with open(tmp_path / "job.pkl", "wb") as fh:
+        pickle.dump({"pk": host_pk, "circuit": circuit, "inputs": sequential["inputs"], "rs": sequential["rs"]}, fh)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    cache = jax.config.jax_compilation_cache_dir or ""
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "job.pkl"), cache], env=env,
+                         capture_output=True, text=True, timeout=2400)
+    assert out.returncode == 0, out.stderr[-4000:]
+    d = json.loads(out.stdout.strip().splitlines()[-1])
+    assert d["devices"] == 4 and d["mesh"] == 4 and d["batch_sizes"] == {"4/4": 1}
+    proofs = [Proof.from_bytes(bytes.fromhex(h)) for h in d["proofs"]]
+    assert all(same(p, q) for p, q in zip(proofs, sequential["proofs"]))
+    assert verifier.verify_batch(pk.vk, sequential["publics"], proofs)
