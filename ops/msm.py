@@ -454,7 +454,8 @@ def pallas_seg(M: int) -> int:
 
 
 def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, *, interpret=False, seg=None,
-                 acc_seg=16, block=None, num_warps=None, mul_schedule="rolled") -> XYZZ:
+                 acc_seg=16, block=None, num_warps=None, mul_schedule="rolled", rep=None,
+                 base_layout="point") -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
 
     Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then ONE
@@ -480,13 +481,18 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     K = H // L1
     R1 = NB // L1
     nbuf = _pow2_ceil(max(2 * nseg, NB + 2, 2 * block))
-    kopts = dict(block=block, num_warps=num_warps, interpret=interpret, mul_schedule=mul_schedule)
+    kopts = dict(block=block, num_warps=num_warps, interpret=interpret, mul_schedule=mul_schedule, rep=rep)
 
-    bx = bases.x.reshape((Lc, -1))
-    by = bases.y.reshape((Lc, -1))
+    brows = jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0)  # (2 Lc, n)
+    if base_layout not in ("point", "limb"):
+        raise ValueError(f"unknown base_layout {base_layout!r}")
+    point_major = base_layout == "point"
+    if point_major:
+        brows = brows.T  # (n, 2 Lc): a gathered base is 2 Lc consecutive words
     buckets = jnp.zeros((nrows, nbuf), jnp.uint32)
     final1 = count <= seg
-    P1, PK1, buckets = pk.accumulate_bases(curve, count, final1, keys, vals, bx, by, buckets, seg=seg, **kopts)
+    P1, PK1, buckets = pk.accumulate_bases(curve, count, final1, keys, vals, brows, buckets, seg=seg,
+                                           point_major=point_major, **kopts)
     E = jnp.pad(P1, ((0, 0), (0, nbuf - 2 * nseg)))
     EK = jnp.pad(PK1, (0, nbuf - 2 * nseg), constant_values=pk.SENT)
     cnt0 = jnp.where(final1, 0, 2 * ((count + seg - 1) // seg)).astype(jnp.int32)
@@ -593,12 +599,15 @@ def msm(
 
     ``bases``: :class:`Affine` in Montgomery form, coordinates ``(*coord, N)`` (shared) or ``(*coord, P, N)``;
     ``inf`` marks points at infinity (their coordinates are ignored). ``scalars``: canonical uint32 ``(8, N)`` or
-    ``(8, P, N)``, each ``< r`` (larger values are reduced by nothing: the result is then ``s P`` for the 256-bit
-    ``s``, which is the same point for subgroup bases only if ``s`` is reduced -- callers pass canonical scalars).
+    ``(8, P, N)``; every value must be ``< r`` (traced values cannot be checked here; the digit recoding is exact
+    for values below ``2^(c W - 1)``, which covers ``[0, r)``; :func:`cuzk_jax.msm` checks its inputs).
     ``impl``: ``"xla"``, ``"pallas"``, ``"pallas_interpret"`` or None (backend default). ``window`` overrides the
-    window rule; ``max_pairs`` bounds the (key, value) pairs per pass (memory); ``lanes`` overrides the XLA machine
-    width; ``kernel_options`` are passed to the Pallas kernels (block sizes). Traceable (jit it with the keyword
-    arguments static).
+    window rule; ``max_pairs`` bounds the (key, value) pairs per pass (memory: about 8 bytes per pair plus the
+    sort's scratch); when a partition alone exceeds it, the points are chunked and the window is chosen for the
+    chunk size. ``lanes`` overrides the XLA machine width; ``kernel_options`` go to :func:`_pallas_pass` (``seg``,
+    ``acc_seg``, ``block``, ``num_warps``, ``mul_schedule``, ``rep``). Traceable (jit it with the keyword
+    arguments static); shapes are padded to :func:`padded_size` inside, but callers that want one compiled
+    program per size bucket should pad before calling a jitted function (as :func:`cuzk_jax.msm` does).
     """
     curve = _curve(group)
     F = curve.field
@@ -625,8 +634,7 @@ def msm(
         return res if batched else type(res)(*[c[..., 0] for c in res])
 
     # Bases at infinity get scalar zero (they contribute nothing and never reach a bucket).
-    inf = bases.inf if shared else bases.inf
-    scalars = jnp.where(jnp.broadcast_to(inf, (P, N))[None], jnp.uint32(0), scalars)
+    scalars = jnp.where(jnp.broadcast_to(bases.inf, (P, N))[None], jnp.uint32(0), scalars)
     n = padded_size(N)
     pad = n - N
     if pad:
@@ -634,8 +642,10 @@ def msm(
         padc = [(0, 0)] * nd + [(0, 0)] * (len(bshape) - 1) + [(0, pad)]
         bases = Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc), jnp.pad(bases.inf, padc[nd:], constant_values=True))
     c = window or window_bits(n)
-    W = num_windows(c)
-    G, chunk = _group_and_chunk(P, n, W, max_pairs)
+    G, chunk = _group_and_chunk(P, n, num_windows(c), max_pairs)
+    if chunk < n and window is None:  # one partition in several passes: size the window for a pass
+        c = window_bits(chunk)
+        G, chunk = _group_and_chunk(P, n, num_windows(c), max_pairs)
     n_chunks = n // chunk
     plan = Plan(G=G, n=chunk, c=c, shared_bases=shared)
 

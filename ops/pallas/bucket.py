@@ -204,7 +204,8 @@ def _empty_partials(rep, lanes, p_ref, pk_ref):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, bx_ref, by_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, seg):
+def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, seg,
+                      point_major):
     del yin_ref  # aliased with y_ref
     pid = pl.program_id(0)
     lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
@@ -218,8 +219,12 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, bx_ref, by_ref, yin_ref, p_re
         v = vals_ref[ee]
         idx = v & jnp.int32(0x7FFFFFFF)
         neg = v < 0
-        x = rep.elem(_load_rows(bx_ref, Lc, idx))
-        y = rep.elem(_load_rows(by_ref, Lc, idx))
+        if point_major:  # b_ref (num_bases, 2 Lc): one base is 2 Lc consecutive words
+            x = rep.elem([b_ref[idx, r] for r in range(Lc)])
+            y = rep.elem([b_ref[idx, Lc + r] for r in range(Lc)])
+        else:  # b_ref (2 Lc, num_bases): limb-major rows
+            x = rep.elem(_load_rows(b_ref, Lc, idx))
+            y = rep.elem([b_ref[Lc + r, idx] for r in range(Lc)])
         y = F.select(neg, F.neg(y), y)
         return Affine(x, y, ~live)
 
@@ -333,17 +338,22 @@ _ANY = pl.BlockSpec(memory_space=pl.ANY)
 
 
 @x64
-def accumulate_bases(curve, count, final, keys, vals, bx, by, buckets, *, seg, block=DEFAULT_BLOCK,
-                     num_warps=DEFAULT_NUM_WARPS, interpret=False, mul_schedule="rolled"):
+def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, point_major=True,
+                     block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False, mul_schedule="rolled",
+                     rep=None):
     """Level-1 accumulation (kernel 1).
 
     ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
     (then every run goes straight to its bucket); ``keys``/``vals``: sorted int32 pairs of length
-    ``nseg * seg`` with ``nseg`` a multiple of ``block``; ``bx``/``by``: base rows ``(Lc, num_bases)``;
-    ``buckets``: rows ``(4 Lc, NY)`` (last column trash), updated in place. Returns
-    ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,), buckets)``.
+    ``nseg * seg`` with ``nseg`` a multiple of ``block``; ``bases``: the affine bases as uint32
+    ``(num_bases, 2 Lc)`` (``point_major``: x limbs then y limbs of one base are consecutive, so a gathered base
+    is a few cache lines) or ``(2 Lc, num_bases)`` (limb-major rows); ``buckets``: rows ``(4 Lc, NY)`` (last
+    column trash), updated in place. ``rep``: the field representation inside the kernel (``"limb"``: limb
+    lists, the GPU form; ``"array"``: stacked arrays, the default in interpret mode; ``"limb"`` can be
+    interpreted too, to check the GPU form on CPU). Returns ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,),
+    buckets)``.
     """
-    rep = _Rep(curve, "array" if interpret else "limb", mul_schedule)
+    rep = _Rep(curve, rep or ("array" if interpret else "limb"), mul_schedule)
     nrows = 4 * rep.Lc
     size = keys.shape[0]
     if size % (seg * block):
@@ -351,7 +361,7 @@ def accumulate_bases(curve, count, final, keys, vals, bx, by, buckets, *, seg, b
     nseg = size // seg
     prm = jnp.stack([jnp.int32(MODE_ACC), jnp.asarray(count, jnp.int32), jnp.int32(seg),
                      jnp.asarray(final, jnp.int32)] + [jnp.int32(0)] * (NPRM - 4))
-    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg)
+    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg, point_major=point_major)
     return pl.pallas_call(
         kernel,
         out_shape=(
@@ -360,21 +370,21 @@ def accumulate_bases(curve, count, final, keys, vals, bx, by, buckets, *, seg, b
             jax.ShapeDtypeStruct(buckets.shape, jnp.uint32),
         ),
         grid=(nseg // block,),
-        in_specs=[_full(prm.shape), _full(keys.shape), _full(vals.shape), _full(bx.shape), _full(by.shape), _ANY],
+        in_specs=[_full(prm.shape), _full(keys.shape), _full(vals.shape), _full(bases.shape), _ANY],
         out_specs=[_ANY, _ANY, _ANY],
-        input_output_aliases={5: 2},
+        input_output_aliases={4: 2},
         interpret=interpret,
         compiler_params=_compiler_params(num_warps, interpret),
-    )(prm, keys, vals, bx, by, buckets)
+    )(prm, keys, vals, bases, buckets)
 
 
 @x64
 def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False,
-                 mul_schedule="rolled"):
+                 mul_schedule="rolled", rep=None):
     """One call of kernel 2 over buffers of ``N`` entries: ``keys`` (N,), ``x`` rows ``(4 Lc, N)``, ``y`` rows
     ``(4 Lc, N)`` (trash = last column), updated in place. Grid: ``N / 2`` lanes. Returns
     ``(partials (4 Lc, N), partial keys (N,), y)`` (partials are only meaningful in mode ACC)."""
-    rep = _Rep(curve, "array" if interpret else "limb", mul_schedule)
+    rep = _Rep(curve, rep or ("array" if interpret else "limb"), mul_schedule)
     nrows = 4 * rep.Lc
     N = x.shape[1]
     assert N % (2 * block) == 0

@@ -1,0 +1,155 @@
+"""MSM benchmark: ``scripts/bench.py --op=msm --group=g1,g2 --log_n=16,18,20,22,24 [--impl=...] [--batch=P]``.
+
+For every (group, log_n, impl): compile time (lower + compile, timed separately), then the median of ``--reps``
+runs after ``--warmup`` runs, each ended by ``block_until_ready``; inputs are resident on the device (the reference
+figures below are sppark's "points resident" ones). Pallas and the XLA fallback run on the same inputs in one run
+(A/B); ``matches_xla`` says whether their results are identical points.
+
+Impl specs (``--impl``, comma separated; default ``pallas,xla`` on GPU, ``xla`` elsewhere): ``xla``, ``pallas``,
+or ``pallas:seg=64:b=64:w=2:acc=16:ms=unrolled:bl=limb`` to set the kernel options (pairs per lane, lanes per
+program, warps, pairs per lane in the later stages, kernel multiplication schedule ``rolled``/``unrolled``, base
+layout for the gathers ``point``/``limb``).
+
+Inputs: ``2^min(log_n, 14)`` distinct points ``k_i G`` (random ``k_i``, computed on the host with
+py_arkworks_bls12381 if installed, else with the reference curve for a smaller set) are tiled to ``2^log_n`` bases
+on the device; scalars are uniform random 255-bit values below r drawn on the device (``jax.random``, benchmark
+only). Repeated bases do not change the work (every pair is a mixed addition); the small base table makes base
+gathers friendlier to the cache than distinct bases would be, which we note rather than hide.
+"""
+
+from __future__ import annotations
+
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from cuzk_jax import bench
+from cuzk_jax import encoding as enc
+from cuzk_jax.ops import curve as cv
+from cuzk_jax.ops import msm as M
+from cuzk_jax.reference import constants as C
+
+# sppark on an H200, median of 5, points resident on the device (issue 3), in ms.
+REFERENCE_MS = {
+    "g1": {16: 6.9, 18: 20.5, 20: 22.6, 22: 57.8, 24: 178.0},
+    "g2": {16: 11.3, 18: 33.4, 20: 50.2, 22: 146.0},
+}
+TARGET_MS = {("g1", 20): 40.0, ("g1", 24): 400.0, ("g2", 20): 150.0}
+MAX_DISTINCT_LOG = 14
+
+_OPT_KEYS = {"seg": "seg", "b": "block", "w": "num_warps", "acc": "acc_seg", "ms": "mul_schedule",
+             "bl": "base_layout"}
+_STR_OPTS = ("mul_schedule", "base_layout")
+
+
+def parse_impl(spec: str):
+    """``"pallas:seg=64:b=64"`` -> ``("pallas", {"seg": 64, "block": 64})``."""
+    name, *opts = spec.split(":")
+    kw = {}
+    for o in opts:
+        k, v = o.split("=")
+        key = _OPT_KEYS[k]
+        kw[key] = v if key in _STR_OPTS else int(v)
+    if name not in M.IMPLS:
+        raise ValueError(f"unknown msm impl {name!r}; expected one of {M.IMPLS}")
+    return name, kw
+
+
+def _host_points(group: str, count: int, seed: int) -> list:
+    rng = random.Random(seed)
+    try:
+        import py_arkworks_bls12381 as pa
+
+        P = pa.G1Point if group == "g1" else pa.G2Point
+        out = []
+        for _ in range(count):
+            b = (P() * pa.Scalar.from_le_bytes(rng.randrange(1, C.R).to_bytes(32, "little"))).to_xy_bytes_le()
+            v = [int.from_bytes(b[48 * i : 48 * i + 48], "little") for i in range(len(b) // 48)]
+            out.append((v[0], v[1]) if group == "g1" else ((v[0], v[1]), (v[2], v[3])))
+        return out
+    except ImportError:
+        from cuzk_jax.reference import curve as rc
+
+        curve = rc.g1 if group == "g1" else rc.g2
+        return [curve.mul(curve.generator, rng.randrange(1, C.R)) for _ in range(min(count, 64))]
+
+
+def _affine(group: str, refs) -> cv.Affine:
+    if group == "g1":
+        x = enc.ints_to_limbs([p[0] for p in refs], "fq", montgomery=True)
+        y = enc.ints_to_limbs([p[1] for p in refs], "fq", montgomery=True)
+    else:
+        x = np.stack([enc.ints_to_limbs([p[0][j] for p in refs], "fq", True) for j in range(2)])
+        y = np.stack([enc.ints_to_limbs([p[1][j] for p in refs], "fq", True) for j in range(2)])
+    return cv.Affine(jnp.asarray(x), jnp.asarray(y), jnp.zeros((len(refs),), bool))
+
+
+def device_inputs(group: str, log_n: int, batch: int = 1, seed: int = 0):
+    """Resident bases (tiled from a distinct set, see the module docstring) and random canonical scalars."""
+    n = 1 << log_n
+    base = _affine(group, _host_points(group, 1 << min(log_n, MAX_DISTINCT_LOG), seed))
+    m = base.inf.shape[0]
+    reps = -(-n // m)
+    tile = lambda a: jnp.tile(a, (1,) * (a.ndim - 1) + (reps,))[..., :n]  # noqa: E731
+    bases = cv.Affine(tile(base.x), tile(base.y), tile(base.inf))
+    key = jax.random.PRNGKey(seed)
+    shape = (8, batch, n) if batch > 1 else (8, n)
+    s = jax.random.bits(key, shape, jnp.uint32)
+    top = (C.R >> 224) & 0xFFFFFFFF
+    s = s.at[7].set(s[7] % jnp.uint32(top))  # top limb below r's: every value < r
+    return jax.block_until_ready(bases), jax.block_until_ready(s)
+
+
+def _same_point(curve, a, b) -> bool:
+    with jax.enable_x64(True):
+        return bool(jnp.all(jax.jit(curve.jacobian_eq)(a, b)))
+
+
+def run(cfg) -> list[dict]:
+    on_gpu = jax.default_backend() == "gpu"
+    specs = list(cfg.impl) or (["pallas", "xla"] if on_gpu else ["xla"])
+    batch = int(getattr(cfg, "batch", 1) or 1)
+    rows = []
+    for group in cfg.group:
+        curve = M._curve(group)
+        for log_n in map(int, cfg.log_n):
+            bases, scalars = device_inputs(group, log_n, batch)
+            outs = {}
+            for spec in specs:
+                impl, kw = parse_impl(spec)
+                fn = M.msm_jit(group, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
+                row = {"group": group, "log_n": log_n, "batch": batch, "impl": spec}
+                try:
+                    compiled, compile_s = bench.compile_timed(fn, bases, scalars)
+                    out = compiled(bases, scalars)
+                    jax.block_until_ready(out)
+                    t = bench.time_runs(compiled, (bases, scalars), reps=cfg.reps, warmup=cfg.warmup)
+                except Exception as e:  # keep the A/B going; the row records the failure
+                    row.update({"error": f"{type(e).__name__}: {str(e)[:300]}"})
+                    rows.append(row)
+                    print(row, flush=True)
+                    continue
+                outs[spec] = out
+                ref = REFERENCE_MS.get(group, {}).get(log_n)
+                ms = t["median_s"] * 1e3
+                row.update({
+                    "compile_s": round(compile_s, 2),
+                    "median_ms": ms,
+                    "min_ms": t["min_s"] * 1e3,
+                    "ms_per_partition": ms / batch,
+                    "sppark_ms": ref,
+                    "ratio_to_sppark": (ms / batch / ref) if ref else None,
+                    "target_ms": TARGET_MS.get((group, log_n)),
+                })
+                if row["target_ms"] is not None:
+                    row["meets_target"] = ms / batch <= row["target_ms"]
+                rows.append(row)
+                print(row, flush=True)
+            base_spec = next((s for s in specs if s.startswith("xla")), None)
+            if base_spec in outs:
+                for r in rows:
+                    if r["group"] == group and r["log_n"] == log_n and r["impl"] in outs:
+                        r["matches_xla"] = _same_point(curve, outs[r["impl"]], outs[base_spec])
+    return rows

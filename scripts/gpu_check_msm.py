@@ -1,0 +1,149 @@
+"""One-call GPU check of the MSM: Pallas kernels vs the XLA path (and arkworks), then the benchmark.
+
+  python scripts/gpu_check_msm.py                                  # check at 2^12, then bench g1,g2 at 16..24
+  python scripts/gpu_check_msm.py --bench_log_n=16,20 --group=g1   # a shorter run
+  python scripts/gpu_check_msm.py --skip_bench                     # correctness only
+  python scripts/gpu_check_msm.py --skip_check --impl=pallas,pallas:ms=unrolled,pallas:seg=32:b=128:w=4
+
+The check runs random inputs and edge cases (all-zero scalars, zeros and ones, one repeated scalar, bases at
+infinity) at ``2^check_log_n`` points through both implementations and compares the points exactly (and with
+py_arkworks_bls12381's multiexp when it is installed). The bench is cuzk_jax/bench/msm.py; its rows are printed as
+a table and written as JSON (default bench/results/msm-<backend>-<date>.json).
+"""
+
+import os
+import random
+import time
+
+from absl import app, flags
+
+flags.DEFINE_list("group", ["g1", "g2"], "groups")
+flags.DEFINE_integer("check_log_n", 12, "log2 of the point count for the correctness check")
+flags.DEFINE_list("bench_log_n", ["16", "18", "20", "22", "24"], "log2 sizes for the benchmark")
+flags.DEFINE_list("impl", [], "bench impl specs (default pallas,xla); see cuzk_jax/bench/msm.py")
+flags.DEFINE_list("check_impl", ["pallas"], "impl specs checked against xla")
+flags.DEFINE_integer("batch", 1, "partitions per MSM in the bench")
+flags.DEFINE_integer("reps", 5, "timed repetitions")
+flags.DEFINE_integer("warmup", 2, "warm-up runs")
+flags.DEFINE_bool("skip_check", False, "skip the correctness check")
+flags.DEFINE_bool("skip_bench", False, "skip the benchmark")
+flags.DEFINE_string("out", "", "JSON output path")
+flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
+                    "persistent XLA compilation cache ('' to disable)")
+FLAGS = flags.FLAGS
+
+
+def check(group: str, log_n: int, specs) -> bool:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from cuzk_jax import encoding as enc
+    from cuzk_jax.bench import msm as bmsm
+    from cuzk_jax.ops import curve as cv
+    from cuzk_jax.ops import msm as M
+    from cuzk_jax.reference.constants import R
+
+    n = 1 << log_n
+    curve = cv.CURVES[group]
+    rng = random.Random(42)
+    refs = bmsm._host_points(group, n, 42)
+    refs = (refs * (-(-n // len(refs))))[:n]
+    bases = bmsm._affine(group, refs)
+    inf_bases = cv.Affine(bases.x, bases.y, bases.inf.at[::7].set(True))
+    cases = {
+        "random": (bases, [rng.randrange(R) for _ in range(n)]),
+        "all_zero": (bases, [0] * n),
+        "zeros_ones": (bases, [rng.choice([0, 1, 1]) for _ in range(n)]),
+        "same_scalar": (bases, [rng.randrange(R)] * n),
+        "inf_bases": (inf_bases, [rng.randrange(R) for _ in range(n)]),
+    }
+    xla = M.msm_jit(group, "xla")
+    ok = True
+    with jax.enable_x64(True):
+        eq = jax.jit(curve.jacobian_eq)
+    for spec in specs:
+        impl, kw = bmsm.parse_impl(spec)
+        fn = M.msm_jit(group, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
+        for name, (b, sc) in cases.items():
+            s = jnp.asarray(enc.ints_to_limbs(sc, "fr"))
+            t0 = time.perf_counter()
+            got = jax.block_until_ready(fn(b, s))
+            t1 = time.perf_counter()
+            want = jax.block_until_ready(xla(b, s))
+            t2 = time.perf_counter()
+            with jax.enable_x64(True):
+                same = bool(eq(got, want))
+            ark = _arkworks(group, refs, sc, np.asarray(b.inf), got, curve) if name in ("random", "inf_bases") else None
+            ok &= same and ark is not False
+            print(f"[check] {group} 2^{log_n} {spec:<24} {name:<12} pallas==xla: {same}  arkworks: {ark}  "
+                  f"({t1 - t0:.1f} s / xla {t2 - t1:.1f} s, first calls include compilation)", flush=True)
+    return ok
+
+
+def _arkworks(group, refs, scalars, inf, got, curve):
+    try:
+        import py_arkworks_bls12381 as pa
+    except ImportError:
+        return None
+    import jax
+
+    from cuzk_jax import points
+
+    P = pa.G1Point if group == "g1" else pa.G2Point
+    pts, sc = [], []
+    for p, s, i in zip(refs, scalars, inf):
+        if i:
+            continue
+        b = p[0].to_bytes(48, "little") + p[1].to_bytes(48, "little") if group == "g1" else b"".join(
+            v.to_bytes(48, "little") for v in (*p[0], *p[1]))
+        pts.append(P.from_xy_bytes_unchecked_le(b))
+        sc.append(pa.Scalar.from_le_bytes(s.to_bytes(32, "little")))
+    want = P.multiexp_unchecked(pts, sc).to_compressed_bytes()
+    with jax.enable_x64(True):
+        aff = jax.jit(curve.to_affine)(got)
+    return points.encode(aff, group) == want
+
+
+def main(argv):
+    del argv
+    import jax
+
+    from cuzk_jax import bench
+    from cuzk_jax.bench import msm as bmsm
+
+    if FLAGS.cache_dir:
+        jax.config.update("jax_compilation_cache_dir", FLAGS.cache_dir)
+    env = bench.environment()
+    print("environment:", env, flush=True)
+    ok = True
+    if not FLAGS.skip_check:
+        for g in FLAGS.group:
+            ok &= check(g, FLAGS.check_log_n, FLAGS.check_impl)
+        print("CHECK", "PASSED" if ok else "FAILED", flush=True)
+    if FLAGS.skip_bench:
+        return 0 if ok else 1
+
+    class Cfg:
+        group = FLAGS.group
+        log_n = FLAGS.bench_log_n
+        impl = FLAGS.impl
+        batch = FLAGS.batch
+        reps = FLAGS.reps
+        warmup = FLAGS.warmup
+
+    rows = bmsm.run(Cfg)
+    for r in rows:
+        r.setdefault("op", "msm")
+    print(bench.format_table(rows), flush=True)
+    out = FLAGS.out or os.path.join("bench", "results", f"msm-{env['backend']}-{env['date'][:10]}.json")
+    bench.write_json(out, {"environment": env, "check_passed": ok if not FLAGS.skip_check else None,
+                           "flags": {k: FLAGS[k].value for k in ("group", "bench_log_n", "impl", "batch", "reps",
+                                                                 "warmup", "check_log_n")},
+                           "rows": rows})
+    print(f"wrote {out}", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,114 @@
+"""Kernel field objects (ops/pallas/limb_field.py) against ops.field and the Python-int reference, exact equality."""
+
+from __future__ import annotations
+
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from cuzk_jax import encoding as enc
+from cuzk_jax.ops import curve as cv
+from cuzk_jax.ops import field as F
+from cuzk_jax.ops.pallas import bucket as pk
+from cuzk_jax.ops.pallas import limb_field as lf
+from cuzk_jax.reference import field as rf
+from cuzk_jax.reference.constants import P
+
+EDGE = [0, 1, 2, P - 1, P - 2, (1 << 384) % P, (1 << 32) - 1, 1 << 32, P >> 1]
+
+
+def _vals(rng, n=7):
+    return EDGE + [rng.randrange(P) for _ in range(n)]
+
+
+def _mont(vals):
+    return jnp.asarray(enc.ints_to_limbs(vals, "fq", montgomery=True))
+
+
+def _ints(arr):
+    return enc.limbs_to_ints(np.asarray(arr), "fq", montgomery=True)
+
+
+@pytest.mark.parametrize("which", ["array", "limb_rolled"])
+def test_prime_field_ops(which, rng):
+    """(The straight-line "unrolled" limb field is ops.field.cios_limbs itself; compiling it on XLA:CPU takes
+    minutes, so it is exercised on the GPU only: scripts/gpu_check_msm.py with ``pallas:ms=unrolled``.)"""
+    a_int = _vals(rng)
+    b_int = list(reversed(a_int))
+    a, b = _mont(a_int), _mont(b_int)
+    if which == "array":
+        Fk = lf.array_fq
+        wrap, unwrap = (lambda x: x), (lambda x: x)
+    else:
+        Fk = lf.fq if which == "limb_rolled" else lf.fq_unrolled
+        wrap, unwrap = (lambda x: lf.to_limbs(x, Fk)), (lambda x: lf.from_limbs(x, Fk))
+
+    @jax.jit
+    def run(a, b):
+        with jax.enable_x64(True):
+            x, y = wrap(a), wrap(b)
+            prods = Fk.mul_many([(x, y), (x, x)])
+            return (unwrap(Fk.add(x, y)), unwrap(Fk.sub(x, y)), unwrap(Fk.neg(x)), unwrap(prods[0]),
+                    unwrap(prods[1]), unwrap(Fk.mul_small(x, 3)), Fk.is_zero(x), Fk.eq(x, y),
+                    unwrap(Fk.select(Fk.is_zero(x), Fk.ones_like(x), Fk.zeros_like(x))))
+
+    add, sub, neg, mul, sq, m3, z, e, sel = run(a, b)
+    f = rf.fq
+    assert _ints(add) == [f.add(x, y) for x, y in zip(a_int, b_int)]
+    assert _ints(sub) == [f.sub(x, y) for x, y in zip(a_int, b_int)]
+    assert _ints(neg) == [f.neg(x) for x in a_int]
+    assert _ints(mul) == [f.mul(x, y) for x, y in zip(a_int, b_int)]
+    assert _ints(sq) == [f.mul(x, x) for x in a_int]
+    assert _ints(m3) == [3 * x % P for x in a_int]
+    assert list(np.asarray(z)) == [x == 0 for x in a_int]
+    assert list(np.asarray(e)) == [x == y for x, y in zip(a_int, b_int)]
+    assert _ints(sel) == [1 if x == 0 else 0 for x in a_int]
+    # same bits as ops.field (not only the same values)
+    with jax.enable_x64(True):
+        assert bool(jnp.array_equal(mul, F.fq.mul(a, b)))
+
+
+@pytest.mark.parametrize("which", ["array", "limb"])
+def test_fq2_mul_add(which, rng):
+    n = 6
+    a_int = [(rng.randrange(P), rng.randrange(P)) for _ in range(n)] + [(0, 0), (P - 1, 1)]
+    b_int = [(rng.randrange(P), rng.randrange(P)) for _ in range(n)] + [(1, 0), (P - 1, P - 1)]
+    mk = lambda v: jnp.stack([_mont([x[0] for x in v]), _mont([x[1] for x in v])])  # noqa: E731
+    a, b = mk(a_int), mk(b_int)
+    Fk = lf.array_fq2 if which == "array" else lf.fq2
+
+    @jax.jit
+    def run(a, b):
+        with jax.enable_x64(True):
+            if which == "array":
+                return Fk.mul(a, b), Fk.sub(a, b), Fk.mul_small(a, 3)
+            x, y = lf.to_limbs(a, Fk), lf.to_limbs(b, Fk)
+            return lf.from_limbs(Fk.mul(x, y), Fk), lf.from_limbs(Fk.sub(x, y), Fk), None
+
+    mul, sub, m3 = run(a, b)
+    f = rf.fq2
+    got = lambda arr: list(zip(_ints(arr[0]), _ints(arr[1])))  # noqa: E731
+    assert got(mul) == [f.mul(x, y) for x, y in zip(a_int, b_int)]
+    assert got(sub) == [f.sub(x, y) for x, y in zip(a_int, b_int)]
+    if m3 is not None:
+        assert got(m3) == [(3 * x[0] % P, 3 * x[1] % P) for x in a_int]
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("kind", ["array", "limb"])
+def test_kernel_rep_round_trip(group, kind):
+    """Kernel rows (4 Lc, B) <-> XYZZ of the kernel field keep every word in its place (G2: c0 limbs, then c1)."""
+    curve = cv.CURVES[group]
+    rep = pk._Rep(curve, kind)
+    rows = [jnp.arange(8, dtype=jnp.uint32) + 1000 * r for r in range(4 * rep.Lc)]
+    with jax.enable_x64(True):
+        pt = rep.point(rows)
+        back = rep.point_rows(pt)
+        assert all(bool(jnp.array_equal(x, y)) for x, y in zip(rows, back))
+        if kind == "array":
+            # the array form is the ops.field layout: coordinate k, component j, limb l = row k Lc + 12 j + l
+            x = pt.x if group == "g1" else pt.x[1]
+            assert int(x[3, 5]) == (12 * (group == "g2") + 3) * 1000 + 5
