@@ -355,6 +355,11 @@ def from_reference(points: Sequence, group: str = "g1") -> Affine:
     ys = [zero if p is None else p[1] for p in pts]
 
     def limbs(vals):
+        # ints_to_limbs(montgomery=True) would reduce values >= p silently: check the range first
+        flat = vals if deg == 1 else [c for v in vals for c in (v if isinstance(v, tuple) else (v,))]
+        for v in flat:
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < _P:
+                raise ValueError(f"from_reference: coordinate {v!r} is not an int in [0, p)")
         if deg == 1:
             return encoding.ints_to_limbs(vals, "fq", montgomery=True)
         try:

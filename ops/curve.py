@@ -31,8 +31,8 @@ Other operations (these use the curve's own field and are XLA-only): :meth:`Curv
 inversion, one inversion per batch), :meth:`Curve.is_on_curve`, :meth:`Curve.in_subgroup` (Scott's endomorphism
 test, eprint 2021/1130: ``sigma(P) == -x^2 P`` on G1, ``psi(P) == x P`` on G2; ``method="order"`` checks
 ``r P == O`` instead, slower, by definition), :meth:`Curve.scalar_mul` (left-to-right double-and-add over 256
-bits in a ``lax.fori_loop``) and :meth:`Curve.sum` (a batched reduction along one batch axis: a sequential scan
-over ``steps`` slices followed by a log-depth pairwise tree in a ``lax.fori_loop``; each add formula appears once).
+bits in a ``lax.fori_loop``) and :meth:`Curve.sum` (a batched reduction along one batch axis: a sequential fold
+of ``steps`` slices then a log-depth pairwise tree, in one ``lax.fori_loop`` holding one addition).
 """
 
 from __future__ import annotations
@@ -509,12 +509,12 @@ class Curve:
     def sum(self, pts, axis: int = 0, steps: int = 32):
         """Sum of points along batch axis ``axis`` (Affine/XYZZ -> XYZZ, Jacobian -> Jacobian).
 
-        Two phases, each op appearing once in the program: the ``n`` points are padded with infinity to
-        ``steps * m`` and a ``lax.scan`` of ``steps`` additions over ``m`` lanes folds them to ``m`` partial
-        sums; those are padded to a power of two ``M`` and halved ``log2 M`` times by a pairwise-add
-        ``lax.fori_loop`` (fixed shape: each level adds ``M/2`` pairs and refills with infinity). Work
-        ``n + (M/2) log2 M`` additions, depth ``steps + log2 M``; raise ``steps`` for less work, lower it for
-        less depth.
+        The ``n`` points are padded with infinity to ``steps * M`` (``M = 2^k >= n / steps``) and reduced by ONE
+        ``lax.fori_loop`` of ``steps + log2 M`` iterations over a fixed ``M``-lane accumulator, whose body holds
+        a single addition: iterations ``< steps`` add the next slice of ``M`` points (a sequential fold), the
+        remaining ``log2 M`` add the accumulator's odd lanes to its even lanes (a pairwise tree; the upper half
+        refilled with infinity). Work ``(steps + log2 M) * M ~ n + M log2 M`` additions, depth
+        ``steps + log2 M``: raise ``steps`` for less work, lower it for less depth.
         """
         if isinstance(pts, Affine):
             pts = self.affine_to_xyzz(pts)
@@ -524,32 +524,37 @@ class Curve:
             add = self.jacobian_add
         else:
             raise TypeError(f"sum: expected Affine, XYZZ or Jacobian, got {type(pts).__name__}")
+        kind = type(pts)
         lead = self.coord_ndim
         bshape = self.batch_shape(pts)
+        if not bshape:
+            raise ValueError("sum: the points have no batch axis")
         axis = axis % len(bshape)
         cs = [jnp.moveaxis(c, lead + axis, -1) for c in pts]
         n = cs[0].shape[-1]
         rest = cs[0].shape[:-1]
         if n == 0:
-            return type(pts)(*[jnp.zeros(rest, jnp.uint32) for _ in cs])
+            return kind(*[jnp.zeros(rest, jnp.uint32) for _ in cs])
         T = max(1, min(steps, n))
-        m = -(-n // T)
-        cs = [_pad_last(c, T * m) for c in cs]
-        # (..., T*m) -> (T, ..., m): scan over the T slices, m lanes each
-        cs = [jnp.moveaxis(c.reshape(rest + (T, m)), -2, 0) for c in cs]
-        acc0 = type(pts)(*[jnp.zeros(rest + (m,), jnp.uint32) for _ in cs])
-        acc, _ = lax.scan(lambda a, x: (add(a, x), None), acc0, type(pts)(*cs))
-        M = 1 << (m - 1).bit_length()
-        acc = type(pts)(*[_pad_last(c, M) for c in acc])
+        M = 1 << (-(-n // T) - 1).bit_length()
+        T = -(-n // M)  # fewest slices of M lanes
         levels = M.bit_length() - 1
+        # (..., T*M) -> (T, ..., M): slice t is added at iteration t; infinity (all-zero) padding
+        xs = [jnp.moveaxis(_pad_last(c, T * M).reshape(rest + (T, M)), -2, 0) for c in cs]
 
-        def level(_, a):
-            s = add(type(a)(*[c[..., 0::2] for c in a]), type(a)(*[c[..., 1::2] for c in a]))
-            return type(a)(*[jnp.concatenate([c, jnp.zeros_like(c)], axis=-1) for c in s])
+        def body(i, acc):
+            t = jnp.minimum(i, T - 1)
+            fold = i < T
+            x_t = kind(*[lax.dynamic_index_in_dim(x, t, 0, keepdims=False) for x in xs])
+            even = kind(*[jnp.concatenate([c[..., 0::2], jnp.zeros_like(c[..., 0::2])], axis=-1) for c in acc])
+            odd = kind(*[jnp.concatenate([c[..., 1::2], jnp.zeros_like(c[..., 1::2])], axis=-1) for c in acc])
+            lhs = kind(*[jnp.where(fold, a, e) for a, e in zip(acc, even)]) if M > 1 else acc
+            rhs = kind(*[jnp.where(fold, x, o) for x, o in zip(x_t, odd)]) if M > 1 else x_t
+            return add(lhs, rhs)
 
-        if levels:
-            acc = lax.fori_loop(0, levels, level, acc)
-        return type(pts)(*[c[..., 0] for c in acc])
+        acc0 = kind(*[jnp.zeros(rest + (M,), jnp.uint32) for _ in cs])
+        acc = lax.fori_loop(0, T + levels, body, acc0)
+        return kind(*[c[..., 0] for c in acc])
 
 
 def _broadcast_coord(c, shape, lead, name):

@@ -193,7 +193,8 @@ def test_points_off_curve_or_subgroup_rejected(g, samples, rng):
 
 def test_from_reference_rejects_bad_points():
     _expect("not an affine pair", pts.from_reference, [(1, 2, 3)], "g1")
-    _expect("out of range", pts.from_reference, [(C.P, 0)], "g1")
+    _expect(r"not an int in \[0, p\)", pts.from_reference, [(C.P, 0)], "g1")
+    _expect(r"not an int in \[0, p\)", pts.from_reference, [((0, C.P), (0, 0))], "g2")
     _expect("pairs", pts.from_reference, [(1, 2)], "g2")
     _expect("unknown group", pts.from_reference, [], "g3")
     _expect("expected an ops.curve.Affine", pts.encode, [(1, 2)], "g1")
