@@ -20,6 +20,8 @@ proofs with one key pay only for the witness.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from cuzk_jax.reference import constants as C
@@ -131,10 +133,20 @@ class DeviceBackend:
         from cuzk_jax.ops import r1cs as ops_r1cs
 
         a, b, _ = ops_r1cs.evaluate(self._device_r1cs(zkey), ws["mont"])
-        return a.block_until_ready(), b.block_until_ready()  # block: per-phase timings stay honest
+        return a, b
 
     def h_scalars(self, a, b, power: int):
-        return compute_h_scalars(a, b).block_until_ready()
+        return compute_h_scalars(a, b)
+
+    def sync(self, x):
+        """Wait for queued device work (the prover's per-phase timing)."""
+        import jax
+
+        return jax.block_until_ready(x)
+
+    def to_host(self, x):
+        """An MSM result (device Jacobian, or already a host point) -> host affine ints."""
+        return jacobian_to_host(x.group, x.jac) if isinstance(x, _Pending) else x
 
     # -- MSMs ------------------------------------------------------------------------------------------------
     def _upload(self, bases):
@@ -155,7 +167,7 @@ class DeviceBackend:
         if len(bases) == 0:
             return None
         jac = ops_msm.msm_jit(group, self._msm_impl)(self._upload(bases), _canonical(scalars))
-        return jacobian_to_host(group, jac)
+        return _Pending(group, jac)  # still on the device (asynchronous): the prover calls to_host
 
     def msm_g1(self, bases: G1Array, scalars):
         if self._msm_g1 is not None:
@@ -166,6 +178,13 @@ class DeviceBackend:
         if self._msm_g2 is not None:
             return self._msm_g2(bases, _canonical(scalars))
         return self._msm("g2", bases, scalars)
+
+
+class _Pending(NamedTuple):
+    """An MSM result still on the device."""
+
+    group: str
+    jac: object
 
 
 def _canonical(scalars):
