@@ -4,28 +4,35 @@ Partitions of a batch are independent proofs that share one proving key, so the 
 parallel: each device holds a full replica of the key (queries and R1CS tables, ``PartitionSpec()``) and a slice
 of the partition axis of every per-partition array (``z`` is ``(8, P, num_vars)``, sharded on axis 1). Every
 device phase is wrapped in ``shard_map`` so that each device runs exactly the single-device program on its local
-``P / D`` partitions -- no collective, no resharding inside the phase, and results identical to the unsharded
+``P / D`` partitions (the elementwise steps between phases run on the sharded arrays as they are) -- no collective, no resharding inside the phase, and results identical to the unsharded
 prover (tested: ``tests/test_engine.py``, 4 host devices). The batch size must be a multiple of the device count;
 the engine pads batches to one.
 
-Multi-host (several machines, each with local GPUs), through ``jax.distributed``:
+Multi-host (several machines, each with local GPUs) -- documented, not exercised by the tests:
 
-1. On every host, before any other JAX call::
+* **Recommended: one engine per host.** Sectors are independent, so the simplest scaling is to run an engine per
+  host over its local devices (the default ``jax.local_devices()``) and deal sectors out to hosts (sector ``k`` to
+  host ``k mod H``, or from a shared work queue). No cross-host traffic, no collective, linear scaling. Nothing
+  needs ``jax.distributed`` for this.
+* **One batch over the devices of several hosts** (JAX's multi-controller SPMD model):
 
-       jax.distributed.initialize(coordinator_address="host0:1234", num_processes=H, process_id=i)
+  1. In every process, before any other JAX call::
 
-   (on Slurm / TPU pods the arguments are discovered automatically).
-2. Build the mesh over *all* devices (``jax.devices()``, not ``jax.local_devices()``); keys are replicated the same
-   way (every process loads the key and ``device_put`` places its local replicas).
-3. Each process synthesizes only its own slice of the batch (``P / H`` partitions) and assembles the global ``z``
-   with ``jax.make_array_from_process_local_data(sharding, local_z)``; :func:`global_batch` does this.
-4. Proof points come back per process with ``jax.experimental.multihost_utils.process_allgather`` (or each process
-   finishes the proofs of its own partitions from ``array.addressable_shards``).
+         jax.distributed.initialize(coordinator_address="host0:1234", num_processes=H, process_id=i)
 
-The engine's job queue is per process; a multi-host deployment runs one engine per host, each submitting the same
-batch schedule (the collector is deterministic given the same submissions), or a single-host engine per machine
-with no cross-host sharding at all -- which for independent sectors is the simpler and equally fast choice,
-since partitions never need to communicate. This single-host path is what is implemented and tested here.
+     (arguments are discovered automatically on Slurm and Cloud TPU).
+  2. ``DeviceBackend(devices=jax.devices())`` -- the *global* device list -- builds the mesh over all hosts; keys
+     are replicated by ``device_put`` as here (every process loads the key).
+  3. Every process must launch the same programs in the same order, so all processes must form identical batches:
+     submit the same jobs everywhere and use fixed-size batches (``pause()``, submit, ``resume()``; one entry in
+     ``batch_sizes``), since the collector's timing-driven choices would otherwise differ between hosts.
+  4. Each process provides its own slice of ``z`` with :func:`global_batch`
+     (``jax.make_array_from_process_local_data``) instead of ``device_put`` of the whole batch, and reads back the
+     MSM results of its addressable shards (or all of them with
+     ``jax.experimental.multihost_utils.process_allgather``).
+
+  Steps 3-4 are not implemented by the engine (its ``stage`` copies a whole host batch); the phases themselves
+  need no change, since each device only ever works on its local partitions.
 """
 
 from __future__ import annotations
@@ -90,10 +97,10 @@ class ShardedPhases:
     @functools.cached_property
     def evaluate(self):
         from cuzk_jax.groth16 import prover
-        from cuzk_jax.ops import field as ops_field
         from cuzk_jax.ops import r1cs as ops_r1cs
 
-        @ops_field.x64
+        # No x64 scope here: the ops enter it themselves, exactly as in prover.prove (an outer scope changes the
+        # index dtypes of nested jits such as argmax and breaks their lowering).
         def body(dr, z):
             az, bz, cz = ops_r1cs.evaluate(dr, z)
             ok, first = prover._satisfied(az, bz, cz)
@@ -105,9 +112,7 @@ class ShardedPhases:
     @functools.lru_cache(maxsize=None)
     def h(self, n: int):
         from cuzk_jax.groth16 import prover
-        from cuzk_jax.ops import field as ops_field
 
-        @ops_field.x64
         def body(az, bz, cz):
             return prover._h_scalars(az, bz, cz, n)
 

@@ -83,7 +83,7 @@ def plot(panels, path: str, title: str = "") -> str:
         for e in evs:
             color = PHASE_COLORS.get(e.name, "#7f7f7f")
             used.add(e.name)
-            ax.barh(row[e.lane], max(e.end - e.start, t_max * 1e-4), left=e.start, height=0.7, color=color,
+            ax.barh(row[e.lane], max(e.end - e.start, t_max * 1.5e-3), left=e.start, height=0.7, color=color,
                     edgecolor="black", linewidth=0.2)
         ax.set_yticks(range(len(lanes)))
         ax.set_yticklabels(lanes, fontsize=7)
