@@ -220,7 +220,7 @@ def run(log_ns: list[int], impls: list[str], *, reps: int = 3, warmup: int = 1, 
             zkey_p, wtns_p, vk_p = art.zkey, art.wtns, art.vk
             meta = toolchain.meta(art)
             circuit = art.dir.name
-        common = {"circuit": circuit, "log_n": meta["power"], "constraints": meta["n_constraints"],
+        common = {"loadavg_1m": round(os.getloadavg()[0], 2), "host_cpus": os.cpu_count(), "circuit": circuit, "log_n": meta["power"], "constraints": meta["n_constraints"],
                   "wires": meta["n_wires"], "setup": meta.get("setup", "ceremony"),
                   "zkey_mb": round(os.path.getsize(zkey_p) / 2**20, 1)}
         snark = None
