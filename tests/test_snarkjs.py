@@ -351,7 +351,8 @@ def test_wtns_errors():
     with pytest.raises(FormatError, match="expected 64"):
         wtns.read_wtns(binfile.build("wtns", 2, [(1, hdr), (2, (1).to_bytes(32, "little"))]))
     with pytest.raises(FormatError, match=">= r"):
-        wtns.read_wtns(binfile.build("wtns", 2, [(1, hdr), (2, (1).to_bytes(32, "little") + C.R.to_bytes(32, "little"))]))
+        wtns.read_wtns(binfile.build("wtns", 2, [(1, hdr), (2, (1).to_bytes(32, "little")
+                                                      + C.R.to_bytes(32, "little"))]))
     with pytest.raises(FormatError, match="constant wire"):
         wtns.read_wtns(wtns.wtns_bytes([5, 1]))
     with pytest.raises(ValueError, match="witness value 1"):

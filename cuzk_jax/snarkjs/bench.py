@@ -1,4 +1,5 @@
-"""Side-by-side benchmark: ``snarkjs groth16 prove`` vs cuzk_jax on the same zkey and witness (scripts/snarkjs_bench.py).
+"""Side-by-side benchmark: ``snarkjs groth16 prove`` vs cuzk_jax on the same zkey and witness
+(scripts/snarkjs_bench.py).
 
 Circuit: a chain of circomlib Poseidon(2) hashes compiled with ``--O2`` (~243 constraints per hash), sized to fill
 a domain of 2^k (``n_hash = (2^k - 3) // 243``). Both provers read the same ``.zkey`` / ``.wtns`` files.
@@ -220,7 +221,8 @@ def run(log_ns: list[int], impls: list[str], *, reps: int = 3, warmup: int = 1, 
             zkey_p, wtns_p, vk_p = art.zkey, art.wtns, art.vk
             meta = toolchain.meta(art)
             circuit = art.dir.name
-        common = {"loadavg_1m": round(os.getloadavg()[0], 2), "host_cpus": os.cpu_count(), "circuit": circuit, "log_n": meta["power"], "constraints": meta["n_constraints"],
+        common = {"loadavg_1m": round(os.getloadavg()[0], 2), "host_cpus": os.cpu_count(),
+                  "circuit": circuit, "log_n": meta["power"], "constraints": meta["n_constraints"],
                   "wires": meta["n_wires"], "setup": meta.get("setup", "ceremony"),
                   "zkey_mb": round(os.path.getsize(zkey_p) / 2**20, 1)}
         snark = None

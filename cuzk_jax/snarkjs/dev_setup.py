@@ -27,8 +27,6 @@ from __future__ import annotations
 import hashlib
 import struct
 
-import numpy as np
-
 from cuzk_jax.reference import constants as C
 
 from . import binfile

@@ -36,7 +36,6 @@ import hashlib
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
