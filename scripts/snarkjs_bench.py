@@ -1,10 +1,10 @@
 """Side-by-side: `snarkjs groth16 prove` vs cuzk_jax on the same zkey/witness; prints a table, writes JSON.
 
   # CPU host (Node installed): builds + caches the circuits and keys, times both, exports files for the GPU
-  python scripts/snarkjs_bench.py --log_n=12,16 --impl=snarkjs,device --export_dir=/tmp/snarkjs_artifacts
+  python scripts/snarkjs_bench.py --log_n=12,16 --impl=snarkjs,device --export_dir=bench/snarkjs_artifacts
   # GPU host (no Node): same files, cuzk_jax only, snarkjs figures from the CPU run's JSON
-  python scripts/snarkjs_bench.py --log_n=12,16 --impl=device --artifacts_dir=snarkjs_artifacts \
-      --baseline=bench/results/snarkjs-cpu-<date>.json
+  python scripts/snarkjs_bench.py --log_n=12,16 --impl=device --artifacts_dir=bench/snarkjs_artifacts \
+      --baseline=bench/results/snarkjs-cpu-12.json,bench/results/snarkjs-cpu-16.json
 
 The logic is in cuzk_jax/snarkjs/bench.py (what is timed and how is documented there).
 """
@@ -23,7 +23,8 @@ flags.DEFINE_enum("setup", "auto", ["auto", "ceremony", "insecure"],
                   "when a ptau is cached)")
 flags.DEFINE_string("artifacts_dir", "", "use exported circuit files from here instead of building (no Node)")
 flags.DEFINE_string("export_dir", "", "copy the built circuit files here (to carry them to another machine)")
-flags.DEFINE_string("baseline", "", "JSON of an earlier run whose snarkjs rows give the ratio")
+flags.DEFINE_bool("export_zkey", True, "export the zkey (else, for insecure keys, the r1cs to regenerate it from)")
+flags.DEFINE_string("baseline", "", "comma-separated JSONs of earlier runs whose snarkjs rows give the ratio")
 flags.DEFINE_string("out", "", "JSON path (default bench/results/snarkjs-<backend>-<date>.json)")
 flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
                     "persistent XLA compilation cache ('' to disable)")
@@ -42,7 +43,7 @@ def main(argv):
     env = bench.environment()
     rows = sbench.run([int(k) for k in FLAGS.log_n], FLAGS.impl, reps=FLAGS.reps, warmup=FLAGS.warmup,
                       setup=FLAGS.setup, artifacts_dir=FLAGS.artifacts_dir, export_dir=FLAGS.export_dir,
-                      baseline=FLAGS.baseline)
+                      export_zkey=FLAGS.export_zkey, baseline=FLAGS.baseline)
     cols = ["log_n", "constraints", "setup", "impl", "median_s", "first_s", "qap_evals_s", "h_s", "msm_s",
             "verified", "speedup_vs_snarkjs"]
     print(bench.format_table([{c: r[c] for c in cols if c in r} for r in rows]))

@@ -539,7 +539,7 @@ def test_dev_setup_zkey_works_with_snarkjs(art, zk, wit, work):
     exp.mkdir(parents=True)
     for src, name in ((art.r1cs, "circuit.r1cs"), (art.wtns, "witness.wtns"), (vk, "verification_key.json")):
         (exp / name).write_bytes(Path(src).read_bytes())
-    (exp / "meta.json").write_text(json.dumps({"setup": "insecure", "power": 9}))
+    (exp / "meta.json").write_text(json.dumps({"setup": "insecure", "power": 9}))  # as export(with_zkey=False)
     dev_setup.write_insecure_zkey(art.r1cs, work / "seed0.zkey", seed=0)
     with pytest.raises(ValueError, match="does not match the exported verification key"):
         bench.load_artifacts(exp, log=None)  # vk is for seed 7

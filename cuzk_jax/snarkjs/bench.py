@@ -76,15 +76,16 @@ def prepare(log_n: int, setup: str = "auto", log=print) -> toolchain.CircuitArti
                                    setup=setup, log=log)
 
 
-def export(art: toolchain.CircuitArtifacts, dest: Path, with_zkey: bool | None = None) -> Path:
+def export(art: toolchain.CircuitArtifacts, dest: Path, with_zkey: bool = True) -> Path:
     """Copy the files a Node-less machine needs to ``dest/<dir name>``: witness, verification key, meta, and the
-    zkey -- or, for an insecure-setup key (``with_zkey=None``), the r1cs instead, from which :func:`load_artifacts`
-    regenerates the byte-identical zkey (the r1cs + witness are about half the size of a 2^16 zkey)."""
+    zkey -- or, for an insecure-setup key with ``with_zkey=False``, the r1cs instead, from which
+    :func:`load_artifacts` regenerates the byte-identical zkey there (smaller to carry, but the regeneration costs
+    minutes of host CPU on the other machine)."""
     out = Path(dest) / art.dir.name
     out.mkdir(parents=True, exist_ok=True)
     meta = toolchain.meta(art)
-    if with_zkey is None:
-        with_zkey = meta.get("setup", "ceremony") != "insecure"
+    if not with_zkey and meta.get("setup") != "insecure":
+        raise ValueError("only insecure-setup keys can be regenerated from the r1cs; export the zkey")
     files = [(art.wtns, "witness.wtns"), (art.vk, "verification_key.json"), (art.dir / "DONE", "meta.json")]
     files.append((art.zkey, "circuit.zkey") if with_zkey else (art.r1cs, "circuit.r1cs"))
     for src, name in files:
@@ -191,7 +192,8 @@ def time_cuzk(zkey_path: Path, wtns_path: Path, vk_path: Path, impl: str, reps: 
 
 
 def run(log_ns: list[int], impls: list[str], *, reps: int = 3, warmup: int = 1, setup: str = "auto",
-        artifacts_dir: str = "", export_dir: str = "", baseline: str = "", log=print) -> list[dict]:
+        artifacts_dir: str = "", export_dir: str = "", export_zkey: bool = True, baseline: str = "",
+        log=print) -> list[dict]:
     """Rows (one per size and implementation) for the JSON/table of scripts/snarkjs_bench.py."""
     import tempfile
 
@@ -201,8 +203,8 @@ def run(log_ns: list[int], impls: list[str], *, reps: int = 3, warmup: int = 1, 
     except toolchain.ToolchainMissing:
         node = False
     base = {}
-    if baseline:
-        for r in json.loads(Path(baseline).read_text())["rows"]:
+    for path in filter(None, baseline.split(",")):
+        for r in json.loads(Path(path).read_text())["rows"]:
             if r["impl"] == "snarkjs":
                 base[r["circuit"]] = r
     rows = []
@@ -217,7 +219,7 @@ def run(log_ns: list[int], impls: list[str], *, reps: int = 3, warmup: int = 1, 
         else:
             art = prepare(log_n, setup, log=log)
             if export_dir:
-                export(art, Path(export_dir))
+                export(art, Path(export_dir), with_zkey=export_zkey)
             zkey_p, wtns_p, vk_p = art.zkey, art.wtns, art.vk
             meta = toolchain.meta(art)
             circuit = art.dir.name
