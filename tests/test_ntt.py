@@ -221,6 +221,16 @@ def test_works_inside_jit_with_tables_built_under_trace():
     assert from_arr(N.ntt(x)) == [RN.ntt(v) for v in vals]  # the cached tables are concrete, not leaked tracers
 
 
+def test_long_tables_built_on_device():
+    """Tables longer than the host limit are an outer product on the device: check entries against Python ints."""
+    count = 4 * N._HOST_MAX
+    first, ratio = 12345, RN.root_of_unity(1 << 20)
+    t = np.asarray(N._geometric(first, ratio, count))
+    idx = [0, 1, N._HOST_MAX - 1, N._HOST_MAX, count - 1, 7777]
+    got = encoding.limbs_to_ints(t[:, idx], "fr", montgomery=True)
+    assert got == [first * pow(ratio, i, R) % R for i in idx]
+
+
 def test_size_one_is_identity():
     x = to_arr([[5], [R - 1]])
     for kw in ({}, {"inverse": True}, {"coset": 7}, {"inverse": True, "coset": 7}):

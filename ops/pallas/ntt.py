@@ -9,9 +9,9 @@ outputs ``z[q + C n/2^k]`` as contiguous rows. No intermediate limb array ever g
 Layout: ``x`` is the internal ``(B, 8, n)`` uint32 Montgomery array, ``w`` the ``(8, n/2)`` twiddle table, ``stage``
 the first stage of the iteration (a traced int32 scalar). ``step`` returns the ``(B, 8, n)`` result.
 
-``interpret=True`` runs the kernel in the Pallas interpreter (CPU tests); the ops layer picks it on CPU. The kernel
-body is the straight-line CIOS in both cases (a Pallas kernel may not capture array constants, which the field
-layer's rolled schedule uses), so the interpreter compiles slowly: tests keep it to tiny sizes.
+``interpret=True`` runs the kernel in the Pallas interpreter (CPU tests); the ops layer picks it on CPU. Compiled for
+a GPU the products are the straight-line CIOS (:func:`cuzk_jax.ops.field.cios_limbs`); under the interpreter the
+same CIOS step runs in a ``fori_loop`` over the outer limbs, an 8x smaller program for XLA:CPU to compile.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 from jax.experimental import pallas as pl
 
 from cuzk_jax.ops import field as F
@@ -29,7 +30,21 @@ DEFAULT_BLOCK = 128
 U32, U64 = jnp.uint32, jnp.uint64
 
 
-def _kernel(s_ref, x_ref, w_ref, o_ref, *, log_n: int, k: int, block: int):
+def _mul_rolled(a, b):
+    """The same CIOS as :func:`cuzk_jax.ops.field.cios_limbs` with the outer loop as a ``fori_loop`` (used under the
+    interpreter only: an 8x smaller program for XLA:CPU to compile; scalar constants only, as kernels require)."""
+    fr = F.fr
+    b_arr = jnp.stack(b)
+
+    def body(i, t):
+        bi = lax.dynamic_index_in_dim(b_arr, i, 0, keepdims=False)
+        return tuple(F._cios_step(list(t), a, bi, fr.p_limbs, fr.pinv))
+
+    t = lax.fori_loop(0, LIMBS, body, tuple(jnp.zeros_like(a[0]) for _ in range(LIMBS)))
+    return F.cond_sub_limbs(list(t), fr.p_limbs)
+
+
+def _kernel(s_ref, x_ref, w_ref, o_ref, *, log_n: int, k: int, block: int, interpret: bool):
     from cuzk_jax.ops import ntt as N  # the shared network (imported lazily: ops.ntt imports this module lazily too)
 
     fr = F.fr
@@ -46,6 +61,8 @@ def _kernel(s_ref, x_ref, w_ref, o_ref, *, log_n: int, k: int, block: int):
         return [[w_ref[l, t.astype(jnp.int32)].astype(U64) for l in range(LIMBS)] for t in taus]
 
     def mul_many(pairs):  # straight-line CIOS per product: everything stays in registers
+        if interpret:
+            return [_mul_rolled(a, b) for a, b in pairs]
         return [F.cios_limbs(a, b, fr.p_limbs, fr.pinv) for a, b in pairs]
 
     zs = N.network(xs, q, stage, log_n, k, get_twiddles, mul_many)
@@ -79,7 +96,7 @@ def step(x, w, stage, *, log_n: int, k: int, interpret: bool = False, block: int
         raise ValueError(f"block must be a power of two, got {block}")
     block = min(block, Q)
     s = jnp.asarray(stage, jnp.int32).reshape(1)
-    kernel = functools.partial(_kernel, log_n=log_n, k=k, block=block)
+    kernel = functools.partial(_kernel, log_n=log_n, k=k, block=block, interpret=interpret)
     with jax.enable_x64(True):
         out = pl.pallas_call(
             kernel,
