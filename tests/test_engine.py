@@ -104,7 +104,8 @@ def test_faults_are_isolated(cube_key, sequential):
     circuit, r1cs, pk = cube_key
     ins, rs = sequential["inputs"], sequential["rs"]
     bad_witness = {"x": 3, "y": 36}  # 3^3 + 3 + 5 = 35
-    with Engine(max_batch=P, max_wait_s=30, synthesis="thread", synthesis_workers=2) as eng:
+    # sync_phases=False: one block per batch (the "device" event) -- same compiled programs, same proofs
+    with Engine(max_batch=P, max_wait_s=30, synthesis="thread", synthesis_workers=2, sync_phases=False) as eng:
         eng.preload(circuit, pk)
         eng.pause()
         good_a = eng.submit(circuit, [ins[0]], randomness=[rs[0]])
@@ -119,6 +120,8 @@ def test_faults_are_isolated(cube_key, sequential):
         with pytest.raises(Unsatisfied) as info:
             unsat.result(timeout=900)
         st = eng.status()
+        names = {e.name for e in eng.events() if e.lane == "device"}
+    assert names == {"device", "fetch"}
     assert info.value.partition == 1 and "x^3 + x + 5 = y" in info.value.name
     assert same(a.proofs[0], sequential["proofs"][0]) and same(b.proofs[0], sequential["proofs"][1])
     assert st["jobs"]["failed"] == 2 and st["jobs"]["done"] == 2
@@ -137,6 +140,7 @@ def test_fifty_queued_jobs_all_return(cube_key, sequential):
     with Engine(backend=HostBackend(), max_batch=8, batch_sizes=(4, 8), max_wait_s=0.05, synthesis="process",
                 synthesis_workers=2) as eng:
         eng.preload(circuit, pk)
+        eng.warm_up([circuit])
         futs = [eng.submit(circuit, [x], randomness=[r]) for x, r in zip(inputs, rs)]
         done, not_done = cf.wait(futs, timeout=900)
         assert not not_done

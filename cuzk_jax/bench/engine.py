@@ -95,7 +95,7 @@ def engine_run(circuit, pk, sectors, partitions, max_batch, *, synthesis="proces
                 msm_impl=msm_impl, devices=devices) as eng:
         eng.preload(circuit, pk)
         t0 = time.perf_counter()
-        eng.warm_up()
+        eng.warm_up([circuit])
         # one full batch of the measured shape (sector seed -1 is never measured): compiles, warms caches
         eng.submit(circuit, sector=-1 - max_batch, partitions=eng.max_batch).result()
         warm = time.perf_counter() - t0
@@ -128,9 +128,8 @@ def synth_throughput(circuit, n: int, kind: str, workers: int) -> dict:
 
     pool = synthesis.make_pool(kind, workers)
     try:
-        synthesis.warm_pool(pool, workers)
+        synthesis.warm_pool(pool, workers, [circuit])
         portable = synthesis.portable_circuit(circuit)
-        cf.wait([pool.submit(synthesis.synthesize_partition, portable, ("sample", 0, 10_000))])
         t0 = time.perf_counter()
         cf.wait([pool.submit(synthesis.synthesize_partition, portable, ("sample", p, 10_001)) for p in range(n)])
         wall = time.perf_counter() - t0

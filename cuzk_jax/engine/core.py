@@ -300,9 +300,10 @@ class Engine:
         """Drop ``circuit``'s resident key (reloaded through the loader if needed again)."""
         return self.keys.evict(self._entry(circuit).digest)
 
-    def warm_up(self) -> None:
-        """Start every synthesis worker process now (instead of on the first jobs)."""
-        synthesis.warm_pool(self._pool, self._workers)
+    def warm_up(self, circuits=()) -> None:
+        """Start every synthesis worker now and let each synthesize one partition of each of ``circuits`` (worker
+        processes build per-process tables lazily: seconds for porep_like), instead of on the first jobs."""
+        synthesis.warm_pool(self._pool, self._workers, circuits)
 
     # -- submission --------------------------------------------------------------------------------------------------
     def submit(self, circuit, inputs: Sequence[dict] | None = None, *, witnesses: Sequence | None = None,

@@ -80,11 +80,15 @@ def synthesize_partition(circuit, spec) -> SynthOutput:
                        num_constraints=witness.num_constraints, t_start=t0, t_end=time.perf_counter(), worker=worker)
 
 
-def _warm():
-    """Runs once in each worker process: import the circuit registry so the first real task does not pay for it."""
+def _warm(circuits=()):
+    """Warm-up task for a worker process: import the circuit registry and synthesize one partition of each circuit,
+    so per-process lazy tables (e.g. Poseidon round constants: seconds for porep_like) are built before real work."""
     from cuzk_jax.circuits import base
 
     base.list_circuits()
+    for c in circuits:
+        synthesize_partition(c, ("sample", 0, 0))
+    time.sleep(0.2)  # keep this worker busy a moment so the other warm-up tasks go to the other workers
     return os.getpid()
 
 
@@ -99,10 +103,18 @@ def make_pool(kind: str, workers: int) -> cf.Executor:
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
 
-def warm_pool(pool: cf.Executor, workers: int) -> None:
-    """Start every worker of a process pool now (spawn + imports) instead of on the first jobs."""
+def warm_pool(pool: cf.Executor, workers: int, circuits=()) -> set:
+    """Start every worker of a process pool now (spawn, imports, one synthesis of each of ``circuits``) instead of
+    on the first jobs; returns the worker pids that ran a warm-up task. Threads share the parent's state: one
+    synthesis per circuit in the calling thread warms them all."""
+    circuits = [portable_circuit(c) for c in circuits]
     if isinstance(pool, cf.ProcessPoolExecutor):
-        cf.wait([pool.submit(_warm) for _ in range(workers)])
+        futs = [pool.submit(_warm, circuits) for _ in range(workers)]
+        cf.wait(futs)
+        return {f.result() for f in futs}
+    for c in circuits:
+        synthesize_partition(c, ("sample", 0, 0))
+    return {os.getpid()}
 
 
 def default_workers() -> int:
