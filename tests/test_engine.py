@@ -218,6 +218,13 @@ def test_missing_key_fails_its_jobs_only(cube_key):
         with pytest.raises(KeyError, match="no proving key"):
             f_other.result(timeout=300)
         assert verifier.verify(pk.vk, f_cube.result(timeout=300).public_inputs[0], f_cube.result().proofs[0])
+        # pre-synthesized witnesses: accepted for the right circuit, refused (ValueError) for another shape
+        w = circuit.witness(circuit.sample_inputs(1, 13))
+        res = eng.submit(circuit, witnesses=[w]).result(timeout=300)
+        assert res.public_inputs == [w.public_inputs] and verifier.verify(pk.vk, w.public_inputs, res.proofs[0])
+        w_other = other.witness(other.sample_inputs(0, 0))
+        with pytest.raises(ValueError, match="does not match the R1CS"):
+            eng.submit(circuit, witnesses=[w_other]).result(timeout=60)
 
 
 # ---------------------------------------------------------------------------------------------------------------

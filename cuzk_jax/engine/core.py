@@ -355,6 +355,8 @@ class Engine:
             try:
                 fut = self._pool.submit(synthesis.synthesize_partition, entry.portable, spec)
             except RuntimeError as e:  # pool shut down under us
+                with self._lock:
+                    self._synthesizing[entry.digest] -= P - index  # these tasks were never queued
                 self._fail(job, EngineShutdown(f"synthesis pool unavailable: {e}"))
                 break
             with self._lock:
@@ -419,36 +421,31 @@ class Engine:
     def _on_synthesized(self, job: _Job, index: int, fut: cf.Future) -> None:
         if fut.cancelled():
             return  # accounted for by whoever cancelled it
-        with self._lock:
-            self._synthesizing[job.entry.digest] -= 1
-            self._cv.notify_all()
         exc = fut.exception()
-        if exc is not None:
-            self._fail(job, exc)
-            return
-        out = fut.result()
-        self.timeline.add(out.worker, "synthesis", out.t_start, out.t_end, job=job.id)
-        r1cs = job.entry.r1cs
-        problem = None
-        if (out.num_inputs, out.num_aux) != (r1cs.num_inputs, r1cs.num_aux):
-            problem = (f"partition {index}: witness shape (inputs={out.num_inputs}, aux={out.num_aux}) does not "
-                       f"match the R1CS (inputs={r1cs.num_inputs}, aux={r1cs.num_aux})")
-        elif out.num_constraints is not None and out.num_constraints != r1cs.num_constraints:
-            problem = (f"partition {index}: witness synthesized with {out.num_constraints} constraints, the R1CS has "
-                       f"{r1cs.num_constraints}: not the same circuit shape")
-        if problem:
-            self._fail(job, ValueError(problem))
-            return
+        out = None if exc is not None else fut.result()
+        if out is not None:
+            self.timeline.add(out.worker, "synthesis", out.t_start, out.t_end, job=job.id)
+            r1cs = job.entry.r1cs
+            if (out.num_inputs, out.num_aux) != (r1cs.num_inputs, r1cs.num_aux):
+                exc = ValueError(f"partition {index}: witness shape (inputs={out.num_inputs}, aux={out.num_aux}) "
+                                 f"does not match the R1CS (inputs={r1cs.num_inputs}, aux={r1cs.num_aux})")
+            elif out.num_constraints is not None and out.num_constraints != r1cs.num_constraints:
+                exc = ValueError(f"partition {index}: witness synthesized with {out.num_constraints} constraints, the "
+                                 f"R1CS has {r1cs.num_constraints}: not the same circuit shape")
         now = time.perf_counter()
         with self._lock:
-            if not job.active:
-                return
-            job.publics[index] = out.public_inputs
-            job.synth_s += out.t_end - out.t_start
-            self._phase_s["synthesis"] += out.t_end - out.t_start
-            self._phase_n["synthesis"] += 1
-            self._ready[job.entry.digest].append(_Slot(job, index, out.z, now))
+            # leaving "synthesizing" and entering "ready" in one step: the collector must never see the circuit idle
+            # (nothing synthesizing) while this partition is in neither state, or it would flush a short batch
+            self._synthesizing[job.entry.digest] -= 1
             self._cv.notify_all()
+            if exc is None and job.active:
+                job.publics[index] = out.public_inputs
+                job.synth_s += out.t_end - out.t_start
+                self._phase_s["synthesis"] += out.t_end - out.t_start
+                self._phase_n["synthesis"] += 1
+                self._ready[job.entry.digest].append(_Slot(job, index, out.z, now))
+        if exc is not None:
+            self._fail(job, exc)
 
     def _complete(self, job: _Job, resident) -> None:
         now = time.perf_counter()
