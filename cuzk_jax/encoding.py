@@ -62,13 +62,13 @@ def ints_to_limbs(values: Iterable[int], field, montgomery: bool = False) -> np.
                 raise ValueError(f"{f.name} element out of range [0, modulus): {int(v)}")
         vals = [int(v) for v in vals]
         buf = b"".join([v.to_bytes(f.nbytes, "little") for v in vals])
-    if montgomery:
-        vals = [v * f.mont_r % f.modulus for v in vals]
-        buf = b"".join([v.to_bytes(f.nbytes, "little") for v in vals])
     arr = np.ascontiguousarray(np.frombuffer(buf, dtype="<u4").reshape(len(vals), f.limbs).T).astype(np.uint32)
-    if not limbs_less_than(arr, f.modulus).all():
-        first = int(np.argmin(limbs_less_than(arr, f.modulus)))
-        raise ValueError(f"{f.name} element out of range [0, modulus): {vals[first]}")
+    ok = limbs_less_than(arr, f.modulus)
+    if not ok.all():  # checked on the given values, before any Montgomery conversion
+        raise ValueError(f"{f.name} element out of range [0, modulus): {vals[int(np.argmin(ok))]}")
+    if montgomery:
+        mont = b"".join([(v * f.mont_r % f.modulus).to_bytes(f.nbytes, "little") for v in vals])
+        arr = np.ascontiguousarray(np.frombuffer(mont, dtype="<u4").reshape(len(vals), f.limbs).T).astype(np.uint32)
     return arr
 
 

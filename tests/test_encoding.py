@@ -41,6 +41,9 @@ def test_malformed_input_raises_value_error():
         E.ints_to_limbs([fr.modulus], fr)
     with pytest.raises(ValueError, match="out of range"):
         E.ints_to_limbs([-1], fr)
+    for mont in (False, True):  # the range check happens before any Montgomery conversion
+        with pytest.raises(ValueError, match="out of range"):
+            E.ints_to_limbs([1, fr.modulus], fr, montgomery=mont)
     with pytest.raises(ValueError, match="must be an int"):
         E.ints_to_limbs([1.5], fr)
     with pytest.raises(ValueError, match="must be an int"):
