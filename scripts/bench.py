@@ -11,7 +11,7 @@ import os
 
 from absl import app, flags, logging
 
-OPS = ("field", "msm", "ntt", "h", "engine", "prove")
+OPS = ("field", "curve", "msm", "ntt", "h", "engine")
 
 flags.DEFINE_list("op", ["field"], f"ops to benchmark, from {OPS}")
 flags.DEFINE_list("field", ["fq"], "fields for --op=field (fq, fr, fq2)")
