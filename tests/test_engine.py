@@ -27,7 +27,6 @@ from cuzk_jax.engine import Engine, EngineConfig, EngineShutdown, HostBackend, K
 from cuzk_jax.engine import timeline as tl
 from cuzk_jax.groth16 import generator, prover, verifier
 from cuzk_jax.groth16.data_structures import Proof
-from cuzk_jax.reference.constants import R
 
 P = 2  # device batch size in these tests (one compiled shape, shared with test_groth16)
 SEED = 7

@@ -48,7 +48,7 @@ import jax
 import numpy as np
 
 from cuzk_jax.groth16 import prover
-from cuzk_jax.groth16.data_structures import Proof, proofs_to_bytes
+from cuzk_jax.groth16.data_structures import proofs_to_bytes
 
 from . import synthesis
 from .backends import DeviceBackend, unsatisfied_error
