@@ -26,6 +26,7 @@ flags.DEFINE_integer("batch", 1, "partitions per MSM in the bench")
 flags.DEFINE_integer("reps", 5, "timed repetitions")
 flags.DEFINE_integer("warmup", 2, "warm-up runs")
 flags.DEFINE_bool("skip_check", False, "skip the correctness check")
+flags.DEFINE_bool("check_batch", True, "also check a 3-partition MSM (per-partition bases) against xla")
 flags.DEFINE_bool("skip_bench", False, "skip the benchmark")
 flags.DEFINE_string("out", "", "JSON output path")
 flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
@@ -78,6 +79,22 @@ def check(group: str, log_n: int, specs) -> bool:
             ok &= same and ark is not False
             print(f"[check] {group} 2^{log_n} {spec:<24} {name:<12} pallas==xla: {same}  arkworks: {ark}  "
                   f"({t1 - t0:.1f} s / xla {t2 - t1:.1f} s, first calls include compilation)", flush=True)
+    if FLAGS.check_batch:
+        P = 3
+        bx = jnp.stack([bases.x, jnp.roll(bases.x, 1, axis=-1), jnp.roll(bases.x, 2, axis=-1)], axis=-2)
+        by = jnp.stack([bases.y, jnp.roll(bases.y, 1, axis=-1), jnp.roll(bases.y, 2, axis=-1)], axis=-2)
+        bb = cv.Affine(bx, by, jnp.zeros((P, n), bool).at[1, ::5].set(True))
+        sc = [[rng.randrange(R) for _ in range(n)], [rng.choice([0, 1]) for _ in range(n)], [rng.randrange(R)] * n]
+        s = jnp.stack([jnp.asarray(enc.ints_to_limbs(v, "fr")) for v in sc], axis=1)
+        want = jax.block_until_ready(xla(bb, s))
+        for spec in specs:
+            impl, kw = bmsm.parse_impl(spec)
+            fn = M.msm_jit(group, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
+            got = jax.block_until_ready(fn(bb, s))
+            with jax.enable_x64(True):
+                same = bool(jnp.all(eq(got, want)))
+            ok &= same
+            print(f"[check] {group} 2^{log_n} {spec:<24} batch of {P}   pallas==xla: {same}", flush=True)
     return ok
 
 

@@ -4,8 +4,10 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
 
 * :func:`accumulate_bases` (``_acc_mixed_kernel``): the hot loop. The sorted (bucket key, base index | sign)
   pairs are cut into segments of ``seg`` pairs, one per lane (``block`` lanes per program). Each lane walks its
-  segment, **gathers the affine base limbs through the sorted index list** (``x_ref[l, idx]`` on the unblocked base
-  arrays, as DESIGN.md measured: no sorted copy of the bases is materialised), negates y for negative digits, and
+  segment, **gathers the affine base limbs through the sorted index list** (``b_ref[idx, l]`` on the unblocked
+  base array -- point-major by default, so one base is a few cache lines; ``b_ref[l, idx]`` on limb-major rows as
+  DESIGN.md measured is the other option -- no sorted copy of the bases is materialised), negates y for negative
+  digits, and
   adds it into an XYZZ accumulator with the mixed addition of :mod:`cuzk_jax.ops.curve`. A run of equal keys
   that starts and ends inside the segment is a complete bucket: it is stored straight into the bucket array (its
   only writer). The lane's first run and its last run may continue in the neighbouring segments; they are written
@@ -24,13 +26,14 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
     multiplier: ``m_r = (r mod K) L1`` (bucket reduction: row offsets inside a window) or
     ``m_r = 2^(c (r mod W)) - 1`` with ``L1 = 1`` (window combination: ``2^(c w) WS_w``).
 
-Both kernels use one addition site in their loop (the operands are selected per step), so the Triton program holds
-one copy of the formula.
+Every loop holds one addition site (operands are selected per step): kernel 1 holds one copy of the mixed
+addition, kernel 2 two copies of the general addition (its ACC and WROW branches).
 
 Field representation inside kernels: on GPU the limb-list fields of :mod:`cuzk_jax.ops.pallas.limb_field` (every limb
 row a 1-D uint64 vector of ``block`` lanes -- Triton only handles power-of-two tensors); in interpret mode the limb
-rows are stacked into the ``(12, block)`` arrays of :mod:`cuzk_jax.ops.field` (same values, same formulas), which
-compiles much faster on CPU.
+rows are stacked into ``(12, block)`` arrays (the :mod:`cuzk_jax.ops.field` layout) handled by the constant-free
+:class:`~cuzk_jax.ops.pallas.limb_field.ArrayField` (same values, same formulas), which compiles much faster on CPU;
+``rep="limb"`` interprets the GPU form instead.
 
 Memory layout: points are uint32 "row" arrays ``(4 Lc, K)``: coordinate ``k`` of XYZZ occupies rows
 ``k Lc .. k Lc + Lc - 1`` with ``Lc = 12`` (G1) or 24 (G2: c0 limbs then c1 limbs); Montgomery form. Bucket /
