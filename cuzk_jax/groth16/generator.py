@@ -47,7 +47,7 @@ def insecure_toxic_waste_for_tests(seed: int) -> ToxicWaste:
     return ToxicWaste(*(_draw(rnd.randrange) for _ in range(5)))
 
 
-def _batch_inv_host(xs: list[int]) -> list[int]:
+def batch_inv_host(xs: list[int]) -> list[int]:
     """Montgomery's trick on Python ints (one modular inversion); every x must be nonzero."""
     prefix, acc = [], 1
     for x in xs:
@@ -61,16 +61,17 @@ def _batch_inv_host(xs: list[int]) -> list[int]:
     return out
 
 
-def lagrange_at(n: int, tau: int) -> list[int]:
-    """``L_j(tau) = w^j (tau^n - 1) / (n (tau - w^j))`` for the size-n domain, with one batched inversion."""
-    w = pow(7, (R - 1) // n, R)
+def lagrange_at(n: int, tau: int, generator: int = 7) -> list[int]:
+    """``L_j(tau) = w^j (tau^n - 1) / (n (tau - w^j))`` for the size-n domain with ``w = generator^((r-1)/n)``
+    (7 for our domains, 5 for snarkjs's), with one batched inversion."""
+    w = pow(generator, (R - 1) // n, R)
     z = (pow(tau, n, R) - 1) % R
     if z == 0:
         raise ValueError("tau lies in the evaluation domain; draw new toxic waste")
     ws = [1] * n
     for j in range(1, n):
         ws[j] = ws[j - 1] * w % R
-    inv = _batch_inv_host([(tau - x) % R for x in ws])
+    inv = batch_inv_host([(tau - x) % R for x in ws])
     k = z * pow(n, R - 2, R) % R
     return [x * k % R * y % R for x, y in zip(ws, inv)]
 

@@ -37,30 +37,11 @@ R = C.R
 SNARKJS_GENERATOR = 5
 
 
-def _batch_inv(xs: list[int]) -> list[int]:
-    """Montgomery's trick (all inputs nonzero)."""
-    pref, acc = [], 1
-    for x in xs:
-        pref.append(acc)
-        acc = acc * x % R
-    inv = pow(acc, R - 2, R)
-    out = [0] * len(xs)
-    for i in range(len(xs) - 1, -1, -1):
-        out[i] = inv * pref[i] % R
-        inv = inv * xs[i] % R
-    return out
-
-
 def lagrange_at(tau: int, n: int) -> list[int]:
     """``L_i(tau)`` for the size-n domain of snarkjs's roots: ``(tau^n - 1)/n * w^i / (tau - w^i)``."""
-    w = pow(SNARKJS_GENERATOR, (R - 1) // n, R)
-    pts, x = [], 1
-    for _ in range(n):
-        pts.append(x)
-        x = x * w % R
-    z = (pow(tau, n, R) - 1) * pow(n, R - 2, R) % R
-    invs = _batch_inv([(tau - p) % R for p in pts])
-    return [z * p % R * iv % R for p, iv in zip(pts, invs)]
+    from cuzk_jax.groth16.generator import lagrange_at as _lagrange_at
+
+    return _lagrange_at(n, tau, SNARKJS_GENERATOR)
 
 
 def toxic_waste(seed: int) -> dict[str, int]:
