@@ -43,6 +43,7 @@ import struct
 from typing import Optional
 
 import jax
+import numpy as np
 
 from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
@@ -274,7 +275,7 @@ class ProvingKey:
             if count != expected[name]:
                 raise KeyFormatError(f"{what}: {name} has {count} points, the header implies {expected[name]}")
             size = 96 if group == "g1" else 192
-            raw = rd.take(count * size, name)
+            raw = np.frombuffer(rd.take(count * size, name), np.uint8).reshape(count, size)
             try:
                 fields[name] = points.decode(raw, group, compressed=False, check=True)
             except ValueError as e:
