@@ -462,7 +462,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     ``lax.while_loop`` drives kernel 2 through five stages (fixed buffer shapes, so one compiled kernel):
     0 merge partials into buckets (levels of segmented accumulation until one segment is left), 1 weighted row
     sums of ``L1`` buckets (``T + (k L1) S`` per row), 2 sum the ``K`` rows of each window, 3 scale window ``w`` by
-    ``2^(c w)``, 4 sum the windows of each partition and ``prev``.
+    ``2^(c w)`` (``c w`` doublings), 4 sum the windows of each partition and ``prev``.
     """
     from .pallas import bucket as pk
 
@@ -477,7 +477,9 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     Mp = nseg * seg
     keys = jnp.concatenate([jnp.where(keys < NB, keys, pk.SENT), jnp.full((Mp - M,), pk.SENT, jnp.int32)])
     vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
-    L1 = int(min(H, max(2, 1 << ((c + 1) // 2))))
+    # rows of L1 buckets: the row pass costs ~2 L1 + 2 c sequential additions per lane and the window sums a few
+    # levels of acc_seg; L1 ~ 2^((c-1)/3) keeps both short (32 at c = 16, 128 at c = 20)
+    L1 = int(min(H, max(2, 1 << -(-(c - 1) // 3))))
     K = H // L1
     R1 = NB // L1
     nbuf = _pow2_ceil(max(2 * nseg, NB + 2, 2 * block))
@@ -506,7 +508,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
         acc = jnp.stack([i32(pk.MODE_ACC), cnt, i32(acc_seg), (cnt <= acc_seg).astype(jnp.int32)] + [i32(0)] * 4)
         wrow1 = jnp.stack([i32(pk.MODE_WROW), i32(R1), i32(L1), i32(0), i32(c - 1), i32(pk.MKIND_ROWS), i32(K),
                            i32(0)])
-        wrow3 = jnp.stack([i32(pk.MODE_WROW), i32(G * W), i32(1), i32(0), i32(c * (W - 1)), i32(pk.MKIND_POW2),
+        wrow3 = jnp.stack([i32(pk.MODE_WROW), i32(G * W), i32(1), i32(0), i32(c * (W - 1)), i32(pk.MKIND_SHIFT),
                            i32(c), i32(W)])
         return jnp.where(stage == 1, wrow1, jnp.where(stage == 3, wrow3, acc))
 

@@ -22,9 +22,9 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
     buckets, sums rows into window sums, sums windows into the result. With ``final`` set (only one live segment)
     every run is written straight to its bucket.
   - mode ``WROW``: per lane (row) ``r``: running sums over ``L1`` consecutive entries from the top
-    (``S += X_j; T += S``, so ``T = sum (j + 1) X_j``), then ``T + m_r S`` by double-and-add with a per-lane
-    multiplier: ``m_r = (r mod K) L1`` (bucket reduction: row offsets inside a window) or
-    ``m_r = 2^(c (r mod W)) - 1`` with ``L1 = 1`` (window combination: ``2^(c w) WS_w``).
+    (``S += X_j; T += S``, so ``T = sum (j + 1) X_j``), then either ``T + m_r S`` by double-and-add with
+    ``m_r = (r mod K) L1`` (bucket reduction: the row's offset inside its window), or, with ``L1 = 1``,
+    ``2^(c (r mod W)) S`` by masked doublings (window combination: window ``w`` scaled by ``2^(c w)``).
 
 Every loop holds one addition site (operands are selected per step): kernel 1 holds one copy of the mixed
 addition, kernel 2 two copies of the general addition (its ACC and WROW branches).
@@ -62,8 +62,8 @@ from cuzk_jax.ops.pallas import limb_field
 SENT = np.int32(2**31 - 1)  # key of empty entries (sorts last)
 MODE_ACC = 0
 MODE_WROW = 1
-MKIND_ROWS = 1  # m = (r mod K) * L1
-MKIND_POW2 = 2  # m = 2^(c (r mod W)) - 1
+MKIND_ROWS = 1  # output T + m S with m = (r mod K) * L1
+MKIND_SHIFT = 2  # output 2^e S with e = c * (r mod W)
 NPRM = 8  # prm = [mode, count|rows, seg|L1, final, mbits, mkind, mp1, mp2]
 DEFAULT_BLOCK = 64
 DEFAULT_NUM_WARPS = 2
@@ -285,35 +285,40 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
         live = lanes < n
         trash = y_ref.shape[1] - 1
         base = jnp.where(live, lanes * L1, 0)
-        # multiplier bits: rows -> m = (r mod K) L1 ; pow2 -> m = 2^(c (r mod W)) - 1 (bit b set iff b < c w)
+        # ROWS: m = (r mod K) L1, double-and-add over mbits bits, output T + m S
+        # SHIFT: output 2^e S with e = c (r mod W): mbits (the largest e) masked doublings of D = S, no additions
+        shift = mkind == MKIND_SHIFT
         m_rows = (lanes % jnp.maximum(mp1, 1)) * L1
-        pow_top = mp1 * (lanes % jnp.maximum(mp2, 1))
+        e_lane = mp1 * (lanes % jnp.maximum(mp2, 1))
+        p2 = jnp.where(shift, mbits, 2 * mbits)
         ident = rep.ident_rows(block)
-        nsteps = 2 * L1 + 2 * mbits + 1
+        nsteps = 2 * L1 + p2 + 1
 
         def body(u, carry):
             S_, T_, D_ = carry
             in1 = u < 2 * L1
-            in2 = (u >= 2 * L1) & (u < 2 * L1 + 2 * mbits)
+            in2 = (u >= 2 * L1) & (u < 2 * L1 + p2)
+            last = ~in1 & ~in2
             even = (u % 2) == 0
+            v = u - 2 * L1
             j = jnp.maximum(L1 - 1 - u // 2, 0)
             xj = _load_rows(x_ref, nrows, base + j)
-            b_bit = jnp.maximum(mbits - 1 - (u - 2 * L1) // 2, 0)
-            bit_rows = ((m_rows >> b_bit) & 1) == 1
-            bit_pow = b_bit < pow_top
-            bit = jnp.where(mkind == MKIND_ROWS, bit_rows, bit_pow)
-            # operands: phase 1 even (S, x_j), odd (T, S); phase 2 even (D, D), odd (D, S); last (T, D)
-            last = ~in1 & ~in2
+            dbl2 = in2 & (shift | even)  # phase-2 doubling D + D
+            add2 = in2 & ~dbl2  # phase-2 addition D + S (ROWS only), kept where the bit is set
+            bit = ((m_rows >> jnp.maximum(mbits - 1 - v // 2, 0)) & 1) == 1
+            # operands: phase 1 even (S, x_j), odd (T, S); phase 2 (D, D) / (D, S); last: ROWS (T, D), SHIFT (D, 0)
             a_s = in1 & even
-            a_t = (in1 & ~even) | last
+            a_t = (in1 & ~even) | (last & ~shift)
             b_x = in1 & even
-            b_s = ~even & (in1 | in2)
+            b_s = (in1 & ~even) | add2
+            b_0 = last & shift
             a = [jnp.where(a_s, s1, jnp.where(a_t, t1, d1)) for s1, t1, d1 in zip(S_, T_, D_)]
-            b = [jnp.where(b_x, x1, jnp.where(b_s, s1, d1)) for x1, s1, d1 in zip(xj, S_, D_)]
+            b = [jnp.where(b_x, x1, jnp.where(b_s, s1, jnp.where(b_0, z1, d1))) for x1, s1, d1, z1 in zip(xj, S_, D_, ident)]
             r = rep.point_rows(add(rep.point(a), rep.point(b)))
             S_n = _sel_rows(in1 & even, r, S_)
-            T_n = _sel_rows(a_t, r, T_)
-            D_n = _sel_rows(in2 & (even | bit), r, D_)
+            T_n = _sel_rows(a_t | (last & shift), r, T_)
+            keep_d = (in1 & even & shift) | (dbl2 & (~shift | (v < e_lane))) | (add2 & bit)
+            D_n = _sel_rows(keep_d, r, D_)
             return S_n, T_n, D_n
 
         S_, T_, D_ = lax.fori_loop(0, nsteps, body, (ident, ident, ident))
