@@ -7,8 +7,9 @@ figures below are sppark's "points resident" ones). Pallas and the XLA fallback 
 
 Impl specs (``--impl``, comma separated; default ``pallas,xla`` on GPU, ``xla`` elsewhere): ``xla``, ``pallas``,
 or ``pallas:seg=64:b=64:w=2:acc=16:ms=unrolled:bl=limb`` to set the kernel options (pairs per lane, lanes per
-program, warps, pairs per lane in the later stages, kernel multiplication schedule ``rolled``/``unrolled``, base
-layout for the gathers ``point``/``limb``).
+program, warps, pairs per lane in the later stages, kernel multiplication schedule ``rolled`` / ``unrolled`` /
+``rolled_ptx`` / ``unrolled_ptx`` (``_ptx``: products as PTX ``mad.wide.u32``), base layout for the gathers
+``point`` / ``limb``).
 
 Inputs: ``2^min(log_n, 14)`` distinct points ``k_i G`` (random ``k_i``, computed on the host with
 py_arkworks_bls12381 if installed, else with the reference curve for a smaller set) are tiled to ``2^log_n`` bases

@@ -83,12 +83,15 @@ class _Rep:
         self.g2 = curve.coord_ndim == 2
         self.Lc = 24 if self.g2 else 12
         if kind == "limb":
-            if mul_schedule == "rolled":
-                self.F = limb_field.fq2 if self.g2 else limb_field.fq
-            elif mul_schedule == "unrolled":
-                self.F = limb_field.fq2_unrolled if self.g2 else limb_field.fq_unrolled
-            else:
-                raise ValueError(f"unknown kernel mul schedule {mul_schedule!r}")
+            fields = {
+                "rolled": (limb_field.fq, limb_field.fq2),
+                "unrolled": (limb_field.fq_unrolled, limb_field.fq2_unrolled),
+                "rolled_ptx": (limb_field.fq_ptx, limb_field.fq2_ptx),
+                "unrolled_ptx": (limb_field.fq_unrolled_ptx, limb_field.fq2_unrolled_ptx),
+            }
+            if mul_schedule not in fields:
+                raise ValueError(f"unknown kernel mul schedule {mul_schedule!r}; expected one of {sorted(fields)}")
+            self.F = fields[mul_schedule][1 if self.g2 else 0]
         elif kind == "array":
             self.F = limb_field.array_fq2 if self.g2 else limb_field.array_fq
         else:

@@ -29,6 +29,9 @@ multiplication when ``stack=True`` (the XLA use: one copy of the multiplier per 
 ``schedule="rolled"`` runs the outer CIOS loop as a ``lax.fori_loop`` (L times smaller program; for XLA on CPU where
 compile time dominates); kernels use the straight-line ``"unrolled"`` schedule.
 
+``wide="ptx"`` computes every 32x32->64-bit product of CIOS with one PTX ``mad.wide.u32`` (inline assembly,
+Triton on NVIDIA GPUs only), which the jnp form on uint64 registers does not get from the compiler; same results.
+
 Helpers :func:`to_limbs` / :func:`from_limbs` convert between the array layout of :mod:`cuzk_jax.ops.field`
 (``(L, *batch)`` / ``(2, L, *batch)`` uint32) and these lists.
 """
@@ -53,9 +56,12 @@ class LimbField:
     ``base`` is the :class:`cuzk_jax.ops.field.PrimeField` whose modulus / Montgomery constants are used.
     """
 
-    def __init__(self, base: ops_field.PrimeField, *, stack: bool = False, schedule: str = "unrolled"):
+    def __init__(self, base: ops_field.PrimeField, *, stack: bool = False, schedule: str = "unrolled",
+                 wide: str = "jnp"):
         if schedule not in ("unrolled", "rolled"):
             raise ValueError(f"unknown schedule {schedule!r}")
+        if wide not in ("jnp", "ptx"):
+            raise ValueError(f"unknown wide-multiply form {wide!r}")
         self.base = base
         self.name = base.name
         self.limbs = base.limbs
@@ -64,9 +70,11 @@ class LimbField:
         self.one_limbs = tuple(ops_field.int_to_limbs(base.r_mod, base.limbs))  # Montgomery form of 1
         self.stack = stack
         self.schedule = schedule
+        self.wide = wide
+        self._step = _cios_step if wide == "jnp" else _cios_step_ptx
 
     def __repr__(self) -> str:
-        return f"LimbField({self.name}, stack={self.stack}, schedule={self.schedule!r})"
+        return f"LimbField({self.name}, stack={self.stack}, schedule={self.schedule!r}, wide={self.wide!r})"
 
     # -- construction --------------------------------------------------------------------------------------------
     def zeros_like(self, a):
@@ -97,7 +105,12 @@ class LimbField:
     def mul(self, a, b):
         """Montgomery product ``a b / R mod p`` (fully reduced)."""
         if self.schedule == "unrolled":
-            return cios_limbs(a, b, self.p_limbs, self.pinv)
+            if self.wide == "jnp":
+                return cios_limbs(a, b, self.p_limbs, self.pinv)
+            t = [jnp.zeros_like(a[0]) for _ in range(self.limbs)]
+            for i in range(self.limbs):
+                t = self._step(t, a, b[i], self.p_limbs, self.pinv)
+            return cond_sub_limbs(t, self.p_limbs)
         return self._mul_rolled(a, b)
 
     def _mul_rolled(self, a, b):
@@ -112,7 +125,7 @@ class LimbField:
 
         def body(_, carry):
             t, bq = carry
-            t = _cios_step(list(t), a, bq[0], self.p_limbs, self.pinv)
+            t = self._step(list(t), a, bq[0], self.p_limbs, self.pinv)
             return tuple(t), tuple(bq[1:]) + (bq[0],)
 
         t0 = tuple(jnp.zeros(shape, a[0].dtype) for _ in range(n))
@@ -162,6 +175,46 @@ class LimbField:
 
     def select(self, mask, a, b):
         return [jnp.where(mask, x, y) for x, y in zip(a, b)]
+
+
+def _mad_wide(a32, b32, c64):
+    """``a * b + c`` for uint32 ``a, b`` and uint64 ``c`` as ONE PTX ``mad.wide.u32`` (Triton on NVIDIA only).
+
+    Written in jnp, a 32x32->64-bit product of limbs held in uint64 registers compiles to a full 64-bit multiply
+    (several IMADs), because the compiler cannot see that the high halves are zero once they went through a mask.
+    """
+    from jax.experimental.pallas import triton as plt
+
+    (out,) = plt.elementwise_inline_asm(
+        "mad.wide.u32 $0, $1, $2, $3;",
+        args=[a32, b32, c64],
+        constraints="=l,r,r,l",
+        pack=1,
+        result_shape_dtypes=[jax.ShapeDtypeStruct(c64.shape, jnp.uint64)],
+    )
+    return out
+
+
+def _cios_step_ptx(t, a, bi, p_limbs, pinv):
+    """:func:`cuzk_jax.ops.field._cios_step` with every 32x32->64 product a ``mad.wide.u32`` (same results)."""
+    n = len(p_limbs)
+    u32 = jnp.uint32
+    b32 = bi.astype(u32)
+    a32 = [x.astype(u32) for x in a]
+    s = _mad_wide(a32[0], b32, t[0])
+    A = s >> 32
+    t0 = s & MASK32
+    m32 = t0.astype(u32) * u32(pinv)  # m = t0 * pinv mod 2^32
+    C = _mad_wide(m32, jnp.full_like(m32, p_limbs[0]), t0) >> 32
+    out = [None] * n
+    for j in range(1, n):
+        s = _mad_wide(a32[j], b32, t[j]) + A
+        A = s >> 32
+        s2 = _mad_wide(m32, jnp.full_like(m32, p_limbs[j]), s & MASK32) + C
+        C = s2 >> 32
+        out[j - 1] = s2 & MASK32
+    out[n - 1] = C + A
+    return out
 
 
 def _broadcast_lists(xs, ys):
@@ -478,6 +531,11 @@ fr = LimbField(ops_field.fr, schedule="rolled")
 fq2 = LimbFq2(fq)
 fq_unrolled = LimbField(ops_field.fq, schedule="unrolled")
 fq2_unrolled = LimbFq2(fq_unrolled)
+# the same with PTX mad.wide.u32 products (GPU kernels only: inline assembly has no interpreter)
+fq_ptx = LimbField(ops_field.fq, schedule="rolled", wide="ptx")
+fq2_ptx = LimbFq2(fq_ptx)
+fq_unrolled_ptx = LimbField(ops_field.fq, schedule="unrolled", wide="ptx")
+fq2_unrolled_ptx = LimbFq2(fq_unrolled_ptx)
 
 
 # ---------------------------------------------------------------------------------------------------------------
