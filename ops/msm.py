@@ -25,7 +25,8 @@ cites -- and as in sppark / supraseal):
 5. **Bucket reduction** by running sums: per window, ``sum_m m B_m``; rows of ``L1`` buckets are summed with the
    classic running sum (``S += B_j; T += S`` from the top), then ``T + (row offset) * S`` per row, then a sum over
    the rows of the window.
-6. **Window combination**: Horner in ``2^c`` (``c`` doublings then one addition per window).
+6. **Window combination**: ``sum_w 2^(c w) WS_w`` -- Horner (``c`` doublings then one addition per window) in the
+   XLA path; in the Pallas path every window is scaled by ``c w`` doublings in parallel, then the windows are summed.
 
 The supraseal "split" (skip zero scalars, sum the bases whose scalar is one separately) falls out of step 3-4: a
 zero scalar (or a base at infinity, whose scalar is zeroed) produces only sentinel pairs, which sort past the live
@@ -41,9 +42,10 @@ Batch axis: bases are ``Affine`` with coordinates ``(12, N)`` / ``(2, 12, N)`` (
 ``(12, P, N)`` / ``(2, 12, P, N)`` (one base set per partition); scalars are canonical (NOT Montgomery) uint32 limbs
 ``(8, N)`` or ``(8, P, N)``. The result is a :class:`~cuzk_jax.ops.curve.Jacobian` with batch shape ``()`` or
 ``(P,)``. Partitions are processed together (one sort, one set of kernel launches) as long as the number of pairs
-fits ``max_pairs``; beyond that, groups of partitions run in a ``lax.map`` and long point ranges in chunks
-(``lax.fori_loop``) whose results are added -- this is what keeps 2^24 G1 points, or ten partitions of them, within
-one H200's memory.
+fits ``max_pairs`` (2^28 by default); beyond that, groups of partitions run in a ``lax.map`` and long point ranges
+in chunks (``lax.fori_loop``, window sized for the chunk) whose results are added. A 2^24 G1 MSM is one pass: 218M
+pairs at c = 20 (1.7 GB plus the sort's scratch) and, in the Pallas path, about 10 GB of bucket / partial buffers
+(2^23 columns x 48 words each); ten such partitions run as ten passes, so the footprint does not grow with P.
 
 Implementations (``impl=``): ``"pallas"`` runs steps 4-6 as Pallas kernels (:mod:`cuzk_jax.ops.pallas.bucket`),
 the default on GPU; ``"xla"`` runs them as ONE ``lax.fori_loop`` (the "step machine", :func:`_xla_pass`) whose body
@@ -57,7 +59,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 
 import jax
 import jax.numpy as jnp
