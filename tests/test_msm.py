@@ -319,6 +319,9 @@ def test_host_msm_matches_arkworks(group, n, rng):
     assert cuzk_jax.msm(enc_pts, [0] * n, group=group) == ARK[group].identity().to_compressed_bytes()
     # negative twin: a different scalar vector gives different bytes
     assert cuzk_jax.msm(enc_pts, [1] * n, group=group) != expect
+    # an encoded point at infinity contributes nothing
+    ident = ARK[group].identity().to_compressed_bytes()
+    assert cuzk_jax.msm(enc_pts + [ident], scalars + [12345], group=group) == expect
 
 
 def test_host_msm_empty_and_errors():
