@@ -69,7 +69,13 @@ def check(group: str, log_n: int, specs) -> bool:
         for name, (b, sc) in cases.items():
             s = jnp.asarray(enc.ints_to_limbs(sc, "fr"))
             t0 = time.perf_counter()
-            got = jax.block_until_ready(fn(b, s))
+            try:
+                got = jax.block_until_ready(fn(b, s))
+            except Exception as e:  # report and go on with the other cases / groups
+                print(f"[check] {group} 2^{log_n} {spec:<24} {name:<12} FAILED TO RUN: {type(e).__name__}: "
+                      f"{str(e)[:2000]}", flush=True)
+                ok = False
+                break
             t1 = time.perf_counter()
             want = jax.block_until_ready(xla(b, s))
             t2 = time.perf_counter()
@@ -90,7 +96,12 @@ def check(group: str, log_n: int, specs) -> bool:
         for spec in specs:
             impl, kw = bmsm.parse_impl(spec)
             fn = M.msm_jit(group, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
-            got = jax.block_until_ready(fn(bb, s))
+            try:
+                got = jax.block_until_ready(fn(bb, s))
+            except Exception as e:
+                print(f"[check] {group} {spec} batch FAILED TO RUN: {type(e).__name__}: {str(e)[:500]}", flush=True)
+                ok = False
+                continue
             with jax.enable_x64(True):
                 same = bool(jnp.all(eq(got, want)))
             ok &= same
