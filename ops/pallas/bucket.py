@@ -12,8 +12,8 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
   that starts and ends inside the segment is a complete bucket: it is stored straight into the bucket array (its
   only writer). The lane's first run and its last run may continue in the neighbouring segments; they are written
   to the lane's two *partial* slots ``2 l`` and ``2 l + 1`` with their keys (identity / the same key when unused),
-  so the partial list is again sorted by key. Programs whose segments lie past the live count (the zero digits,
-  sorted last) only write empty partials.
+  so the partial list is again sorted by key; the next level reads only the ``2 ceil(count / seg)`` slots of live
+  lanes. Programs whose segments lie past the live count (the zero digits, sorted last) return at once.
 * :func:`general_step` (``_general_kernel``): one kernel for every later step, chosen by a runtime mode so that
   the whole tail of the MSM is ONE kernel called from ONE ``lax.while_loop`` (one Triton compile on GPU, one
   interpreted body on CPU):
@@ -195,16 +195,6 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, 
     plt.store(pk_ref.at[2 * lanes + 1], jnp.where(final, SENT, run_key), mask=lanes >= 0)
 
 
-def _empty_partials(rep, lanes, p_ref, pk_ref):
-    B = lanes.shape[0]
-    ident = rep.ident_rows(B)
-    sent = jnp.full((B,), SENT, jnp.int32)
-    always = lanes >= 0
-    for slot in (2 * lanes, 2 * lanes + 1):
-        _store_rows(p_ref, ident, slot, always)
-        plt.store(pk_ref.at[slot], sent, mask=always)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Kernel 1: accumulation of affine bases (mixed additions), level 1
 # ---------------------------------------------------------------------------------------------------------------
@@ -237,13 +227,11 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
     def add(a, p):
         return curve.xyzz_add_mixed(a, p, F=F)
 
+    # Programs past the live count do nothing: their partial slots lie past the next level's count and are
+    # never read.
     @pl.when(pid * block * seg < count)
     def _():
         _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, pk_ref, y_ref)
-
-    @pl.when(pid * block * seg >= count)
-    def _():
-        _empty_partials(rep, lanes, p_ref, pk_ref)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -272,10 +260,6 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
     @pl.when((mode == MODE_ACC) & (pid * block * s < n))
     def _():
         _accumulate(rep, lanes, n, s, prm_ref[3] != 0, keys_ref, get_point, add, p_ref, pk_ref, y_ref)
-
-    @pl.when((mode == MODE_ACC) & (pid * block * s >= n))
-    def _():
-        _empty_partials(rep, lanes, p_ref, pk_ref)
 
     # ---- WROW ----
     @pl.when((mode == MODE_WROW) & (pid * block < n))
