@@ -188,6 +188,21 @@ def _join(limbs):
     return jnp.stack(limbs).astype(jnp.uint32)
 
 
+def mul_small_by_additions(F, a, k: int):
+    """``k a`` for a small static int ``k`` by double-and-add with the field object ``F``'s ``add``/``double``/
+    ``neg``/``zeros_like`` (no multiplication). Shared by every field implementation (arrays and limb lists)."""
+    if k < 0:
+        return F.neg(mul_small_by_additions(F, a, -k))
+    result, base = None, a
+    while k:
+        if k & 1:
+            result = base if result is None else F.add(result, base)
+        k >>= 1
+        if k:
+            base = F.double(base)
+    return F.zeros_like(a) if result is None else result
+
+
 class PrimeField:
     """Arithmetic in one prime field on limb-major Montgomery-form arrays (see the module docstring).
 
@@ -355,17 +370,7 @@ class PrimeField:
 
     def mul_small(self, a, k: int):
         """Multiply by a small non-negative int constant with additions (double-and-add, k static)."""
-        if k < 0:
-            return self.neg(self.mul_small(a, -k))
-        result = None
-        base = a
-        while k:
-            if k & 1:
-                result = base if result is None else self.add(result, base)
-            k >>= 1
-            if k:
-                base = self.double(base)
-        return jnp.zeros_like(a) if result is None else result
+        return mul_small_by_additions(self, a, k)
 
     # -- comparisons and selection -----------------------------------------------------------------------------
     def eq(self, a, b):

@@ -45,7 +45,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from cuzk_jax.ops import field as ops_field
-from cuzk_jax.ops.field import MASK32, _cios_step, add_limbs, cios_limbs, cond_sub_limbs, sub_limbs
+from cuzk_jax.ops.field import (MASK32, _cios_step, add_limbs, cios_limbs, cond_sub_limbs, mul_small_by_additions,
+                                 sub_limbs)
 
 U64 = jnp.uint64
 
@@ -149,16 +150,7 @@ class LimbField:
 
     def mul_small(self, a, k: int):
         """``k a`` for a small static int ``k`` by double-and-add (no multiplication)."""
-        if k < 0:
-            return self.neg(self.mul_small(a, -k))
-        result, base = None, a
-        while k:
-            if k & 1:
-                result = base if result is None else self.add(result, base)
-            k >>= 1
-            if k:
-                base = self.double(base)
-        return self.zeros_like(a) if result is None else result
+        return mul_small_by_additions(self, a, k)
 
     # -- comparisons and selection -------------------------------------------------------------------------------
     def is_zero(self, a):
@@ -418,16 +410,7 @@ class ArrayField:
         return [prod[:, k] for k in range(len(pairs))]
 
     def mul_small(self, a, k: int):
-        if k < 0:
-            return self.neg(self.mul_small(a, -k))
-        result, base = None, a
-        while k:
-            if k & 1:
-                result = base if result is None else self.add(result, base)
-            k >>= 1
-            if k:
-                base = self.double(base)
-        return jnp.zeros_like(a) if result is None else result
+        return mul_small_by_additions(self, a, k)
 
     def zeros_like(self, a):
         return jnp.zeros_like(a)
