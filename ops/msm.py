@@ -67,6 +67,7 @@ from jax import lax
 
 from . import curve as curve_mod
 from .curve import Affine, Jacobian, XYZZ, select_point
+from . import field as field_mod
 from .field import x64
 
 SCALAR_BITS = 256  # scalars are 8 x 32-bit limbs; canonical ones are < r < 2^255
@@ -608,7 +609,8 @@ def msm(
     window rule; ``max_pairs`` bounds the (key, value) pairs per pass (memory: about 8 bytes per pair plus the
     sort's scratch); when a partition alone exceeds it, the points are chunked and the window is chosen for the
     chunk size. ``lanes`` overrides the XLA machine width; ``kernel_options`` go to :func:`_pallas_pass` (``seg``,
-    ``acc_seg``, ``block``, ``num_warps``, ``mul_schedule``, ``rep``). Traceable (jit it with the keyword
+    ``acc_seg``, ``block``, ``num_warps``, ``mul_schedule``, ``rep``, ``base_layout``); for ``impl="xla"`` only
+    ``mul_schedule`` is read (the step machine's addition; None = the backend default). Traceable (jit it with the keyword
     arguments static); shapes are padded to :func:`padded_size` inside, but callers that want one compiled
     program per size bucket should pad before calling a jitted function (as :func:`cuzk_jax.msm` does).
     """
@@ -656,8 +658,9 @@ def msm(
         """bx, by: (*coord, num_bases) flat; sc: (8, G, chunk); prev: XYZZ (G,) -> XYZZ (G,)."""
         keys, vals, count = sorted_pairs(sc, plan)
         b = Affine(bx, by, None)
-        if impl == "xla":
-            return _xla_pass(curve, plan, machine_shape(plan, lanes), b, keys, vals, count, prev)
+        if impl == "xla":  # kernel_options may name the multiplication schedule of the step machine's addition
+            with field_mod.mul_schedule_scope((kernel_options or {}).get("mul_schedule")):
+                return _xla_pass(curve, plan, machine_shape(plan, lanes), b, keys, vals, count, prev)
         return _pallas_pass(curve, plan, b, keys, vals, count, prev, interpret=(impl == "pallas_interpret"),
                             **(kernel_options or {}))
 
@@ -693,7 +696,10 @@ def msm(
             res = lax.map(run_group, (bx_g, by_g, sc_g))
         res = XYZZ(*[jnp.moveaxis(r, 0, nd) for r in res])  # (*coord, n_groups, G)
     res = XYZZ(*[r.reshape(r.shape[:nd] + (P,)) for r in res])
-    jac = curve.xyzz_to_jacobian(res)
+    # P points: the rolled multiplication keeps this conversion from adding unrolled Fq programs to the compile
+    # (on GPU the hot work is in the kernels; see "What the GPU runs taught" in BUILD.md)
+    with field_mod.mul_schedule_scope("rolled"):
+        jac = curve.xyzz_to_jacobian(res)
     return jac if batched else Jacobian(*[c[..., 0] for c in jac])
 
 

@@ -38,6 +38,15 @@ def main(argv):
     env = bench.environment()
     logging.info("environment: %s", env)
     all_rows = []
+    out = FLAGS.out or os.path.join("bench", "results", f"{'-'.join(FLAGS.op)}-{env['backend']}-{env['date'][:10]}.json")
+    flag_values = {k: FLAGS[k].value for k in ("op", "field", "group", "log_n", "impl", "batch", "reps", "warmup")}
+    partial: list[dict] = []
+
+    def write_partial(row):  # every finished row reaches the file at once: a killed run keeps what it measured
+        partial.append(row)
+        bench.write_json(out, {"environment": env, "flags": flag_values, "rows": partial, "complete": False})
+
+    bench.add_row_sink(write_partial)
     for op in FLAGS.op:
         if op not in OPS:
             raise app.UsageError(f"unknown --op {op!r}; expected one of {OPS}")
@@ -47,10 +56,7 @@ def main(argv):
             r.setdefault("op", op)
         all_rows += rows
         print(bench.format_table(rows), flush=True)
-    out = FLAGS.out or os.path.join("bench", "results", f"{'-'.join(FLAGS.op)}-{env['backend']}-{env['date'][:10]}.json")
-    bench.write_json(out, {"environment": env, "flags": {k: FLAGS[k].value for k in
-                                                          ("op", "field", "group", "log_n", "impl", "batch", "reps", "warmup")},
-                           "rows": all_rows})
+    bench.write_json(out, {"environment": env, "flags": flag_values, "rows": all_rows, "complete": True})
     print(f"wrote {out}")
 
 

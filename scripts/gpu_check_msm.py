@@ -26,7 +26,8 @@ flags.DEFINE_integer("batch", 1, "partitions per MSM in the bench")
 flags.DEFINE_integer("reps", 5, "timed repetitions")
 flags.DEFINE_integer("warmup", 2, "warm-up runs")
 flags.DEFINE_bool("skip_check", False, "skip the correctness check")
-flags.DEFINE_bool("check_batch", True, "also check a 3-partition MSM (per-partition bases) against xla")
+flags.DEFINE_bool("check_batch", True, "also check a 3-partition MSM (per-partition bases)")
+flags.DEFINE_bool("check_xla", False, "also compare with the XLA fallback (on GPU its compile takes minutes)")
 flags.DEFINE_bool("skip_bench", False, "skip the benchmark")
 flags.DEFINE_string("out", "", "JSON output path")
 flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
@@ -34,13 +35,14 @@ flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache",
 FLAGS = flags.FLAGS
 
 
-def check(group: str, log_n: int, specs) -> bool:
+def check(group: str, log_n: int, specs, results: list) -> bool:
     import jax
     import jax.numpy as jnp
     import numpy as np
 
     from cuzk_jax import encoding as enc
     from cuzk_jax.bench import msm as bmsm
+    from cuzk_jax.groth16 import host_curve
     from cuzk_jax.ops import curve as cv
     from cuzk_jax.ops import msm as M
     from cuzk_jax.reference.constants import R
@@ -51,72 +53,84 @@ def check(group: str, log_n: int, specs) -> bool:
     refs = bmsm._host_points(group, n, 42)
     refs = (refs * (-(-n // len(refs))))[:n]
     bases = bmsm._affine(group, refs)
-    inf_bases = cv.Affine(bases.x, bases.y, bases.inf.at[::7].set(True))
+    inf_mask = np.zeros(n, bool)
+    inf_mask[::7] = True
+    inf_bases = cv.Affine(bases.x, bases.y, jnp.asarray(inf_mask))
+    no_inf = np.zeros(n, bool)
     cases = {
-        "random": (bases, [rng.randrange(R) for _ in range(n)]),
-        "all_zero": (bases, [0] * n),
-        "zeros_ones": (bases, [rng.choice([0, 1, 1]) for _ in range(n)]),
-        "same_scalar": (bases, [rng.randrange(R)] * n),
-        "inf_bases": (inf_bases, [rng.randrange(R) for _ in range(n)]),
+        "random": (bases, no_inf, [rng.randrange(R) for _ in range(n)]),
+        "all_zero": (bases, no_inf, [0] * n),
+        "zeros_ones": (bases, no_inf, [rng.choice([0, 1, 1]) for _ in range(n)]),
+        "same_scalar": (bases, no_inf, [rng.randrange(R)] * n),
+        "inf_bases": (inf_bases, inf_mask, [rng.randrange(R) for _ in range(n)]),
+        "max_scalar": (bases, no_inf, [R - 1] * (n // 2) + [rng.randrange(R) for _ in range(n - n // 2)]),
     }
-    xla = M.msm_jit(group, "xla")
+    xla = M.msm_jit(group, "xla") if FLAGS.check_xla else None
     ok = True
-    with jax.enable_x64(True):
-        eq = jax.jit(curve.jacobian_eq)
     for spec in specs:
         impl, kw = bmsm.parse_impl(spec)
         fn = M.msm_jit(group, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
-        for name, (b, sc) in cases.items():
+        for name, (b, inf, sc) in cases.items():
             s = jnp.asarray(enc.ints_to_limbs(sc, "fr"))
+            row = {"check": name, "group": group, "log_n": log_n, "impl": spec}
             t0 = time.perf_counter()
             try:
                 got = jax.block_until_ready(fn(b, s))
-            except Exception as e:  # report and go on with the other cases / groups
-                print(f"[check] {group} 2^{log_n} {spec:<24} {name:<12} FAILED TO RUN: {type(e).__name__}: "
-                      f"{str(e)[:2000]}", flush=True)
+            except Exception as e:  # report and go on with the other groups
+                row["error"] = f"{type(e).__name__}: {str(e)[:2000]}"
+                print(f"[check] {group} 2^{log_n} {spec:<24} {name:<12} FAILED TO RUN: {row['error']}", flush=True)
+                results.append(row)
                 ok = False
                 break
-            t1 = time.perf_counter()
-            want = jax.block_until_ready(xla(b, s))
-            t2 = time.perf_counter()
-            with jax.enable_x64(True):
-                same = bool(eq(got, want))
-            ark = _arkworks(group, refs, sc, np.asarray(b.inf), got, curve) if name in ("random", "inf_bases") else None
-            ok &= same and ark is not False
-            print(f"[check] {group} 2^{log_n} {spec:<24} {name:<12} pallas==xla: {same}  arkworks: {ark}  "
-                  f"({t1 - t0:.1f} s / xla {t2 - t1:.1f} s, first calls include compilation)", flush=True)
+            row["first_call_s"] = round(time.perf_counter() - t0, 2)  # includes compilation on the first case
+            row["arkworks"] = _arkworks(group, refs, sc, inf, host_curve.from_device(curve, got)[0])
+            ok &= row["arkworks"] is not False
+            if xla is not None:
+                want = jax.block_until_ready(xla(b, s))
+                row["matches_xla"] = host_curve.from_device(curve, got) == host_curve.from_device(curve, want)
+                ok &= row["matches_xla"]
+            results.append(row)
+            print(f"[check] {row}", flush=True)
     if FLAGS.check_batch:
         P = 3
         bx = jnp.stack([bases.x, jnp.roll(bases.x, 1, axis=-1), jnp.roll(bases.x, 2, axis=-1)], axis=-2)
         by = jnp.stack([bases.y, jnp.roll(bases.y, 1, axis=-1), jnp.roll(bases.y, 2, axis=-1)], axis=-2)
-        bb = cv.Affine(bx, by, jnp.zeros((P, n), bool).at[1, ::5].set(True))
+        infs = np.zeros((P, n), bool)
+        infs[1, ::5] = True
+        bb = cv.Affine(bx, by, jnp.asarray(infs))
         sc = [[rng.randrange(R) for _ in range(n)], [rng.choice([0, 1]) for _ in range(n)], [rng.randrange(R)] * n]
         s = jnp.stack([jnp.asarray(enc.ints_to_limbs(v, "fr")) for v in sc], axis=1)
-        want = jax.block_until_ready(xla(bb, s))
         for spec in specs:
             impl, kw = bmsm.parse_impl(spec)
             fn = M.msm_jit(group, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
+            row = {"check": f"batch_{P}", "group": group, "log_n": log_n, "impl": spec}
             try:
-                got = jax.block_until_ready(fn(bb, s))
+                got = host_curve.from_device(curve, jax.block_until_ready(fn(bb, s)))
             except Exception as e:
-                print(f"[check] {group} {spec} batch FAILED TO RUN: {type(e).__name__}: {str(e)[:500]}", flush=True)
+                row["error"] = f"{type(e).__name__}: {str(e)[:500]}"
+                print(f"[check] {row}", flush=True)
+                results.append(row)
                 ok = False
                 continue
-            with jax.enable_x64(True):
-                same = bool(jnp.all(eq(got, want)))
-            ok &= same
-            print(f"[check] {group} 2^{log_n} {spec:<24} batch of {P}   pallas==xla: {same}", flush=True)
+            # partition p uses the bases rolled by p (refs rolled the same way) and its own infinity mask
+            row["arkworks"] = all(
+                _arkworks(group, refs[-p:] + refs[:-p] if p else refs, sc[p], infs[p], got[p]) is not False
+                for p in range(P))
+            ok &= row["arkworks"]
+            results.append(row)
+            print(f"[check] {row}", flush=True)
     return ok
 
 
-def _arkworks(group, refs, scalars, inf, got, curve):
+def _arkworks(group, refs, scalars, inf, got):
+    """True / False: ``got`` (host affine point or None) equals py_arkworks_bls12381's multiexp; None if the
+    package is missing."""
     try:
         import py_arkworks_bls12381 as pa
     except ImportError:
         return None
-    import jax
+    from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
-    from cuzk_jax import points
 
     P = pa.G1Point if group == "g1" else pa.G2Point
     pts, sc = [], []
@@ -128,9 +142,7 @@ def _arkworks(group, refs, scalars, inf, got, curve):
         pts.append(P.from_xy_bytes_unchecked_le(b))
         sc.append(pa.Scalar.from_le_bytes(s.to_bytes(32, "little")))
     want = P.multiexp_unchecked(pts, sc).to_compressed_bytes()
-    with jax.enable_x64(True):
-        aff = jax.jit(curve.to_affine)(got)
-    return points.encode(aff, group) == want
+    return (ref_g1 if group == "g1" else ref_g2).encode(got) == want
 
 
 def main(argv):
@@ -144,31 +156,41 @@ def main(argv):
         jax.config.update("jax_compilation_cache_dir", FLAGS.cache_dir)
     env = bench.environment()
     print("environment:", env, flush=True)
+    out = FLAGS.out or os.path.join("bench", "results", f"msm-{env['backend']}-{env['date'][:10]}.json")
+    checks: list[dict] = []
+    rows: list[dict] = []
+    state = {"check_passed": None}
+
+    def write(complete=False):  # rewritten after every row: a run stopped by a time limit keeps its results
+        bench.write_json(out, {"environment": env, "check_passed": state["check_passed"],
+                               "flags": {k: FLAGS[k].value for k in ("group", "bench_log_n", "impl", "batch", "reps",
+                                                                     "warmup", "check_log_n", "check_impl")},
+                               "checks": checks, "rows": rows, "complete": complete})
+
+    bench.add_row_sink(lambda row: (rows.append(row), write()))
     ok = True
     if not FLAGS.skip_check:
         for g in FLAGS.group:
-            ok &= check(g, FLAGS.check_log_n, FLAGS.check_impl)
+            ok &= check(g, FLAGS.check_log_n, FLAGS.check_impl, checks)
+            write()
+        state["check_passed"] = bool(ok)
         print("CHECK", "PASSED" if ok else "FAILED", flush=True)
-    if FLAGS.skip_bench:
-        return 0 if ok else 1
+        write()
+    if not FLAGS.skip_bench:
 
-    class Cfg:
-        group = FLAGS.group
-        log_n = FLAGS.bench_log_n
-        impl = FLAGS.impl
-        batch = FLAGS.batch
-        reps = FLAGS.reps
-        warmup = FLAGS.warmup
+        class Cfg:
+            group = FLAGS.group
+            log_n = FLAGS.bench_log_n
+            impl = FLAGS.impl
+            batch = FLAGS.batch
+            reps = FLAGS.reps
+            warmup = FLAGS.warmup
 
-    rows = bmsm.run(Cfg)
-    for r in rows:
-        r.setdefault("op", "msm")
-    print(bench.format_table(rows), flush=True)
-    out = FLAGS.out or os.path.join("bench", "results", f"msm-{env['backend']}-{env['date'][:10]}.json")
-    bench.write_json(out, {"environment": env, "check_passed": ok if not FLAGS.skip_check else None,
-                           "flags": {k: FLAGS[k].value for k in ("group", "bench_log_n", "impl", "batch", "reps",
-                                                                 "warmup", "check_log_n")},
-                           "rows": rows})
+        bmsm.run(Cfg)  # its rows reach `rows` through the sink
+        for r in rows:
+            r.setdefault("op", "msm")
+        print(bench.format_table(rows), flush=True)
+    write(complete=True)
     print(f"wrote {out}", flush=True)
     return 0 if ok else 1
 

@@ -90,6 +90,22 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+_row_sinks: list[Callable[[dict], None]] = []
+
+
+def add_row_sink(sink: Callable[[dict], None]) -> None:
+    """Register ``sink(row)``, called for every row an op module emits (scripts write partial JSON with it, so a
+    run killed by a time limit still leaves the rows it finished)."""
+    _row_sinks.append(sink)
+
+
+def emit(rows: list, row: dict) -> None:
+    """Append ``row`` to ``rows`` and pass it to the registered sinks."""
+    rows.append(row)
+    for sink in _row_sinks:
+        sink(row)
+
+
 def write_json(path: str, payload: dict) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"

@@ -114,7 +114,7 @@ def run(cfg) -> list[dict]:
                 row["median_ms"] = t["median_s"] * 1e3
                 row["min_ms"] = t["min_s"] * 1e3
                 row["per_s"] = n / t["median_s"]
-                rows.append(row)
+                bench.emit(rows, row)
     return rows
 
 

@@ -85,7 +85,7 @@ def run(cfg) -> list[dict]:
                     match = bool(jnp.array_equal(out, ref_out)) if (ref_out is not None and chain == 1) else None
                     t = bench.time_runs(compiled, (a, b), reps=cfg.reps, warmup=cfg.warmup)
                     rate = n * chain / t["median_s"]
-                    rows.append({
+                    bench.emit(rows, {
                         "field": fname, "log_n": log_n, "impl": spec, "chain": chain,
                         "compile_s": round(compile_s, 2), "median_ms": t["median_s"] * 1e3,
                         "mul_per_s": rate, "vs_xla_ref": rate / REFERENCE["xla"],

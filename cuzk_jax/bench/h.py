@@ -46,7 +46,7 @@ def run(cfg) -> list[dict]:
                     row["ntts"] = n_ntt
                 except Exception as e:
                     row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
-                rows.append(row)
+                bench.emit(rows, row)
                 print(row, flush=True)
         del a, b, c
     return rows

@@ -109,6 +109,6 @@ def run(cfg) -> list[dict]:
                 del y
             except Exception as e:  # keep measuring the other implementations
                 row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
-            rows.append(row)
+            bench.emit(rows, row)
             print(row, flush=True)
     return rows

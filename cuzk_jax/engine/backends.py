@@ -35,7 +35,6 @@ from cuzk_jax import encoding
 from cuzk_jax.circuits.cs import Unsatisfied
 from cuzk_jax.groth16 import host_curve, prover
 from cuzk_jax.groth16.data_structures import Proof, ProvingKey
-from cuzk_jax.reference.constants import R
 from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
 from . import sharding
@@ -43,18 +42,7 @@ from . import sharding
 MSMS = ("msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h")
 
 
-def randomize(pk: ProvingKey, ma, mb1, mb2, ml, mh, r: int, s: int) -> Proof:
-    """The proof of one partition from its five MSM results (host reference affine points) and ``(r, s)``."""
-    vk = pk.vk
-    # Compute A
-    a = host_curve.linear_combination(ref_g1, [(vk.alpha_g1, 1), (ma, 1), (pk.delta_g1, r)])
-    # Compute B in G2 (and B1 in G1 for C)
-    b2 = host_curve.linear_combination(ref_g2, [(vk.beta_g2, 1), (mb2, 1), (vk.delta_g2, s)])
-    b1 = host_curve.linear_combination(ref_g1, [(pk.beta_g1, 1), (mb1, 1), (pk.delta_g1, s)])
-    # Finish C
-    c = host_curve.linear_combination(
-        ref_g1, [(ml, 1), (mh, 1), (a, s), (b1, r), (ref_g1.neg(pk.delta_g1), r * s % R)])
-    return Proof(a, b2, c)
+randomize = prover.finish  # the engine's name for the prover's finish step
 
 
 @dataclasses.dataclass
@@ -154,9 +142,9 @@ class DeviceBackend:
         if self._phases is None:
             def evaluate():
                 az, bz, cz = ops_r1cs.evaluate(resident.dr, z)
-                return (az, bz, cz) + prover._satisfied(az, bz, cz)
+                return (az, bz, cz) + prover.satisfied(az, bz, cz)
 
-            h_fn = lambda az, bz, cz: prover._h_scalars(az, bz, cz, n)  # noqa: E731
+            h_fn = lambda az, bz, cz: prover.h_scalars(az, bz, cz, n)  # noqa: E731
             msm = {g: ops_msm.msm_jit(g, self.msm_impl) for g in ("g1", "g2")}
         else:
             evaluate = lambda: self._phases.evaluate(resident.dr, z)  # noqa: E731
@@ -166,7 +154,7 @@ class DeviceBackend:
         def device_work():
             az, bz, cz, ok, first = phase("evaluate", evaluate)
             h = phase("h", lambda: h_fn(az, bz, cz))
-            zc = prover._from_mont(z)
+            zc = prover.from_mont(z)
             z_priv = zc[:, :, pk.num_inputs:]
             res = {
                 "msm_a": phase("msm_a", lambda: msm["g1"](pk.a_query, zc)),
@@ -189,7 +177,7 @@ class DeviceBackend:
 
         def point(name, curve):
             jac = out.points[name]
-            return prover._jacobian_to_ref(curve, type(jac)(*[c[..., i:i + 1] for c in jac]))[0]
+            return host_curve.from_device(curve, type(jac)(*[c[..., i:i + 1] for c in jac]))[0]
 
         return randomize(resident.pk, point("msm_a", g1), point("msm_b1", g1), point("msm_b2", g2),
                          point("msm_l", g1), point("msm_h", g1), r, s)

@@ -103,7 +103,7 @@ class ShardedPhases:
         # index dtypes of nested jits such as argmax and breaks their lowering).
         def body(dr, z):
             az, bz, cz = ops_r1cs.evaluate(dr, z)
-            ok, first = prover._satisfied(az, bz, cz)
+            ok, first = prover.satisfied(az, bz, cz)
             return az, bz, cz, ok, first
 
         zs = along(3, 1)
@@ -114,7 +114,7 @@ class ShardedPhases:
         from cuzk_jax.groth16 import prover
 
         def body(az, bz, cz):
-            return prover._h_scalars(az, bz, cz, n)
+            return prover.h_scalars(az, bz, cz, n)
 
         zs = along(3, 1)
         return jax.jit(shard_map(body, self.mesh, in_specs=(zs, zs, zs), out_specs=zs))

@@ -87,6 +87,28 @@ def to_affine(curve, p):
     return (F.mul(X, zi2), F.mul(Y, F.mul(zi2, zi)))
 
 
+def from_device(curve, jac) -> list:
+    """A device :class:`~cuzk_jax.ops.curve.Jacobian` batch ``(P,)`` (``curve`` an ``ops.curve`` curve; Montgomery
+    limbs) -> ``P`` host affine points (``None`` for infinity). Inversions run here, with Python ints: P is small
+    (partitions), and no field program has to be compiled on the device for it."""
+    import numpy as np
+
+    from cuzk_jax import encoding
+
+    ref = curve.ref
+    x, y, z = (np.asarray(a) for a in jac)
+    if x.ndim == (1 if curve.coord_ndim == 1 else 2):  # unbatched: one point
+        x, y, z = x[..., None], y[..., None], z[..., None]
+    out = []
+    for i in range(x.shape[-1]):
+        if curve.coord_ndim == 1:
+            X, Y, Z = (encoding.limbs_to_ints(a[:, i], "fq", True)[0] for a in (x, y, z))
+        else:
+            X, Y, Z = (tuple(encoding.limbs_to_ints(a[k, :, i], "fq", True)[0] for k in range(2)) for a in (x, y, z))
+        out.append(to_affine(ref, (X, Y, Z)))
+    return out
+
+
 def add(curve, p, q):
     """Affine + affine (reference tuples) through Jacobian arithmetic."""
     F = _field(curve)

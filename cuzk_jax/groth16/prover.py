@@ -39,10 +39,9 @@ from cuzk_jax.ops import field as ops_field
 from cuzk_jax.ops import msm as ops_msm
 from cuzk_jax.ops import qap as ops_qap
 from cuzk_jax.ops import r1cs as ops_r1cs
-from cuzk_jax.ops.curve import Jacobian, g1, g2
+from cuzk_jax.ops.curve import g1, g2
 from cuzk_jax.reference.constants import R
 from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
-from cuzk_jax import encoding
 
 from . import host_curve
 from .data_structures import Proof, ProvingKey
@@ -105,7 +104,8 @@ def prepare(r1cs) -> PreparedCircuit:
 
 
 @jax.jit
-def _satisfied(az, bz, cz):
+def satisfied(az, bz, cz):
+    """Per partition: (all constraints hold, index of the first failing one or -1) for Montgomery ``(8, P, m)``."""
     fr = ops_field.fr
     bad = ~fr.eq(fr.mul(az, bz), cz)
     ok = ~jnp.any(bad, axis=-1)
@@ -113,29 +113,31 @@ def _satisfied(az, bz, cz):
 
 
 @functools.partial(jax.jit, static_argnums=(3,))
-def _h_scalars(az, bz, cz, n: int):
-    """Pad the evaluations to the domain, compute h, keep n-1 coefficients, leave Montgomery form."""
+def h_scalars(az, bz, cz, n: int):
+    """H-MSM scalars for every partition: pad the evaluations to the domain, compute h, keep n-1 coefficients, leave Montgomery form."""
     pad = [(0, 0)] * (az.ndim - 1) + [(0, n - az.shape[-1])]
     a, b, c = (jnp.pad(x, pad) for x in (az, bz, cz))
     h = ops_qap.compute_h(a, b, c)
     return ops_field.fr.from_mont(h[..., : n - 1])
 
 
-_from_mont = jax.jit(ops_field.fr.from_mont)
+from_mont = jax.jit(ops_field.fr.from_mont)  # Montgomery Fr limbs -> canonical (MSM scalars)
 
 
-def _jacobian_to_ref(curve, jac: Jacobian) -> list:
-    """Device Jacobian batch (P,) -> host reference affine points (inversions on the host; P is small)."""
-    F = host_curve._field(curve.ref)
-    x, y, z = (np.asarray(a) for a in jac)
-    out = []
-    for i in range(x.shape[-1]):
-        if curve is g1:
-            X, Y, Z = (encoding.limbs_to_ints(a[:, i], "fq", True)[0] for a in (x, y, z))
-        else:
-            X, Y, Z = (tuple(encoding.limbs_to_ints(a[k, :, i], "fq", True)[0] for k in range(2)) for a in (x, y, z))
-        out.append(host_curve.to_affine(curve.ref, (X, Y, Z)))
-    return out
+def finish(pk: ProvingKey, ma, mb1, mb2, ml, mh, r: int, s: int) -> Proof:
+    """The proof of one partition from its five MSM results (host affine points, ``None`` = infinity) and the
+    randomisers ``(r, s)`` (Groth 2016, section 3.2; arkworks ``prover.rs``). Shared by :func:`prove` and the
+    engine."""
+    vk = pk.vk
+    # Compute A
+    a = host_curve.linear_combination(ref_g1, [(vk.alpha_g1, 1), (ma, 1), (pk.delta_g1, r)])
+    # Compute B in G2 (and B1 in G1 for C)
+    b2 = host_curve.linear_combination(ref_g2, [(vk.beta_g2, 1), (mb2, 1), (vk.delta_g2, s)])
+    b1 = host_curve.linear_combination(ref_g1, [(pk.beta_g1, 1), (mb1, 1), (pk.delta_g1, s)])
+    # Finish C
+    c = host_curve.linear_combination(
+        ref_g1, [(ml, 1), (mh, 1), (a, s), (b1, r), (ref_g1.neg(pk.delta_g1), r * s % R)])
+    return Proof(a, b2, c)
 
 
 def prove(pk: ProvingKey, r1cs, witnesses: Sequence, *, randomness: Sequence[tuple[int, int]] | None = None,
@@ -173,7 +175,7 @@ def prove(pk: ProvingKey, r1cs, witnesses: Sequence, *, randomness: Sequence[tup
 
     def evaluate():
         az, bz, cz = ops_r1cs.evaluate(prepared.device_r1cs, z_mont)
-        ok, first = _satisfied(az, bz, cz)
+        ok, first = satisfied(az, bz, cz)
         return az, bz, cz, ok, first
 
     az, bz, cz, ok, first = phase("evaluate", evaluate)
@@ -183,8 +185,8 @@ def prove(pk: ProvingKey, r1cs, witnesses: Sequence, *, randomness: Sequence[tup
         i = int(first[p])
         raise Unsatisfied(i, prepared.ext.constraint_name(i), p)
 
-    h = phase("h", lambda: _h_scalars(az, bz, cz, n))
-    z = _from_mont(z_mont)
+    h = phase("h", lambda: h_scalars(az, bz, cz, n))
+    z = from_mont(z_mont)
     z_priv = z[:, :, pk.num_inputs:]
     msm1 = ops_msm.msm_jit("g1", msm_impl)
     msm2 = ops_msm.msm_jit("g2", msm_impl)
@@ -195,20 +197,9 @@ def prove(pk: ProvingKey, r1cs, witnesses: Sequence, *, randomness: Sequence[tup
     mh = phase("msm_h", lambda: msm1(pk.h_query, h))
 
     t0 = time.perf_counter()
-    ma, mb1, ml, mh = (_jacobian_to_ref(g1, j) for j in (ma, mb1, ml, mh))
-    mb2 = _jacobian_to_ref(g2, mb2)
-    vk = pk.vk
-    proofs = []
-    for p, (r, s) in enumerate(randomness):
-        # Compute A
-        a = host_curve.linear_combination(ref_g1, [(vk.alpha_g1, 1), (ma[p], 1), (pk.delta_g1, r)])
-        # Compute B in G2 (and B1 in G1 for C)
-        b2 = host_curve.linear_combination(ref_g2, [(vk.beta_g2, 1), (mb2[p], 1), (vk.delta_g2, s)])
-        b1 = host_curve.linear_combination(ref_g1, [(pk.beta_g1, 1), (mb1[p], 1), (pk.delta_g1, s)])
-        # Finish C
-        c = host_curve.linear_combination(
-            ref_g1, [(ml[p], 1), (mh[p], 1), (a, s), (b1, r), (ref_g1.neg(pk.delta_g1), r * s % R)])
-        proofs.append(Proof(a, b2, c))
+    ma, mb1, ml, mh = (host_curve.from_device(g1, j) for j in (ma, mb1, ml, mh))
+    mb2 = host_curve.from_device(g2, mb2)
+    proofs = [finish(pk, ma[p], mb1[p], mb2[p], ml[p], mh[p], r, s) for p, (r, s) in enumerate(randomness)]
     timings.phases["finish"] = time.perf_counter() - t0
     timings.total = time.perf_counter() - t_start
     log.info("prove: %s", timings)
