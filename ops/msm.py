@@ -47,11 +47,11 @@ in chunks (``lax.fori_loop``, window sized for the chunk) whose results are adde
 pairs at c = 20 (1.7 GB plus the sort's scratch) and, in the Pallas path, about 10 GB of bucket / partial buffers
 (2^23 columns x 48 words each); ten such partitions run as ten passes, so the footprint does not grow with P.
 
-Implementations (``impl=``): ``"pallas"`` runs steps 4-6 as Pallas kernels (:mod:`cuzk_jax.ops.pallas.bucket`),
-the default on GPU; ``"xla"`` runs them as ONE ``lax.fori_loop`` (the "step machine", :func:`_xla_pass`) whose body
+Implementations (``impl=``): ``"pallas"`` runs steps 4-6 as Pallas kernels (:mod:`cuzk_jax.ops.pallas.bucket`;
+opt-in: see :func:`default_impl`); ``"xla"`` runs them as ONE ``lax.fori_loop`` (the "step machine", :func:`_xla_pass`) whose body
 holds a single XYZZ addition over a fixed number of lanes -- every phase (accumulation, partial merge, reduction,
 Horner) feeds that one addition its operands, so the curve formula appears once in the program (compile time on
-CPU is dominated by it); it is the default elsewhere. ``"pallas_interpret"`` runs the kernels through the Pallas
+CPU is dominated by it); it is the default. ``"pallas_interpret"`` runs the kernels through the Pallas
 interpreter (CPU tests).
 """
 
@@ -75,6 +75,10 @@ MIN_PADDED = 64
 MAX_WINDOW = 22
 DEFAULT_MAX_PAIRS = 1 << 28
 IMPLS = ("xla", "pallas", "pallas_interpret")
+# The step machine's one addition uses the rolled multiplication everywhere by default: unrolled, the addition
+# took minutes to compile on a GPU (and 47 s vs 1.5 s on a CPU at 2^8), for a run-time gain that the measurements
+# in BUILD.md report per backend (``impl="xla", kernel_options={"mul_schedule": "unrolled"}`` to compare).
+XLA_MUL_SCHEDULE = "rolled"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -561,7 +565,10 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
 
 
 def default_impl() -> str:
-    return "pallas" if jax.default_backend() == "gpu" else "xla"
+    """``"xla"`` on every backend for now: the Pallas bucket kernels are correct (interpret mode, CPU tests) but
+    their Triton compile on an H200 took more than 300 s (2026-11-30; BUILD.md "What the GPU runs taught"), so
+    they are opt-in (``impl="pallas"``) until they are cut down."""
+    return "xla"
 
 
 def _curve(group):
@@ -610,7 +617,7 @@ def msm(
     sort's scratch); when a partition alone exceeds it, the points are chunked and the window is chosen for the
     chunk size. ``lanes`` overrides the XLA machine width; ``kernel_options`` go to :func:`_pallas_pass` (``seg``,
     ``acc_seg``, ``block``, ``num_warps``, ``mul_schedule``, ``rep``, ``base_layout``); for ``impl="xla"`` only
-    ``mul_schedule`` is read (the step machine's addition; None = the backend default). Traceable (jit it with the keyword
+    ``mul_schedule`` is read (the step machine's addition; default :data:`XLA_MUL_SCHEDULE`). Traceable (jit it with the keyword
     arguments static); shapes are padded to :func:`padded_size` inside, but callers that want one compiled
     program per size bucket should pad before calling a jitted function (as :func:`cuzk_jax.msm` does).
     """
@@ -659,7 +666,7 @@ def msm(
         keys, vals, count = sorted_pairs(sc, plan)
         b = Affine(bx, by, None)
         if impl == "xla":  # kernel_options may name the multiplication schedule of the step machine's addition
-            with field_mod.mul_schedule_scope((kernel_options or {}).get("mul_schedule")):
+            with field_mod.mul_schedule_scope((kernel_options or {}).get("mul_schedule", XLA_MUL_SCHEDULE)):
                 return _xla_pass(curve, plan, machine_shape(plan, lanes), b, keys, vals, count, prev)
         return _pallas_pass(curve, plan, b, keys, vals, count, prev, interpret=(impl == "pallas_interpret"),
                             **(kernel_options or {}))
