@@ -154,6 +154,30 @@ def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: in
     pk = _key(circuit, r1cs, key_dir)
     ks = list(range(first_sector, first_sector + sectors))
     rows: list[dict] = []
+    panels: list = []
+    common = {"circuit": circuit_name, "preset": preset, "constraints": r1cs.num_constraints}
+    env = environment()
+    name = name or f"engine-{circuit_name}-{preset}-{env['backend']}"
+
+    def save(plot: bool):
+        if not out_dir:
+            return
+        os.makedirs(out_dir, exist_ok=True)
+        write_json(os.path.join(out_dir, f"{name}.json"), {
+            "environment": env, "rows": [{**common, **r} for r in rows], "complete": plot,
+            "timeline": {label: [e.as_dict() for e in evs] for label, evs in panels}})
+        if not plot:
+            return
+        from cuzk_jax.engine import timeline
+
+        try:
+            png = timeline.plot(panels, os.path.join(out_dir, f"{name}.png"),
+                                f"{circuit_name}/{preset}: {sectors} sectors x {partitions} partitions on "
+                                f"{env['device']}")
+            _say(f"  wrote {png}")
+        except ImportError:
+            _say("  matplotlib not installed (pip install cuzk_jax[plot]): no PNG")
+        _say(f"  wrote {os.path.join(out_dir, name + '.json')}")
 
     # warm-up: the sequential shape (P = partitions); the engine shapes are warmed inside engine_run
     t0 = time.perf_counter()
@@ -166,7 +190,8 @@ def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: in
     seq_row["verified"] = all(_verify(pk, pub, prf) for pub, prf in seq_out)
     rows.append(seq_row)
     _say(f"  sequential: {seq_row['wall_s']:.2f}s, {seq_row['proofs_per_min']:.1f} proofs/min")
-    panels = [(f"sequential: {seq_row['wall_s']:.2f} s", seq_events)]
+    panels.append((f"sequential: {seq_row['wall_s']:.2f} s", seq_events))
+    save(plot=False)  # a run stopped by a time limit keeps what it measured
 
     for mb in max_batches:
         row, events, out, warm = engine_run(circuit, pk, ks, partitions, mb, synthesis=synthesis, workers=workers,
@@ -179,6 +204,7 @@ def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: in
              f"speedup {row['speedup']:.2f}x, batches {row['batches']}")
         panels.append((f"engine, max_batch={row['max_batch']}, {row['synthesis']} x{row['workers']}: "
                        f"{row['wall_s']:.2f} s ({row['speedup']:.2f}x)", events))
+        save(plot=False)
 
     if synth_compare:
         w = workers or synth_mod.default_workers()
@@ -186,25 +212,8 @@ def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: in
             rows.append(synth_throughput(circuit, max(2 * w, partitions), kind, w))
             _say(f"  synthesis {kind} x{w}: {rows[-1]['partitions_per_s']:.2f} partitions/s")
 
-    common = {"circuit": circuit_name, "preset": preset, "constraints": r1cs.num_constraints}
+    save(plot=True)
     rows = [{**common, **r} for r in rows]
-    if out_dir:
-        from cuzk_jax.engine import timeline
-
-        env = environment()
-        name = name or f"engine-{circuit_name}-{preset}-{env['backend']}"
-        os.makedirs(out_dir, exist_ok=True)
-        write_json(os.path.join(out_dir, f"{name}.json"), {
-            "environment": env, "rows": rows,
-            "timeline": {label: [e.as_dict() for e in evs] for label, evs in panels}})
-        try:
-            png = timeline.plot(panels, os.path.join(out_dir, f"{name}.png"),
-                                f"{circuit_name}/{preset}: {sectors} sectors x {partitions} partitions on "
-                                f"{env['device']}")
-            _say(f"  wrote {png}")
-        except ImportError:
-            _say("  matplotlib not installed (pip install cuzk_jax[plot]): no PNG")
-        _say(f"  wrote {os.path.join(out_dir, name + '.json')}")
     return rows
 
 

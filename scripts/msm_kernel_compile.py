@@ -1,0 +1,93 @@
+"""Compile time of each Pallas MSM kernel on its own (GPU), and the size of its Triton IR.
+
+  python scripts/msm_kernel_compile.py --kernel=acc --group=g1 --out=acc-g1.json
+  python scripts/msm_kernel_compile.py --kernel=general --group=g1 --ms=rolled
+
+The MSM's Pallas path did not compile within 300 s on an H200 (2026-11-30); this script times the two kernels of
+:mod:`cuzk_jax.ops.pallas.bucket` separately, at a small shape (compile time does not depend on the shape much),
+so the kernel that needs cutting down is known. Lowering alone (``--lower_only``) works on a CPU machine too and
+reports the Triton IR line count, the proxy used to compare kernel variants without a GPU. JSON is written before
+compilation starts and again after it ends, so a run killed by a time limit still records the lowering.
+"""
+
+import json
+import os
+import time
+
+from absl import app, flags
+
+flags.DEFINE_enum("kernel", "acc", ["acc", "general"], "which kernel")
+flags.DEFINE_enum("group", "g1", ["g1", "g2"], "group")
+flags.DEFINE_string("ms", "rolled", "multiplication schedule inside the kernel")
+flags.DEFINE_integer("block", 64, "lanes per program")
+flags.DEFINE_bool("lower_only", False, "lower for CUDA (works on a CPU) and count the Triton IR; do not compile")
+flags.DEFINE_string("out", "", "JSON output path")
+FLAGS = flags.FLAGS
+
+
+def _count_triton_lines():
+    """Patch the Pallas->Triton lowering to record the line count of every kernel module it builds."""
+    from jax._src.pallas.triton import lowering as L
+    from jax._src.pallas.triton import pallas_call_registration as R
+
+    sizes = []
+    orig = L.lower_jaxpr_to_triton_module
+
+    def wrapped(*a, **k):
+        res = orig(*a, **k)
+        sizes.append(len(str(res.module.operation).splitlines()))
+        return res
+
+    L.lower_jaxpr_to_triton_module = wrapped
+    R.lowering.lower_jaxpr_to_triton_module = wrapped
+    return sizes
+
+
+def main(argv):
+    del argv
+    import jax
+    import jax.numpy as jnp
+
+    from cuzk_jax.ops import curve as cv
+    from cuzk_jax.ops.pallas import bucket as pk
+
+    sizes = _count_triton_lines()
+    curve = cv.CURVES[FLAGS.group]
+    Lc = 12 if FLAGS.group == "g1" else 24
+    nrows, block, seg = 4 * Lc, FLAGS.block, 8
+    n = 4 * block * seg
+    opts = dict(block=block, num_warps=max(1, block // 32), mul_schedule=FLAGS.ms)
+    if FLAGS.kernel == "acc":
+        args = (jnp.int32(n), jnp.bool_(False), jnp.zeros((n,), jnp.int32), jnp.zeros((n,), jnp.int32),
+                jnp.zeros((n, 2 * Lc), jnp.uint32), jnp.zeros((nrows, 2 * n), jnp.uint32))
+        fn = jax.jit(lambda *a: pk.accumulate_bases(curve, *a, seg=seg, **opts))
+    else:
+        args = (jnp.zeros((pk.NPRM,), jnp.int32), jnp.zeros((n,), jnp.int32), jnp.zeros((nrows, n), jnp.uint32),
+                jnp.zeros((nrows, n), jnp.uint32))
+        fn = jax.jit(lambda *a: pk.general_step(curve, *a, **opts))
+    row = {"kernel": FLAGS.kernel, "group": FLAGS.group, "mul_schedule": FLAGS.ms, "block": block,
+           "backend": jax.default_backend()}
+    out = FLAGS.out or f"msm-kernel-{FLAGS.kernel}-{FLAGS.group}.json"
+
+    def write():
+        with open(out, "w") as fh:
+            json.dump(row, fh, indent=2)
+
+    t0 = time.perf_counter()
+    platforms = ("cuda",) if FLAGS.lower_only else None
+    lowered = fn.trace(*args).lower(lowering_platforms=platforms) if platforms else fn.lower(*args)
+    row.update(lower_s=round(time.perf_counter() - t0, 2), triton_ir_lines=list(sizes))
+    print(row, flush=True)
+    write()
+    if FLAGS.lower_only:
+        return
+    t0 = time.perf_counter()
+    lowered.compile()
+    row["compile_s"] = round(time.perf_counter() - t0, 2)
+    print(row, flush=True)
+    write()
+    os.sync()
+
+
+if __name__ == "__main__":
+    app.run(main)
