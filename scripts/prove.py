@@ -1,9 +1,18 @@
 """Prove sectors of a circuit (all partitions of a sector in one device batch) and verify the proofs.
 
   python3 scripts/prove.py --circuit=porep_like --preset=tiny --partitions=10 --sectors=1 --out=proofs/
+  python3 scripts/prove.py --preset=small --sectors=4 --max_batch=20        # several sectors: the engine
+  python3 scripts/prove.py --zkey=c.zkey --wtns=w.wtns --proof=proof.json --public=public.json   # circom/snarkjs
 
 Keys come from the key cache (setup on first use). Prints per-phase timing per sector; writes
 ``sector-<k>.proofs`` (192 bytes per partition) and ``sector-<k>.public.json`` under --out.
+
+``--mode``: ``sequential`` proves one sector after another (each sector one batch); ``engine`` submits every sector
+to :class:`cuzk_jax.engine.Engine` (synthesis workers overlapping the device, partitions of several sectors in one
+batch of up to ``--max_batch``); ``auto`` (default) is the engine for more than one sector.
+
+With ``--zkey`` and ``--wtns`` it proves a circom circuit from snarkjs files instead (``cuzk_jax.snarkjs``) and
+writes snarkjs's ``proof.json`` / ``public.json``; ``npx snarkjs groth16 verify`` accepts them.
 """
 
 import json
@@ -21,45 +30,104 @@ flags.DEFINE_string("key_dir", "", "proving-key cache directory (default ~/.cach
 flags.DEFINE_bool("verify", True, "verify every proof (pairing check through py_arkworks_bls12381)")
 flags.DEFINE_string("msm_impl", "", "MSM implementation override (xla, pallas)")
 flags.DEFINE_string("timings_json", "", "write per-sector timings to this JSON file")
+flags.DEFINE_enum("mode", "auto", ["auto", "sequential", "engine"], "how several sectors are proved (see above)")
+flags.DEFINE_integer("max_batch", 0, "engine: partitions per device batch (0 = 2 sectors' worth)")
+flags.DEFINE_integer("workers", 0, "engine: synthesis workers (0 = cores - 1)")
+flags.DEFINE_string("zkey", "", "snarkjs Groth16 proving key (.zkey); with --wtns: prove a circom circuit")
+flags.DEFINE_string("wtns", "", "circom witness file (.wtns), with --zkey")
+flags.DEFINE_string("proof", "proof.json", "with --zkey: output proof in snarkjs's JSON layout")
+flags.DEFINE_string("public", "public.json", "with --zkey: output public signals in snarkjs's JSON layout")
 flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
                     "persistent XLA compilation cache ('' to disable)")
 FLAGS = flags.FLAGS
+
+
+def _prove_snarkjs():
+    from cuzk_jax.snarkjs import prover
+
+    if not (FLAGS.zkey and FLAGS.wtns):
+        raise app.UsageError("--zkey and --wtns go together")
+    res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, FLAGS.proof, FLAGS.public, backend="device")
+    print(json.dumps({"proof": FLAGS.proof, "public": FLAGS.public,
+                      "timings_s": {k: round(v, 4) for k, v in res.timings.items()}}))
+
+
+def _report(circuit, res) -> None:
+    from cuzk_jax.groth16 import sector
+
+    if FLAGS.out:
+        paths = sector.write_sector(FLAGS.out, circuit, res)
+        print(f"  sector {res.sector}: wrote {paths[0]} ({len(res.proof_bytes())} bytes) and {paths[1]}")
+    print("  " + "  ".join(f"{name} {sec * 1e3:.1f}ms" for name, sec in res.timings.phases.items()))
+    print(f"  total {res.timings.total:.3f}s" + ("" if res.verified is None else
+                                                  f"; verified: {'OK' if res.verified else 'FAILED'}"), flush=True)
+
+
+def _sequential(circuit, pk, sectors):
+    from cuzk_jax.groth16 import sector
+
+    out = []
+    for k in sectors:
+        print(f"sector {k}: proving {FLAGS.partitions} partitions ...", flush=True)
+        res = sector.prove_sector(circuit, pk, FLAGS.partitions, k, verify=FLAGS.verify, msm_impl=FLAGS.msm_impl or None)
+        _report(circuit, res)
+        out.append(res)
+    return out
+
+
+def _engine(circuit, pk, sectors):
+    from cuzk_jax.engine import Engine
+    from cuzk_jax.groth16 import verifier
+
+    max_batch = FLAGS.max_batch or 2 * FLAGS.partitions
+    print(f"engine: {len(sectors)} sectors x {FLAGS.partitions} partitions, batches of up to {max_batch}", flush=True)
+    out = []
+    with Engine(max_batch=max_batch, synthesis_workers=FLAGS.workers or None, msm_impl=FLAGS.msm_impl or None) as eng:
+        eng.preload(circuit, pk)
+        futures = [eng.submit_sector(circuit, sector=k, partitions=FLAGS.partitions) for k in sectors]
+        for fut in futures:
+            res = fut.result()  # raises the job's own error (e.g. Unsatisfied) if it failed
+            if FLAGS.verify:
+                res.verified = verifier.verify_batch(pk.vk, res.public_inputs, res.proofs)
+            _report(circuit, res)
+            out.append(res)
+        st = eng.status()
+    print(f"engine: {st['proofs_per_minute']:.1f} proofs/min, batches {st['batch_sizes']}", flush=True)
+    return out
 
 
 def main(argv):
     del argv
     import jax
 
-    from cuzk_jax import keycache
-    from cuzk_jax.circuits import base
-    from cuzk_jax.groth16 import sector
-
     if FLAGS.cache_dir:
         jax.config.update("jax_compilation_cache_dir", FLAGS.cache_dir)
+    if FLAGS.zkey or FLAGS.wtns:
+        return _prove_snarkjs()
+    from cuzk_jax import keycache
+    from cuzk_jax.circuits import base
+
+    if FLAGS.sectors < 1 or FLAGS.partitions < 1:
+        raise app.UsageError("--sectors and --partitions must be at least 1")
     circuit = base.get_circuit(FLAGS.circuit, FLAGS.preset)
     print(f"circuit {circuit}: synthesizing structure ...", flush=True)
     r1cs = circuit.r1cs()
     print(f"  {r1cs.num_constraints} constraints, {r1cs.num_public} public inputs, {r1cs.num_aux} private", flush=True)
     pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True))
-    rows, ok_all = [], True
-    for k in range(FLAGS.first_sector, FLAGS.first_sector + FLAGS.sectors):
-        print(f"sector {k}: proving {FLAGS.partitions} partitions ...", flush=True)
-        res = sector.prove_sector(circuit, pk, FLAGS.partitions, k, verify=FLAGS.verify, msm_impl=FLAGS.msm_impl or None)
-        if FLAGS.out:
-            paths = sector.write_sector(FLAGS.out, circuit, res)
-            print(f"  wrote {paths[0]} ({len(res.proof_bytes())} bytes) and {paths[1]}")
-        print("  " + "  ".join(f"{name} {sec * 1e3:.1f}ms" for name, sec in res.timings.phases.items()))
-        print(f"  total {res.timings.total:.3f}s" + ("" if res.verified is None else
-                                                      f"; verified: {'OK' if res.verified else 'FAILED'}"), flush=True)
-        ok_all &= res.verified is not False
-        rows.append({"sector": k, **res.timings.as_dict(), "synthesis": res.synthesis_s, "verified": res.verified})
+    sectors = list(range(FLAGS.first_sector, FLAGS.first_sector + FLAGS.sectors))
+    mode = FLAGS.mode if FLAGS.mode != "auto" else ("engine" if len(sectors) > 1 else "sequential")
+    results = (_engine if mode == "engine" else _sequential)(circuit, pk, sectors)
+    rows = [{"sector": r.sector, **r.timings.as_dict(), "synthesis": r.synthesis_s, "verified": r.verified}
+            for r in results]
     if FLAGS.timings_json:
         with open(FLAGS.timings_json, "w") as fh:
             json.dump({"circuit": FLAGS.circuit, "preset": FLAGS.preset, "partitions": FLAGS.partitions,
-                       "constraints": r1cs.num_constraints, "domain": pk.domain_size, "sectors": rows}, fh, indent=1)
-    if not ok_all:
+                       "constraints": r1cs.num_constraints, "domain": pk.domain_size, "mode": mode,
+                       "sectors": rows}, fh, indent=1)
+    if any(r.verified is False for r in results):
         raise SystemExit("some proofs did not verify")
-    print(f"{FLAGS.sectors} sector(s) x {FLAGS.partitions} partitions proved" + (" and verified" if FLAGS.verify else ""))
+    print(f"{FLAGS.sectors} sector(s) x {FLAGS.partitions} partitions proved ({mode})"
+          + (" and verified" if FLAGS.verify else ""))
 
 
 def run():

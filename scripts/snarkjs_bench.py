@@ -41,16 +41,22 @@ def main(argv):
     if FLAGS.cache_dir:
         jax.config.update("jax_compilation_cache_dir", FLAGS.cache_dir)
     env = bench.environment()
+    out = FLAGS.out or os.path.join("bench", "results", f"snarkjs-{env['backend']}-{env['date'][:10]}.json")
+    flag_values = {k: FLAGS[k].value for k in ("log_n", "impl", "reps", "warmup", "setup")}
+    partial: list[dict] = []
+
+    def write_partial(row):  # a run stopped by a time limit keeps its finished rows
+        partial.append(row)
+        bench.write_json(out, {"environment": env, "flags": flag_values, "rows": partial, "complete": False})
+
+    bench.add_row_sink(write_partial)
     rows = sbench.run([int(k) for k in FLAGS.log_n], FLAGS.impl, reps=FLAGS.reps, warmup=FLAGS.warmup,
                       setup=FLAGS.setup, artifacts_dir=FLAGS.artifacts_dir, export_dir=FLAGS.export_dir,
                       export_zkey=FLAGS.export_zkey, baseline=FLAGS.baseline)
     cols = ["log_n", "constraints", "setup", "impl", "median_s", "first_s", "qap_evals_s", "h_s", "msm_s",
             "verified", "speedup_vs_snarkjs"]
     print(bench.format_table([{c: r[c] for c in cols if c in r} for r in rows]))
-    out = FLAGS.out or os.path.join("bench", "results", f"snarkjs-{env['backend']}-{env['date'][:10]}.json")
-    bench.write_json(out, {"environment": env, "flags": {k: FLAGS[k].value for k in
-                                                          ("log_n", "impl", "reps", "warmup", "setup")},
-                           "rows": rows})
+    bench.write_json(out, {"environment": env, "flags": flag_values, "rows": rows, "complete": True})
     print(f"wrote {out}")
 
 

@@ -97,6 +97,37 @@ def test_fq2_mul_add(which, rng):
         assert got(m3) == [(3 * x[0] % P, 3 * x[1] % P) for x in a_int]
 
 
+def test_mul_loop_products(rng):
+    """The one-multiplier field (``mul_loop``: products of a round in a loop, operands picked by selects) gives the
+    reference products for Fq (3 products, edge values) and Fq2 (2 products = 6 base products)."""
+    a_int = _vals(rng)
+    b_int = list(reversed(a_int))
+    c_int = [rng.randrange(P) for _ in a_int]
+    a, b, c = _mont(a_int), _mont(b_int), _mont(c_int)
+    fq2_a = list(zip(a_int, c_int))  # u = a + c i
+    fq2_b = list(zip(b_int, a_int))  # w = b + a i
+
+    @jax.jit
+    def run(a, b, c):
+        with jax.enable_x64(True):
+            Fk = lf.fq_loop
+            x, y, z = (lf.to_limbs(v, Fk) for v in (a, b, c))
+            p = [lf.from_limbs(v, Fk) for v in Fk.mul_many([(x, y), (x, x), (z, y)])]
+            F2 = lf.fq2_loop
+            u, w = (x, z), (y, x)
+            q = [lf.from_limbs(v, F2) for v in F2.mul_many([(u, w), (w, w)])]
+            return p, q
+
+    (pxy, pxx, pzy), (quw, qww) = run(a, b, c)
+    f, f2 = rf.fq, rf.fq2
+    assert _ints(pxy) == [f.mul(x, y) for x, y in zip(a_int, b_int)]
+    assert _ints(pxx) == [f.mul(x, x) for x in a_int]
+    assert _ints(pzy) == [f.mul(z, y) for z, y in zip(c_int, b_int)]
+    got = lambda arr: list(zip(_ints(arr[0]), _ints(arr[1])))  # noqa: E731
+    assert got(quw) == [f2.mul(u, w) for u, w in zip(fq2_a, fq2_b)]
+    assert got(qww) == [f2.mul(w, w) for w in fq2_b]
+
+
 @pytest.mark.parametrize("group", ["g1", "g2"])
 @pytest.mark.parametrize("kind", ["array", "limb"])
 def test_kernel_rep_round_trip(group, kind):

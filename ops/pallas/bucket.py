@@ -88,6 +88,8 @@ class _Rep:
                 "unrolled": (limb_field.fq_unrolled, limb_field.fq2_unrolled),
                 "rolled_ptx": (limb_field.fq_ptx, limb_field.fq2_ptx),
                 "unrolled_ptx": (limb_field.fq_unrolled_ptx, limb_field.fq2_unrolled_ptx),
+                "rolled_loop": (limb_field.fq_loop, limb_field.fq2_loop),
+                "unrolled_loop": (limb_field.fq_unrolled_loop, limb_field.fq2_unrolled_loop),
             }
             if mul_schedule not in fields:
                 raise ValueError(f"unknown kernel mul schedule {mul_schedule!r}; expected one of {sorted(fields)}")

@@ -58,7 +58,7 @@ class LimbField:
     """
 
     def __init__(self, base: ops_field.PrimeField, *, stack: bool = False, schedule: str = "unrolled",
-                 wide: str = "jnp"):
+                 wide: str = "jnp", mul_loop: bool = False):
         if schedule not in ("unrolled", "rolled"):
             raise ValueError(f"unknown schedule {schedule!r}")
         if wide not in ("jnp", "ptx"):
@@ -72,10 +72,12 @@ class LimbField:
         self.stack = stack
         self.schedule = schedule
         self.wide = wide
+        self.mul_loop = mul_loop
         self._step = _cios_step if wide == "jnp" else _cios_step_ptx
 
     def __repr__(self) -> str:
-        return f"LimbField({self.name}, stack={self.stack}, schedule={self.schedule!r}, wide={self.wide!r})"
+        return (f"LimbField({self.name}, stack={self.stack}, schedule={self.schedule!r}, wide={self.wide!r}, "
+                f"mul_loop={self.mul_loop})")
 
     # -- construction --------------------------------------------------------------------------------------------
     def zeros_like(self, a):
@@ -139,6 +141,8 @@ class LimbField:
     def mul_many(self, pairs):
         """Independent products; one stacked multiplication when ``stack`` (see the module docstring)."""
         pairs = list(pairs)
+        if self.mul_loop and len(pairs) > 1:
+            return self._mul_loop(pairs)
         if not self.stack or len(pairs) == 1:
             return [self.mul(x, y) for x, y in pairs]
         k = len(pairs)
@@ -147,6 +151,33 @@ class LimbField:
         xs, ys = _broadcast_lists(xs, ys)
         prod = self.mul(xs, ys)
         return [[prod[l][j] for l in range(self.limbs)] for j in range(k)]
+
+    def _mul_loop(self, pairs):
+        """``k`` independent products through ONE multiplier: a ``lax.fori_loop`` over the products whose body
+        picks operand pair ``j`` with a select chain and stores the product into slot ``j`` with selects.
+
+        Why: Triton's compile time grows about quadratically with the kernel's size (an H200 compiled a 13.4k-line
+        bucket kernel in 117 s and a 27.2k-line one in 511 s, 2026-11-30), and each multiplier is the bulk of a
+        formula's code; this keeps one per ``mul_many`` round (one per Fq2 round too: its Karatsuba products are
+        base products of one round) at the cost of ``3 k L`` selects -- no stacked tensor axis, which Triton
+        cannot slice."""
+        k = len(pairs)
+        shape = jnp.broadcast_shapes(*[v.shape for pr in pairs for x in pr for v in x])
+        xs = [[jnp.broadcast_to(v, shape) for v in x] for x, _ in pairs]
+        ys = [[jnp.broadcast_to(v, shape) for v in y] for _, y in pairs]
+
+        def body(j, outs):
+            a, b = xs[0], ys[0]
+            for i in range(1, k):
+                a = self.select(j == i, xs[i], a)
+                b = self.select(j == i, ys[i], b)
+            prod = self.mul(a, b)
+            return tuple(tuple(self.select(j == i, prod, list(o))) for i, o in enumerate(outs))
+
+        zero = jnp.zeros(shape, U64)
+        init = tuple(tuple(zero for _ in range(self.limbs)) for _ in range(k))
+        outs = lax.fori_loop(0, k, body, init)
+        return [list(o) for o in outs]
 
     def mul_small(self, a, k: int):
         """``k a`` for a small static int ``k`` by double-and-add (no multiplication)."""
@@ -519,6 +550,11 @@ fq_ptx = LimbField(ops_field.fq, schedule="rolled", wide="ptx")
 fq2_ptx = LimbFq2(fq_ptx)
 fq_unrolled_ptx = LimbField(ops_field.fq, schedule="unrolled", wide="ptx")
 fq2_unrolled_ptx = LimbFq2(fq_unrolled_ptx)
+# one multiplier per mul_many round (see LimbField._mul_loop): the compile-time-lean kernel fields
+fq_loop = LimbField(ops_field.fq, schedule="rolled", mul_loop=True)
+fq2_loop = LimbFq2(fq_loop)
+fq_unrolled_loop = LimbField(ops_field.fq, schedule="unrolled", mul_loop=True)
+fq2_unrolled_loop = LimbFq2(fq_unrolled_loop)
 
 
 # ---------------------------------------------------------------------------------------------------------------
