@@ -276,7 +276,10 @@ def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, co
     C1 rows of ``L1`` buckets: ``S += B_j`` / ``T += S`` alternately, ``j`` from the top.
     C2 ``T += (k L1) S`` (``k`` the row index within its window) by double-and-add over ``c - 1`` bits.
     C3 a pairwise tree over the ``K`` rows of each window: window sums.
-    D  Horner over windows for the ``G`` partitions (``c`` doublings, one addition), then ``+ prev``.
+
+    Then, outside the wide machine (:func:`_horner`, ``G`` lanes): Horner over the windows (``c`` doublings and
+    one addition per window), then ``+ prev``. It was phase D of the machine, where its ``W (c + 1)`` steps ran at
+    the machine's full width for ``G`` useful lanes -- more than half of all steps at small sizes.
 
     Buckets written in A or B are disjoint (a bucket is written whole by exactly one lane or by the merge); empty
     runs (identity) are not written, leaving the zero-initialised bucket, which is the right value.
@@ -291,9 +294,9 @@ def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, co
     P_n = 2 * Lw
     cbits = c - 1
 
-    nA, nB, nC1, nC2, nC3, nD = S, 2 * ms.levels, 2 * L1, 2 * cbits + 1, K.bit_length() - 1, W * (c + 1) + 1
-    starts = np.cumsum([0, nA, nB, nC1, nC2, nC3])
-    total = int(starts[-1] + nD)
+    nA, nB, nC1, nC2, nC3 = S, 2 * ms.levels, 2 * L1, 2 * cbits + 1, K.bit_length() - 1
+    starts = np.cumsum([0, nA, nB, nC1, nC2])
+    total = int(starts[-1] + nC3)
     one = F.ones((Lw,))
     ident = _ident(F, (Lw,))
 
@@ -310,7 +313,6 @@ def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, co
         inC1, tC1 = active(i, 2, nC1)
         inC2, tC2 = active(i, 3, nC2)
         inC3, tC3 = active(i, 4, nC3)
-        inD, tD = active(i, 5, nD)
 
         # ---- A: accumulation -------------------------------------------------------------------------------
         e = lane * S + tA
@@ -359,19 +361,10 @@ def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, co
         aC3 = st["T"]
         bC3 = _sel(F, okC3, _take(st["T"], jnp.where(okC3, lane + stride, 0)), ident)
 
-        # ---- D: Horner ----------------------------------------------------------------------------------------
-        wD = W - 1 - tD // (c + 1)
-        sub = tD % (c + 1)
-        lastD = tD == W * (c + 1)
-        gD = jnp.minimum(lane, G - 1)
-        ws = _take(st["T"], jnp.where(lane < G, (gD * W + jnp.maximum(wD, 0)) * K, 0))
-        aD = st["Hacc"]
-        bD = _sel(F, lastD, _take(prev, gD), _sel(F, sub < c, st["Hacc"], ws))
-
         # ---- the one addition ---------------------------------------------------------------------------------
-        a = aD
-        b = bD
-        for flag, aa, bb in ((inC3, aC3, bC3), (inC2, aC2, bC2), (inC1, aC1, bC1), (inB, aB, bB), (inA, aA, bA)):
+        a = aC3
+        b = bC3
+        for flag, aa, bb in ((inC2, aC2, bC2), (inC1, aC1, bC1), (inB, aB, bB), (inA, aA, bA)):
             a = _sel(F, flag, aa, a)
             b = _sel(F, flag, bb, b)
         r = curve.xyzz_add(a, b)
@@ -416,8 +409,6 @@ def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, co
         st["T"] = _sel(F, inC2 & last2, r, st["T"])
         # C3
         st["T"] = _sel(F, inC3 & okC3, r, st["T"])
-        # D
-        st["Hacc"] = _sel(F, inD, r, st["Hacc"])
         return st
 
     identP = _ident(F, (P_n + 1,))
@@ -432,10 +423,28 @@ def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, co
         "S": ident,
         "T": ident,
         "D": ident,
-        "Hacc": ident,
     }
     st = lax.fori_loop(0, total, body, st0)
-    return _take(st["Hacc"], jnp.arange(G))
+    g = jnp.arange(G, dtype=jnp.int32)
+    window_sums = [_take(st["T"], (g * W + w) * K) for w in range(W)]  # row 0 of each window holds its sum
+    return _horner(curve, plan, XYZZ(*[jnp.stack([ws[j] for ws in window_sums]) for j in range(4)]), prev)
+
+
+def _horner(curve, plan: Plan, window_sums: XYZZ, prev: XYZZ) -> XYZZ:
+    """``sum_w 2^(c w) WS_w + prev`` per partition on ``G`` lanes: window sums ``(W, *coord, G)`` (XYZZ, window-
+    major), ``prev`` ``(*coord, G)``. One ``lax.fori_loop`` over windows from the top, each ``c`` doublings (an
+    inner loop) and one addition."""
+    c, W = plan.c, plan.W
+
+    def window(t, acc):
+        w = W - 1 - t
+        acc = lax.fori_loop(0, c, lambda _, a: curve.xyzz_double(a), acc)
+        ws = XYZZ(*[lax.dynamic_index_in_dim(v, w, axis=0, keepdims=False) for v in window_sums])
+        return curve.xyzz_add(acc, ws)
+
+    acc = XYZZ(*[v[W - 1] for v in window_sums])
+    acc = lax.fori_loop(1, W, window, acc)
+    return curve.xyzz_add(acc, prev)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -37,6 +37,8 @@ flags.DEFINE_string("zkey", "", "snarkjs Groth16 proving key (.zkey); with --wtn
 flags.DEFINE_string("wtns", "", "circom witness file (.wtns), with --zkey")
 flags.DEFINE_string("proof", "proof.json", "with --zkey: output proof in snarkjs's JSON layout")
 flags.DEFINE_string("public", "public.json", "with --zkey: output public signals in snarkjs's JSON layout")
+flags.DEFINE_enum("backend", "device", ["device", "host"],
+                  "with --zkey: device (XLA ops) or host (Python ints + py_arkworks_bls12381, the slow oracle)")
 flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
                     "persistent XLA compilation cache ('' to disable)")
 FLAGS = flags.FLAGS
@@ -47,7 +49,7 @@ def _prove_snarkjs():
 
     if not (FLAGS.zkey and FLAGS.wtns):
         raise app.UsageError("--zkey and --wtns go together")
-    res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, FLAGS.proof, FLAGS.public, backend="device")
+    res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, FLAGS.proof, FLAGS.public, backend=FLAGS.backend)
     print(json.dumps({"proof": FLAGS.proof, "public": FLAGS.public,
                       "timings_s": {k: round(v, 4) for k, v in res.timings.items()}}))
 

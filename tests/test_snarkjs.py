@@ -284,6 +284,18 @@ def test_cli_scripts(art, work):
                          f"--public={out_pub}", f"--proof={work / 'cli-bad.json'}"], env=env, capture_output=True,
                         text=True)
     assert no.returncode == 1 and "Invalid proof" in no.stdout
+    # the same through the general scripts (prove.py --zkey/--wtns, verify.py --proof)
+    gp, gpub = work / "gen-proof.json", work / "gen-public.json"
+    subprocess.run([sys.executable, str(root / "scripts" / "prove.py"), f"--zkey={art.zkey}", f"--wtns={art.wtns}",
+                    f"--proof={gp}", f"--public={gpub}", "--backend=host"], check=True, env=env, capture_output=True)
+    verify = [sys.executable, str(root / "scripts" / "verify.py"), f"--vk={art.vk}", f"--public={gpub}"]
+    ok = subprocess.run(verify + [f"--proof={gp}"], env=env, capture_output=True, text=True)
+    assert ok.returncode == 0 and "OK!" in ok.stdout, ok.stdout + ok.stderr
+    no = subprocess.run(verify + [f"--proof={work / 'cli-bad.json'}"], env=env, capture_output=True, text=True)
+    assert no.returncode == 1 and "Invalid proof" in no.stdout
+    (work / "truncated.json").write_text("{")
+    bad_file = subprocess.run(verify + [f"--proof={work / 'truncated.json'}"], env=env, capture_output=True, text=True)
+    assert bad_file.returncode == 2 and "error:" in bad_file.stderr, bad_file.stdout + bad_file.stderr
 
 
 # ------------------------------------------------------------------------------------------------------------
