@@ -266,9 +266,10 @@ def machine_shape(plan: Plan, lanes: int | None = None) -> MachineShape:
 def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, count, prev: XYZZ) -> XYZZ:
     """Steps 4-6 for one pass as ONE ``lax.fori_loop`` whose body does one XYZZ addition over ``Lw`` lanes.
 
-    Phases (step ranges are static; every step computes the operands of every phase and keeps the active one):
+    Phases (every step computes the operands of every phase and keeps the active one):
 
-    A  accumulation, ``S`` steps: lane ``l`` walks pairs ``l S .. l S + S - 1``; a new run starts from the
+    A  accumulation, ``Sd = ceil(count / Lw)`` steps (at most ``S``): lane ``l`` walks pairs
+       ``l Sd .. l Sd + Sd - 1``; a new run starts from the
        identity; a run that ends is written to its bucket, except the lane's first run, which goes to partial slot
        ``2 l``; the last run goes to slot ``2 l + 1`` (slot ``2 l`` if it is also the first).
     B  partial merge: a segmented inclusive Hillis-Steele scan over the ``2 Lw`` partials (keys are sorted, so a run
@@ -294,14 +295,18 @@ def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, co
     P_n = 2 * Lw
     cbits = c - 1
 
-    nA, nB, nC1, nC2, nC3 = S, 2 * ms.levels, 2 * L1, 2 * cbits + 1, K.bit_length() - 1
-    starts = np.cumsum([0, nA, nB, nC1, nC2])
-    total = int(starts[-1] + nC3)
+    # Phase A walks only the live pairs (they sort first): Sd = ceil(count / Lw) <= S pairs per lane, a traced
+    # number, so the machine's length follows the data -- zero scalars (and the zero digits of small ones, e.g.
+    # the bits that fill a SHA-256 circuit's witness) cost no steps. The other phases have static lengths.
+    Sd = jnp.clip((count + Lw - 1) // Lw, 1, S).astype(jnp.int32)
+    nA, nB, nC1, nC2, nC3 = Sd, 2 * ms.levels, 2 * L1, 2 * cbits + 1, K.bit_length() - 1
+    starts = [jnp.int32(0)] + [Sd + int(x) for x in np.cumsum([0, nB, nC1, nC2])]
+    total = starts[-1] + nC3
     one = F.ones((Lw,))
     ident = _ident(F, (Lw,))
 
     def local(i, k):
-        return i - int(starts[k])
+        return i - starts[k]
 
     def active(i, k, n):
         t = local(i, k)
@@ -315,7 +320,7 @@ def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, co
         inC3, tC3 = active(i, 4, nC3)
 
         # ---- A: accumulation -------------------------------------------------------------------------------
-        e = lane * S + tA
+        e = lane * Sd + tA
         k = keys[e]
         v = vals[e]
         live = e < count
@@ -381,7 +386,7 @@ def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, co
         Pkey = Pkey.at[jnp.where(to_first, 2 * lane, P_n)].set(st["run_key"])
         buckets = _put(buckets, st["run_key"], acc, to_bucket, NB)
         first = st["first"] & ~flush
-        lastA = inA & (tA == S - 1)
+        lastA = inA & (tA == Sd - 1)
         P = _put(P, 2 * lane, r, lastA & first, P_n)
         P = _put(P, 2 * lane + 1, _sel(F, first, ident, r), lastA, P_n)
         Pkey = Pkey.at[jnp.where(lastA, 2 * lane, P_n)].set(jnp.where(first, k, Pkey[2 * lane]))
