@@ -25,12 +25,13 @@ cites -- and as in sppark / supraseal):
 5. **Bucket reduction** by running sums: per window, ``sum_m m B_m``; rows of ``L1`` buckets are summed with the
    classic running sum (``S += B_j; T += S`` from the top), then ``T + (row offset) * S`` per row, then a sum over
    the rows of the window.
-6. **Window combination**: ``sum_w 2^(c w) WS_w`` -- Horner (``c`` doublings then one addition per window) in the
-   XLA path; in the Pallas path every window is scaled by ``c w`` doublings in parallel, then the windows are summed.
+6. **Window combination**: ``sum_w 2^(c w) WS_w`` -- Horner (``c`` doublings then one addition per window, on
+   ``G`` lanes after the wide machine) in the XLA path; in the Pallas path every window is scaled by ``c w`` doublings in parallel, then the windows are summed.
 
 The supraseal "split" (skip zero scalars, sum the bases whose scalar is one separately) falls out of step 3-4: a
 zero scalar (or a base at infinity, whose scalar is zeroed) produces only sentinel pairs, which sort past the live
-count and are never visited (the Pallas kernels skip whole blocks past it); a scalar equal to one produces exactly
+count and are never visited (the Pallas kernels skip whole blocks past it; the XLA step machine's accumulation runs
+``ceil(count / lanes)`` steps, so its length follows the live pairs); a scalar equal to one produces exactly
 one pair, in bucket (window 0, digit 1), and because accumulation splits buckets across lanes, the bases with
 scalar one are summed as one balanced parallel sum -- what supraseal computes separately to avoid one overloaded
 bucket -- instead of passing through every window.
@@ -48,10 +49,10 @@ pairs at c = 20 (1.7 GB plus the sort's scratch) and, in the Pallas path, about 
 (2^23 columns x 48 words each); ten such partitions run as ten passes, so the footprint does not grow with P.
 
 Implementations (``impl=``): ``"pallas"`` runs steps 4-6 as Pallas kernels (:mod:`cuzk_jax.ops.pallas.bucket`;
-opt-in: see :func:`default_impl`); ``"xla"`` runs them as ONE ``lax.fori_loop`` (the "step machine", :func:`_xla_pass`) whose body
-holds a single XYZZ addition over a fixed number of lanes -- every phase (accumulation, partial merge, reduction,
-Horner) feeds that one addition its operands, so the curve formula appears once in the program (compile time on
-CPU is dominated by it); it is the default. ``"pallas_interpret"`` runs the kernels through the Pallas
+opt-in: see :func:`default_impl`); ``"xla"`` runs steps 4-5 as ONE loop (the "step machine", :func:`_xla_pass`)
+whose body holds a single XYZZ addition over a fixed number of lanes -- every phase (accumulation, partial merge,
+reduction) feeds that one addition its operands, so the curve formula appears once in the wide program (compile
+time is dominated by it) -- and step 6 as a narrow loop (:func:`_horner`); it is the default. ``"pallas_interpret"`` runs the kernels through the Pallas
 interpreter (CPU tests).
 """
 
