@@ -26,7 +26,8 @@ cites -- and as in sppark / supraseal):
    classic running sum (``S += B_j; T += S`` from the top), then ``T + (row offset) * S`` per row, then a sum over
    the rows of the window.
 6. **Window combination**: ``sum_w 2^(c w) WS_w`` -- Horner (``c`` doublings then one addition per window, on
-   ``G`` lanes after the wide machine) in the XLA path; in the Pallas path every window is scaled by ``c w`` doublings in parallel, then the windows are summed.
+   ``G`` lanes after the wide machine) in the XLA path; in the Pallas path every window is scaled by ``c w``
+   doublings in parallel, then the windows are summed.
 
 The supraseal "split" (skip zero scalars, sum the bases whose scalar is one separately) falls out of step 3-4: a
 zero scalar (or a base at infinity, whose scalar is zeroed) produces only sentinel pairs, which sort past the live
@@ -52,8 +53,8 @@ Implementations (``impl=``): ``"pallas"`` runs steps 4-6 as Pallas kernels (:mod
 opt-in: see :func:`default_impl`); ``"xla"`` runs steps 4-5 as ONE loop (the "step machine", :func:`_xla_pass`)
 whose body holds a single XYZZ addition over a fixed number of lanes -- every phase (accumulation, partial merge,
 reduction) feeds that one addition its operands, so the curve formula appears once in the wide program (compile
-time is dominated by it) -- and step 6 as a narrow loop (:func:`_horner`); it is the default. ``"pallas_interpret"`` runs the kernels through the Pallas
-interpreter (CPU tests).
+time is dominated by it) -- and step 6 as a narrow loop (:func:`_horner`); it is the default.
+``"pallas_interpret"`` runs the kernels through the Pallas interpreter (CPU tests).
 """
 
 from __future__ import annotations
@@ -270,9 +271,9 @@ def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, co
     Phases (every step computes the operands of every phase and keeps the active one):
 
     A  accumulation, ``Sd = ceil(count / Lw)`` steps (at most ``S``): lane ``l`` walks pairs
-       ``l Sd .. l Sd + Sd - 1``; a new run starts from the
-       identity; a run that ends is written to its bucket, except the lane's first run, which goes to partial slot
-       ``2 l``; the last run goes to slot ``2 l + 1`` (slot ``2 l`` if it is also the first).
+       ``l Sd .. l Sd + Sd - 1``; a new run starts from the identity; a run that ends is written to its bucket,
+       except the lane's first run, which goes to partial slot ``2 l``; the last run goes to slot ``2 l + 1``
+       (slot ``2 l`` if it is also the first).
     B  partial merge: a segmented inclusive Hillis-Steele scan over the ``2 Lw`` partials (keys are sorted, so a run
        is a maximal range of equal keys), two half-steps per level; run ends are then written to their buckets.
     C1 rows of ``L1`` buckets: ``S += B_j`` / ``T += S`` alternately, ``j`` from the top.
@@ -632,8 +633,8 @@ def msm(
     sort's scratch); when a partition alone exceeds it, the points are chunked and the window is chosen for the
     chunk size. ``lanes`` overrides the XLA machine width; ``kernel_options`` go to :func:`_pallas_pass` (``seg``,
     ``acc_seg``, ``block``, ``num_warps``, ``mul_schedule``, ``rep``, ``base_layout``); for ``impl="xla"`` only
-    ``mul_schedule`` is read (the step machine's addition; default :data:`XLA_MUL_SCHEDULE`). Traceable (jit it with the keyword
-    arguments static); shapes are padded to :func:`padded_size` inside, but callers that want one compiled
+    ``mul_schedule`` is read (the step machine's addition; default :data:`XLA_MUL_SCHEDULE`). Traceable (jit it with the
+    keyword arguments static); shapes are padded to :func:`padded_size` inside, but callers that want one compiled
     program per size bucket should pad before calling a jitted function (as :func:`cuzk_jax.msm` does).
     """
     curve = _curve(group)
@@ -667,7 +668,8 @@ def msm(
     if pad:
         scalars = jnp.pad(scalars, ((0, 0), (0, 0), (0, pad)))
         padc = [(0, 0)] * nd + [(0, 0)] * (len(bshape) - 1) + [(0, pad)]
-        bases = Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc), jnp.pad(bases.inf, padc[nd:], constant_values=True))
+        bases = Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc),
+                       jnp.pad(bases.inf, padc[nd:], constant_values=True))
     c = window or window_bits(n)
     G, chunk = _group_and_chunk(P, n, num_windows(c), max_pairs)
     if chunk < n and window is None:  # one partition in several passes: size the window for a pass

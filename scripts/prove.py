@@ -71,7 +71,8 @@ def _sequential(circuit, pk, sectors):
     out = []
     for k in sectors:
         print(f"sector {k}: proving {FLAGS.partitions} partitions ...", flush=True)
-        res = sector.prove_sector(circuit, pk, FLAGS.partitions, k, verify=FLAGS.verify, msm_impl=FLAGS.msm_impl or None)
+        res = sector.prove_sector(circuit, pk, FLAGS.partitions, k, verify=FLAGS.verify,
+                                  msm_impl=FLAGS.msm_impl or None)
         _report(circuit, res)
         out.append(res)
     return out

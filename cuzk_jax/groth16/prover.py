@@ -114,7 +114,8 @@ def satisfied(az, bz, cz):
 
 @functools.partial(jax.jit, static_argnums=(3,))
 def h_scalars(az, bz, cz, n: int):
-    """H-MSM scalars for every partition: pad the evaluations to the domain, compute h, keep n-1 coefficients, leave Montgomery form."""
+    """H-MSM scalars for every partition: pad the evaluations to the domain, compute h, keep its n - 1
+    coefficients, leave Montgomery form (canonical limbs, as the MSM takes)."""
     pad = [(0, 0)] * (az.ndim - 1) + [(0, n - az.shape[-1])]
     a, b, c = (jnp.pad(x, pad) for x in (az, bz, cz))
     h = ops_qap.compute_h(a, b, c)
