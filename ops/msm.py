@@ -439,19 +439,24 @@ def _xla_pass(curve, plan: Plan, ms: MachineShape, bases: Affine, keys, vals, co
 
 def _horner(curve, plan: Plan, window_sums: XYZZ, prev: XYZZ) -> XYZZ:
     """``sum_w 2^(c w) WS_w + prev`` per partition on ``G`` lanes: window sums ``(W, *coord, G)`` (XYZZ, window-
-    major), ``prev`` ``(*coord, G)``. One ``lax.fori_loop`` over windows from the top, each ``c`` doublings (an
-    inner loop) and one addition."""
+    major), ``prev`` ``(*coord, G)``.
+
+    One ``lax.fori_loop`` of ``W (c + 1) + 1`` steps, each ONE unified XYZZ addition (doubling when both operands
+    are the accumulator): per window from the top, ``c`` doublings then ``+ WS_w``; the last step adds ``prev``.
+    One addition site keeps the program small under either multiplication schedule."""
     c, W = plan.c, plan.W
+    F = curve.field
+    G = prev.x.shape[-1]
 
-    def window(t, acc):
-        w = W - 1 - t
-        acc = lax.fori_loop(0, c, lambda _, a: curve.xyzz_double(a), acc)
+    def step(t, acc):
+        w = jnp.maximum(W - 1 - t // (c + 1), 0)
+        sub = t % (c + 1)
+        last = t == W * (c + 1)
         ws = XYZZ(*[lax.dynamic_index_in_dim(v, w, axis=0, keepdims=False) for v in window_sums])
-        return curve.xyzz_add(acc, ws)
+        b = _sel(F, last, prev, _sel(F, sub < c, acc, ws))
+        return curve.xyzz_add(acc, b)
 
-    acc = XYZZ(*[v[W - 1] for v in window_sums])
-    acc = lax.fori_loop(1, W, window, acc)
-    return curve.xyzz_add(acc, prev)
+    return lax.fori_loop(0, W * (c + 1) + 1, step, _ident(F, (G,)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
