@@ -481,9 +481,14 @@ def pallas_seg(M: int) -> int:
 
 
 def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, *, interpret=False, seg=None,
-                 acc_seg=16, block=None, num_warps=None, mul_schedule="rolled", rep=None,
+                 acc_seg=16, block=None, num_warps=None, mul_schedule="rolled_loop", rep=None,
                  base_layout="point") -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
+
+    ``mul_schedule`` defaults to ``"rolled_loop"``, the compile-lean kernels (one multiplier per product round,
+    carry chains and row loads/stores in loops, one general kernel per mode): 4.4k / 4.7k / 5.1k Triton-IR lines
+    for G1 against 13.4k / 27.2k for ``"rolled"``, whose kernels took 117 s / 511 s to compile on an H200.
+    Chosen by that size proxy; its GPU compile and run time are not measured yet (BUILD.md).
 
     Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then ONE
     ``lax.while_loop`` drives kernel 2 through five stages (fixed buffer shapes, so one compiled kernel):
@@ -545,7 +550,13 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     def body(carry):
         stage, cnt, E, EK, Y = carry
         prm = params(stage, cnt)
-        P, PKn, Yn = pk.general_step(curve, prm, EK, E, Y, **kopts)
+        if str(mul_schedule).endswith("_loop"):  # compile-lean: one kernel per mode, picked at run time
+            P, PKn, Yn = lax.cond(
+                prm[0] == pk.MODE_WROW,
+                lambda: pk.general_step(curve, prm, EK, E, Y, modes=("wrow",), **kopts),
+                lambda: pk.general_step(curve, prm, EK, E, Y, modes=("acc",), **kopts))
+        else:
+            P, PKn, Yn = pk.general_step(curve, prm, EK, E, Y, **kopts)
         is_acc = (stage % 2) == 0
         final = is_acc & (cnt <= acc_seg)
         next_cnt = (2 * ((cnt + acc_seg - 1) // acc_seg)).astype(jnp.int32)

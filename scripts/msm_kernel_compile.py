@@ -2,6 +2,7 @@
 
   python scripts/msm_kernel_compile.py --kernel=acc --group=g1 --out=acc-g1.json
   python scripts/msm_kernel_compile.py --kernel=general --group=g1 --ms=rolled
+  python scripts/msm_kernel_compile.py --kernel=general_acc --ms=rolled_loop --lower_only   # IR size on a CPU
 
 The MSM's Pallas path did not compile within 300 s on an H200 (2026-11-30); this script times the two kernels of
 :mod:`cuzk_jax.ops.pallas.bucket` separately, at a small shape (compile time does not depend on the shape much),
@@ -16,7 +17,8 @@ import time
 
 from absl import app, flags
 
-flags.DEFINE_enum("kernel", "acc", ["acc", "general"], "which kernel")
+flags.DEFINE_enum("kernel", "acc", ["acc", "general", "general_acc", "general_wrow"],
+                  "which kernel: accumulate, the two-mode general step, or one mode of it")
 flags.DEFINE_enum("group", "g1", ["g1", "g2"], "group")
 flags.DEFINE_string("ms", "rolled", "multiplication schedule inside the kernel")
 flags.DEFINE_integer("block", 64, "lanes per program")
@@ -64,7 +66,8 @@ def main(argv):
     else:
         args = (jnp.zeros((pk.NPRM,), jnp.int32), jnp.zeros((n,), jnp.int32), jnp.zeros((nrows, n), jnp.uint32),
                 jnp.zeros((nrows, n), jnp.uint32))
-        fn = jax.jit(lambda *a: pk.general_step(curve, *a, **opts))
+        modes = {"general": ("acc", "wrow"), "general_acc": ("acc",), "general_wrow": ("wrow",)}[FLAGS.kernel]
+        fn = jax.jit(lambda *a: pk.general_step(curve, *a, modes=modes, **opts))
     row = {"kernel": FLAGS.kernel, "group": FLAGS.group, "mul_schedule": FLAGS.ms, "block": block,
            "backend": jax.default_backend()}
     out = FLAGS.out or f"msm-kernel-{FLAGS.kernel}-{FLAGS.group}.json"

@@ -32,7 +32,7 @@ def _ints(arr):
     return enc.limbs_to_ints(np.asarray(arr), "fq", montgomery=True)
 
 
-@pytest.mark.parametrize("which", ["array", "limb_rolled"])
+@pytest.mark.parametrize("which", ["array", "limb_rolled", "limb_loop"])
 def test_prime_field_ops(which, rng):
     """(The straight-line "unrolled" limb field is ops.field.cios_limbs itself; compiling it on XLA:CPU takes
     minutes, so it is exercised on the GPU only: scripts/gpu_check_msm.py with ``pallas:ms=unrolled``.)"""
@@ -43,7 +43,7 @@ def test_prime_field_ops(which, rng):
         Fk = lf.array_fq
         wrap, unwrap = (lambda x: x), (lambda x: x)
     else:
-        Fk = lf.fq if which == "limb_rolled" else lf.fq_unrolled
+        Fk = {"limb_rolled": lf.fq, "limb_loop": lf.fq_loop}.get(which, lf.fq_unrolled)
         wrap, unwrap = (lambda x: lf.to_limbs(x, Fk)), (lambda x: lf.from_limbs(x, Fk))
 
     @jax.jit

@@ -305,6 +305,22 @@ def test_pallas_interpret_equals_xla_g1(rng):
         assert got == [_expected("g1", r, s) for r, s in cases]
 
 
+def test_pallas_interpret_two_mode_kernels(rng):
+    """The other kernel variant (``mul_schedule="rolled"``: straight-line row loads/stores, one general kernel
+    holding both modes; the default is the compile-lean ``"rolled_loop"``, covered by the test above) on three
+    partitions: a random case, repeated bases (doublings and cancellations inside buckets) and bases at infinity
+    -- against arkworks."""
+    opts = (("acc_seg", 8), ("block", 8), ("mul_schedule", "rolled"), ("seg", 8))
+    fn = M.msm_jit("g1", "pallas_interpret", kernel_options=opts)
+    edge = _edge_cases(random.Random(12))
+    cases = [random_case("g1", 40, rng)[1:], edge["repeated"], edge["inf_bases"]]
+    n_pad = 64
+    arrs = [affine_arrays("g1", r, n_pad) for r, _ in cases]
+    bases = cv.Affine(*[jnp.stack([getattr(a, f) for a in arrs], axis=-2) for f in ("x", "y", "inf")])
+    sc = jnp.stack([scalar_limbs(s, n_pad) for _, s in cases], axis=1)
+    assert jac_to_ref("g1", fn(bases, sc)) == [_expected("g1", r, s) for r, s in cases]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # host API
 # ---------------------------------------------------------------------------------------------------------------

@@ -80,6 +80,8 @@ class _Rep:
     def __init__(self, curve, kind: str, mul_schedule: str = "rolled"):
         self.curve = curve
         self.kind = kind
+        # the "_loop" schedules are the compile-lean family: one multiplier per round and row loads/stores in loops
+        self.rolled_rows = mul_schedule.endswith("_loop")
         self.g2 = curve.coord_ndim == 2
         self.Lc = 24 if self.g2 else 12
         if kind == "limb":
@@ -140,13 +142,32 @@ def _is_ident_rows(rep, rows):
     return acc == 0
 
 
-def _load_rows(ref, nrows, idx):
-    return [ref[r, idx] for r in range(nrows)]
+def _load_rows(ref, nrows, idx, rolled=False, first=0, major="row"):
+    """Rows ``first .. first + nrows - 1`` of ``ref`` at columns ``idx`` (``major="point"``: ``ref[idx, r]``).
+
+    ``rolled``: one ``lax.fori_loop`` whose carry holds the rows and shifts by one each iteration (each iteration
+    loads one row with a dynamic row index), so the program holds ONE load site instead of ``nrows`` -- the
+    compile-lean form (Triton's compile time grows about quadratically with kernel size; see ops/msm.py)."""
+    get = (lambda r: ref[idx, r]) if major == "point" else (lambda r: ref[r, idx])
+    if not rolled:
+        return [get(first + r) for r in range(nrows)]
+    init = tuple(jnp.zeros(idx.shape, ref.dtype) for _ in range(nrows))
+    rows = lax.fori_loop(0, nrows, lambda r, c: c[1:] + (get(first + r),), init)
+    return list(rows)
 
 
-def _store_rows(ref, rows, idx, mask):
-    for r, v in enumerate(rows):
-        plt.store(ref.at[r, idx], v, mask=mask)
+def _store_rows(ref, rows, idx, mask, rolled=False):
+    """``ref[r, idx] = rows[r]`` where ``mask``; ``rolled``: one store site in a loop (see :func:`_load_rows`)."""
+    if not rolled:
+        for r, v in enumerate(rows):
+            plt.store(ref.at[r, idx], v, mask=mask)
+        return
+
+    def body(r, carry):
+        plt.store(ref.at[r, idx], carry[0], mask=mask)
+        return carry[1:] + carry[:1]
+
+    lax.fori_loop(0, len(rows), body, tuple(rows))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -176,9 +197,9 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, 
         is_first = first != 0
         to_first = flush & is_first & ~final
         to_bucket = flush & (~is_first | final) & ~_is_ident_rows(rep, acc_rows)
-        _store_rows(p_ref, acc_rows, 2 * lanes, to_first)
+        _store_rows(p_ref, acc_rows, 2 * lanes, to_first, rep.rolled_rows)
         plt.store(pk_ref.at[2 * lanes], run_key, mask=to_first)
-        _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
+        _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket, rep.rolled_rows)
         first = jnp.where(flush, 0, first)
         a = rep.point(_sel_rows(new_run, ident, acc_rows))
         r = add(a, operand)
@@ -189,11 +210,11 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, 
     is_first = first != 0
     # the last run: straight to its bucket when final, else to the partial slots
     to_bucket = final & ~_is_ident_rows(rep, acc_rows)
-    _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
+    _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket, rep.rolled_rows)
     m0 = is_first | final
-    _store_rows(p_ref, _sel_rows(final, ident, acc_rows), 2 * lanes, m0)
+    _store_rows(p_ref, _sel_rows(final, ident, acc_rows), 2 * lanes, m0, rep.rolled_rows)
     plt.store(pk_ref.at[2 * lanes], jnp.where(final, SENT, run_key), mask=m0)
-    _store_rows(p_ref, _sel_rows(final | is_first, ident, acc_rows), 2 * lanes + 1, lanes >= 0)
+    _store_rows(p_ref, _sel_rows(final | is_first, ident, acc_rows), 2 * lanes + 1, lanes >= 0, rep.rolled_rows)
     plt.store(pk_ref.at[2 * lanes + 1], jnp.where(final, SENT, run_key), mask=lanes >= 0)
 
 
@@ -217,12 +238,10 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
         v = vals_ref[ee]
         idx = v & jnp.int32(0x7FFFFFFF)
         neg = v < 0
-        if point_major:  # b_ref (num_bases, 2 Lc): one base is 2 Lc consecutive words
-            x = rep.elem([b_ref[idx, r] for r in range(Lc)])
-            y = rep.elem([b_ref[idx, Lc + r] for r in range(Lc)])
-        else:  # b_ref (2 Lc, num_bases): limb-major rows
-            x = rep.elem(_load_rows(b_ref, Lc, idx))
-            y = rep.elem([b_ref[Lc + r, idx] for r in range(Lc)])
+        # point-major b_ref (num_bases, 2 Lc): one base is 2 Lc consecutive words; else limb-major rows
+        major = "point" if point_major else "row"
+        xy = _load_rows(b_ref, 2 * Lc, idx, rep.rolled_rows, major=major)
+        x, y = rep.elem(xy[:Lc]), rep.elem(xy[Lc:])
         y = F.select(neg, F.neg(y), y)
         return Affine(x, y, ~live)
 
@@ -241,7 +260,7 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block):
+def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, modes=("acc", "wrow")):
     del yin_ref
     pid = pl.program_id(0)
     lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
@@ -257,11 +276,15 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
 
     # ---- ACC ----
     def get_point(ee, live):
-        return rep.point(_sel_rows(live, _load_rows(x_ref, nrows, ee), rep.ident_rows(block)))
+        return rep.point(_sel_rows(live, _load_rows(x_ref, nrows, ee, rep.rolled_rows), rep.ident_rows(block)))
 
-    @pl.when((mode == MODE_ACC) & (pid * block * s < n))
-    def _():
-        _accumulate(rep, lanes, n, s, prm_ref[3] != 0, keys_ref, get_point, add, p_ref, pk_ref, y_ref)
+    if "acc" in modes:
+        @pl.when((mode == MODE_ACC) & (pid * block * s < n))
+        def _():
+            _accumulate(rep, lanes, n, s, prm_ref[3] != 0, keys_ref, get_point, add, p_ref, pk_ref, y_ref)
+
+    if "wrow" not in modes:
+        return
 
     # ---- WROW ----
     @pl.when((mode == MODE_WROW) & (pid * block < n))
@@ -291,7 +314,7 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
             even = (u % 2) == 0
             v = u - 2 * L1
             j = jnp.maximum(L1 - 1 - u // 2, 0)
-            xj = _load_rows(x_ref, nrows, base + j)
+            xj = _load_rows(x_ref, nrows, base + j, rep.rolled_rows)
             dbl2 = in2 & (shift | even)  # phase-2 doubling D + D
             add2 = in2 & ~dbl2  # phase-2 addition D + S (ROWS only), kept where the bit is set
             bit = ((m_rows >> jnp.maximum(mbits - 1 - v // 2, 0)) & 1) == 1
@@ -311,7 +334,7 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
             return S_n, T_n, D_n
 
         S_, T_, D_ = lax.fori_loop(0, nsteps, body, (ident, ident, ident))
-        _store_rows(y_ref, T_, jnp.where(live, lanes, trash), live)
+        _store_rows(y_ref, T_, jnp.where(live, lanes, trash), live, rep.rolled_rows)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -377,15 +400,16 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, po
 
 @x64
 def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False,
-                 mul_schedule="rolled", rep=None):
+                 mul_schedule="rolled", rep=None, modes=("acc", "wrow")):
     """One call of kernel 2 over buffers of ``N`` entries: ``keys`` (N,), ``x`` rows ``(4 Lc, N)``, ``y`` rows
     ``(4 Lc, N)`` (trash = last column), updated in place. Grid: ``N / 2`` lanes. Returns
-    ``(partials (4 Lc, N), partial keys (N,), y)`` (partials are only meaningful in mode ACC)."""
+    ``(partials (4 Lc, N), partial keys (N,), y)`` (partials are only meaningful in mode ACC). ``modes``: the
+    branches compiled into this kernel (a kernel of one mode is half the code: see :func:`_pallas_pass`)."""
     rep = _Rep(curve, rep or ("array" if interpret else "limb"), mul_schedule)
     nrows = 4 * rep.Lc
     N = x.shape[1]
     assert N % (2 * block) == 0
-    kernel = functools.partial(_general_kernel, rep=rep, block=block)
+    kernel = functools.partial(_general_kernel, rep=rep, block=block, modes=tuple(modes))
     return pl.pallas_call(
         kernel,
         out_shape=(

@@ -94,10 +94,50 @@ class LimbField:
 
     # -- ring operations -----------------------------------------------------------------------------------------
     def add(self, a, b):
+        if self.mul_loop:
+            return self._addsub_rolled(a, b, subtract=False)
         return add_limbs(a, b, self.p_limbs)
 
     def sub(self, a, b):
+        if self.mul_loop:
+            return self._addsub_rolled(a, b, subtract=True)
         return sub_limbs(a, b, self.p_limbs)
+
+    def _addsub_rolled(self, a, b, subtract: bool):
+        """``a + b`` / ``a - b`` mod p as ONE loop over the limbs (the compile-lean form that goes with
+        ``mul_loop``): the operands' and the modulus' limbs ride in the carry and shift by one per iteration, so no
+        dynamic indexing is needed (Triton lowers it as is). One pass computes both candidates -- add: ``a + b`` and
+        ``a + b - p``; sub: ``a - b`` and ``a - b + p`` -- and the final carries pick one (the same function as
+        ``add_limbs`` / ``sub_limbs``)."""
+        n = self.limbs
+        shape = jnp.broadcast_shapes(*[x.shape for x in a], *[x.shape for x in b])
+        a = tuple(jnp.broadcast_to(x, shape) for x in a)
+        b = tuple(jnp.broadcast_to(x, shape) for x in b)
+        p = tuple(jnp.full(shape, v, U64) for v in self.p_limbs)
+        zero = jnp.zeros(shape, U64)
+
+        def body(_, carry):
+            a, b, p, v_out, w_out, c1, c2 = carry
+            if subtract:
+                v = a[0] - b[0] - c1  # wraps modulo 2^64 when negative
+                c1 = v >> 63
+                v = v & MASK32
+                w = v + p[0] + c2
+                c2 = w >> 32
+            else:
+                v = a[0] + b[0] + c1
+                c1 = v >> 32
+                v = v & MASK32
+                w = v - p[0] - c2
+                c2 = w >> 63
+            return (a[1:] + a[:1], b[1:] + b[:1], p[1:] + p[:1], v_out[1:] + (v,), w_out[1:] + ((w & MASK32),), c1,
+                    c2)
+
+        init = (a, b, p, (zero,) * n, (zero,) * n, zero, zero)
+        _, _, _, v, w, c1, c2 = lax.fori_loop(0, n, body, init)
+        # add: keep v = a + b unless v - p did not borrow; sub: take w = d + p when a < b
+        use_w = (c1 != 0) if subtract else (c2 == 0)
+        return [jnp.where(use_w, wj, vj) for vj, wj in zip(v, w)]
 
     def neg(self, a):
         return sub_limbs(self.zeros_like(a), a, self.p_limbs)
@@ -133,6 +173,8 @@ class LimbField:
 
         t0 = tuple(jnp.zeros(shape, a[0].dtype) for _ in range(n))
         t, _ = lax.fori_loop(0, n, body, (t0, tuple(b)))
+        if self.mul_loop:  # the final t - p as a loop too (t + 0 with the "- p" candidate is exactly cond_sub)
+            return self._addsub_rolled(list(t), list(t0), subtract=False)
         return cond_sub_limbs(list(t), self.p_limbs)
 
     def square(self, a):
@@ -291,6 +333,8 @@ class LimbFq2:
     def mul_many(self, pairs):
         f = self.base
         pairs = list(pairs)
+        if getattr(f, "mul_loop", False) and len(pairs) > 1:
+            return self._mul_loop(pairs)
         base_pairs = []
         for a, b in pairs:
             # Karatsuba: v0 = a0 b0, v1 = a1 b1, v2 = (a0 + a1)(b0 + b1)
@@ -304,6 +348,27 @@ class LimbFq2:
 
     def mul(self, a, b):
         return self.mul_many([(a, b)])[0]
+
+    def _mul_loop(self, pairs):
+        """``k`` Fq2 products through ONE Karatsuba product (its three base products one ``mul_many`` round) in a
+        ``lax.fori_loop`` with operand selects, as :meth:`LimbField._mul_loop` (compile-lean kernels)."""
+        k = len(pairs)
+        shape = jnp.broadcast_shapes(*[v.shape for pr in pairs for x in pr for c in x for v in c])
+        bc = lambda x: tuple(tuple(jnp.broadcast_to(v, shape) for v in c) for c in x)  # noqa: E731
+        xs = [bc(x) for x, _ in pairs]
+        ys = [bc(y) for _, y in pairs]
+
+        def body(j, outs):
+            a, b = xs[0], ys[0]
+            for i in range(1, k):
+                a = self.select(j == i, xs[i], a)
+                b = self.select(j == i, ys[i], b)
+            prod = bc(self.mul_many([(a, b)])[0])
+            return tuple(bc(self.select(j == i, prod, o)) for i, o in enumerate(outs))
+
+        zero = tuple(jnp.zeros(shape, U64) for _ in range(self.limbs))
+        outs = lax.fori_loop(0, k, body, tuple((zero, zero) for _ in range(k)))
+        return [(list(o[0]), list(o[1])) for o in outs]
 
     def square(self, a):
         return self.mul(a, a)
@@ -492,6 +557,8 @@ class ArrayFq2:
     def mul_many(self, pairs):
         f = self.base
         pairs = list(pairs)
+        if getattr(f, "mul_loop", False) and len(pairs) > 1:
+            return self._mul_loop(pairs)
         base_pairs = []
         for a, b in pairs:
             a, b = jnp.broadcast_arrays(a, b)
