@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import py_arkworks_bls12381 as pa

@@ -53,9 +53,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plt
 
-from cuzk_jax.ops import curve as curve_mod
-from cuzk_jax.ops import field as ops_field
-from cuzk_jax.ops.curve import XYZZ, Affine, select_point
+from cuzk_jax.ops.curve import XYZZ, Affine
 from cuzk_jax.ops.field import x64
 from cuzk_jax.ops.pallas import limb_field
 
@@ -179,7 +177,6 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, 
     """Walk ``seg`` sorted entries per lane (see the module docstring); ``get_point(e, live) -> operand`` and
     ``add(acc_xyzz, operand) -> xyzz``. Writes complete runs to ``y_ref`` and the two partial slots per lane."""
     B = lanes.shape[0]
-    nrows = 4 * rep.Lc
     trash = y_ref.shape[1] - 1
     seg0 = lanes * seg
     ident = rep.ident_rows(B)
