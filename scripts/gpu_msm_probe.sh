@@ -10,7 +10,7 @@ set -u
 out="${1:-bench/results/probe}"
 mkdir -p "$out"
 start=$(date +%s)
-left() { echo $(( $2 - ($(date +%s) - start) )); }
+left() { echo $(( $1 - ($(date +%s) - start) )); }  # seconds until the budget mark $1
 filter() { grep -v '^[IW][0-9]' || true; }
 
 for g in g1 g2; do
@@ -23,14 +23,14 @@ wait
 echo "[probe] kernels done at $(( $(date +%s) - start )) s"
 
 export XLA_PYTHON_CLIENT_MEM_FRACTION=0.8
-timeout "$(left x 420)" python3 scripts/gpu_check_msm.py --group=g1 --check_log_n=12 --check_batch=false \
+timeout "$(left 420)" python3 scripts/gpu_check_msm.py --group=g1 --check_log_n=12 --check_batch=false \
   --check_impl=pallas --bench_log_n=16,20 --impl=pallas,xla --reps=3 --warmup=1 --out="$out/msm-pallas-g1.json" \
   2>&1 | filter | tail -8
 echo "[probe] pallas g1 done at $(( $(date +%s) - start )) s"
 
-XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL timeout "$(left x 540)" python3 scripts/bench.py \
+XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL timeout "$(left 540)" python3 scripts/bench.py \
   --op=msm --group=g1 --log_n=16 --impl=xla --reps=3 --warmup=1 --out="$out/msm-xla-cmdbuf.json" 2>&1 | filter | tail -3
-timeout "$(left x 590)" python3 scripts/bench.py --op=msm --group=g1 --log_n=16 --impl=xla:ms=unrolled --reps=3 \
+timeout "$(left 590)" python3 scripts/bench.py --op=msm --group=g1 --log_n=16 --impl=xla:ms=unrolled --reps=3 \
   --warmup=1 --out="$out/msm-xla-unrolled.json" 2>&1 | filter | tail -3
 echo "[probe] all done at $(( $(date +%s) - start )) s"
 cat "$out"/kernel-*.json 2>/dev/null | grep -E '"(kernel|group|compile_s|triton_ir_lines)"' | paste - - - - || true
