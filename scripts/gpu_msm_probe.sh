@@ -10,7 +10,7 @@ set -u
 out="${1:-bench/results/probe}"
 mkdir -p "$out"
 start=$(date +%s)
-left() { echo $(( $1 - ($(date +%s) - start) )); }  # seconds until the budget mark $1
+left() { local v=$(( $1 - ($(date +%s) - start) )); echo $(( v > 1 ? v : 1 )); }  # seconds to mark $1, >= 1
 filter() { grep -v '^[IW][0-9]' || true; }
 
 for g in g1 g2; do
