@@ -18,6 +18,8 @@ writes snarkjs's ``proof.json`` / ``public.json``; ``npx snarkjs groth16 verify`
 import json
 import os
 
+import sys
+
 from absl import app, flags
 
 flags.DEFINE_string("circuit", "porep_like", "circuit name (cube, merkle_inclusion, porep_like)")
@@ -133,8 +135,18 @@ def main(argv):
           + (" and verified" if FLAGS.verify else ""))
 
 
+def _main_with_errors(argv):
+    """Bad input (unknown circuit or preset, unreadable or corrupt key / zkey / wtns, unsatisfied witness) ends
+    with one ``error:`` line and exit status 2, not a traceback."""
+    try:
+        return main(argv)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
 def run():
-    app.run(main)
+    app.run(_main_with_errors)
 
 
 if __name__ == "__main__":

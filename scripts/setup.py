@@ -3,6 +3,8 @@
   python3 scripts/setup.py --circuit=porep_like --preset=tiny
 """
 
+import sys
+
 from absl import app, flags
 
 flags.DEFINE_string("circuit", "porep_like", "circuit name")
@@ -24,8 +26,18 @@ def main(argv):
           f"{r1cs.num_constraints} constraints, domain {pk.domain_size}, {pk.num_inputs} inputs, {pk.num_aux} private")
 
 
+def _main_with_errors(argv):
+    """Bad input (unknown circuit or preset, unreadable or corrupt key / zkey / wtns, unsatisfied witness) ends
+    with one ``error:`` line and exit status 2, not a traceback."""
+    try:
+        return main(argv)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
 def run():
-    app.run(main)
+    app.run(_main_with_errors)
 
 
 if __name__ == "__main__":
