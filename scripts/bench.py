@@ -11,6 +11,8 @@ import os
 
 from absl import app, flags, logging
 
+from cuzk_jax import cli
+
 OPS = ("field", "curve", "msm", "ntt", "h", "engine")
 
 flags.DEFINE_list("op", ["field"], f"ops to benchmark, from {OPS}")
@@ -22,19 +24,15 @@ flags.DEFINE_integer("batch", 1, "leading batch (partition) axis, where the op s
 flags.DEFINE_integer("reps", 5, "timed repetitions (median reported)")
 flags.DEFINE_integer("warmup", 2, "untimed warm-up runs")
 flags.DEFINE_string("out", "", "JSON output path (default: bench/results/<op>-<backend>-<date>.json)")
-flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
-                    "persistent XLA compilation cache ('' to disable)")
+cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
-    import jax
-
     from cuzk_jax import bench
 
-    if FLAGS.cache_dir:
-        jax.config.update("jax_compilation_cache_dir", FLAGS.cache_dir)
+    cli.use_cache_dir(FLAGS.cache_dir)
     env = bench.environment()
     logging.info("environment: %s", env)
     all_rows = []

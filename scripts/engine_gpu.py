@@ -12,6 +12,8 @@ import os
 
 from absl import app, flags
 
+from cuzk_jax import cli
+
 flags.DEFINE_string("circuit", "porep_like", "circuit name")
 flags.DEFINE_string("preset", "medium", "circuit preset (porep_like: small ~2^13.6, medium ~2^19 constraints)")
 flags.DEFINE_integer("sectors", 4, "sectors proved in each run")
@@ -27,20 +29,16 @@ flags.DEFINE_bool("synth_compare", True, "also measure synthesis throughput of t
 flags.DEFINE_string("out_dir", os.path.join("bench", "results"), "directory for the JSON and PNG")
 flags.DEFINE_string("name", "", "output base name (default engine-<circuit>-<preset>-<backend>)")
 flags.DEFINE_string("key_dir", "", "proving-key cache directory (default ~/.cache/cuzk_jax/keys)")
-flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
-                    "persistent XLA compilation cache ('' to disable)")
+cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
-    import jax
-
     from cuzk_jax import bench
     from cuzk_jax.bench import engine
 
-    if FLAGS.cache_dir:
-        jax.config.update("jax_compilation_cache_dir", FLAGS.cache_dir)
+    cli.use_cache_dir(FLAGS.cache_dir)
     rows = engine.compare(FLAGS.circuit, FLAGS.preset, FLAGS.sectors, FLAGS.partitions,
                           tuple(int(x) for x in FLAGS.max_batch), synthesis=FLAGS.synthesis,
                           workers=FLAGS.workers or None, max_wait_s=FLAGS.max_wait_s, msm_impl=FLAGS.msm_impl or None,

@@ -17,6 +17,8 @@ import time
 
 from absl import app, flags
 
+from cuzk_jax import cli
+
 flags.DEFINE_list("group", ["g1", "g2"], "groups")
 flags.DEFINE_integer("check_log_n", 12, "log2 of the point count for the correctness check")
 flags.DEFINE_list("bench_log_n", ["16", "18", "20", "22", "24"], "log2 sizes for the benchmark")
@@ -30,8 +32,7 @@ flags.DEFINE_bool("check_batch", True, "also check a 3-partition MSM (per-partit
 flags.DEFINE_bool("check_xla", False, "also compare with the XLA fallback (on GPU its compile takes minutes)")
 flags.DEFINE_bool("skip_bench", False, "skip the benchmark")
 flags.DEFINE_string("out", "", "JSON output path")
-flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
-                    "persistent XLA compilation cache ('' to disable)")
+cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
 
@@ -147,13 +148,10 @@ def _arkworks(group, refs, scalars, inf, got):
 
 def main(argv):
     del argv
-    import jax
-
     from cuzk_jax import bench
     from cuzk_jax.bench import msm as bmsm
 
-    if FLAGS.cache_dir:
-        jax.config.update("jax_compilation_cache_dir", FLAGS.cache_dir)
+    cli.use_cache_dir(FLAGS.cache_dir)
     env = bench.environment()
     print("environment:", env, flush=True)
     out = FLAGS.out or os.path.join("bench", "results", f"msm-{env['backend']}-{env['date'][:10]}.json")

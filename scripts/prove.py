@@ -16,11 +16,10 @@ writes snarkjs's ``proof.json`` / ``public.json``; ``npx snarkjs groth16 verify`
 """
 
 import json
-import os
-
-import sys
 
 from absl import app, flags
+
+from cuzk_jax import cli
 
 flags.DEFINE_string("circuit", "porep_like", "circuit name (cube, merkle_inclusion, porep_like)")
 flags.DEFINE_string("preset", "tiny", "circuit preset")
@@ -41,8 +40,7 @@ flags.DEFINE_string("proof", "proof.json", "with --zkey: output proof in snarkjs
 flags.DEFINE_string("public", "public.json", "with --zkey: output public signals in snarkjs's JSON layout")
 flags.DEFINE_enum("backend", "device", ["device", "host"],
                   "with --zkey: device (XLA ops) or host (Python ints + py_arkworks_bls12381, the slow oracle)")
-flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
-                    "persistent XLA compilation cache ('' to disable)")
+cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
 
@@ -103,10 +101,7 @@ def _engine(circuit, pk, sectors):
 
 def main(argv):
     del argv
-    import jax
-
-    if FLAGS.cache_dir:
-        jax.config.update("jax_compilation_cache_dir", FLAGS.cache_dir)
+    cli.use_cache_dir(FLAGS.cache_dir)
     if FLAGS.zkey or FLAGS.wtns:
         return _prove_snarkjs()
     from cuzk_jax import keycache
@@ -135,18 +130,8 @@ def main(argv):
           + (" and verified" if FLAGS.verify else ""))
 
 
-def _main_with_errors(argv):
-    """Bad input (unknown circuit or preset, unreadable or corrupt key / zkey / wtns, unsatisfied witness) ends
-    with one ``error:`` line and exit status 2, not a traceback."""
-    try:
-        return main(argv)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-
-
 def run():
-    app.run(_main_with_errors)
+    cli.run(main)  # a ValueError (bad input) ends with one error line, exit status 2
 
 
 if __name__ == "__main__":

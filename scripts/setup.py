@@ -3,9 +3,9 @@
   python3 scripts/setup.py --circuit=porep_like --preset=tiny
 """
 
-import sys
+from absl import flags
 
-from absl import app, flags
+from cuzk_jax import cli
 
 flags.DEFINE_string("circuit", "porep_like", "circuit name")
 flags.DEFINE_string("preset", "tiny", "circuit preset")
@@ -26,18 +26,8 @@ def main(argv):
           f"{r1cs.num_constraints} constraints, domain {pk.domain_size}, {pk.num_inputs} inputs, {pk.num_aux} private")
 
 
-def _main_with_errors(argv):
-    """Bad input (unknown circuit or preset, unreadable or corrupt key / zkey / wtns, unsatisfied witness) ends
-    with one ``error:`` line and exit status 2, not a traceback."""
-    try:
-        return main(argv)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-
-
 def run():
-    app.run(_main_with_errors)
+    cli.run(main)  # a ValueError (bad input) ends with one error line, exit status 2
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import os
 
 from absl import app, flags
 
+from cuzk_jax import cli
+
 flags.DEFINE_list("log_n", ["12", "16"], "log2 of the domain sizes (circuit fills ~2^k constraints)")
 flags.DEFINE_list("impl", ["snarkjs", "device"], "snarkjs, device (XLA), device_arkmsm (XLA QAP/H + arkworks "
                   "MSMs), host (Python ints + arkworks: the oracle)")
@@ -26,20 +28,16 @@ flags.DEFINE_string("export_dir", "", "copy the built circuit files here (to car
 flags.DEFINE_bool("export_zkey", True, "export the zkey (else, for insecure keys, the r1cs to regenerate it from)")
 flags.DEFINE_string("baseline", "", "comma-separated JSONs of earlier runs whose snarkjs rows give the ratio")
 flags.DEFINE_string("out", "", "JSON path (default bench/results/snarkjs-<backend>-<date>.json)")
-flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
-                    "persistent XLA compilation cache ('' to disable)")
+cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
-    import jax
-
     from cuzk_jax import bench
     from cuzk_jax.snarkjs import bench as sbench
 
-    if FLAGS.cache_dir:
-        jax.config.update("jax_compilation_cache_dir", FLAGS.cache_dir)
+    cli.use_cache_dir(FLAGS.cache_dir)
     env = bench.environment()
     out = FLAGS.out or os.path.join("bench", "results", f"snarkjs-{env['backend']}-{env['date'][:10]}.json")
     flag_values = {k: FLAGS[k].value for k in ("log_n", "impl", "reps", "warmup", "setup")}

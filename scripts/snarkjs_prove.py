@@ -7,9 +7,10 @@ The logic lives in cuzk_jax.snarkjs (prover.prove_files); this main only parses 
 """
 
 import json
-import os
 
 from absl import app, flags
+
+from cuzk_jax import cli
 
 flags.DEFINE_string("zkey", None, "snarkjs Groth16 proving key (.zkey)", required=True)
 flags.DEFINE_string("wtns", None, "witness file (.wtns, from `snarkjs wtns calculate` or circom's witness tool)",
@@ -19,17 +20,14 @@ flags.DEFINE_string("public", "public.json", "output: public signals in snarkjs'
 flags.DEFINE_enum("backend", "device", ["device", "host"],
                   "device: XLA ops (GPU/TPU/CPU); host: Python ints + py_arkworks_bls12381 (slow oracle)")
 flags.DEFINE_bool("check_points", True, "check that every zkey point is on its curve while reading")
-flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
-                    "persistent XLA compilation cache ('' to disable)")
+cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
-    if FLAGS.cache_dir and FLAGS.backend == "device":
-        import jax
-
-        jax.config.update("jax_compilation_cache_dir", FLAGS.cache_dir)
+    if FLAGS.backend == "device":
+        cli.use_cache_dir(FLAGS.cache_dir)
     from cuzk_jax.snarkjs import prover
 
     res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, FLAGS.proof, FLAGS.public, backend=FLAGS.backend,

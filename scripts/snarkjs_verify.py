@@ -10,6 +10,8 @@ import sys
 
 from absl import app, flags
 
+from cuzk_jax import cli
+
 flags.DEFINE_string("vk", "verification_key.json", "verification key (snarkjs `zkey export verificationkey`)")
 flags.DEFINE_string("public", "public.json", "public signals")
 flags.DEFINE_string("proof", "proof.json", "proof")
@@ -24,8 +26,7 @@ def main(argv):
         reason = verifier.check(jsonio.read_vk(FLAGS.vk), jsonio.read_public(FLAGS.public),
                                 jsonio.read_proof(FLAGS.proof))
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        cli.fail(e)
     if reason is None:
         print("OK!")
         return

@@ -12,6 +12,8 @@ import os
 
 from absl import app, flags
 
+from cuzk_jax import cli
+
 flags.DEFINE_string("circuit", "porep_like", "circuit name (cube, merkle_inclusion, porep_like)")
 flags.DEFINE_string("preset", None, "preset name (default: the circuit's default preset)")
 flags.DEFINE_integer("partitions", 10, "partitions (witnesses of one R1CS shape)")
@@ -24,21 +26,17 @@ flags.DEFINE_integer("partition_chunk", 0, "evaluate the partitions this many at
 flags.DEFINE_integer("reference_check_max", 0, "also check partition 0 with the Python reference when the "
                      "circuit has at most this many constraints (0 = never)")
 flags.DEFINE_string("out", "", "JSON output path ('' = default under bench/results)")
-flags.DEFINE_string("cache_dir", os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "xla"),
-                    "persistent XLA compilation cache ('' to disable)")
+cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
-    import jax
-
     from cuzk_jax import bench
     from cuzk_jax.circuits import bench as synth_bench
     from cuzk_jax.circuits import get_circuit
 
-    if FLAGS.cache_dir:
-        jax.config.update("jax_compilation_cache_dir", FLAGS.cache_dir)
+    cli.use_cache_dir(FLAGS.cache_dir)
     preset = FLAGS.preset or get_circuit(FLAGS.circuit).preset
     env = bench.environment()
     result = synth_bench.run(FLAGS.circuit, preset, FLAGS.partitions, FLAGS.seed, FLAGS.reps, FLAGS.warmup,

@@ -14,17 +14,14 @@ import sys
 
 from absl import app, flags
 
+from cuzk_jax import cli
+
 flags.DEFINE_string("vk", None, "verifying key: cuzk_jax .vk file, or snarkjs verification_key.json with --proof")
 flags.DEFINE_string("proofs", None, "cuzk_jax proof file (192 bytes per partition)")
 flags.DEFINE_string("proof", None, "snarkjs proof.json (instead of --proofs)")
 flags.DEFINE_string("public", None, "public inputs: prove.py's sector JSON, or snarkjs public.json with --proof")
 flags.mark_flags_as_required(["vk", "public"])
 FLAGS = flags.FLAGS
-
-
-def _fail(msg: str):
-    print(f"error: {msg}", file=sys.stderr)
-    sys.exit(2)
 
 
 def _verify_snarkjs() -> None:
@@ -34,7 +31,7 @@ def _verify_snarkjs() -> None:
         reason = verifier.check(jsonio.read_vk(FLAGS.vk), jsonio.read_public(FLAGS.public),
                                 jsonio.read_proof(FLAGS.proof))
     except (ValueError, OSError) as e:
-        _fail(str(e))
+        cli.fail(e)
     if reason is not None:
         print(f"Invalid proof: {reason}")
         sys.exit(1)
@@ -50,7 +47,7 @@ def _verify_sector() -> None:
             vk = VerifyingKey.from_bytes(fh.read())
         proofs, publics = sector.read_sector(FLAGS.proofs, FLAGS.public)
     except (ValueError, OSError) as e:
-        _fail(str(e))
+        cli.fail(e)
     results = verifier.verify_each(vk, publics, proofs)
     for i, ok in enumerate(results):
         print(f"partition {i}: {'OK' if ok else 'INVALID'}")
