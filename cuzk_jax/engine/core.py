@@ -394,25 +394,29 @@ class Engine:
             if f.cancel():
                 self._synthesizing[job.entry.digest] -= 1
 
+    def _retire(self, job: _Job, state: str) -> bool:
+        """Under the lock: move an active job to its final ``state`` ("done", "failed", "cancelled": counted in
+        the stats of that name) and forget it; False if it had already left the active state."""
+        if job.state != "active":
+            return False
+        job.state = state
+        self._stats[state] += 1
+        self._jobs.pop(job.id, None)
+        return True
+
     def _on_future_done(self, job: _Job) -> None:
         if not job.future.cancelled():
             return
         with self._lock:
-            if job.state != "active":
+            if not self._retire(job, "cancelled"):
                 return
-            job.state = "cancelled"
-            self._stats["cancelled"] += 1
-            self._jobs.pop(job.id, None)
             self._release_synthesis(job)
             self._cv.notify_all()
 
     def _fail(self, job: _Job, exc: BaseException) -> None:
         with self._lock:
-            if job.state != "active":
+            if not self._retire(job, "failed"):
                 return
-            job.state = "failed"
-            self._stats["failed"] += 1
-            self._jobs.pop(job.id, None)
             self._release_synthesis(job)
             self._cv.notify_all()
         log.info("job %d failed: %s", job.id, exc)
@@ -455,11 +459,8 @@ class Engine:
 
             verified = verifier.verify_batch(resident.pk.vk, job.publics, job.proofs)
         with self._lock:
-            if job.state != "active":
+            if not self._retire(job, "done"):
                 return
-            job.state = "done"
-            self._jobs.pop(job.id, None)
-            self._stats["done"] += 1
             self._stats["proofs"] += len(job.proofs)
             self._last_done = now
         phases = {"synthesis": job.synth_s,
