@@ -486,7 +486,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
 
     ``mul_schedule`` defaults to ``"rolled_loop"``, the compile-lean kernels (one multiplier per product round,
-    carry chains and row loads/stores in loops, one general kernel per mode): 4.4k / 4.7k / 5.1k Triton-IR lines
+    carry chains and row loads/stores in loops, one general kernel per mode): 4.5k / 4.8k / 5.2k Triton-IR lines
     for G1 against 13.4k / 27.2k for ``"rolled"``, whose kernels took 117 s / 511 s to compile on an H200.
     Chosen by that size proxy; its GPU compile and run time are not measured yet (BUILD.md).
 
@@ -550,7 +550,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     def body(carry):
         stage, cnt, E, EK, Y = carry
         prm = params(stage, cnt)
-        if str(mul_schedule).endswith("_loop"):  # compile-lean: one kernel per mode, picked at run time
+        if pk.compile_lean(mul_schedule):  # one kernel per mode, picked at run time
             P, PKn, Yn = lax.cond(
                 prm[0] == pk.MODE_WROW,
                 lambda: pk.general_step(curve, prm, EK, E, Y, modes=("wrow",), **kopts),

@@ -18,7 +18,7 @@ code and give identical proofs), or sharded over a mesh of local devices (:mod:`
 Jacobian multi-scalar sums on the host): no device, no compile, for tiny circuits -- an independent oracle for the
 engine's scheduling tests and a way to run the engine where no accelerator is worth compiling for.
 
-The randomisation (:func:`randomize`) is the prover's "finish" step (Groth 2016; arkworks ``prover.rs``):
+The randomisation is the prover's :func:`~cuzk_jax.groth16.prover.finish` (Groth 2016; arkworks ``prover.rs``):
 ``A = alpha + MSM_a + r delta``, ``B = beta + MSM_b2 + s delta`` (G2; ``B1`` likewise in G1),
 ``C = MSM_l + MSM_h + s A + r B1 - r s delta``.
 """
@@ -40,9 +40,6 @@ from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 from . import sharding
 
 MSMS = ("msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h")
-
-
-randomize = prover.finish  # the engine's name for the prover's finish step
 
 
 @dataclasses.dataclass
@@ -179,7 +176,7 @@ class DeviceBackend:
             jac = out.points[name]
             return host_curve.from_device(curve, type(jac)(*[c[..., i:i + 1] for c in jac]))[0]
 
-        return randomize(resident.pk, point("msm_a", g1), point("msm_b1", g1), point("msm_b2", g2),
+        return prover.finish(resident.pk, point("msm_a", g1), point("msm_b1", g1), point("msm_b2", g2),
                          point("msm_l", g1), point("msm_h", g1), r, s)
 
 
@@ -251,4 +248,4 @@ class HostBackend:
         return BatchOutput(ok=ok, first=first, points=phase("msm", msms))
 
     def finish(self, resident: HostResident, out: BatchOutput, i: int, r: int, s: int) -> Proof:
-        return randomize(resident.pk, *out.points[i], r, s)
+        return prover.finish(resident.pk, *out.points[i], r, s)

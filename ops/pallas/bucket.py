@@ -72,14 +72,19 @@ DEFAULT_NUM_WARPS = 2
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def compile_lean(mul_schedule: str) -> bool:
+    """The ``"*_loop"`` kernel schedules are the compile-lean family: one multiplier per round, carry chains and
+    row loads/stores in loops, and one general kernel per mode (see :func:`cuzk_jax.ops.msm._pallas_pass`)."""
+    return str(mul_schedule).endswith("_loop")
+
+
 class _Rep:
     """How a kernel turns limb rows into field elements: ``"limb"`` (GPU) or ``"array"`` (interpret mode)."""
 
     def __init__(self, curve, kind: str, mul_schedule: str = "rolled"):
         self.curve = curve
         self.kind = kind
-        # the "_loop" schedules are the compile-lean family: one multiplier per round and row loads/stores in loops
-        self.rolled_rows = mul_schedule.endswith("_loop")
+        self.rolled_rows = compile_lean(mul_schedule)
         self.g2 = curve.coord_ndim == 2
         self.Lc = 24 if self.g2 else 12
         if kind == "limb":

@@ -195,31 +195,13 @@ class LimbField:
         return [[prod[l][j] for l in range(self.limbs)] for j in range(k)]
 
     def _mul_loop(self, pairs):
-        """``k`` independent products through ONE multiplier: a ``lax.fori_loop`` over the products whose body
-        picks operand pair ``j`` with a select chain and stores the product into slot ``j`` with selects.
+        """``k`` independent products through ONE multiplier (:func:`_product_loop`).
 
         Why: Triton's compile time grows about quadratically with the kernel's size (an H200 compiled a 13.4k-line
         bucket kernel in 117 s and a 27.2k-line one in 511 s, 2026-11-30), and each multiplier is the bulk of a
-        formula's code; this keeps one per ``mul_many`` round (one per Fq2 round too: its Karatsuba products are
-        base products of one round) at the cost of ``3 k L`` selects -- no stacked tensor axis, which Triton
-        cannot slice."""
-        k = len(pairs)
-        shape = jnp.broadcast_shapes(*[v.shape for pr in pairs for x in pr for v in x])
-        xs = [[jnp.broadcast_to(v, shape) for v in x] for x, _ in pairs]
-        ys = [[jnp.broadcast_to(v, shape) for v in y] for _, y in pairs]
-
-        def body(j, outs):
-            a, b = xs[0], ys[0]
-            for i in range(1, k):
-                a = self.select(j == i, xs[i], a)
-                b = self.select(j == i, ys[i], b)
-            prod = self.mul(a, b)
-            return tuple(tuple(self.select(j == i, prod, list(o))) for i, o in enumerate(outs))
-
-        zero = jnp.zeros(shape, U64)
-        init = tuple(tuple(zero for _ in range(self.limbs)) for _ in range(k))
-        outs = lax.fori_loop(0, k, body, init)
-        return [list(o) for o in outs]
+        formula's code; this keeps one per ``mul_many`` round at the cost of ``3 k L`` selects -- no stacked
+        tensor axis, which Triton cannot slice."""
+        return _product_loop(self, pairs, self.mul)
 
     def mul_small(self, a, k: int):
         """``k a`` for a small static int ``k`` by double-and-add (no multiplication)."""
@@ -240,6 +222,34 @@ class LimbField:
 
     def select(self, mask, a, b):
         return [jnp.where(mask, x, y) for x, y in zip(a, b)]
+
+
+def _product_loop(field, pairs, product):
+    """``[product(x, y) for x, y in pairs]`` with ONE ``product`` in the program: a ``lax.fori_loop`` over the
+    pairs whose body picks pair ``j`` by a select chain (``field.select``) and stores its product into slot ``j``
+    by selects. Elements take the structure of the first operand (limb list, or pair of limb lists for Fq2) with
+    every limb broadcast to one shape, so the loop carry keeps one structure."""
+    k = len(pairs)
+    tdef = jax.tree_util.tree_structure(pairs[0][0])
+    shape = jnp.broadcast_shapes(*[v.shape for pr in pairs for v in jax.tree_util.tree_leaves(pr)])
+
+    def norm(x):
+        return tdef.unflatten([v if v.shape == shape else jnp.broadcast_to(v, shape)
+                               for v in jax.tree_util.tree_leaves(x)])
+
+    xs = [norm(x) for x, _ in pairs]
+    ys = [norm(y) for _, y in pairs]
+
+    def body(j, outs):
+        a, b = xs[0], ys[0]
+        for i in range(1, k):
+            a = norm(field.select(j == i, xs[i], a))
+            b = norm(field.select(j == i, ys[i], b))
+        prod = norm(product(a, b))
+        return tuple(norm(field.select(j == i, prod, o)) for i, o in enumerate(outs))
+
+    zero = norm(jax.tree_util.tree_map(lambda v: jnp.zeros(shape, U64), xs[0]))
+    return list(lax.fori_loop(0, k, body, (zero,) * k))
 
 
 def _mad_wide(a32, b32, c64):
@@ -350,25 +360,9 @@ class LimbFq2:
         return self.mul_many([(a, b)])[0]
 
     def _mul_loop(self, pairs):
-        """``k`` Fq2 products through ONE Karatsuba product (its three base products one ``mul_many`` round) in a
-        ``lax.fori_loop`` with operand selects, as :meth:`LimbField._mul_loop` (compile-lean kernels)."""
-        k = len(pairs)
-        shape = jnp.broadcast_shapes(*[v.shape for pr in pairs for x in pr for c in x for v in c])
-        bc = lambda x: tuple(tuple(jnp.broadcast_to(v, shape) for v in c) for c in x)  # noqa: E731
-        xs = [bc(x) for x, _ in pairs]
-        ys = [bc(y) for _, y in pairs]
-
-        def body(j, outs):
-            a, b = xs[0], ys[0]
-            for i in range(1, k):
-                a = self.select(j == i, xs[i], a)
-                b = self.select(j == i, ys[i], b)
-            prod = bc(self.mul_many([(a, b)])[0])
-            return tuple(bc(self.select(j == i, prod, o)) for i, o in enumerate(outs))
-
-        zero = tuple(jnp.zeros(shape, U64) for _ in range(self.limbs))
-        outs = lax.fori_loop(0, k, body, tuple((zero, zero) for _ in range(k)))
-        return [(list(o[0]), list(o[1])) for o in outs]
+        """``k`` Fq2 products through ONE Karatsuba product (its three base products one ``mul_many`` round; see
+        :func:`_product_loop`), for the compile-lean kernels."""
+        return _product_loop(self, pairs, lambda a, b: self.mul_many([(a, b)])[0])
 
     def square(self, a):
         return self.mul(a, a)
