@@ -9,7 +9,8 @@ Impl specs (``--impl``, comma separated; default ``pallas,xla`` on GPU, ``xla`` 
 or ``pallas:seg=64:b=64:w=2:acc=16:ms=unrolled:bl=limb`` to set the kernel options (pairs per lane, lanes per
 program, warps, pairs per lane in the later stages, kernel multiplication schedule ``rolled`` / ``unrolled`` /
 ``rolled_ptx`` / ``unrolled_ptx`` (``_ptx``: products as PTX ``mad.wide.u32``), base layout for the gathers
-``point`` / ``limb``).
+``point`` / ``limb``). The spec ``sort`` is a phase row, not an MSM: it times steps 1-3 alone (digits, keys and the
+``lax.sort`` of the (bucket, point) pairs) for the plan the MSM uses, so the rest of an MSM row is the bucket work.
 
 Inputs: ``2^min(log_n, 14)`` distinct points ``k_i G`` (random ``k_i``, computed on the host with
 py_arkworks_bls12381 if installed, else with the reference curve for a smaller set) are tiled to ``2^log_n`` bases
@@ -103,6 +104,19 @@ def device_inputs(group: str, log_n: int, batch: int = 1, seed: int = 0):
     return jax.block_until_ready(bases), jax.block_until_ready(s)
 
 
+def _sort_jit(batch: int, log_n: int):
+    """Steps 1-3 of the MSM alone (signed digits, keys, sort) for the plan :func:`ops.msm.msm` picks."""
+    n = M.padded_size(1 << log_n)
+    plan = M.Plan(G=batch, n=n, c=M.window_bits(n), shared_bases=True)
+
+    def sort(bases, scalars):
+        del bases
+        sc = scalars if scalars.ndim == 3 else scalars[:, None]
+        return M.sorted_pairs(sc, plan)
+
+    return jax.jit(sort)
+
+
 def _same_point(curve, a, b) -> bool:
     """Equal as points, compared on the host (no extra Fq program to compile on the device)."""
     from cuzk_jax.groth16 import host_curve
@@ -121,9 +135,12 @@ def run(cfg) -> list[dict]:
             bases, scalars = device_inputs(group, log_n, batch)
             outs = {}
             for spec in specs:
-                impl, kw = parse_impl(spec)
-                fn = M.msm_jit(group, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
                 row = {"group": group, "log_n": log_n, "batch": batch, "impl": spec}
+                if spec == "sort":
+                    fn = _sort_jit(batch, log_n)
+                else:
+                    impl, kw = parse_impl(spec)
+                    fn = M.msm_jit(group, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
                 try:
                     compiled, compile_s = bench.compile_timed(fn, bases, scalars)
                     out = compiled(bases, scalars)
@@ -131,6 +148,12 @@ def run(cfg) -> list[dict]:
                     t = bench.time_runs(compiled, (bases, scalars), reps=cfg.reps, warmup=cfg.warmup)
                 except Exception as e:  # keep the A/B going; the row records the failure
                     row.update({"error": f"{type(e).__name__}: {str(e)[:300]}"})
+                    bench.emit(rows, row)
+                    print(row, flush=True)
+                    continue
+                if spec == "sort":
+                    row.update({"compile_s": round(compile_s, 2), "median_ms": t["median_s"] * 1e3,
+                                "min_ms": t["min_s"] * 1e3, "pairs": int(out[0].shape[0])})
                     bench.emit(rows, row)
                     print(row, flush=True)
                     continue
