@@ -482,7 +482,7 @@ def pallas_seg(M: int) -> int:
 
 def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, *, interpret=False, seg=None,
                  acc_seg=16, block=None, num_warps=None, mul_schedule="rolled_loop", rep=None,
-                 base_layout="point") -> XYZZ:
+                 base_layout="point", stages=5) -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
 
     ``mul_schedule`` defaults to ``"rolled_loop"``, the compile-lean kernels (one multiplier per product round,
@@ -545,7 +545,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
         return jnp.where(stage == 1, wrow1, jnp.where(stage == 3, wrow3, acc))
 
     def cond(carry):
-        return carry[0] < 5
+        return carry[0] < stages
 
     def body(carry):
         stage, cnt, E, EK, Y = carry

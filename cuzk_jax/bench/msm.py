@@ -9,7 +9,8 @@ Impl specs (``--impl``, comma separated; default ``pallas,xla`` on GPU, ``xla`` 
 or ``pallas:seg=64:b=64:w=2:acc=16:ms=unrolled:bl=limb`` to set the kernel options (pairs per lane, lanes per
 program, warps, pairs per lane in the later stages, kernel multiplication schedule ``rolled`` / ``unrolled`` /
 ``rolled_ptx`` / ``unrolled_ptx`` (``_ptx``: products as PTX ``mad.wide.u32``), base layout for the gathers
-``point`` / ``limb``). The spec ``sort`` is a phase row, not an MSM: it times steps 1-3 alone (digits, keys and the
+``point`` / ``limb``, ``st=k``: only kernel 1 and the first ``k`` of the 5 later stages, a phase-timing knob whose
+result is not the MSM). The spec ``sort`` is a phase row, not an MSM: it times steps 1-3 alone (digits, keys and the
 ``lax.sort`` of the (bucket, point) pairs) for the plan the MSM uses, so the rest of an MSM row is the bucket work.
 
 Inputs: ``2^min(log_n, 14)`` distinct points ``k_i G`` (random ``k_i``, computed on the host with
@@ -42,7 +43,7 @@ TARGET_MS = {("g1", 20): 40.0, ("g1", 24): 400.0, ("g2", 20): 150.0}
 MAX_DISTINCT_LOG = 14
 
 _OPT_KEYS = {"seg": "seg", "b": "block", "w": "num_warps", "acc": "acc_seg", "ms": "mul_schedule",
-             "bl": "base_layout"}
+             "bl": "base_layout", "st": "stages"}
 _STR_OPTS = ("mul_schedule", "base_layout")
 
 

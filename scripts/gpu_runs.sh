@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The GPU figures of BUILD.md, as named steps of one device call. Each step runs under its own deadline (seconds
+# from the start, "step@deadline"; default deadlines below) so a slow step cannot eat the ones after it; every
+# step writes its JSON under $OUT as it goes.
+# Usage (repository root, package and py_arkworks_bls12381 installed):
+#   bash scripts/gpu_runs.sh "$OUT" kernels msm-g1@200 prove-sha_min@400 ...
+# Steps:
+#   kernels        compile time of the six Pallas bucket kernels (G1/G2 x acc / general ACC / general WROW)
+#   msm-variants   G1 2^20: the "sort" phase row and Pallas kernel-option variants (A/B)
+#   msm-stages     G1 and G2 (or $STAGES_GROUPS) 2^16: kernel 1 plus the first k later stages (k = 0..5): where the time goes
+#   msm-g1 msm-g2  sort row + Pallas MSM at 2^16..2^24 (G2 to 2^22); XLA beside it at 2^16
+#   check-g1 check-g2  the Pallas MSM against arkworks on the device
+#   prove-<preset> scripts/prove.py, porep_like/<preset>, 10 partitions, 2 sectors (setup, then a cold and a warm one)
+#   engine         scripts/engine_gpu.py, porep_like/tiny, 4 sectors, sequential vs engine (max_batch 20, 40)
+#   snarkjs        scripts/snarkjs_bench.py on the device at 2^12 and 2^16 (needs bench/snarkjs_artifacts carried)
+set -u
+out="${1:?usage: gpu_runs.sh OUT step[@deadline] ...}"; shift
+mkdir -p "$out"
+start=$(date +%s)
+filter() { grep -v -E '^[IW][0-9]|^\{' || true; }
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.9}
+bench="python3 scripts/bench.py --op=msm --reps=5 --warmup=2"
+for arg in "$@"; do
+  step=${arg%@*}; mark=${arg#*@}; [ "$mark" = "$arg" ] && mark=590
+  t=$(( mark - ($(date +%s) - start) )); [ $t -lt 5 ] && { echo "[gpu_runs] $step skipped (no time left)"; continue; }
+  echo "[gpu_runs] $step (deadline $mark s)"
+  case $step in
+    kernels)
+      for g in g1 g2; do for k in acc general_acc general_wrow; do
+        XLA_PYTHON_CLIENT_PREALLOCATE=false timeout $t python3 scripts/msm_kernel_compile.py --kernel=$k --group=$g \
+          --ms=rolled_loop --out="$out/kernel-$k-$g.json" 2>&1 | tail -1 &
+      done; done; wait ;;
+    msm-variants)
+      timeout $t $bench --group=g1 --log_n=20 --out="$out/msm-g1-20-variants.json" \
+        --impl=sort,pallas,pallas:seg=32,pallas:seg=128,pallas:acc=32,pallas:acc=8,pallas:b=128:w=4,pallas:bl=limb ;;
+    msm-stages)
+      timeout $t $bench --group=${STAGES_GROUPS:-g1,g2} --log_n=16 --reps=3 --warmup=1 --out="$out/msm-stages.json" \
+        --impl=sort,pallas:st=0,pallas:st=1,pallas:st=2,pallas:st=3,pallas:st=4,pallas ;;
+    msm-g1) timeout $t $bench --group=g1 --log_n=16,18,20,22,24 --impl=sort,pallas --out="$out/msm-g1.json" ;;
+    msm-g2) timeout $t $bench --group=g2 --log_n=16,18,20,22 --impl=sort,pallas --out="$out/msm-g2.json" ;;
+    check-g1|check-g2)
+      timeout $t python3 scripts/gpu_check_msm.py --group=${step#check-} --check_log_n=12 --check_impl=pallas \
+        --skip_bench --out="$out/$step.json" ;;
+    prove-*)
+      timeout $t python3 scripts/prove.py --circuit=porep_like --preset=${step#prove-} --partitions=10 --sectors=2 \
+        --mode=sequential --out="$out/proofs-${step#prove-}" --timings_json="$out/$step.json" ;;
+    engine)
+      timeout $t python3 scripts/engine_gpu.py --preset=tiny --sectors=4 --partitions=10 --max_batch=20,40 \
+        --synth_compare=false --out_dir="$out" ;;
+    snarkjs)
+      timeout $t python3 scripts/snarkjs_bench.py --log_n=12,16 --impl=device \
+        --artifacts_dir=bench/snarkjs_artifacts --baseline=bench/results/snarkjs-cpu-12.json,bench/results/snarkjs-cpu-16.json \
+        --out="$out/snarkjs.json" ;;
+    *) echo "[gpu_runs] unknown step $step" ;;
+  esac 2>&1 | filter | tail -25
+  echo "[gpu_runs] $step ended at $(( $(date +%s) - start )) s"
+done
