@@ -169,3 +169,31 @@ def test_porep_like_tiny_prove_verify(porep_tiny):
     bad_inputs[0][-1] = (bad_inputs[0][-1] + 1) % R
     assert not verifier.verify_batch(pk.vk, bad_inputs, res.proofs)
     assert verifier.verify_each(pk.vk, bad_inputs, res.proofs) == [False, True]
+
+
+def test_finish_in_arkworks_equals_python_int_formulas(cube):
+    """prover.finish (arkworks) against the same formulas in the Python-int arithmetic of host_curve, with MSM
+    results at infinity among the inputs (an all-zero witness part gives one) and r, s at the edges."""
+    import random
+
+    from cuzk_jax.groth16 import host_curve
+    from cuzk_jax.reference.curve import g1 as rg1, g2 as rg2
+
+    pk, vk = cube["pk"], cube["pk"].vk
+    rng = random.Random(3)
+    lc = host_curve.linear_combination
+    for case in range(3):
+        pts1 = [rg1.mul(rg1.generator, rng.randrange(1, R)) for _ in range(4)]
+        mb2 = rg2.mul(rg2.generator, rng.randrange(1, R))
+        if case == 1:
+            pts1[0], pts1[3], mb2 = None, None, None
+        ma, mb1, ml, mh = pts1
+        r, s = [(rng.randrange(R), rng.randrange(R)), (0, 1), (R - 1, R - 1)][case]
+        a = lc(rg1, [(vk.alpha_g1, 1), (ma, 1), (pk.delta_g1, r)])
+        b2 = lc(rg2, [(vk.beta_g2, 1), (mb2, 1), (vk.delta_g2, s)])
+        b1 = lc(rg1, [(pk.beta_g1, 1), (mb1, 1), (pk.delta_g1, s)])
+        c = lc(rg1, [(ml, 1), (mh, 1), (a, s), (b1, r), (rg1.neg(pk.delta_g1), r * s % R)])
+        got = prover.finish(pk, ma, mb1, mb2, ml, mh, r, s)
+        assert (got.a, got.b, got.c) == (a, b2, c), case
+    for curve, p in ((rg1, None), (rg2, None), (rg1, rg1.generator), (rg2, rg2.generator)):
+        assert host_curve.from_arkworks(curve, host_curve.to_arkworks(curve, p)) == p

@@ -1,9 +1,12 @@
-"""Jacobian-coordinate scalar multiplication on Python ints, for the handful of per-proof randomisation terms.
+"""Host curve arithmetic for the prover's last step, and the bridge between reference points and arkworks.
 
-The prover's last step multiplies a few fixed points by the per-proof randomness ``r``, ``s`` (about seven G1 and
-one G2 scalar multiplications per partition). Doing them on the host in Jacobian coordinates (no inversion per
-step, "dbl-2009-l" / "add-2007-bl" of the Explicit-Formulas Database for a = 0) costs a few milliseconds and
-compiles nothing, where a device program would add a large curve-formula compile for a tiny batch.
+The prover's last step multiplies a few points by the per-proof randomness ``r``, ``s`` (five G1 and one G2 scalar
+multiplications per partition). :func:`to_arkworks` / :func:`from_arkworks` move reference affine points to and
+from py_arkworks_bls12381 (a runtime dependency, also the verifier's) through its big-endian ``x || y`` encoding
+(an all-zero encoding is the point at infinity; G2 coordinates as ``c0 || c1``), where a G1 / G2 scalar
+multiplication takes ~0.3 / ~0.7 ms against ~6 / ~15 ms for the Python-int Jacobian arithmetic below
+("dbl-2009-l" / "add-2007-bl" of the Explicit-Formulas Database for a = 0). That arithmetic stays as the host
+backend's MSM (tests, tiny circuits) and as an oracle independent of arkworks.
 Points in and out are reference affine tuples (``None`` = infinity), see :mod:`cuzk_jax.reference.curve`.
 """
 
@@ -127,6 +130,30 @@ def mul(curve, p, k: int):
         if bit == "1":
             acc = _add(F, acc, base)
     return to_affine(curve, acc)
+
+
+def to_arkworks(curve, p):
+    """Reference affine point (``None`` = infinity) -> ``py_arkworks_bls12381`` G1Point / G2Point (unchecked: the
+    point comes from our own arithmetic, whose results the tests compare with arkworks)."""
+    import py_arkworks_bls12381 as ark
+
+    g1_curve = curve is ref_g1
+    n = 96 if g1_curve else 192
+    if p is None:
+        data = bytes(n)
+    else:
+        coords = p if g1_curve else (p[0][0], p[0][1], p[1][0], p[1][1])
+        data = b"".join(int(v).to_bytes(48, "big") for v in coords)
+    return (ark.G1Point if g1_curve else ark.G2Point).from_xy_bytes_unchecked_be(data)
+
+
+def from_arkworks(curve, point):
+    """``py_arkworks_bls12381`` point -> reference affine point (``None`` = infinity)."""
+    data = point.to_xy_bytes_be()
+    if not any(data):
+        return None
+    v = [int.from_bytes(data[i:i + 48], "big") for i in range(0, len(data), 48)]
+    return (v[0], v[1]) if curve is ref_g1 else ((v[0], v[1]), (v[2], v[3]))
 
 
 def linear_combination(curve, terms):

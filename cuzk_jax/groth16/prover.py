@@ -127,18 +127,37 @@ from_mont = jax.jit(ops_field.fr.from_mont)  # Montgomery Fr limbs -> canonical 
 
 def finish(pk: ProvingKey, ma, mb1, mb2, ml, mh, r: int, s: int) -> Proof:
     """The proof of one partition from its five MSM results (host affine points, ``None`` = infinity) and the
-    randomisers ``(r, s)`` (Groth 2016, section 3.2; arkworks ``prover.rs``). Shared by :func:`prove` and the
-    engine."""
-    vk = pk.vk
-    # Compute A
-    a = host_curve.linear_combination(ref_g1, [(vk.alpha_g1, 1), (ma, 1), (pk.delta_g1, r)])
-    # Compute B in G2 (and B1 in G1 for C)
-    b2 = host_curve.linear_combination(ref_g2, [(vk.beta_g2, 1), (mb2, 1), (vk.delta_g2, s)])
-    b1 = host_curve.linear_combination(ref_g1, [(pk.beta_g1, 1), (mb1, 1), (pk.delta_g1, s)])
-    # Finish C
-    c = host_curve.linear_combination(
-        ref_g1, [(ml, 1), (mh, 1), (a, s), (b1, r), (ref_g1.neg(pk.delta_g1), r * s % R)])
-    return Proof(a, b2, c)
+    randomisers ``(r, s)`` (Groth 2016, section 3.2; arkworks ``prover.rs``):
+    ``A = alpha + MA + r delta``, ``B = beta + MB + s delta`` (G2, and G1 for C),
+    ``C = ML + MH + s A + r B1 - r s delta``. Shared by :func:`prove` and the engine.
+
+    The scalar multiplications run in py_arkworks_bls12381 (:func:`host_curve.to_arkworks`): ~3 ms per proof where
+    the Python-int arithmetic took ~50 ms, which was half of a warm sha_min sector on the H200 (BUILD.md)."""
+    import py_arkworks_bls12381 as ark
+
+    k = _ark_key(pk)
+    ag1 = functools.partial(host_curve.to_arkworks, ref_g1)
+    rr, ss = ark.Scalar(r % R), ark.Scalar(s % R)
+    a = k["alpha_g1"] + ag1(ma) + k["delta_g1"] * rr
+    b2 = k["beta_g2"] + host_curve.to_arkworks(ref_g2, mb2) + k["delta_g2"] * ss
+    b1 = k["beta_g1"] + ag1(mb1) + k["delta_g1"] * ss
+    c = ag1(ml) + ag1(mh) + a * ss + b1 * rr - k["delta_g1"] * ark.Scalar(r * s % R)
+    return Proof(host_curve.from_arkworks(ref_g1, a), host_curve.from_arkworks(ref_g2, b2),
+                 host_curve.from_arkworks(ref_g1, c))
+
+
+def _ark_key(pk: ProvingKey) -> dict:
+    """The key points :func:`finish` needs, as arkworks objects (cached on the key)."""
+    cached = pk.__dict__.get("_ark_finish")
+    if cached is None:
+        vk = pk.vk
+        cached = {"alpha_g1": host_curve.to_arkworks(ref_g1, vk.alpha_g1),
+                  "beta_g1": host_curve.to_arkworks(ref_g1, pk.beta_g1),
+                  "delta_g1": host_curve.to_arkworks(ref_g1, pk.delta_g1),
+                  "beta_g2": host_curve.to_arkworks(ref_g2, vk.beta_g2),
+                  "delta_g2": host_curve.to_arkworks(ref_g2, vk.delta_g2)}
+        pk.__dict__["_ark_finish"] = cached
+    return cached
 
 
 def prove(pk: ProvingKey, r1cs, witnesses: Sequence, *, randomness: Sequence[tuple[int, int]] | None = None,
