@@ -82,6 +82,8 @@ class PorepLike(Circuit):
                     "doc": "the smallest SHA-256 shape: one comm_d level, one label"},
         "medium": {"challenges": 1, "depth": 6, "layers": 2, "parents": 2, "tree_arity": 8, "data_hash": "sha256",
                    "doc": "SHA-256 comm_d/labels, ~2^19 constraints"},
+        "domain20": {"challenges": 2, "depth": 6, "layers": 2, "parents": 2, "tree_arity": 8, "data_hash": "sha256",
+                     "doc": "medium with two challenges: 844,306 constraints, fills a 2^20 domain"},
         "large": {"challenges": 2, "depth": 9, "layers": 2, "parents": 2, "tree_arity": 8, "data_hash": "sha256",
                   "doc": "SHA-256 comm_d/labels, >= 2^20 constraints"},
         "xlarge": {"challenges": 4, "depth": 12, "layers": 2, "parents": 2, "tree_arity": 8,

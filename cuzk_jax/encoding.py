@@ -9,6 +9,7 @@ Malformed input (a value outside ``[0, p)``, a wrong byte length, a wrong dtype 
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -81,9 +82,14 @@ def limbs_to_ints(limbs, field, montgomery: bool = False) -> list[int]:
     n = f.nbytes
     vals = [int.from_bytes(buf[i : i + n], "little") for i in range(0, len(buf), n)]
     if montgomery:
-        rinv = pow(f.mont_r, -1, f.modulus)
+        rinv = _mont_rinv(f.modulus, f.mont_r)
         vals = [v * rinv % f.modulus for v in vals]
     return vals
+
+
+@functools.lru_cache(maxsize=None)
+def _mont_rinv(modulus: int, mont_r: int) -> int:
+    return pow(mont_r, -1, modulus)
 
 
 def check_limbs(limbs, field, reduced: bool = True) -> np.ndarray:

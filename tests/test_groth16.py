@@ -197,3 +197,39 @@ def test_finish_in_arkworks_equals_python_int_formulas(cube):
         assert (got.a, got.b, got.c) == (a, b2, c), case
     for curve, p in ((rg1, None), (rg2, None), (rg1, rg1.generator), (rg2, rg2.generator)):
         assert host_curve.from_arkworks(curve, host_curve.to_arkworks(curve, p)) == p
+
+
+def test_from_device_batch_with_infinity_and_random_z():
+    """host_curve.from_device (one batched inversion) against the reference points, G1 and G2, with a point at
+    infinity (Z = 0) in the batch and the unbatched form."""
+    import random
+
+    import numpy as np
+
+    from cuzk_jax import encoding
+    from cuzk_jax.groth16 import host_curve
+    from cuzk_jax.reference.curve import g1 as rg1, g2 as rg2
+    from cuzk_jax.reference.field import fq
+
+    rng = random.Random(7)
+    for dev, ref in ((C.g1, rg1), (C.g2, rg2)):
+        F = host_curve._field(ref)
+        pts = [ref.mul(ref.generator, rng.randrange(1, R)) for _ in range(5)]
+        pts[2] = None
+        cols = []
+        for p in pts:
+            if p is None:
+                cols.append((host_curve._one(F), host_curve._one(F), host_curve._zero(F)))
+                continue
+            z = rng.randrange(1, fq.modulus) if ref is rg1 else (rng.randrange(fq.modulus), rng.randrange(1, fq.modulus))
+            z2 = F.square(z)
+            cols.append((F.mul(p[0], z2), F.mul(p[1], F.mul(z2, z)), z))
+
+        def limbs(vals):
+            if ref is rg1:
+                return encoding.ints_to_limbs(vals, fq, montgomery=True)
+            return np.stack([encoding.ints_to_limbs([v[k] for v in vals], fq, montgomery=True) for k in range(2)])
+
+        jac = C.Jacobian(*(limbs([c[k] for c in cols]) for k in range(3)))
+        assert host_curve.from_device(dev, jac) == pts
+        assert host_curve.from_device(dev, C.Jacobian(*(a[..., 1] for a in jac))) == [pts[1]]

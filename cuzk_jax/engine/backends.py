@@ -170,14 +170,14 @@ class DeviceBackend:
         return BatchOutput(ok=np.asarray(ok), first=np.asarray(first), points=res)
 
     def finish(self, resident: DeviceResident, out: BatchOutput, i: int, r: int, s: int) -> Proof:
-        from cuzk_jax.ops.curve import g1, g2
+        host = out.__dict__.get("_host_points")
+        if host is None:  # the whole batch at once: one conversion and one inversion per MSM (from_device)
+            from cuzk_jax.ops.curve import g1, g2
 
-        def point(name, curve):
-            jac = out.points[name]
-            return host_curve.from_device(curve, type(jac)(*[c[..., i:i + 1] for c in jac]))[0]
-
-        return prover.finish(resident.pk, point("msm_a", g1), point("msm_b1", g1), point("msm_b2", g2),
-                         point("msm_l", g1), point("msm_h", g1), r, s)
+            host = {name: host_curve.from_device(g2 if name == "msm_b2" else g1, out.points[name]) for name in MSMS}
+            out.__dict__["_host_points"] = host
+        return prover.finish(resident.pk, *(host[name][i] for name in ("msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h")),
+                             r, s)
 
 
 # ---------------------------------------------------------------------------------------------------------------

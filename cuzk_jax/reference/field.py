@@ -46,8 +46,9 @@ class PrimeField:
         return pow(a, e, self.modulus)
 
     def inv(self, a: int) -> int:
-        """Multiplicative inverse; ``inv(0) == 0`` (the convention the array layers follow too)."""
-        return pow(a, self.modulus - 2, self.modulus) if a % self.modulus else 0
+        """Multiplicative inverse; ``inv(0) == 0`` (the convention the array layers follow too). Python's
+        ``pow(a, -1, p)`` (extended Euclid) is ~10x faster than Fermat's ``a^(p-2)`` for a 381-bit p."""
+        return pow(a, -1, self.modulus) if a % self.modulus else 0
 
     def batch_inv(self, xs: list[int]) -> list[int]:
         return [self.inv(x) for x in xs]
