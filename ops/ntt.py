@@ -31,7 +31,9 @@ memory. Implementations (:func:`set_impl`, the ``CUZK_NTT_IMPL`` environment var
 * ``xla-r2-tuple``, ``xla-r4-tuple``: the carry is a tuple of ``(B, n/2^k)`` limb planes per output section, so
   each iteration is a multi-output elementwise computation (XLA can share one multiplication between outputs);
 * ``pallas-r2``, ``pallas-r4``, ``pallas-r8``: each iteration is a Pallas kernel (:mod:`cuzk_jax.ops.pallas.ntt`);
-  ``:b=BLOCK:w=WARPS`` suffixes set its block size and warp count (``pallas-r4:b=256:w=8``).
+  ``:b=BLOCK:w=WARPS`` suffixes set its block size and warp count (``pallas-r4:b=256:w=8``), ``:ms=rolled`` /
+  ``:ms=rolled_loop`` run the CIOS outer loop (and, for ``rolled_loop``, all products of a round through one
+  multiplier) as loops inside the kernel: smaller kernels to compile; ``unrolled`` is the default.
 
 Which is fastest on a GPU is measured by ``scripts/bench.py --op=ntt``; every variant computes the same function.
 
@@ -71,6 +73,7 @@ U32 = jnp.uint32
 U64 = jnp.uint64
 
 IMPLS = ("xla-r2", "xla-r4", "xla-r2-tuple", "xla-r4-tuple", "pallas-r2", "pallas-r4", "pallas-r8")
+PALLAS_MUL = ("unrolled", "rolled", "rolled_loop")  # the kernel's products (cuzk_jax.ops.pallas.ntt._products)
 _impl_override: str | None = os.environ.get("CUZK_NTT_IMPL") or None
 
 
@@ -97,9 +100,11 @@ def _parse_impl(impl: str) -> tuple[str, int, str, tuple]:
     kw = []
     for o in opts:
         key, _, val = o.partition("=")
-        if parts[0] != "pallas" or key not in ("b", "w") or not val.isdigit():
-            raise ValueError(f"unknown NTT impl option {o!r} in {impl!r} (Pallas impls take b=BLOCK, w=WARPS)")
-        kw.append(({"b": "block", "w": "num_warps"}[key], int(val)))
+        ok = parts[0] == "pallas" and ((key in ("b", "w") and val.isdigit()) or (key == "ms" and val in PALLAS_MUL))
+        if not ok:
+            raise ValueError(f"unknown NTT impl option {o!r} in {impl!r} (Pallas impls take b=BLOCK, w=WARPS, "
+                             f"ms={'|'.join(PALLAS_MUL)})")
+        kw.append(({"b": "block", "w": "num_warps", "ms": "mul_schedule"}[key], val if key == "ms" else int(val)))
     k = {"r2": 1, "r4": 2, "r8": 3}[parts[1]]
     return parts[0], k, (parts[2] if len(parts) > 2 else "stacked"), tuple(kw)
 

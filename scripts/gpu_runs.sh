@@ -6,6 +6,8 @@
 #   bash scripts/gpu_runs.sh "$OUT" kernels msm-g1@200 prove-sha_min@400 ...
 # Steps:
 #   kernels        compile time of the six Pallas bucket kernels (G1/G2 x acc / general ACC / general WROW)
+#   ntt-kernels    compile time of the radix-4 NTT kernel, unrolled / rolled / rolled_loop products
+#   ntt            NTT 2^16..2^24 (XLA r4 and the three Pallas r4 forms), 10 x 2^20 batched, and H 10 x 2^20
 #   msm-variants   G1 2^20: the "sort" phase row and Pallas kernel-option variants (A/B)
 #   msm-stages     G1 and G2 (or $STAGES_GROUPS) 2^16: kernel 1 plus the first k later stages (k = 0..5): where the time goes
 #   msm-g1 msm-g2  sort row + Pallas MSM at 2^16..2^24 (G2 to 2^22); XLA beside it at 2^16
@@ -27,9 +29,19 @@ for arg in "$@"; do
   case $step in
     kernels)
       for g in g1 g2; do for k in acc general_acc general_wrow; do
-        XLA_PYTHON_CLIENT_PREALLOCATE=false timeout $t python3 scripts/msm_kernel_compile.py --kernel=$k --group=$g \
+        XLA_PYTHON_CLIENT_PREALLOCATE=false timeout $t python3 scripts/kernel_compile.py --kernel=$k --group=$g \
           --ms=rolled_loop --out="$out/kernel-$k-$g.json" 2>&1 | tail -1 &
       done; done; wait ;;
+    ntt-kernels)
+      for ms in unrolled rolled rolled_loop; do
+        XLA_PYTHON_CLIENT_PREALLOCATE=false timeout $t python3 scripts/kernel_compile.py --kernel=ntt_r4 --ms=$ms \
+          --ntt_log_n=20 --out="$out/kernel-ntt_r4-$ms.json" 2>&1 | tail -1 &
+      done; wait ;;
+    ntt)
+      impls=xla-r4,pallas-r4,pallas-r4:ms=rolled,pallas-r4:ms=rolled_loop b="python3 scripts/bench.py"
+      timeout $t bash -c "$b --op=ntt --log_n=16,20,22,24 --impl=$impls --out=$out/ntt.json;
+        $b --op=ntt --log_n=20 --batch=10 --impl=$impls --out=$out/ntt-b10.json;
+        $b --op=h --log_n=20 --batch=10 --out=$out/h-b10.json" ;;
     msm-variants)
       timeout $t $bench --group=g1 --log_n=20 --out="$out/msm-g1-20-variants.json" \
         --impl=sort,pallas,pallas:seg=32,pallas:seg=128,pallas:acc=32,pallas:acc=8,pallas:b=128:w=4,pallas:bl=limb ;;

@@ -159,9 +159,10 @@ def test_pallas_ntt_interpret():
     assert from_arr(N.ntt(to_arr(vals), impl="pallas-r2")) == [RN.ntt(v) for v in vals]
 
 
-@pytest.mark.parametrize("k,stage", [(1, 3), (2, 2)])
-def test_pallas_step_matches_xla_step(k, stage):
-    """The kernel (Pallas interpreter, several programs per row) against its XLA fallback on one iteration."""
+@pytest.mark.parametrize("k,stage,ms", [(1, 3, "unrolled"), (2, 2, "unrolled"), (2, 2, "rolled_loop")])
+def test_pallas_step_matches_xla_step(k, stage, ms):
+    """The kernel (Pallas interpreter, several programs per row) against its XLA fallback on one iteration; under
+    the interpreter "unrolled" runs the rolled products, "rolled_loop" the one-multiplier product loop."""
     from functools import partial
 
     from cuzk_jax.ops import field as F
@@ -172,14 +173,14 @@ def test_pallas_step_matches_xla_step(k, stage):
                     .reshape(8, BATCH, 64).transpose(1, 0, 2))
     w = N.twiddles(64)
     with jax.enable_x64(True):
-        got = jax.jit(partial(P.step, log_n=log_n, k=k, interpret=True, block=4))(x, w, stage)
+        got = jax.jit(partial(P.step, log_n=log_n, k=k, interpret=True, block=4, mul_schedule=ms))(x, w, stage)
         want = jax.jit(partial(N._xla_step_stacked, log_n=log_n, k=k, schedule=F.mul_schedule()))(x, w, stage)
     assert bool(jnp.all(got == want))
     assert not bool(jnp.all(got == x))
 
 
-@pytest.mark.parametrize("k", [1, 2])
-def test_pallas_kernel_lowers_to_triton(k):
+@pytest.mark.parametrize("k,ms", [(1, "unrolled"), (2, "unrolled"), (2, "rolled_loop")])
+def test_pallas_kernel_lowers_to_triton(k, ms):
     """Lower the kernel for CUDA on this GPU-less machine (Pallas -> Triton IR), so a lowering regression shows
     up in CPU CI; compiling and running it needs the GPU (scripts/bench.py --op=ntt)."""
     from jax import export
@@ -193,7 +194,7 @@ def test_pallas_kernel_lowers_to_triton(k):
     n = 1 << 8
 
     def f(x, w, s):
-        return P.step(x, w, s, log_n=8, k=k, triton=True)
+        return P.step(x, w, s, log_n=8, k=k, triton=True, mul_schedule=ms)
 
     with jax.enable_x64(True):
         exp = export.export(jax.jit(f), platforms=["cuda"], disabled_checks=[

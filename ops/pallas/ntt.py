@@ -10,8 +10,11 @@ Layout: ``x`` is the internal ``(B, 8, n)`` uint32 Montgomery array, ``w`` the `
 the first stage of the iteration (a traced int32 scalar). ``step`` returns the ``(B, 8, n)`` result.
 
 ``interpret=True`` runs the kernel in the Pallas interpreter (CPU tests); the ops layer picks it on CPU. Compiled for
-a GPU the products are the straight-line CIOS (:func:`cuzk_jax.ops.field.cios_limbs`); under the interpreter the
-same CIOS step runs in a ``fori_loop`` over the outer limbs, an 8x smaller program for XLA:CPU to compile.
+a GPU the products are the straight-line CIOS (:func:`cuzk_jax.ops.field.cios_limbs`, ``mul_schedule="unrolled"``,
+the default) or rolled forms (:func:`_products`) that make the kernel several times smaller -- the unrolled
+radix-4 kernel took 71-75 s to compile on an H200 against the issue's 30 s budget, and Triton's compile time grows
+about quadratically with kernel size (BUILD.md); under the interpreter ``unrolled`` runs rolled, an 8x smaller
+program for XLA:CPU to compile.
 """
 
 from __future__ import annotations
@@ -30,21 +33,26 @@ DEFAULT_BLOCK = 128
 U32, U64 = jnp.uint32, jnp.uint64
 
 
-def _mul_rolled(a, b):
-    """The same CIOS as :func:`cuzk_jax.ops.field.cios_limbs` with the outer loop as a ``fori_loop`` (used under the
-    interpreter only: an 8x smaller program for XLA:CPU to compile; scalar constants only, as kernels require)."""
-    fr = F.fr
-    b_arr = jnp.stack(b)
-
-    def body(i, t):
-        bi = lax.dynamic_index_in_dim(b_arr, i, 0, keepdims=False)
-        return tuple(F._cios_step(list(t), a, bi, fr.p_limbs, fr.pinv))
-
-    t = lax.fori_loop(0, LIMBS, body, tuple(jnp.zeros_like(a[0]) for _ in range(LIMBS)))
-    return F.cond_sub_limbs(list(t), fr.p_limbs)
+MUL_SCHEDULES = ("unrolled", "rolled", "rolled_loop")
 
 
-def _kernel(s_ref, x_ref, w_ref, o_ref, *, log_n: int, k: int, block: int, interpret: bool):
+def _products(mul_schedule: str, interpret: bool):
+    """``pairs -> products`` for the kernel (see the module docstring): ``unrolled`` is the straight-line CIOS per
+    product (everything in registers; used compiled only), ``rolled`` runs each product's outer CIOS loop as a
+    ``fori_loop`` (:class:`~cuzk_jax.ops.pallas.limb_field.LimbField`, ``schedule="rolled"``: the multiplier's
+    limbs ride in the loop carry, so it lowers to Triton), ``rolled_loop`` also sends all products of a round through
+    ONE multiplier and runs the final subtraction as a loop (the compile-lean form of the MSM kernels). Under the
+    interpreter ``unrolled`` becomes ``rolled`` (same arithmetic, 8x less for XLA:CPU to compile)."""
+    if mul_schedule not in MUL_SCHEDULES:
+        raise ValueError(f"mul_schedule must be one of {MUL_SCHEDULES}, got {mul_schedule!r}")
+    if mul_schedule == "unrolled" and not interpret:
+        return lambda pairs: [F.cios_limbs(a, b, F.fr.p_limbs, F.fr.pinv) for a, b in pairs]
+    from .limb_field import LimbField
+
+    return LimbField(F.fr, schedule="rolled", mul_loop=mul_schedule == "rolled_loop").mul_many
+
+
+def _kernel(s_ref, x_ref, w_ref, o_ref, *, log_n: int, k: int, block: int, interpret: bool, mul_schedule: str):
     from cuzk_jax.ops import ntt as N  # the shared network (imported lazily: ops.ntt imports this module lazily too)
 
     fr = F.fr
@@ -60,10 +68,7 @@ def _kernel(s_ref, x_ref, w_ref, o_ref, *, log_n: int, k: int, block: int, inter
     def get_twiddles(taus):
         return [[w_ref[l, t.astype(jnp.int32)].astype(U64) for l in range(LIMBS)] for t in taus]
 
-    def mul_many(pairs):  # straight-line CIOS per product: everything stays in registers
-        if interpret:
-            return [_mul_rolled(a, b) for a, b in pairs]
-        return [F.cios_limbs(a, b, fr.p_limbs, fr.pinv) for a, b in pairs]
+    mul_many = _products(mul_schedule, interpret)
 
     zs = N.network(xs, q, stage, log_n, k, get_twiddles, mul_many)
     for C in range(S):
@@ -82,7 +87,7 @@ def _compiler_params(num_warps, triton: bool | None):
 
 
 def step(x, w, stage, *, log_n: int, k: int, interpret: bool = False, block: int = DEFAULT_BLOCK,
-         num_warps: int | None = 4, triton: bool | None = None):
+         num_warps: int | None = 4, triton: bool | None = None, mul_schedule: str = "unrolled"):
     """One k-stage iteration on ``x`` ``(B, 8, n)``; see the module docstring.
 
     ``block`` (a power of two) groups per program; ``triton`` forces (True) or omits (False) the Triton compiler
@@ -96,7 +101,8 @@ def step(x, w, stage, *, log_n: int, k: int, interpret: bool = False, block: int
         raise ValueError(f"block must be a power of two, got {block}")
     block = min(block, Q)
     s = jnp.asarray(stage, jnp.int32).reshape(1)
-    kernel = functools.partial(_kernel, log_n=log_n, k=k, block=block, interpret=interpret)
+    _products(mul_schedule, interpret)  # validates the name before tracing
+    kernel = functools.partial(_kernel, log_n=log_n, k=k, block=block, interpret=interpret, mul_schedule=mul_schedule)
     with jax.enable_x64(True):
         out = pl.pallas_call(
             kernel,

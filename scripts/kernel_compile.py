@@ -1,12 +1,14 @@
-"""Compile time of each Pallas MSM kernel on its own (GPU), and the size of its Triton IR.
+"""Compile time of each Pallas kernel on its own (GPU), and the size of its Triton IR.
 
-  python scripts/msm_kernel_compile.py --kernel=acc --group=g1 --out=acc-g1.json
-  python scripts/msm_kernel_compile.py --kernel=general --group=g1 --ms=rolled
-  python scripts/msm_kernel_compile.py --kernel=general_acc --ms=rolled_loop --lower_only   # IR size on a CPU
+  python scripts/kernel_compile.py --kernel=acc --group=g1 --out=acc-g1.json
+  python scripts/kernel_compile.py --kernel=general --group=g1 --ms=rolled
+  python scripts/kernel_compile.py --kernel=general_acc --ms=rolled_loop --lower_only   # IR size on a CPU
+  python scripts/kernel_compile.py --kernel=ntt_r4 --ms=rolled --lower_only              # the NTT step kernel
 
 The MSM's Pallas path did not compile within 300 s on an H200 (2026-11-30); this script times the two kernels of
 :mod:`cuzk_jax.ops.pallas.bucket` separately, at a small shape (compile time does not depend on the shape much),
-so the kernel that needs cutting down is known. Lowering alone (``--lower_only``) works on a CPU machine too and
+so the kernel that needs cutting down is known; ``ntt_r2/r4/r8`` time the NTT step kernel of
+:mod:`cuzk_jax.ops.pallas.ntt` (``--ms`` = ``unrolled`` / ``rolled``) at ``--ntt_log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
 reports the Triton IR line count, the proxy used to compare kernel variants without a GPU. JSON is written before
 compilation starts and again after it ends, so a run killed by a time limit still records the lowering.
 """
@@ -17,8 +19,9 @@ import time
 
 from absl import app, flags
 
-flags.DEFINE_enum("kernel", "acc", ["acc", "general", "general_acc", "general_wrow"],
-                  "which kernel: accumulate, the two-mode general step, or one mode of it")
+flags.DEFINE_enum("kernel", "acc", ["acc", "general", "general_acc", "general_wrow", "ntt_r2", "ntt_r4", "ntt_r8"],
+                  "which kernel: MSM accumulate, the two-mode general step, one mode of it, or an NTT step")
+flags.DEFINE_integer("ntt_log_n", 16, "NTT size for the ntt_* kernels")
 flags.DEFINE_enum("group", "g1", ["g1", "g2"], "group")
 flags.DEFINE_string("ms", "rolled", "multiplication schedule inside the kernel")
 flags.DEFINE_integer("block", 64, "lanes per program")
@@ -54,12 +57,21 @@ def main(argv):
     from cuzk_jax.ops.pallas import bucket as pk
 
     sizes = _count_triton_lines()
+    ntt = FLAGS.kernel.startswith("ntt_")
     curve = cv.CURVES[FLAGS.group]
     Lc = 12 if FLAGS.group == "g1" else 24
     nrows, block, seg = 4 * Lc, FLAGS.block, 8
     n = 4 * block * seg
     opts = dict(block=block, num_warps=max(1, block // 32), mul_schedule=FLAGS.ms)
-    if FLAGS.kernel == "acc":
+    if ntt:
+        from cuzk_jax.ops.pallas import ntt as pntt
+
+        k = {"ntt_r2": 1, "ntt_r4": 2, "ntt_r8": 3}[FLAGS.kernel]
+        nn = 1 << FLAGS.ntt_log_n
+        args = (jnp.zeros((1, 8, nn), jnp.uint32), jnp.zeros((8, nn // 2), jnp.uint32), jnp.int32(1))
+        fn = jax.jit(lambda x, w, st: pntt.step(x, w, st, log_n=FLAGS.ntt_log_n, k=k, triton=True,
+                                                mul_schedule=FLAGS.ms))
+    elif FLAGS.kernel == "acc":
         args = (jnp.int32(n), jnp.bool_(False), jnp.zeros((n,), jnp.int32), jnp.zeros((n,), jnp.int32),
                 jnp.zeros((n, 2 * Lc), jnp.uint32), jnp.zeros((nrows, 2 * n), jnp.uint32))
         fn = jax.jit(lambda *a: pk.accumulate_bases(curve, *a, seg=seg, **opts))
@@ -68,9 +80,9 @@ def main(argv):
                 jnp.zeros((nrows, n), jnp.uint32))
         modes = {"general": ("acc", "wrow"), "general_acc": ("acc",), "general_wrow": ("wrow",)}[FLAGS.kernel]
         fn = jax.jit(lambda *a: pk.general_step(curve, *a, modes=modes, **opts))
-    row = {"kernel": FLAGS.kernel, "group": FLAGS.group, "mul_schedule": FLAGS.ms, "block": block,
-           "backend": jax.default_backend()}
-    out = FLAGS.out or f"msm-kernel-{FLAGS.kernel}-{FLAGS.group}.json"
+    row = {"kernel": FLAGS.kernel, "mul_schedule": FLAGS.ms, "backend": jax.default_backend()}
+    row.update({"log_n": FLAGS.ntt_log_n} if ntt else {"group": FLAGS.group, "block": block})
+    out = FLAGS.out or f"kernel-{FLAGS.kernel}{'' if ntt else '-' + FLAGS.group}.json"
 
     def write():
         with open(out, "w") as fh:
