@@ -493,8 +493,8 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then ONE
     ``lax.while_loop`` drives kernel 2 through five stages (fixed buffer shapes, so one compiled kernel):
     0 merge partials into buckets (levels of segmented accumulation until one segment is left), 1 weighted row
-    sums of ``L1`` buckets (``T + (k L1) S`` per row), 2 sum the ``K`` rows of each window, 3 scale window ``w`` by
-    ``2^(c w)`` (``c w`` doublings), 4 sum the windows of each partition and ``prev``.
+    sums of ``L1`` buckets (``T + (k L1) S`` per row, mode WROW), 2 sum the ``K`` rows of each window, 3 scale
+    window ``w`` by ``2^(c w)`` (``c w`` doublings, mode SHIFT), 4 sum the windows of each partition and ``prev``.
     """
     from .pallas import bucket as pk
 
@@ -538,11 +538,10 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
 
     def params(stage, cnt):
         acc = jnp.stack([i32(pk.MODE_ACC), cnt, i32(acc_seg), (cnt <= acc_seg).astype(jnp.int32)] + [i32(0)] * 4)
-        wrow1 = jnp.stack([i32(pk.MODE_WROW), i32(R1), i32(L1), i32(0), i32(c - 1), i32(pk.MKIND_ROWS), i32(K),
-                           i32(0)])
-        wrow3 = jnp.stack([i32(pk.MODE_WROW), i32(G * W), i32(1), i32(0), i32(c * (W - 1)), i32(pk.MKIND_SHIFT),
-                           i32(c), i32(W)])
-        return jnp.where(stage == 1, wrow1, jnp.where(stage == 3, wrow3, acc))
+        wrow1 = jnp.stack([i32(pk.MODE_WROW), i32(R1), i32(L1), i32(0), i32(c - 1), i32(0), i32(K), i32(0)])
+        shift3 = jnp.stack([i32(pk.MODE_SHIFT), i32(G * W), i32(1), i32(0), i32(c * (W - 1)), i32(0), i32(c),
+                            i32(W)])
+        return jnp.where(stage == 1, wrow1, jnp.where(stage == 3, shift3, acc))
 
     def cond(carry):
         return carry[0] < stages
@@ -551,10 +550,8 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
         stage, cnt, E, EK, Y = carry
         prm = params(stage, cnt)
         if pk.compile_lean(mul_schedule):  # one kernel per mode, picked at run time
-            P, PKn, Yn = lax.cond(
-                prm[0] == pk.MODE_WROW,
-                lambda: pk.general_step(curve, prm, EK, E, Y, modes=("wrow",), **kopts),
-                lambda: pk.general_step(curve, prm, EK, E, Y, modes=("acc",), **kopts))
+            P, PKn, Yn = lax.switch(prm[0], [
+                functools.partial(pk.general_step, curve, prm, EK, E, Y, modes=(m,), **kopts) for m in pk.MODES])
         else:
             P, PKn, Yn = pk.general_step(curve, prm, EK, E, Y, **kopts)
         is_acc = (stage % 2) == 0

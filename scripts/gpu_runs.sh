@@ -5,7 +5,7 @@
 # Usage (repository root, package and py_arkworks_bls12381 installed):
 #   bash scripts/gpu_runs.sh "$OUT" kernels msm-g1@200 prove-sha_min@400 ...
 # Steps:
-#   kernels        compile time of the six Pallas bucket kernels (G1/G2 x acc / general ACC / general WROW)
+#   kernels        compile time of the eight Pallas bucket kernels (G1/G2 x acc / general ACC / WROW / SHIFT)
 #   ntt-kernels    compile time of the radix-4 NTT kernel, unrolled / rolled / rolled_loop products
 #   ntt            NTT 2^16..2^24 (XLA r4 and the three Pallas r4 forms), 10 x 2^20 batched, and H 10 x 2^20
 #   msm-variants   G1 2^20: the "sort" phase row and Pallas kernel-option variants (A/B)
@@ -28,7 +28,7 @@ for arg in "$@"; do
   echo "[gpu_runs] $step (deadline $mark s)"
   case $step in
     kernels)
-      for g in g1 g2; do for k in acc general_acc general_wrow; do
+      for g in g1 g2; do for k in acc general_acc general_wrow general_shift; do
         XLA_PYTHON_CLIENT_PREALLOCATE=false timeout $t python3 scripts/kernel_compile.py --kernel=$k --group=$g \
           --ms=rolled_loop --out="$out/kernel-$k-$g.json" 2>&1 | tail -1 &
       done; done; wait ;;

@@ -19,7 +19,8 @@ import time
 
 from absl import app, flags
 
-flags.DEFINE_enum("kernel", "acc", ["acc", "general", "general_acc", "general_wrow", "ntt_r2", "ntt_r4", "ntt_r8"],
+flags.DEFINE_enum("kernel", "acc", ["acc", "general", "general_acc", "general_wrow", "general_shift", "ntt_r2",
+                                    "ntt_r4", "ntt_r8"],
                   "which kernel: MSM accumulate, the two-mode general step, one mode of it, or an NTT step")
 flags.DEFINE_integer("ntt_log_n", 16, "NTT size for the ntt_* kernels")
 flags.DEFINE_enum("group", "g1", ["g1", "g2"], "group")
@@ -78,7 +79,7 @@ def main(argv):
     else:
         args = (jnp.zeros((pk.NPRM,), jnp.int32), jnp.zeros((n,), jnp.int32), jnp.zeros((nrows, n), jnp.uint32),
                 jnp.zeros((nrows, n), jnp.uint32))
-        modes = {"general": ("acc", "wrow"), "general_acc": ("acc",), "general_wrow": ("wrow",)}[FLAGS.kernel]
+        modes = pk.MODES if FLAGS.kernel == "general" else (FLAGS.kernel.split("_")[1],)
         fn = jax.jit(lambda *a: pk.general_step(curve, *a, modes=modes, **opts))
     row = {"kernel": FLAGS.kernel, "mul_schedule": FLAGS.ms, "backend": jax.default_backend()}
     row.update({"log_n": FLAGS.ntt_log_n} if ntt else {"group": FLAGS.group, "block": block})

@@ -22,12 +22,15 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
     buckets, sums rows into window sums, sums windows into the result. With ``final`` set (only one live segment)
     every run is written straight to its bucket.
   - mode ``WROW``: per lane (row) ``r``: running sums over ``L1`` consecutive entries from the top
-    (``S += X_j; T += S``, so ``T = sum (j + 1) X_j``), then either ``T + m_r S`` by double-and-add with
-    ``m_r = (r mod K) L1`` (bucket reduction: the row's offset inside its window), or, with ``L1 = 1``,
-    ``2^(c (r mod W)) S`` by masked doublings (window combination: window ``w`` scaled by ``2^(c w)``).
+    (``S += X_j; T += S``, so ``T = sum (j + 1) X_j``), then ``T + m_r S`` by double-and-add with
+    ``m_r = (r mod K) L1`` (bucket reduction: the row's offset inside its window).
+  - mode ``SHIFT``: per lane ``r``: ``2^(c (r mod W)) X_r`` by masked doublings (window combination: window ``w``
+    scaled by ``2^(c w)``). This chain of ``c (W - 1)`` doublings on a handful of lanes is latency, not work (11 of
+    34 ms of a G1 2^16 MSM on an H200 when it ran through the unified addition of WROW), so it has its own branch
+    with the dedicated doubling (dbl-2008-s-1: 9 products in 3 rounds against 15 in 4).
 
 Every loop holds one addition site (operands are selected per step): kernel 1 holds one copy of the mixed
-addition, kernel 2 two copies of the general addition (its ACC and WROW branches).
+addition, kernel 2 one copy of the general addition per branch (ACC, WROW) and the doubling (SHIFT).
 
 Field representation inside kernels: on GPU the limb-list fields of :mod:`cuzk_jax.ops.pallas.limb_field` (every limb
 row a 1-D uint64 vector of ``block`` lanes -- Triton only handles power-of-two tensors); in interpret mode the limb
@@ -59,10 +62,10 @@ from cuzk_jax.ops.pallas import limb_field
 
 SENT = np.int32(2**31 - 1)  # key of empty entries (sorts last)
 MODE_ACC = 0
-MODE_WROW = 1
-MKIND_ROWS = 1  # output T + m S with m = (r mod K) * L1
-MKIND_SHIFT = 2  # output 2^e S with e = c * (r mod W)
-NPRM = 8  # prm = [mode, count|rows, seg|L1, final, mbits, mkind, mp1, mp2]
+MODE_WROW = 1  # output T + m S per row, m = (r mod mp1) * L1
+MODE_SHIFT = 2  # output 2^e X_r per lane, e = mp1 * (r mod mp2)
+MODES = ("acc", "wrow", "shift")  # kernel branch names, in MODE_* order
+NPRM = 8  # prm = [mode, count|rows|lanes, seg|L1, final, mbits, unused, mp1, mp2]
 DEFAULT_BLOCK = 64
 DEFAULT_NUM_WARPS = 2
 
@@ -262,7 +265,7 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, modes=("acc", "wrow")):
+def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, modes=MODES):
     del yin_ref
     pid = pl.program_id(0)
     lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
@@ -285,58 +288,65 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
         def _():
             _accumulate(rep, lanes, n, s, prm_ref[3] != 0, keys_ref, get_point, add, p_ref, pk_ref, y_ref)
 
-    if "wrow" not in modes:
-        return
-
     # ---- WROW ----
-    @pl.when((mode == MODE_WROW) & (pid * block < n))
-    def _():
-        L1 = s
-        mbits = prm_ref[4]
-        mkind = prm_ref[5]
-        mp1 = prm_ref[6]
-        mp2 = prm_ref[7]
-        live = lanes < n
-        trash = y_ref.shape[1] - 1
-        base = jnp.where(live, lanes * L1, 0)
-        # ROWS: m = (r mod K) L1, double-and-add over mbits bits, output T + m S
-        # SHIFT: output 2^e S with e = c (r mod W): mbits (the largest e) masked doublings of D = S, no additions
-        shift = mkind == MKIND_SHIFT
-        m_rows = (lanes % jnp.maximum(mp1, 1)) * L1
-        e_lane = mp1 * (lanes % jnp.maximum(mp2, 1))
-        p2 = jnp.where(shift, mbits, 2 * mbits)
-        ident = rep.ident_rows(block)
-        nsteps = 2 * L1 + p2 + 1
+    if "wrow" in modes:
+        @pl.when((mode == MODE_WROW) & (pid * block < n))
+        def _():
+            L1 = s
+            mbits = prm_ref[4]
+            mp1 = prm_ref[6]
+            live = lanes < n
+            trash = y_ref.shape[1] - 1
+            base = jnp.where(live, lanes * L1, 0)
+            # m = (r mod K) L1: phase 1 running sums, phase 2 double-and-add of D over mbits bits, last T + D
+            m_rows = (lanes % jnp.maximum(mp1, 1)) * L1
+            ident = rep.ident_rows(block)
+            nsteps = 2 * L1 + 2 * mbits + 1
 
-        def body(u, carry):
-            S_, T_, D_ = carry
-            in1 = u < 2 * L1
-            in2 = (u >= 2 * L1) & (u < 2 * L1 + p2)
-            last = ~in1 & ~in2
-            even = (u % 2) == 0
-            v = u - 2 * L1
-            j = jnp.maximum(L1 - 1 - u // 2, 0)
-            xj = _load_rows(x_ref, nrows, base + j, rep.rolled_rows)
-            dbl2 = in2 & (shift | even)  # phase-2 doubling D + D
-            add2 = in2 & ~dbl2  # phase-2 addition D + S (ROWS only), kept where the bit is set
-            bit = ((m_rows >> jnp.maximum(mbits - 1 - v // 2, 0)) & 1) == 1
-            # operands: phase 1 even (S, x_j), odd (T, S); phase 2 (D, D) / (D, S); last: ROWS (T, D), SHIFT (D, 0)
-            a_s = in1 & even
-            a_t = (in1 & ~even) | (last & ~shift)
-            b_x = in1 & even
-            b_s = (in1 & ~even) | add2
-            b_0 = last & shift
-            a = [jnp.where(a_s, s1, jnp.where(a_t, t1, d1)) for s1, t1, d1 in zip(S_, T_, D_)]
-            b = [jnp.where(b_x, x1, jnp.where(b_s, s1, jnp.where(b_0, z1, d1))) for x1, s1, d1, z1 in zip(xj, S_, D_, ident)]
-            r = rep.point_rows(add(rep.point(a), rep.point(b)))
-            S_n = _sel_rows(in1 & even, r, S_)
-            T_n = _sel_rows(a_t | (last & shift), r, T_)
-            keep_d = (in1 & even & shift) | (dbl2 & (~shift | (v < e_lane))) | (add2 & bit)
-            D_n = _sel_rows(keep_d, r, D_)
-            return S_n, T_n, D_n
+            def body(u, carry):
+                S_, T_, D_ = carry
+                in1 = u < 2 * L1
+                in2 = (u >= 2 * L1) & (u < 2 * L1 + 2 * mbits)
+                last = ~in1 & ~in2
+                even = (u % 2) == 0
+                v = u - 2 * L1
+                j = jnp.maximum(L1 - 1 - u // 2, 0)
+                xj = _load_rows(x_ref, nrows, base + j, rep.rolled_rows)
+                dbl2 = in2 & even  # phase-2 doubling D + D
+                add2 = in2 & ~even  # phase-2 addition D + S, kept where the bit is set
+                bit = ((m_rows >> jnp.maximum(mbits - 1 - v // 2, 0)) & 1) == 1
+                # operands: phase 1 even (S, x_j), odd (T, S); phase 2 (D, D) / (D, S); last (T, D)
+                a_s = in1 & even
+                a_t = (in1 & ~even) | last
+                b_x = in1 & even
+                b_s = (in1 & ~even) | add2
+                a = [jnp.where(a_s, s1, jnp.where(a_t, t1, d1)) for s1, t1, d1 in zip(S_, T_, D_)]
+                b = [jnp.where(b_x, x1, jnp.where(b_s, s1, d1)) for x1, s1, d1 in zip(xj, S_, D_)]
+                r = rep.point_rows(add(rep.point(a), rep.point(b)))
+                S_n = _sel_rows(a_s, r, S_)
+                T_n = _sel_rows(a_t, r, T_)
+                D_n = _sel_rows(dbl2 | (add2 & bit), r, D_)
+                return S_n, T_n, D_n
 
-        S_, T_, D_ = lax.fori_loop(0, nsteps, body, (ident, ident, ident))
-        _store_rows(y_ref, T_, jnp.where(live, lanes, trash), live, rep.rolled_rows)
+            S_, T_, D_ = lax.fori_loop(0, nsteps, body, (ident, ident, ident))
+            _store_rows(y_ref, T_, jnp.where(live, lanes, trash), live, rep.rolled_rows)
+
+    # ---- SHIFT ----
+    if "shift" in modes:
+        @pl.when((mode == MODE_SHIFT) & (pid * block < n))
+        def _():
+            mbits = prm_ref[4]
+            live = lanes < n
+            trash = y_ref.shape[1] - 1
+            e_lane = prm_ref[6] * (lanes % jnp.maximum(prm_ref[7], 1))
+            D0 = _load_rows(x_ref, nrows, jnp.where(live, lanes, 0), rep.rolled_rows)
+
+            def body(u, D_):  # infinity doubles to infinity (ZZ = 0), so no special case
+                r = rep.point_rows(curve.xyzz_double(rep.point(D_), F=F))
+                return tuple(_sel_rows(u < e_lane, r, D_))
+
+            D_ = lax.fori_loop(0, mbits, body, tuple(D0))
+            _store_rows(y_ref, list(D_), jnp.where(live, lanes, trash), live, rep.rolled_rows)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -402,11 +412,14 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, po
 
 @x64
 def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False,
-                 mul_schedule="rolled", rep=None, modes=("acc", "wrow")):
+                 mul_schedule="rolled", rep=None, modes=MODES):
     """One call of kernel 2 over buffers of ``N`` entries: ``keys`` (N,), ``x`` rows ``(4 Lc, N)``, ``y`` rows
     ``(4 Lc, N)`` (trash = last column), updated in place. Grid: ``N / 2`` lanes. Returns
     ``(partials (4 Lc, N), partial keys (N,), y)`` (partials are only meaningful in mode ACC). ``modes``: the
-    branches compiled into this kernel (a kernel of one mode is half the code: see :func:`_pallas_pass`)."""
+    branches compiled into this kernel, from :data:`MODES` (a kernel of one mode is a fraction of the code: see
+    :func:`cuzk_jax.ops.msm._pallas_pass`)."""
+    if not modes or set(modes) - set(MODES):
+        raise ValueError(f"modes must be a non-empty subset of {MODES}, got {modes!r}")
     rep = _Rep(curve, rep or ("array" if interpret else "limb"), mul_schedule)
     nrows = 4 * rep.Lc
     N = x.shape[1]
