@@ -9,6 +9,7 @@
 #   ntt-kernels    compile time of the radix-4 NTT kernel, unrolled / rolled / rolled_loop products
 #   ntt            NTT 2^16..2^24 (XLA r4 and the three Pallas r4 forms), 10 x 2^20 batched, and H 10 x 2^20
 #   msm-variants   G1 2^20: the "sort" phase row and Pallas kernel-option variants (A/B)
+#   msm-g2-variants  the same for G2 2^20 (its kernels are twice G1's: fewer lanes per program may spill less)
 #   msm-stages     G1 and G2 (or $STAGES_GROUPS) 2^16: kernel 1 plus the first k later stages (k = 0..5): where the time goes
 #   msm-g1 msm-g2  sort row + Pallas MSM at 2^16..2^24 (G2 to 2^22); XLA beside it at 2^16
 #   check-g1 check-g2  the Pallas MSM against arkworks on the device
@@ -45,6 +46,9 @@ for arg in "$@"; do
     msm-variants)
       timeout $t $bench --group=g1 --log_n=20 --out="$out/msm-g1-20-variants.json" \
         --impl=sort,pallas,pallas:seg=32,pallas:seg=128,pallas:acc=32,pallas:acc=8,pallas:b=128:w=4,pallas:bl=limb ;;
+    msm-g2-variants)
+      timeout $t $bench --group=g2 --log_n=20 --out="$out/msm-g2-20-variants.json" \
+        --impl=pallas,pallas:b=32:w=1,pallas:b=128:w=4,pallas:seg=64,pallas:seg=256,pallas:acc=8,pallas:bl=limb ;;
     msm-stages)
       timeout $t $bench --group=${STAGES_GROUPS:-g1,g2} --log_n=16 --reps=3 --warmup=1 --out="$out/msm-stages.json" \
         --impl=sort,pallas:st=0,pallas:st=1,pallas:st=2,pallas:st=3,pallas:st=4,pallas ;;
