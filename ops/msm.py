@@ -495,8 +495,14 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     0 merge partials into buckets (levels of segmented accumulation until one segment is left), 1 weighted row
     sums of ``L1`` buckets (``T + (k L1) S`` per row, mode WROW), 2 sum the ``K`` rows of each window, 3 scale
     window ``w`` by ``2^(c w)`` (``c w`` doublings, mode SHIFT), 4 sum the windows of each partition and ``prev``.
+
+    ``stages`` (a measurement knob, default 5 = all): kernel 1 and only the first ``stages`` stages of the loop, so
+    timing ``stages = 0 .. 5`` splits an MSM into its phases; with ``stages < 5`` the result is NOT the MSM.
     """
     from .pallas import bucket as pk
+
+    if not 0 <= stages <= 5:  # a larger value would never end the loop
+        raise ValueError(f"kernel option stages must be in 0..5, got {stages}")
 
     block = block or pk.DEFAULT_BLOCK
     num_warps = num_warps or max(1, block // 32)

@@ -362,3 +362,26 @@ def test_host_msm_empty_and_errors():
         cuzk_jax.msm([bytes([e[0] & 0x7F]) + e[1:]], [1])  # compression flag cleared
     with pytest.raises(ValueError):
         cuzk_jax.msm([e], [1], group="g2")  # a G1 encoding is not a G2 one
+
+
+def test_msm_sort_phase_and_kernel_option_errors():
+    """The bench's ``sort`` phase row (steps 1-3 alone) returns every pair of the plan, live ones first and sorted;
+    bad kernel options fail with a ValueError before any kernel is traced."""
+    from types import SimpleNamespace
+
+    from cuzk_jax.bench import msm as BM
+    from cuzk_jax.ops.pallas import bucket as pk
+
+    rows = BM.run(SimpleNamespace(group=["g1"], log_n=["6"], impl=["sort"], batch=1, reps=1, warmup=0))
+    n = M.padded_size(64)
+    assert rows[0]["pairs"] == n * M.num_windows(M.window_bits(n)) and rows[0]["median_ms"] > 0
+    keys, _, count = BM._sort_jit(1, 6)(None, jnp.ones((8, 1, 64), jnp.uint32))
+    keys = np.asarray(keys)
+    assert (np.diff(keys[: int(count)]) >= 0).all() and int(count) > 0
+    bases = cv.Affine(jnp.zeros((12, 64), jnp.uint32), jnp.zeros((12, 64), jnp.uint32), jnp.ones((64,), bool))
+    with pytest.raises(ValueError, match="stages"):
+        M.msm(bases, jnp.zeros((8, 64), jnp.uint32), impl="pallas_interpret", kernel_options={"stages": 6})
+    with pytest.raises(ValueError, match="modes"):
+        pk.general_step(cv.g1, jnp.zeros((pk.NPRM,), jnp.int32), jnp.zeros((128,), jnp.int32),
+                        jnp.zeros((48, 128), jnp.uint32), jnp.zeros((48, 128), jnp.uint32), interpret=True,
+                        modes=("bogus",))
