@@ -8,7 +8,7 @@
 The MSM's Pallas path did not compile within 300 s on an H200 (2026-11-30); this script times the two kernels of
 :mod:`cuzk_jax.ops.pallas.bucket` separately, at a small shape (compile time does not depend on the shape much),
 so the kernel that needs cutting down is known; ``ntt_r2/r4/r8`` time the NTT step kernel of
-:mod:`cuzk_jax.ops.pallas.ntt` (``--ms`` = ``unrolled`` / ``rolled``) at ``--ntt_log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
+:mod:`cuzk_jax.ops.pallas.ntt` (``--ms`` = ``unrolled`` / ``rolled`` / ``rolled_loop``) at ``--ntt_log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
 reports the Triton IR line count, the proxy used to compare kernel variants without a GPU. JSON is written before
 compilation starts and again after it ends, so a run killed by a time limit still records the lowering.
 """
@@ -21,7 +21,7 @@ from absl import app, flags
 
 flags.DEFINE_enum("kernel", "acc", ["acc", "general", "general_acc", "general_wrow", "general_shift", "ntt_r2",
                                     "ntt_r4", "ntt_r8"],
-                  "which kernel: MSM accumulate, the two-mode general step, one mode of it, or an NTT step")
+                  "which kernel: MSM accumulate, the general step with every mode, one mode of it, or an NTT step")
 flags.DEFINE_integer("ntt_log_n", 16, "NTT size for the ntt_* kernels")
 flags.DEFINE_enum("group", "g1", ["g1", "g2"], "group")
 flags.DEFINE_string("ms", "rolled", "multiplication schedule inside the kernel")

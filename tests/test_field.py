@@ -244,3 +244,13 @@ def test_unknown_schedule_rejected():
         F.set_mul_schedule("fast")
     with pytest.raises(ValueError, match="schedule"):
         F.fr.mul(F.fr.ones((1,)), F.fr.ones((1,)), "fast")
+
+
+def test_reference_batch_inv_equals_inv_with_zeros():
+    """Montgomery's trick in the reference fields (one inversion) against per-element ``inv``, zeros included."""
+    rng = random.Random(41)
+    xs = [rng.randrange(RF.fq.modulus) for _ in range(7)] + [0]
+    assert RF.fq.batch_inv(xs) == [RF.fq.inv(x) for x in xs]
+    ys = [(rng.randrange(RF.fq.modulus), rng.randrange(RF.fq.modulus)) for _ in range(5)] + [(0, 0)]
+    assert RF.fq2.batch_inv(ys) == [RF.fq2.inv(y) for y in ys]
+    assert RF.fq.batch_inv([0, 0]) == [0, 0] and RF.fr.batch_inv([]) == []

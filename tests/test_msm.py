@@ -304,9 +304,9 @@ def test_pallas_interpret_equals_xla_g1(rng):
         assert got == [_expected("g1", r, s) for r, s in cases]
 
 
-def test_pallas_interpret_two_mode_kernels(rng):
+def test_pallas_interpret_one_general_kernel(rng):
     """The other kernel variant (``mul_schedule="rolled"``: straight-line row loads/stores, one general kernel
-    holding both modes; the default is the compile-lean ``"rolled_loop"``, covered by the test above) on three
+    holding every mode; the default is the compile-lean ``"rolled_loop"``, covered by the test above) on three
     partitions: a random case, repeated bases (doublings and cancellations inside buckets) and bases at infinity
     -- against arkworks."""
     opts = (("acc_seg", 8), ("block", 8), ("mul_schedule", "rolled"), ("seg", 8))

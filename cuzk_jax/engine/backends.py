@@ -176,8 +176,7 @@ class DeviceBackend:
 
             host = {name: host_curve.from_device(g2 if name == "msm_b2" else g1, out.points[name]) for name in MSMS}
             out.__dict__["_host_points"] = host
-        return prover.finish(resident.pk, *(host[name][i] for name in ("msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h")),
-                             r, s)
+        return prover.finish(resident.pk, *(host[name][i] for name in MSMS), r, s)  # MSMS is finish's order
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from cuzk_jax.ops import curve as C
 from cuzk_jax.ops import fixed_base
 from cuzk_jax.reference import groth16 as ref
 from cuzk_jax.reference.constants import R
+from cuzk_jax.reference.field import fr
 from cuzk_jax.reference.groth16 import ToxicWaste
 
 from .data_structures import ProvingKey, VerifyingKey
@@ -47,20 +48,6 @@ def insecure_toxic_waste_for_tests(seed: int) -> ToxicWaste:
     return ToxicWaste(*(_draw(rnd.randrange) for _ in range(5)))
 
 
-def batch_inv_host(xs: list[int]) -> list[int]:
-    """Montgomery's trick on Python ints (one modular inversion); every x must be nonzero."""
-    prefix, acc = [], 1
-    for x in xs:
-        prefix.append(acc)
-        acc = acc * x % R
-    inv = pow(acc, R - 2, R)
-    out = [0] * len(xs)
-    for i in range(len(xs) - 1, -1, -1):
-        out[i] = inv * prefix[i] % R
-        inv = inv * xs[i] % R
-    return out
-
-
 def lagrange_at(n: int, tau: int, generator: int = 7) -> list[int]:
     """``L_j(tau) = w^j (tau^n - 1) / (n (tau - w^j))`` for the size-n domain with ``w = generator^((r-1)/n)``
     (7 for our domains, 5 for snarkjs's), with one batched inversion."""
@@ -71,7 +58,7 @@ def lagrange_at(n: int, tau: int, generator: int = 7) -> list[int]:
     ws = [1] * n
     for j in range(1, n):
         ws[j] = ws[j - 1] * w % R
-    inv = batch_inv_host([(tau - x) % R for x in ws])
+    inv = fr.batch_inv([(tau - x) % R for x in ws])
     k = z * pow(n, R - 2, R) % R
     return [x * k % R * y % R for x, y in zip(ws, inv)]
 

@@ -112,39 +112,14 @@ def from_device(curve, jac) -> list:
         return list(zip(*(encoding.limbs_to_ints(a[k], "fq", True) for k in range(2))))
 
     X, Y, Z = ints(x), ints(y), ints(z)
-    zi = _batch_inv(F, Z)
     out = []
-    for Xi, Yi, Zi in zip(X, Y, zi):
-        if Zi is None:
+    for Xi, Yi, Zi, zi in zip(X, Y, Z, F.batch_inv(Z)):
+        if _is_zero(F, Zi):
             out.append(None)
             continue
-        zi2 = F.square(Zi)
-        out.append((F.mul(Xi, zi2), F.mul(Yi, F.mul(zi2, Zi))))
+        zi2 = F.square(zi)
+        out.append((F.mul(Xi, zi2), F.mul(Yi, F.mul(zi2, zi))))
     return out
-
-
-def _batch_inv(F, values: list) -> list:
-    """Inverses of ``values`` with one field inversion (Montgomery's trick); ``None`` where a value is zero."""
-    nz = [i for i, v in enumerate(values) if not _is_zero(F, v)]
-    out = [None] * len(values)
-    if not nz:
-        return out
-    prefix, acc = [], _one(F)
-    for i in nz:
-        prefix.append(acc)
-        acc = F.mul(acc, values[i])
-    inv = F.inv(acc)
-    for k in range(len(nz) - 1, -1, -1):
-        i = nz[k]
-        out[i] = F.mul(inv, prefix[k])
-        inv = F.mul(inv, values[i])
-    return out
-
-
-def add(curve, p, q):
-    """Affine + affine (reference tuples) through Jacobian arithmetic."""
-    F = _field(curve)
-    return to_affine(curve, _add(F, to_jacobian(curve, p), to_jacobian(curve, q)))
 
 
 def mul(curve, p, k: int):

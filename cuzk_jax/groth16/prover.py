@@ -147,15 +147,12 @@ def finish(pk: ProvingKey, ma, mb1, mb2, ml, mh, r: int, s: int) -> Proof:
 
 
 def _ark_key(pk: ProvingKey) -> dict:
-    """The key points :func:`finish` needs, as arkworks objects (cached on the key)."""
+    """The key points :func:`finish` needs, as arkworks objects: the verifying key's (cached by
+    ``VerifyingKey.arkworks``, shared with the verifier) plus ``beta_g1`` / ``delta_g1`` (cached on the key)."""
     cached = pk.__dict__.get("_ark_finish")
     if cached is None:
-        vk = pk.vk
-        cached = {"alpha_g1": host_curve.to_arkworks(ref_g1, vk.alpha_g1),
-                  "beta_g1": host_curve.to_arkworks(ref_g1, pk.beta_g1),
-                  "delta_g1": host_curve.to_arkworks(ref_g1, pk.delta_g1),
-                  "beta_g2": host_curve.to_arkworks(ref_g2, vk.beta_g2),
-                  "delta_g2": host_curve.to_arkworks(ref_g2, vk.delta_g2)}
+        cached = {**pk.vk.arkworks(), "beta_g1": host_curve.to_arkworks(ref_g1, pk.beta_g1),
+                  "delta_g1": host_curve.to_arkworks(ref_g1, pk.delta_g1)}
         pk.__dict__["_ark_finish"] = cached
     return cached
 

@@ -11,6 +11,23 @@ from __future__ import annotations
 from . import constants as C
 
 
+def batch_inv(F, xs: list) -> list:
+    """``[F.inv(x) for x in xs]`` with ONE field inversion (Montgomery's trick: prefix products, one inverse, walk
+    back); zeros map to zero, the ``inv`` convention. ``F`` is a :class:`PrimeField` or :class:`QuadraticExtension`."""
+    out = [F.zero if isinstance(F, QuadraticExtension) else 0] * len(xs)
+    nz = [i for i, x in enumerate(xs) if not F.is_zero(x)]
+    prefix, acc = [], F.one
+    for i in nz:
+        prefix.append(acc)
+        acc = F.mul(acc, xs[i])
+    inv = F.inv(acc)
+    for k in range(len(nz) - 1, -1, -1):
+        i = nz[k]
+        out[i] = F.mul(inv, prefix[k])
+        inv = F.mul(inv, xs[i])
+    return out
+
+
 class PrimeField:
     """Arithmetic modulo a prime ``modulus`` on canonical Python ints."""
 
@@ -51,7 +68,14 @@ class PrimeField:
         return pow(a, -1, self.modulus) if a % self.modulus else 0
 
     def batch_inv(self, xs: list[int]) -> list[int]:
-        return [self.inv(x) for x in xs]
+        return batch_inv(self, xs)
+
+    def is_zero(self, a: int) -> bool:
+        return a % self.modulus == 0
+
+    @property
+    def one(self) -> int:
+        return 1
 
     def is_square(self, a: int) -> bool:
         a %= self.modulus
@@ -151,6 +175,9 @@ class QuadraticExtension:
 
     def is_zero(self, a) -> bool:
         return a[0] % self.base.modulus == 0 and a[1] % self.base.modulus == 0
+
+    def batch_inv(self, xs: list) -> list:
+        return batch_inv(self, xs)
 
     def sqrt(self, a):
         """A square root in Fq2 or ``None`` (the "complex" method: p = 3 mod 4, u^2 = -1)."""

@@ -33,9 +33,6 @@ DEFAULT_BLOCK = 128
 U32, U64 = jnp.uint32, jnp.uint64
 
 
-MUL_SCHEDULES = ("unrolled", "rolled", "rolled_loop")
-
-
 def _products(mul_schedule: str, interpret: bool):
     """``pairs -> products`` for the kernel (see the module docstring): ``unrolled`` is the straight-line CIOS per
     product (everything in registers; used compiled only), ``rolled`` runs each product's outer CIOS loop as a
@@ -43,8 +40,6 @@ def _products(mul_schedule: str, interpret: bool):
     limbs ride in the loop carry, so it lowers to Triton), ``rolled_loop`` also sends all products of a round through
     ONE multiplier and runs the final subtraction as a loop (the compile-lean form of the MSM kernels). Under the
     interpreter ``unrolled`` becomes ``rolled`` (same arithmetic, 8x less for XLA:CPU to compile)."""
-    if mul_schedule not in MUL_SCHEDULES:
-        raise ValueError(f"mul_schedule must be one of {MUL_SCHEDULES}, got {mul_schedule!r}")
     if mul_schedule == "unrolled" and not interpret:
         return lambda pairs: [F.cios_limbs(a, b, F.fr.p_limbs, F.fr.pinv) for a, b in pairs]
     from .limb_field import LimbField
@@ -101,7 +96,10 @@ def step(x, w, stage, *, log_n: int, k: int, interpret: bool = False, block: int
         raise ValueError(f"block must be a power of two, got {block}")
     block = min(block, Q)
     s = jnp.asarray(stage, jnp.int32).reshape(1)
-    _products(mul_schedule, interpret)  # validates the name before tracing
+    from cuzk_jax.ops.ntt import PALLAS_MUL  # lazily, as the kernel imports the network
+
+    if mul_schedule not in PALLAS_MUL:
+        raise ValueError(f"mul_schedule must be one of {PALLAS_MUL}, got {mul_schedule!r}")
     kernel = functools.partial(_kernel, log_n=log_n, k=k, block=block, interpret=interpret, mul_schedule=mul_schedule)
     with jax.enable_x64(True):
         out = pl.pallas_call(
