@@ -47,12 +47,14 @@ def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=Non
             say(f"ignoring unusable cached key {path}: {e}")
     say(f"setup for {circuit.name}/{circuit.preset} ({r1cs.num_constraints} constraints) ...")
     t0 = time.perf_counter()
-    pk = generator.setup(r1cs, toxic)
+    pk = generator.setup(r1cs, toxic, progress=say)
     say(f"setup done in {time.perf_counter() - t0:.1f}s; saving {path}")
+    t0 = time.perf_counter()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     pk.save(path)
     vk_path = path[:-3] + ".vk"
     with open(vk_path + ".tmp", "wb") as fh:
         fh.write(pk.vk.to_bytes())
     os.replace(vk_path + ".tmp", vk_path)
+    say(f"saved in {time.perf_counter() - t0:.1f}s")
     return pk

@@ -14,7 +14,8 @@
 #   msm-g1 msm-g2  sort row + Pallas MSM at 2^16..2^24 (G2 to 2^22); XLA beside it at 2^16
 #   check-g1 check-g2  the Pallas MSM against arkworks on the device
 #   prove-<preset> scripts/prove.py, porep_like/<preset>, 10 partitions, 2 sectors (setup, then a cold and a warm one)
-#   engine         scripts/engine_gpu.py, porep_like/tiny, 4 sectors, sequential vs engine (max_batch 20, 40)
+#   engine[-<preset>]  scripts/engine_gpu.py, porep_like/<preset> (tiny), $ENGINE_SECTORS (4) sectors, sequential vs
+#                  engine with max_batch $ENGINE_MAX_BATCH (20,40)
 #   snarkjs        scripts/snarkjs_bench.py on the device at 2^12 and 2^16 (needs bench/snarkjs_artifacts carried)
 set -u
 out="${1:?usage: gpu_runs.sh OUT step[@deadline] ...}"; shift
@@ -60,9 +61,10 @@ for arg in "$@"; do
     prove-*)
       timeout $t python3 scripts/prove.py --circuit=porep_like --preset=${step#prove-} --partitions=10 --sectors=2 \
         --mode=sequential --out="$out/proofs-${step#prove-}" --timings_json="$out/$step.json" ;;
-    engine)
-      timeout $t python3 scripts/engine_gpu.py --preset=tiny --sectors=4 --partitions=10 --max_batch=20,40 \
-        --synth_compare=false --out_dir="$out" ;;
+    engine|engine-*)
+      preset=${step#engine}; preset=${preset#-}
+      timeout $t python3 scripts/engine_gpu.py --preset=${preset:-tiny} --sectors=${ENGINE_SECTORS:-4} --partitions=10 \
+        --max_batch=${ENGINE_MAX_BATCH:-20,40} --synth_compare=false --out_dir="$out" ;;
     snarkjs)
       timeout $t python3 scripts/snarkjs_bench.py --log_n=12,16 --impl=device \
         --artifacts_dir=bench/snarkjs_artifacts --baseline=bench/results/snarkjs-cpu-12.json,bench/results/snarkjs-cpu-16.json \
