@@ -8,12 +8,14 @@
 #   kernels        compile time of the eight Pallas bucket kernels (G1/G2 x acc / general ACC / WROW / SHIFT)
 #   ntt-kernels    compile time of the radix-4 NTT kernel, unrolled / rolled / rolled_loop products
 #   ntt            NTT 2^16..2^24 (XLA r4 and the three Pallas r4 forms), 10 x 2^20 batched, and H 10 x 2^20
+#                  ($NTT_IMPLS and $NTT_LOG_N narrow it)
 #   msm-variants   G1 2^20: the "sort" phase row and Pallas kernel-option variants (A/B)
 #   msm-g2-variants  the same for G2 2^20 (its kernels are twice G1's: fewer lanes per program may spill less)
 #   msm-stages     G1 and G2 (or $STAGES_GROUPS) 2^16: kernel 1 plus the first k later stages (k = 0..5): where the time goes
 #   msm-g1 msm-g2  sort row + Pallas MSM at 2^16..2^24 (G2 to 2^22); XLA beside it at 2^16
 #   check-g1 check-g2  the Pallas MSM against arkworks on the device
 #   prove-<preset> scripts/prove.py, porep_like/<preset>, 10 partitions, 2 sectors (setup, then a cold and a warm one)
+#   keyload-<preset>  scripts/key_bench.py: load the cached porep_like/<preset> key with / without the subgroup test
 #   engine[-<preset>]  scripts/engine_gpu.py, porep_like/<preset> (tiny), $ENGINE_SECTORS (4) sectors, sequential vs
 #                  engine with max_batch $ENGINE_MAX_BATCH (20,40)
 #   snarkjs        scripts/snarkjs_bench.py on the device at 2^12 and 2^16 (needs bench/snarkjs_artifacts carried)
@@ -40,8 +42,8 @@ for arg in "$@"; do
           --ntt_log_n=20 --out="$out/kernel-ntt_r4-$ms.json" 2>&1 | tail -1 &
       done; wait ;;
     ntt)
-      impls=xla-r4,pallas-r4,pallas-r4:ms=rolled,pallas-r4:ms=rolled_loop b="python3 scripts/bench.py"
-      timeout $t bash -c "$b --op=ntt --log_n=16,20,22,24 --impl=$impls --out=$out/ntt.json;
+      impls=${NTT_IMPLS:-xla-r4,pallas-r4,pallas-r4:ms=rolled,pallas-r4:ms=rolled_loop} b="python3 scripts/bench.py"
+      timeout $t bash -c "$b --op=ntt --log_n=${NTT_LOG_N:-16,20,22,24} --impl=$impls --out=$out/ntt.json;
         $b --op=ntt --log_n=20 --batch=10 --impl=$impls --out=$out/ntt-b10.json;
         $b --op=h --log_n=20 --batch=10 --out=$out/h-b10.json" ;;
     msm-variants)
@@ -61,6 +63,8 @@ for arg in "$@"; do
     prove-*)
       timeout $t python3 scripts/prove.py --circuit=porep_like --preset=${step#prove-} --partitions=10 --sectors=2 \
         --mode=sequential --out="$out/proofs-${step#prove-}" --timings_json="$out/$step.json" ;;
+    keyload-*)
+      timeout $t python3 scripts/key_bench.py --preset=${step#keyload-} --out="$out/$step.json" ;;
     engine|engine-*)
       preset=${step#engine}; preset=${preset#-}
       timeout $t python3 scripts/engine_gpu.py --preset=${preset:-tiny} --sectors=${ENGINE_SECTORS:-4} --partitions=10 \

@@ -150,6 +150,39 @@ def test_key_file_with_invalid_point_rejected(cube):
         VerifyingKey.from_bytes(vkb)
 
 
+def _with_a_query_point(data: bytes, point_bytes: bytes) -> bytes:
+    """A proving-key file with its first a_query point replaced and the checksum recomputed."""
+    import hashlib
+    import struct
+
+    vk_len = struct.unpack_from("<Q", data, 8 + 12 + 32)[0]
+    off = 8 + 12 + 32 + 8 + vk_len + 2 * 96 + 8
+    body = data[:off] + point_bytes + data[off + 96:-32]
+    return body + hashlib.sha256(body).digest()
+
+
+def test_key_query_outside_subgroup(cube):
+    """A query point on the curve but outside the subgroup: the full load names it, the key cache's load
+    (subgroup_check=False) accepts it; a point off the curve fails both."""
+    import random
+
+    from cuzk_jax.reference.curve import g1 as ref_g1
+
+    data = cube["pk"].to_bytes()
+    p = ref_g1.random_curve_point(random.Random(5))
+    assert not ref_g1.in_subgroup(p)
+    bad = _with_a_query_point(data, ref_g1.encode(p, compressed=False))
+    with pytest.raises(KeyFormatError, match="a_query.*subgroup"):
+        ProvingKey.from_bytes(bad)
+    assert ProvingKey.from_bytes(bad, subgroup_check=False).num_aux == cube["pk"].num_aux
+    off = bytearray(ref_g1.encode(p, compressed=False))
+    off[-1] ^= 1
+    bad = _with_a_query_point(data, bytes(off))
+    for check in (True, False):
+        with pytest.raises(KeyFormatError, match="a_query.*curve"):
+            ProvingKey.from_bytes(bad, subgroup_check=check)
+
+
 @pytest.fixture(scope="session")
 def porep_tiny():
     circuit = base.get_circuit("porep_like", "tiny")

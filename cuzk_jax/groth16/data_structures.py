@@ -33,6 +33,11 @@ Proving key file::
 
 Loading checks the magic, every length, the checksum, and every point (canonical coordinates, on the curve, in the
 prime-order subgroup); any failure is one :class:`KeyFormatError` (a ``ValueError``) naming the section.
+``ProvingKey.load(path, subgroup_check=False)`` skips only the subgroup test of the five big queries (the
+verifying key and the fixed points are always fully checked): a proving-key point outside the subgroup can only
+make the prover's own proofs fail verification, never make a bad proof pass, so for keys this library wrote itself
+(the key cache) the checksum plus the curve equation suffice -- bellperson likewise reads cached parameters
+unchecked. The full check of a 2^20-domain key (4.4M points) is the slow part of loading it.
 """
 
 from __future__ import annotations
@@ -255,7 +260,9 @@ class ProvingKey:
         return body + hashlib.sha256(body).digest()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "ProvingKey":
+    def from_bytes(cls, data: bytes, subgroup_check: bool = True) -> "ProvingKey":
+        """Parse and validate a proving-key file (format above); ``subgroup_check=False`` skips the subgroup test
+        of the queries only (see the module docstring)."""
         from cuzk_jax import points
 
         what = "proving key"
@@ -277,7 +284,7 @@ class ProvingKey:
             size = 96 if group == "g1" else 192
             raw = np.frombuffer(rd.take(count * size, name), np.uint8).reshape(count, size)
             try:
-                fields[name] = points.decode(raw, group, compressed=False, check=True)
+                fields[name] = points.decode(raw, group, compressed=False, check=subgroup_check)
             except ValueError as e:
                 raise KeyFormatError(f"{what}: invalid point in {name}: {e}") from None
         if rd.pos != len(body):
@@ -291,9 +298,9 @@ class ProvingKey:
         _atomic_write(path, self.to_bytes())
 
     @classmethod
-    def load(cls, path: str) -> "ProvingKey":
+    def load(cls, path: str, subgroup_check: bool = True) -> "ProvingKey":
         with open(path, "rb") as fh:
-            return cls.from_bytes(fh.read())
+            return cls.from_bytes(fh.read(), subgroup_check=subgroup_check)
 
 
 def _atomic_write(path: str, data: bytes) -> None:
