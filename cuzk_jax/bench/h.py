@@ -15,13 +15,14 @@ import time
 
 from cuzk_jax import bench
 from cuzk_jax.bench.ntt import SPPARK_MS, random_fr
+from cuzk_jax.ops import ntt as N
 from cuzk_jax.ops import qap
 
 VARIANTS = {"arkworks": (qap.compute_h, 7), "snarkjs": (qap.compute_h_snarkjs, 6)}
 
 
 def run(cfg) -> list[dict]:
-    impls = list(cfg.impl) or ["xla-r2"]
+    impls = list(cfg.impl) or list(dict.fromkeys([N.default_impl(), "xla-r2"]))  # the default, and XLA beside it
     batch = int(cfg.batch)
     rows = []
     for log_n in map(int, cfg.log_n):

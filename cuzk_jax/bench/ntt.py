@@ -44,7 +44,7 @@ def random_fr(shape, seed: int) -> jax.Array:
 
 def default_impls() -> list[str]:
     if jax.default_backend() == "gpu":
-        return ["xla-r2", "xla-r4", "pallas-r2", "pallas-r4"]
+        return ["xla-r2", "xla-r4", "pallas-r4", N.GPU_DEFAULT_IMPL, "pallas-r8:ms=rolled_loop"]
     return ["xla-r2", "xla-r4"]  # the Pallas interpreter on CPU measures nothing useful
 
 
