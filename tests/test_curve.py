@@ -470,3 +470,27 @@ def test_formulas_use_only_the_field_contract(g):
     # the multiplication depth documented in ops/curve.py
     assert rounds["xyzz_add_mixed"] == 4 and rounds["xyzz_add"] == 4 and rounds["xyzz_double"] == 3
     assert rounds["jacobian_add"] == 6 and rounds["jacobian_double"] == 3
+
+
+def test_fixed_base_mul_chunks_and_edges(rng, monkeypatch):
+    """ops.fixed_base.mul (setup's batched s * G) across several chunks, with edge scalars, against the reference;
+    and the chunk rule: 2048 on CPU, the batch's power of two in [2^14, 2^20] on an accelerator."""
+    from cuzk_jax.ops import fixed_base
+
+    R1 = rc.CURVES["g1"]
+    ks = [0, 1, 2, C.R - 1, C.R - 2] + [rng.randrange(C.R) for _ in range(6)]
+    got = fixed_base.mul(oc.g1, encoding.ints_to_limbs(ks, "fr"), chunk=8)  # 11 scalars: two chunks, padded
+    assert fixed_base.reference_to_affine(oc.g1, []).inf.shape == (0,)
+    x, y, inf = (np.asarray(a) for a in got)
+    for i, k in enumerate(ks):
+        want = R1.mul(R1.generator, k)
+        if want is None:
+            assert inf[i]
+        else:
+            assert not inf[i]
+            xy = (encoding.limbs_to_ints(x[:, i], "fq", True)[0], encoding.limbs_to_ints(y[:, i], "fq", True)[0])
+            assert xy == want
+    assert fixed_base.default_chunk(10**6) == 2048  # this test runs on CPU
+    monkeypatch.setattr(fixed_base.jax, "default_backend", lambda: "gpu")
+    assert [fixed_base.default_chunk(n) for n in (1, 3000, 1 << 16, (1 << 16) + 1, 3_564_216)] == [
+        1 << 14, 1 << 14, 1 << 16, 1 << 17, 1 << 20]

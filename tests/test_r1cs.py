@@ -127,9 +127,18 @@ def test_witness_limbs():
     for mont in (True, False):
         assert np.array_equal(w.z_limbs(mont), encoding.ints_to_limbs(w.z, "fr", montgomery=mont))
     assert encoding.limbs_to_ints(w.z_limbs(), "fr", montgomery=True) == w.z
-    for bad in (-1, R, "3"):
+    for bad in (-1, R, "3", 0.5, None, 1 << 256, [1]):
         with pytest.raises(ValueError, match=r"\[0, r\)"):
-            Witness(inputs=[1], aux=[bad]).z_limbs()
+            Witness(inputs=[1], aux=[0, bad, 1]).z_limbs()
+    # stack_z writes each partition in place: equal to stacking the single conversions
+    w2 = Witness(inputs=[1, 7], aux=vals[::-1])
+    want = np.stack([w.z_limbs(), w2.z_limbs()], axis=1)
+    assert np.array_equal(stack_z([w, w2]), want)
+    out = np.zeros((8, 2, w.num_vars), np.uint32)
+    w2.z_limbs(out=out[:, 1])
+    assert np.array_equal(out[:, 1], want[:, 1]) and not out[:, 0].any()
+    with pytest.raises(ValueError, match="out must be"):
+        w.z_limbs(out=np.zeros((8, 3), np.uint32))
 
 
 def test_with_input_constraints():
