@@ -488,7 +488,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     ``mul_schedule`` defaults to ``"rolled_loop"``, the compile-lean kernels (one multiplier per product round,
     carry chains and row loads/stores in loops, one general kernel per mode): 4.5k / 4.8k / 5.2k Triton-IR lines
     for G1 against 13.4k / 27.2k for ``"rolled"``, whose kernels took 117 s / 511 s to compile on an H200.
-    On an H200 they compile in 3 s (G1) / 9 s (G2) each and give G1 2^20 in 62 ms (BUILD.md).
+    On an H200 they compile in 3 s (G1) / 9 s (G2) each and give G1 2^20 in 59 ms (BUILD.md).
 
     Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then ONE
     ``lax.while_loop`` drives kernel 2 through five stages (fixed buffer shapes, so one compiled kernel):

@@ -36,8 +36,8 @@ prime-order subgroup); any failure is one :class:`KeyFormatError` (a ``ValueErro
 ``ProvingKey.load(path, subgroup_check=False)`` skips only the subgroup test of the five big queries (the
 verifying key and the fixed points are always fully checked): a proving-key point outside the subgroup can only
 make the prover's own proofs fail verification, never make a bad proof pass, so for keys this library wrote itself
-(the key cache) the checksum plus the curve equation suffice -- bellperson likewise reads cached parameters
-unchecked. The full check of a 2^20-domain key (4.4M points) is the slow part of loading it.
+(the key cache) the checksum plus the curve equation suffice (bellman's ``Parameters::read`` has the same
+``checked`` switch, and zcash_proofs reads its hash-verified parameter files with it off). The full check of a 2^20-domain key (4.4M points) is the slow part of loading it.
 """
 
 from __future__ import annotations
