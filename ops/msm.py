@@ -122,10 +122,11 @@ class Plan:
     n: int
     c: int
     shared_bases: bool
+    windows: int = 0  # reduction windows; 0 = num_windows(c) (1 for precomputed window tables, ops.msm_precomputed)
 
     @property
     def W(self) -> int:
-        return num_windows(self.c)
+        return self.windows or num_windows(self.c)
 
     @property
     def H(self) -> int:
@@ -197,13 +198,16 @@ def bucket_keys(digits, plan: Plan):
     return key.reshape(-1), val.reshape(-1)
 
 
-def sorted_pairs(scalars, plan: Plan):
-    """Scalars ``(8, G, n)`` -> sorted (keys, values) ``(M,)`` and the live count (pairs with a non-zero digit)."""
-    digits = signed_digits(scalars, plan.c)
-    keys, vals = bucket_keys(digits, plan)
+def sort_pairs(keys, vals, plan: Plan):
+    """(keys, values) -> sorted by key, and the live count (pairs with a non-zero digit, which sort first)."""
     count = jnp.sum(keys < plan.NB).astype(jnp.int32)
     keys, vals = lax.sort((keys, vals), num_keys=1, is_stable=False)
     return keys, vals, count
+
+
+def sorted_pairs(scalars, plan: Plan):
+    """Scalars ``(8, G, n)`` -> sorted (keys, values) ``(M,)`` and the live count (pairs with a non-zero digit)."""
+    return sort_pairs(*bucket_keys(signed_digits(scalars, plan.c), plan), plan)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -599,6 +603,16 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def run_pass(curve, plan: Plan, impl: str, bases: Affine, keys, vals, count, prev: XYZZ, *, lanes=None,
+             kernel_options=None) -> XYZZ:
+    """Steps 4-6 for one pass of sorted pairs with ``impl`` (shared with :mod:`cuzk_jax.ops.msm_precomputed`)."""
+    if impl == "xla":  # kernel_options may name the multiplication schedule of the step machine's addition
+        with field_mod.mul_schedule_scope((kernel_options or {}).get("mul_schedule", XLA_MUL_SCHEDULE)):
+            return _xla_pass(curve, plan, machine_shape(plan, lanes), bases, keys, vals, count, prev)
+    return _pallas_pass(curve, plan, bases, keys, vals, count, prev, interpret=(impl == "pallas_interpret"),
+                        **(kernel_options or {}))
+
+
 def default_impl() -> str:
     """``"pallas"`` on a GPU, ``"xla"`` elsewhere.
 
@@ -699,15 +713,11 @@ def msm(
     n_chunks = n // chunk
     plan = Plan(G=G, n=chunk, c=c, shared_bases=shared)
 
-    def run_pass(bx, by, sc, prev):
+    def one_pass(bx, by, sc, prev):
         """bx, by: (*coord, num_bases) flat; sc: (8, G, chunk); prev: XYZZ (G,) -> XYZZ (G,)."""
         keys, vals, count = sorted_pairs(sc, plan)
-        b = Affine(bx, by, None)
-        if impl == "xla":  # kernel_options may name the multiplication schedule of the step machine's addition
-            with field_mod.mul_schedule_scope((kernel_options or {}).get("mul_schedule", XLA_MUL_SCHEDULE)):
-                return _xla_pass(curve, plan, machine_shape(plan, lanes), b, keys, vals, count, prev)
-        return _pallas_pass(curve, plan, b, keys, vals, count, prev, interpret=(impl == "pallas_interpret"),
-                            **(kernel_options or {}))
+        return run_pass(curve, plan, impl, Affine(bx, by, None), keys, vals, count, prev, lanes=lanes,
+                        kernel_options=kernel_options)
 
     def run_group(args):
         bx, by, sc = args  # bx (*coord, [G,] n); sc (8, G, n)
@@ -720,7 +730,7 @@ def msm(
             if not shared:
                 bxj = bxj.reshape(bxj.shape[:nd] + (-1,))
                 byj = byj.reshape(byj.shape[:nd] + (-1,))
-            return run_pass(bxj, byj, scj, prev)
+            return one_pass(bxj, byj, scj, prev)
 
         prev = _ident(F, (G,))
         if n_chunks == 1:

@@ -321,6 +321,64 @@ def test_pallas_interpret_one_general_kernel(rng):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# precomputed window tables (ops/msm_precomputed.py)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def precomputed_case():
+    """40 shared G1 bases (one at infinity, one repeated), c = 7 (37 windows, a 1480-entry table), three partitions
+    of scalars with the edge values; compiled once for the tests below."""
+    from cuzk_jax.ops import msm_precomputed as MP
+
+    rng = random.Random(21)
+    refs = [ark_to_ref("g1", p) for p in ark_points("g1", [rng.randrange(1, R) for _ in range(38)])]
+    refs = refs[:5] + [None] + refs[5:] + [refs[0]]
+    sc = [[rng.randrange(R) for _ in refs],
+          [0, 1, R - 1, R - 2, 2**254, 1 << 6, (1 << 7) - 1] + [rng.choice([0, 1]) for _ in refs[7:]],
+          [0] * len(refs)]
+    c = 7
+    table = MP.precompute(affine_arrays("g1", refs), "g1", c=c)
+    scal = jnp.stack([scalar_limbs(s) for s in sc], axis=1)
+    return MP, refs, sc, c, table, scal
+
+
+def test_precompute_table_entries(precomputed_case):
+    MP, refs, _, c, table, _ = precomputed_case
+    N, W = len(refs), M.num_windows(c)
+    assert table.x.shape == (12, W * N)
+    got = jac_to_ref("g1", cv.g1.affine_to_jacobian(table))
+    for w, i in [(0, 0), (1, 3), (W - 1, 7), (17, N - 1), (5, 5)]:
+        assert got[w * N + i] == rc.g1.mul(refs[i], 1 << (c * w))  # entry 5 is the base at infinity: None
+
+
+@pytest.mark.parametrize("impl", ["xla", "pallas_interpret"])
+def test_precomputed_msm_vs_arkworks(precomputed_case, impl):
+    """One bucket set for all windows, three partitions in one pass, against arkworks; with a negative twin."""
+    MP, refs, sc, c, table, scal = precomputed_case
+    opts = {"acc_seg": 8, "block": 8, "seg": 8} if impl == "pallas_interpret" else None
+    fn = MP.msm_jit("g1", c, impl, kernel_options=tuple(sorted(opts.items())) if opts else None)
+    assert jac_to_ref("g1", fn(table, scal)) == [_expected("g1", refs, s) for s in sc]
+    if impl == "xla":
+        bad = scal.at[0, 0, 0].add(1)  # first scalar + 1
+        assert jac_to_ref("g1", fn(table, bad))[0] != _expected("g1", refs, sc[0])
+        # partitions in groups (max_pairs fits one partition at a time) give the same points
+        one = MP.msm(table, scal[:, 1], "g1", c=c, impl="xla", max_pairs=M.num_windows(c) * len(refs))
+        assert jac_to_ref("g1", one) == _expected("g1", refs, sc[1])
+
+
+def test_precomputed_msm_errors(precomputed_case):
+    MP, refs, _, c, table, scal = precomputed_case
+    with pytest.raises(ValueError, match="precompute"):
+        MP.msm(table, scal, "g1", c=c + 1)
+    with pytest.raises(ValueError, match="window c"):
+        MP.msm(table, scal, "g1", c=1)
+    with pytest.raises(ValueError, match="max_pairs"):
+        MP.msm(table, scal, "g1", c=c, max_pairs=100)
+    assert [MP.window_bits(1 << k) for k in (10, 16, 20)] == [11, 16, 20]
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # host API
 # ---------------------------------------------------------------------------------------------------------------
 

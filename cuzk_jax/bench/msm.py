@@ -3,14 +3,17 @@
 For every (group, log_n, impl): compile time (lower + compile, timed separately), then the median of ``--reps``
 runs after ``--warmup`` runs, each ended by ``block_until_ready``; inputs are resident on the device (the reference
 figures below are sppark's "points resident" ones). Pallas and the XLA fallback run on the same inputs in one run
-(A/B); ``matches_xla`` says whether their results are identical points.
+(A/B); ``matches_xla`` (or ``matches_pallas`` when no XLA row ran) says whether their results are identical points.
 
 Impl specs (``--impl``, comma separated; default ``pallas,xla`` on GPU, ``xla`` elsewhere): ``xla``, ``pallas``,
 or ``pallas:seg=64:b=64:w=2:acc=16:ms=unrolled:bl=limb`` to set the kernel options (pairs per lane, lanes per
 program, warps, pairs per lane in the later stages, kernel multiplication schedule ``rolled`` / ``unrolled`` /
 ``rolled_ptx`` / ``unrolled_ptx`` (``_ptx``: products as PTX ``mad.wide.u32``), base layout for the gathers
 ``point`` / ``limb``, ``st=k``: only kernel 1 and the first ``k`` of the 5 later stages, a phase-timing knob whose
-result is not the MSM). The spec ``sort`` is a phase row, not an MSM: it times steps 1-3 alone (digits, keys and the
+result is not the MSM), ``c=k``: the window. ``pre:<spec>`` (e.g. ``pre:pallas``, ``pre:pallas:c=16``) runs the
+MSM over precomputed window tables (:mod:`cuzk_jax.ops.msm_precomputed`; window from its rule unless ``c=``): the
+table is built once before timing (``precompute_s``, not in the median), as a resident key would hold it; its
+row's ``table_points`` says how many points that costs. The spec ``sort`` is a phase row, not an MSM: it times steps 1-3 alone (digits, keys and the
 ``lax.sort`` of the (bucket, point) pairs) for the plan the MSM uses, so the rest of an MSM row is the bucket work.
 
 Inputs: ``2^min(log_n, 14)`` distinct points ``k_i G`` (random ``k_i``, computed on the host with
@@ -43,7 +46,7 @@ TARGET_MS = {("g1", 20): 40.0, ("g1", 24): 400.0, ("g2", 20): 150.0}
 MAX_DISTINCT_LOG = 14
 
 _OPT_KEYS = {"seg": "seg", "b": "block", "w": "num_warps", "acc": "acc_seg", "ms": "mul_schedule",
-             "bl": "base_layout", "st": "stages"}
+             "bl": "base_layout", "st": "stages", "c": "window"}
 _STR_OPTS = ("mul_schedule", "base_layout")
 
 
@@ -118,6 +121,20 @@ def _sort_jit(batch: int, log_n: int):
     return jax.jit(sort)
 
 
+def _precomputed(group: str, log_n: int, spec: str, bases):
+    """(jitted MSM over the table, the table, window, seconds to build the table incl. its compile)."""
+    import time
+
+    from cuzk_jax.ops import msm_precomputed as MP
+
+    impl, kw = parse_impl(spec)
+    c = kw.pop("window", None) or MP.window_bits(1 << log_n)
+    t0 = time.perf_counter()
+    table = jax.block_until_ready(MP.precompute(bases, group, c=c))
+    fn = MP.msm_jit(group, c, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
+    return fn, table, c, round(time.perf_counter() - t0, 2)
+
+
 def _same_point(curve, a, b) -> bool:
     """Equal as points, compared on the host (no extra Fq program to compile on the device)."""
     from cuzk_jax.groth16 import host_curve
@@ -137,16 +154,23 @@ def run(cfg) -> list[dict]:
             outs = {}
             for spec in specs:
                 row = {"group": group, "log_n": log_n, "batch": batch, "impl": spec}
-                if spec == "sort":
-                    fn = _sort_jit(batch, log_n)
-                else:
-                    impl, kw = parse_impl(spec)
-                    fn = M.msm_jit(group, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
+                args = (bases, scalars)
                 try:
-                    compiled, compile_s = bench.compile_timed(fn, bases, scalars)
-                    out = compiled(bases, scalars)
+                    if spec == "sort":
+                        fn = _sort_jit(batch, log_n)
+                    elif spec.startswith("pre:"):
+                        fn, table, row["window"], row["precompute_s"] = _precomputed(group, log_n, spec[4:], bases)
+                        args = (table, scalars)
+                        row["table_points"] = int(table.inf.shape[0])
+                    else:
+                        impl, kw = parse_impl(spec)
+                        window = kw.pop("window", None)
+                        fn = M.msm_jit(group, impl, window=window,
+                                       kernel_options=tuple(sorted(kw.items())) if kw else None)
+                    compiled, compile_s = bench.compile_timed(fn, *args)
+                    out = compiled(*args)
                     jax.block_until_ready(out)
-                    t = bench.time_runs(compiled, (bases, scalars), reps=cfg.reps, warmup=cfg.warmup)
+                    t = bench.time_runs(compiled, args, reps=cfg.reps, warmup=cfg.warmup)
                 except Exception as e:  # keep the A/B going; the row records the failure
                     row.update({"error": f"{type(e).__name__}: {str(e)[:300]}"})
                     bench.emit(rows, row)
@@ -174,9 +198,11 @@ def run(cfg) -> list[dict]:
                     row["meets_target"] = ms / batch <= row["target_ms"]
                 bench.emit(rows, row)
                 print(row, flush=True)
-            base_spec = next((s for s in specs if s.startswith("xla")), None)
+            # A/B reference: the XLA row, else the plain Pallas one (the precomputed rows are checked against it)
+            base_spec = next((s for s in specs if s.startswith("xla")), "pallas" if "pallas" in specs else None)
             if base_spec in outs:
                 for r in rows:
                     if r["group"] == group and r["log_n"] == log_n and r["impl"] in outs:
-                        r["matches_xla"] = _same_point(curve, outs[r["impl"]], outs[base_spec])
+                        key = "matches_xla" if base_spec.startswith("xla") else "matches_pallas"
+                        r[key] = _same_point(curve, outs[r["impl"]], outs[base_spec])
     return rows

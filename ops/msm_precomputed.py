@@ -1,0 +1,142 @@
+"""Pippenger MSM over precomputed window bases: one bucket set for all windows (the resident-SRS variant).
+
+:mod:`cuzk_jax.ops.msm` gives every ``c``-bit window its own ``H = 2^(c-1)`` buckets, reduces each window's buckets
+(row sums, window sums) and then scales window ``w`` by ``2^(c w)`` -- a chain of ``c (W - 1)`` doublings. On an
+H200 those reduction stages, chains of dependent point operations on few lanes, are most of a small MSM's time
+(BUILD.md, "Where a G1 2^16 MSM's time goes"). When the bases are fixed (a proving key kept on the device, as cuzk
+keeps its SRS), the scaling can be paid once instead: store ``T[w N + i] = 2^(c w) B_i`` for every window, and
+
+    sum_i s_i B_i = sum_i sum_w d_{w,i} 2^(c w) B_i = sum_{w,i} d_{w,i} T[w N + i],
+
+an MSM over ``W N`` bases whose scalars are the signed ``c``-bit digits. All windows then share ONE set of ``H``
+buckets per partition: one bucket reduction instead of ``W``, no window sums and no doubling chain. The
+accumulation work (one mixed addition per non-zero digit) is unchanged; memory grows ``W``-fold (a 2^20 G1 query
+at c = 16: 16 x 96 MB = 1.5 GB), which is the trade the "precompute factor" of GPU MSM libraries (ICICLE's
+``precompute_factor``, sppark's precomputed bases) makes.
+
+The digits, the sort and the accumulation/reduction passes (XLA step machine or Pallas kernels) are those of
+:mod:`cuzk_jax.ops.msm` with a plan of one reduction window over ``W N`` table entries.
+
+Layouts: ``bases`` / the table are :class:`~cuzk_jax.ops.curve.Affine` in Montgomery form with coordinates
+``(*coord, N)`` / ``(*coord, W N)`` (window-major: entry ``w N + i``), shared by every partition; scalars canonical
+uint32 ``(8, N)`` or ``(8, P, N)``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from . import field as field_mod
+from . import msm as M
+from .curve import Affine, Jacobian
+from .field import x64
+
+
+def window_bits(n: int) -> int:
+    """Window for ``n`` bases with precomputed windows: argmin over ``c`` in 2..22 of ``W(c) n + 2.5 * 2^(c-1)``
+    (the reduction is paid once, not once per window, so larger windows than :func:`cuzk_jax.ops.msm.window_bits`
+    pay off: c = 16 at 2^16, 20 at 2^20). The table holds ``W(c) n`` points: pass a smaller ``c`` to trade time
+    for memory."""
+    best = None
+    for c in range(2, M.MAX_WINDOW + 1):
+        cost = M.num_windows(c) * n + 2.5 * (1 << (c - 1))
+        if best is None or cost < best[0]:
+            best = (cost, c)
+    return best[1]
+
+
+@functools.partial(jax.jit, static_argnames=("group", "c"))
+def precompute(bases: Affine, group="g1", *, c: int) -> Affine:
+    """The window table ``T[w N + i] = 2^(c w) bases[i]`` (``w < W = ceil(256 / c)``), an Affine batch of
+    ``W N`` points. One ``lax.scan`` over the windows, each ``c`` Jacobian doublings, then one batched inversion;
+    the rolled multiplication keeps the compile short (a one-off per key, like setup)."""
+    curve = M._curve(group)
+    nd = curve.coord_ndim
+    if bases.x.ndim != nd + 1:
+        raise ValueError(f"precompute: bases must have one batch axis (shared bases), got {bases.x.shape}")
+    W = M.num_windows(c)
+    N = bases.x.shape[-1]
+    with field_mod.mul_schedule_scope("rolled"):
+        def step(pt, _):
+            return lax.fori_loop(0, c, lambda _, a: curve.jacobian_double(a), pt), pt
+
+        _, stack = lax.scan(step, curve.affine_to_jacobian(bases), None, length=W)  # coords (W, *coord, N)
+        stack = Jacobian(*[jnp.moveaxis(v, 0, nd) for v in stack])  # (*coord, W, N)
+        aff = curve.to_affine(stack)
+    flat = lambda v: v.reshape(v.shape[:nd] + (W * N,))  # noqa: E731  window-major
+    return Affine(flat(aff.x), flat(aff.y), aff.inf.reshape(W * N))
+
+
+@x64
+def msm(table: Affine, scalars, group="g1", *, c: int, impl: str | None = None,
+        max_pairs: int = M.DEFAULT_MAX_PAIRS, lanes: int | None = None, kernel_options: dict | None = None) -> Jacobian:
+    """``sum_i scalars[..., i] * bases[i]`` from ``table = precompute(bases, group, c=c)`` (same ``c``).
+
+    ``scalars``: canonical uint32 ``(8, N)`` or ``(8, P, N)`` (values ``< r``, not checked when traced). Returns a
+    Jacobian with batch shape ``()`` or ``(P,)``. ``impl``, ``lanes``, ``kernel_options`` as in
+    :func:`cuzk_jax.ops.msm.msm`. Partitions run together while their ``P W N`` pairs fit ``max_pairs``, else in
+    groups (``lax.map``); a single partition above it is a ``ValueError`` (chunk the bases instead).
+    """
+    curve = M._curve(group)
+    F = curve.field
+    nd = curve.coord_ndim
+    impl = impl or M.default_impl()
+    if impl not in M.IMPLS:
+        raise ValueError(f"unknown impl {impl!r}; expected one of {M.IMPLS}")
+    if not 2 <= c <= M.MAX_WINDOW:
+        raise ValueError(f"window c must be in 2..{M.MAX_WINDOW}, got {c}")
+    scalars = jnp.asarray(scalars)
+    if scalars.dtype != jnp.uint32 or scalars.ndim not in (2, 3) or scalars.shape[0] != 8:
+        raise ValueError(f"scalars must be uint32 of shape (8, N) or (8, P, N), got {scalars.dtype}{scalars.shape}")
+    batched = scalars.ndim == 3
+    if not batched:
+        scalars = scalars[:, None]
+    _, P, N = scalars.shape
+    W = M.num_windows(c)
+    if tuple(table.x.shape[nd:]) != (W * N,):
+        raise ValueError(f"table batch shape {tuple(table.x.shape[nd:])} is not W N = {W} x {N}: it must come from "
+                         f"precompute(bases, c={c}) over the same {N} bases")
+    if N == 0:
+        res = curve.jacobian_identity((P,))
+        return res if batched else type(res)(*[v[..., 0] for v in res])
+    if W * N > max_pairs:
+        raise ValueError(f"{W} x {N} pairs per partition exceed max_pairs={max_pairs}")
+    G = next(g for g in range(P, 0, -1) if P % g == 0 and g * W * N <= max_pairs)
+    plan = M.Plan(G=G, n=W * N, c=c, shared_bases=True, windows=1)
+    # bases at infinity (window 0 of the table is the bases themselves) get scalar zero, as in ops.msm
+    scalars = jnp.where(table.inf[:N][None, None], jnp.uint32(0), scalars)
+    digits = M.signed_digits(scalars, c)  # (W, P, N)
+    digits = jnp.transpose(digits, (1, 0, 2)).reshape(P, W * N)  # entry w N + i of each partition
+
+    def run_group(d):  # d: (G, W N)
+        keys, vals = M.bucket_keys(d[None], plan)
+        keys, vals, count = M.sort_pairs(keys, vals, plan)
+        return M.run_pass(curve, plan, impl, Affine(table.x, table.y, None), keys, vals, count,
+                          M._ident(F, (G,)), lanes=lanes, kernel_options=kernel_options)
+
+    if G == P:
+        res = run_group(digits)
+    else:
+        res = lax.map(run_group, digits.reshape(P // G, G, W * N))
+        res = type(res)(*[jnp.moveaxis(v, 0, nd).reshape(v.shape[1:nd + 1] + (P,)) for v in res])
+    with field_mod.mul_schedule_scope("rolled"):
+        jac = curve.xyzz_to_jacobian(res)
+    return jac if batched else Jacobian(*[v[..., 0] for v in jac])
+
+
+def msm_jit(group: str = "g1", c: int = 16, impl: str | None = None, **static):
+    """A cached ``jax.jit`` of :func:`msm` for fixed keyword arguments (``kernel_options`` as a tuple of pairs),
+    as :func:`cuzk_jax.ops.msm.msm_jit`."""
+    return _msm_jit(group, c, impl or M.default_impl(), tuple(sorted(static.items())))
+
+
+@functools.lru_cache(maxsize=None)
+def _msm_jit(group, c, impl, static):
+    kw = dict(static)
+    if kw.get("kernel_options") is not None:
+        kw["kernel_options"] = dict(kw["kernel_options"])
+    return jax.jit(functools.partial(msm, group=group, c=c, impl=impl, **kw))
