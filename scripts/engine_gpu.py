@@ -24,7 +24,7 @@ flags.DEFINE_list("max_batch", ["10", "20"], "engine batch sizes to compare (one
 flags.DEFINE_enum("synthesis", "process", ["process", "thread"], "synthesis worker kind")
 flags.DEFINE_integer("workers", 0, "synthesis workers (0 = cores - 1)")
 flags.DEFINE_float("max_wait_s", 30.0, "engine: longest wait of a ready partition for its batch to fill")
-flags.DEFINE_string("msm_impl", "", "MSM implementation override (xla, pallas)")
+flags.DEFINE_string("msm_impl", "", "MSM implementation override (xla, pallas, pre[:impl][:c=K]; see prove.py)")
 flags.DEFINE_bool("synth_compare", True, "also measure synthesis throughput of thread vs process pools")
 flags.DEFINE_string("out_dir", os.path.join("bench", "results"), "directory for the JSON and PNG")
 flags.DEFINE_string("name", "", "output base name (default engine-<circuit>-<preset>-<backend>)")

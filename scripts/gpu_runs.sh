@@ -17,6 +17,7 @@
 #   msm-g1 msm-g2  sort row + Pallas MSM at 2^16..2^24 (G2 to 2^22); XLA beside it at 2^16
 #   check-g1 check-g2  the Pallas MSM against arkworks on the device
 #   prove-<preset> scripts/prove.py, porep_like/<preset>, 10 partitions, 2 sectors (setup, then a cold and a warm one)
+#                  ($MSM_IMPL, e.g. pre:pallas, goes to --msm_impl of prove and engine)
 #   keyload-<preset>  scripts/key_bench.py: load the cached porep_like/<preset> key with / without the subgroup test
 #   engine[-<preset>]  scripts/engine_gpu.py, porep_like/<preset> (tiny), $ENGINE_SECTORS (4) sectors, sequential vs
 #                  engine with max_batch $ENGINE_MAX_BATCH (20,40)
@@ -66,14 +67,16 @@ for arg in "$@"; do
       timeout $t python3 scripts/gpu_check_msm.py --group=${step#check-} --check_log_n=12 --check_impl=pallas \
         --skip_bench --out="$out/$step.json" ;;
     prove-*)
+      tag=${MSM_IMPL:+-${MSM_IMPL//[:=]/_}}  # file names without ':' or '=' (they may not come back from the device)
       timeout $t python3 scripts/prove.py --circuit=porep_like --preset=${step#prove-} --partitions=10 --sectors=2 \
-        --mode=sequential --out="$out/proofs-${step#prove-}" --timings_json="$out/$step.json" ;;
+        --mode=sequential --out="$out/proofs-${step#prove-}" --timings_json="$out/$step$tag.json" \
+        --msm_impl="${MSM_IMPL:-}" ;;
     keyload-*)
       timeout $t python3 scripts/key_bench.py --preset=${step#keyload-} --out="$out/$step.json" ;;
     engine|engine-*)
       preset=${step#engine}; preset=${preset#-}
       timeout $t python3 scripts/engine_gpu.py --preset=${preset:-tiny} --sectors=${ENGINE_SECTORS:-4} --partitions=10 \
-        --max_batch=${ENGINE_MAX_BATCH:-20,40} --synth_compare=false --out_dir="$out" ;;
+        --max_batch=${ENGINE_MAX_BATCH:-20,40} --synth_compare=false --out_dir="$out" --msm_impl="${MSM_IMPL:-}" ;;
     snarkjs)
       timeout $t python3 scripts/snarkjs_bench.py --log_n=12,16 --impl=device \
         --artifacts_dir=bench/snarkjs_artifacts --baseline=bench/results/snarkjs-cpu-12.json,bench/results/snarkjs-cpu-16.json \

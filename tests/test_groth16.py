@@ -105,6 +105,37 @@ def test_key_from_another_circuit_rejected(cube):
         prover.prove(cube["pk"], other, cube["witnesses"])
 
 
+def test_msm_impl_names():
+    assert prover.parse_msm_impl(None) == (False, None, None)
+    assert prover.parse_msm_impl("pallas") == (False, "pallas", None)
+    assert prover.parse_msm_impl("pre") == (True, None, None)
+    assert prover.parse_msm_impl("pre:xla:c=9") == (True, "xla", 9)
+    for bad in ("cuda", "pallas:c=9", "pre:c=1", "pre:c=23", "pre:xla:xla", "pre:fast"):
+        with pytest.raises(ValueError, match="MSM impl"):
+            prover.parse_msm_impl(bad)
+
+
+def test_precomputed_window_msms_give_the_same_proofs(cube, cube_proofs):
+    """msm_impl="pre:xla:c=8": the five MSMs over window tables cached on the key; same (r, s) -> the same
+    proofs as the plain MSMs (which equal the reference prover). Negative twin: a swapped cached table is used
+    and spoils the proof."""
+    proofs, rs, _ = cube_proofs
+    pk = cube["pk"]
+    try:
+        got, timings = prover.prove(pk, cube["r1cs"], cube["witnesses"], randomness=rs, msm_impl="pre:xla:c=8")
+        assert got == proofs
+        tables = pk.__dict__["_window_tables"]
+        assert set(tables) == {(q, 8) for q in ("a_query", "b_g1_query", "b_g2_query", "h_query", "l_query")}
+        tables[("a_query", 8)] = tables[("b_g1_query", 8)]
+        bad, _ = prover.prove(pk, cube["r1cs"], cube["witnesses"], randomness=rs, msm_impl="pre:xla:c=8")
+        assert bad[0].a != proofs[0].a
+        assert not verifier.verify(pk.vk, cube["witnesses"][0].public_inputs, bad[0])
+    finally:
+        pk.__dict__.pop("_window_tables", None)
+    with pytest.raises(ValueError, match="MSM impl"):
+        prover.prove(pk, cube["r1cs"], cube["witnesses"], randomness=rs, msm_impl="pre:c=99")
+
+
 def test_proof_bytes_roundtrip(cube_proofs):
     proofs, _, _ = cube_proofs
     data = proofs_to_bytes(proofs)

@@ -26,6 +26,7 @@ The randomisation is the prover's :func:`~cuzk_jax.groth16.prover.finish` (Groth
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 import jax
@@ -79,8 +80,9 @@ class DeviceResident:
 class DeviceBackend:
     """Batches proved with JAX on ``devices`` (default: every local device; more than one -> sharded over ``"p"``).
 
-    ``msm_impl``: MSM implementation (None: backend default). ``sync_phases``: block after every phase (per-phase
-    timing and timeline; costs a few small gaps per batch); False dispatches all phases and blocks once ("device").
+    ``msm_impl``: MSM implementation (None: backend default; see :func:`cuzk_jax.groth16.prover.parse_msm_impl`,
+    ``pre...`` on one device only). ``sync_phases``: block after every phase (per-phase timing and timeline; costs a
+    few small gaps per batch); False dispatches all phases and blocks once ("device").
     """
 
     name = "device"
@@ -92,6 +94,8 @@ class DeviceBackend:
         self.msm_impl = msm_impl
         self.sync_phases = sync_phases
         self.mesh = sharding.partition_mesh(self.devices) if len(self.devices) > 1 else None
+        if prover.parse_msm_impl(msm_impl)[0] and self.mesh is not None:
+            raise ValueError(f"msm_impl {msm_impl!r}: precomputed window tables run on one device only")
         self._phases = sharding.ShardedPhases(self.mesh, msm_impl) if self.mesh is not None else None
 
     @property
@@ -128,7 +132,6 @@ class DeviceBackend:
         return None if self.devices[0] == jax.devices()[0] else self.devices[0]
 
     def run(self, resident: DeviceResident, z, phase: Callable) -> BatchOutput:
-        from cuzk_jax.ops import msm as ops_msm
         from cuzk_jax.ops import r1cs as ops_r1cs
 
         pk = resident.pk
@@ -142,24 +145,20 @@ class DeviceBackend:
                 return (az, bz, cz) + prover.satisfied(az, bz, cz)
 
             h_fn = lambda az, bz, cz: prover.h_scalars(az, bz, cz, n)  # noqa: E731
-            msm = {g: ops_msm.msm_jit(g, self.msm_impl) for g in ("g1", "g2")}
+            msm = prover.query_msms(pk, self.msm_impl)
         else:
             evaluate = lambda: self._phases.evaluate(resident.dr, z)  # noqa: E731
             h_fn = self._phases.h(n)
-            msm = {g: self._phases.msm(g) for g in ("g1", "g2")}
+            fns = {g: self._phases.msm(g) for g in ("g1", "g2")}
+            msm = {name: functools.partial(fns[g], getattr(pk, q)) for name, (q, g) in prover.QUERIES.items()}
 
         def device_work():
             az, bz, cz, ok, first = phase("evaluate", evaluate)
             h = phase("h", lambda: h_fn(az, bz, cz))
             zc = prover.from_mont(z)
             z_priv = zc[:, :, pk.num_inputs:]
-            res = {
-                "msm_a": phase("msm_a", lambda: msm["g1"](pk.a_query, zc)),
-                "msm_b1": phase("msm_b1", lambda: msm["g1"](pk.b_g1_query, zc)),
-                "msm_b2": phase("msm_b2", lambda: msm["g2"](pk.b_g2_query, zc)),
-                "msm_l": phase("msm_l", lambda: msm["g1"](pk.l_query, z_priv)),
-                "msm_h": phase("msm_h", lambda: msm["g1"](pk.h_query, h)),
-            }
+            scalars = {"msm_a": zc, "msm_b1": zc, "msm_b2": zc, "msm_l": z_priv, "msm_h": h}
+            res = {name: phase(name, lambda name=name: msm[name](scalars[name])) for name in MSMS}
             return ok, first, res
 
         if self.sync_phases:

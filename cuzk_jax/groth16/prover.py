@@ -103,6 +103,57 @@ def prepare(r1cs) -> PreparedCircuit:
     return _prepared(r1cs)
 
 
+QUERIES = {"msm_a": ("a_query", "g1"), "msm_b1": ("b_g1_query", "g1"), "msm_b2": ("b_g2_query", "g2"),
+           "msm_l": ("l_query", "g1"), "msm_h": ("h_query", "g1")}
+
+
+def parse_msm_impl(msm_impl: str | None) -> tuple[bool, str | None, int | None]:
+    """``msm_impl`` -> (precomputed windows?, ops impl or None for the backend default, window or None).
+
+    ``None`` / ``"xla"`` / ``"pallas"`` / ``"pallas_interpret"``: :mod:`cuzk_jax.ops.msm` over the key's queries.
+    ``"pre"``, ``"pre:<impl>"``, ``"pre:<impl>:c=K"``: :mod:`cuzk_jax.ops.msm_precomputed` over window tables of
+    the queries, built on first use and kept with the key (W-fold the queries' device memory)."""
+    if msm_impl is None:
+        return False, None, None
+    name, *rest = str(msm_impl).split(":")
+    if name != "pre":
+        if rest or name not in ops_msm.IMPLS:
+            raise ValueError(f"unknown MSM impl {msm_impl!r}: expected one of {ops_msm.IMPLS} or 'pre[:impl][:c=K]'")
+        return False, name, None
+    impl, c = None, None
+    for part in rest:
+        if part.startswith("c=") and part[2:].isdigit() and 2 <= int(part[2:]) <= ops_msm.MAX_WINDOW:
+            c = int(part[2:])
+        elif part in ops_msm.IMPLS and impl is None:
+            impl = part
+        else:
+            raise ValueError(f"bad MSM impl {msm_impl!r}: 'pre' takes an impl from {ops_msm.IMPLS} and "
+                             f"c=K (2..{ops_msm.MAX_WINDOW})")
+    return True, impl, c
+
+
+def query_msms(pk: ProvingKey, msm_impl: str | None = None) -> dict:
+    """``{phase name: scalars -> Jacobian batch}`` for the five MSMs of :data:`QUERIES` (scalars canonical
+    ``(8, P, N)``; the L MSM takes the private columns). Shared by :func:`prove` and the engine's device backend.
+    With ``pre`` impls (:func:`parse_msm_impl`) the window tables are built once per key and window, and cached
+    on the key object (as the resident SRS in cuzk stays on the device)."""
+    pre, impl, c = parse_msm_impl(msm_impl)
+    if not pre:
+        fns = {g: ops_msm.msm_jit(g, impl) for g in ("g1", "g2")}
+        return {name: functools.partial(fns[g], getattr(pk, q)) for name, (q, g) in QUERIES.items()}
+    from cuzk_jax.ops import msm_precomputed as MP
+
+    cache = pk.__dict__.setdefault("_window_tables", {})
+    out = {}
+    for name, (q, g) in QUERIES.items():
+        bases = getattr(pk, q)
+        cq = c or MP.window_bits(int(bases.inf.shape[-1]))
+        if (q, cq) not in cache:
+            cache[(q, cq)] = jax.block_until_ready(MP.precompute(bases, g, c=cq))
+        out[name] = functools.partial(MP.msm_jit(g, cq, impl), cache[(q, cq)])
+    return out
+
+
 @jax.jit
 def satisfied(az, bz, cz):
     """Per partition: (all constraints hold, index of the first failing one or -1) for Montgomery ``(8, P, m)``."""
@@ -171,6 +222,7 @@ def prove(pk: ProvingKey, r1cs, witnesses: Sequence, *, randomness: Sequence[tup
         raise ValueError("prove: no witnesses")
     # "stage" (host): the device form of the circuit (cached per R1CS) and the witnesses as Montgomery limbs on
     # the device -- ~0.2 s per 2^20 partition of Python-int conversion, which the engine does in its workers.
+    parse_msm_impl(msm_impl)  # a bad name fails before any device work
     prepared = prepared or prepare(r1cs)
     if prepared.digest != pk.circuit_digest:
         raise ValueError("proving key was generated for a different circuit (R1CS digest mismatch)")
@@ -207,13 +259,12 @@ def prove(pk: ProvingKey, r1cs, witnesses: Sequence, *, randomness: Sequence[tup
     h = phase("h", lambda: h_scalars(az, bz, cz, n))
     z = from_mont(z_mont)
     z_priv = z[:, :, pk.num_inputs:]
-    msm1 = ops_msm.msm_jit("g1", msm_impl)
-    msm2 = ops_msm.msm_jit("g2", msm_impl)
-    ma = phase("msm_a", lambda: msm1(pk.a_query, z))
-    mb1 = phase("msm_b1", lambda: msm1(pk.b_g1_query, z))
-    mb2 = phase("msm_b2", lambda: msm2(pk.b_g2_query, z))
-    ml = phase("msm_l", lambda: msm1(pk.l_query, z_priv))
-    mh = phase("msm_h", lambda: msm1(pk.h_query, h))
+    msm = query_msms(pk, msm_impl)
+    ma = phase("msm_a", lambda: msm["msm_a"](z))
+    mb1 = phase("msm_b1", lambda: msm["msm_b1"](z))
+    mb2 = phase("msm_b2", lambda: msm["msm_b2"](z))
+    ml = phase("msm_l", lambda: msm["msm_l"](z_priv))
+    mh = phase("msm_h", lambda: msm["msm_h"](h))
 
     t0 = time.perf_counter()
     ma, mb1, ml, mh = (host_curve.from_device(g1, j) for j in (ma, mb1, ml, mh))
