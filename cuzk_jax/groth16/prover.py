@@ -8,8 +8,9 @@ one partition after another. Phases (each timed, see :class:`Timings`):
    the R1CS is refused with the failing constraint and partition named (:class:`~cuzk_jax.circuits.cs.Unsatisfied`).
 2. **h** -- coefficients of ``h = (A B - C) / Z_H`` (:func:`cuzk_jax.ops.qap.compute_h`: 7 NTTs per partition,
    batched), first ``n - 1`` kept (degree <= n - 2), converted to canonical form for the MSM.
-3. **msm_a / msm_b1 / msm_b2 / msm_l / msm_h** -- the five multi-scalar multiplications (:mod:`cuzk_jax.ops.msm`),
-   each batched over partitions with shared bases.
+3. **msm_a / msm_b1 / msm_b2 / msm_l / msm_h** -- the five multi-scalar multiplications (:mod:`cuzk_jax.ops.msm`,
+   or :mod:`cuzk_jax.ops.msm_precomputed` over window tables kept with the key: :func:`query_msms`), each batched
+   over partitions with shared bases.
 4. **finish** (host) -- randomisation with ``r, s`` from the OS CSPRNG:
 
    * Compute A:        ``A  = alpha + MSM(a_query, z) + r delta``
