@@ -49,15 +49,35 @@ def window_bits(n: int) -> int:
     return best[1]
 
 
-@functools.partial(jax.jit, static_argnames=("group", "c"))
-def precompute(bases: Affine, group="g1", *, c: int) -> Affine:
+def precompute(bases: Affine, group="g1", *, c: int, impl: str | None = None, block: int | None = None) -> Affine:
     """The window table ``T[w N + i] = 2^(c w) bases[i]`` (``w < W = ceil(256 / c)``), an Affine batch of
-    ``W N`` points. One ``lax.scan`` over the windows, each ``c`` Jacobian doublings, then one batched inversion;
-    the rolled multiplication keeps the compile short (a one-off per key, like setup)."""
+    ``W N`` points, window-major.
+
+    ``W - 1`` rounds of ``c`` doublings of all ``N`` points (about 255 doublings per base in all, the cost of one
+    scalar multiplication), then one batched inversion to affine. ``impl`` (default: the MSM default of the
+    backend): ``"pallas"`` runs each round as one call of the MSM's SHIFT kernel (every lane ``2^c X``: mode
+    SHIFT with ``e0 = c``; the compile-lean kernel the MSM compiles anyway, at the Pallas multiplication rate);
+    ``"xla"`` as a ``lax.scan`` of Jacobian doublings with the rolled multiplication (short compile, but
+    launch-bound on a GPU: setup's fixed-base batches ran at ~6e7 Fq products/s there); ``"pallas_interpret"``
+    for CPU tests. A one-off per key and window, like setup."""
     curve = M._curve(group)
     nd = curve.coord_ndim
     if bases.x.ndim != nd + 1:
         raise ValueError(f"precompute: bases must have one batch axis (shared bases), got {bases.x.shape}")
+    if not 2 <= c <= M.MAX_WINDOW:
+        raise ValueError(f"window c must be in 2..{M.MAX_WINDOW}, got {c}")
+    impl = impl or M.default_impl()
+    if impl not in M.IMPLS:
+        raise ValueError(f"unknown impl {impl!r}; expected one of {M.IMPLS}")
+    if impl == "xla":
+        return _precompute_xla(bases, group, c)
+    return _precompute_pallas(bases, group, c, impl == "pallas_interpret", block)
+
+
+@functools.partial(jax.jit, static_argnames=("group", "c"))
+def _precompute_xla(bases: Affine, group, c: int) -> Affine:
+    curve = M._curve(group)
+    nd = curve.coord_ndim
     W = M.num_windows(c)
     N = bases.x.shape[-1]
     with field_mod.mul_schedule_scope("rolled"):
@@ -67,8 +87,44 @@ def precompute(bases: Affine, group="g1", *, c: int) -> Affine:
         _, stack = lax.scan(step, curve.affine_to_jacobian(bases), None, length=W)  # coords (W, *coord, N)
         stack = Jacobian(*[jnp.moveaxis(v, 0, nd) for v in stack])  # (*coord, W, N)
         aff = curve.to_affine(stack)
-    flat = lambda v: v.reshape(v.shape[:nd] + (W * N,))  # noqa: E731  window-major
+    return _window_major(aff, nd, W, N)
+
+
+def _window_major(aff: Affine, nd: int, W: int, N: int) -> Affine:
+    flat = lambda v: v.reshape(v.shape[:nd] + (W * N,))  # noqa: E731  (*coord, W, N) -> entry w N + i
     return Affine(flat(aff.x), flat(aff.y), aff.inf.reshape(W * N))
+
+
+@functools.partial(jax.jit, static_argnames=("group", "c", "interpret", "block"))
+def _precompute_pallas(bases: Affine, group, c: int, interpret: bool, block: int | None) -> Affine:
+    from .pallas import bucket as pk
+
+    curve = M._curve(group)
+    nd = curve.coord_ndim
+    W = M.num_windows(c)
+    N = bases.x.shape[-1]
+    block = block or pk.DEFAULT_BLOCK
+    # the general kernel runs N_buf / 2 lanes per call: buffers of 2 N_pad columns, the last one the trash slot
+    n_pad = max(2 * block, M._pow2_ceil(N + 1))
+    with field_mod.mul_schedule_scope("rolled"):
+        rows0 = M._rows(curve, curve.affine_to_xyzz(bases))
+    rows0 = jnp.pad(rows0, ((0, 0), (0, 2 * n_pad - N)))
+    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
+    prm = jnp.stack([i32(pk.MODE_SHIFT), i32(N), i32(1), i32(0), i32(c), i32(c), i32(0), i32(1)])
+    keys = jnp.full((2 * n_pad,), pk.SENT, jnp.int32)
+    kw = dict(block=block, num_warps=max(1, block // 32), interpret=interpret, mul_schedule="rolled_loop",
+              modes=("shift",))
+
+    def step(rows, _):
+        _, _, nxt = pk.general_step(curve, prm, keys, rows, jnp.zeros_like(rows), **kw)
+        return nxt, nxt[:, :N]
+
+    _, stack = lax.scan(step, rows0, None, length=W - 1)  # (W - 1, 4 Lc, N): round w -> 2^(c (w + 1)) B
+    stack = jnp.concatenate([rows0[None, :, :N], stack], axis=0)
+    rows = jnp.moveaxis(stack, 0, 1).reshape(stack.shape[1], W * N)
+    with field_mod.mul_schedule_scope("rolled"):
+        aff = curve.to_affine(M._unrows(curve, rows, W * N))
+    return aff
 
 
 @x64

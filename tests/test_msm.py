@@ -352,6 +352,22 @@ def test_precompute_table_entries(precomputed_case):
         assert got[w * N + i] == rc.g1.mul(refs[i], 1 << (c * w))  # entry 5 is the base at infinity: None
 
 
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_precompute_pallas_equals_xla(group, rng):
+    """The table from rounds of the SHIFT kernel (every lane doubled c times, interpreted) equals the XLA one bit
+    for bit, a base at infinity included."""
+    from cuzk_jax.ops import msm_precomputed as MP
+
+    refs = [ark_to_ref(group, p) for p in ark_points(group, [rng.randrange(1, R) for _ in range(4)])] + [None]
+    bases = affine_arrays(group, refs)
+    a = MP.precompute(bases, group, c=9, impl="xla")
+    b = MP.precompute(bases, group, c=9, impl="pallas_interpret")
+    assert all(np.array_equal(np.asarray(u), np.asarray(v)) for u, v in zip(a, b))
+    assert bool(a.inf[4]) and bool(a.inf[M.num_windows(9) * 5 - 1]) and not bool(a.inf[5])
+    with pytest.raises(ValueError, match="unknown impl"):
+        MP.precompute(bases, group, c=9, impl="cuda")
+
+
 @pytest.mark.parametrize("impl", ["xla", "pallas_interpret"])
 def test_precomputed_msm_vs_arkworks(precomputed_case, impl):
     """One bucket set for all windows, three partitions in one pass, against arkworks; with a negative twin."""

@@ -130,7 +130,7 @@ def _precomputed(group: str, log_n: int, spec: str, bases):
     impl, kw = parse_impl(spec)
     c = kw.pop("window", None) or MP.window_bits(1 << log_n)
     t0 = time.perf_counter()
-    table = jax.block_until_ready(MP.precompute(bases, group, c=c))
+    table = jax.block_until_ready(MP.precompute(bases, group, c=c, impl=impl))
     fn = MP.msm_jit(group, c, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
     return fn, table, c, round(time.perf_counter() - t0, 2)
 

@@ -150,7 +150,7 @@ def query_msms(pk: ProvingKey, msm_impl: str | None = None) -> dict:
         bases = getattr(pk, q)
         cq = c or MP.window_bits(int(bases.inf.shape[-1]))
         if (q, cq) not in cache:
-            cache[(q, cq)] = jax.block_until_ready(MP.precompute(bases, g, c=cq))
+            cache[(q, cq)] = jax.block_until_ready(MP.precompute(bases, g, c=cq, impl=impl))
         out[name] = functools.partial(MP.msm_jit(g, cq, impl), cache[(q, cq)])
     return out
 

@@ -25,8 +25,8 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
   - mode ``WROW``: per lane (row) ``r``: running sums over ``L1`` consecutive entries from the top
     (``S += X_j; T += S``, so ``T = sum (j + 1) X_j``), then ``T + m_r S`` by double-and-add with
     ``m_r = (r mod K) L1`` (bucket reduction: the row's offset inside its window).
-  - mode ``SHIFT``: per lane ``r``: ``2^(c (r mod W)) X_r`` by masked doublings (window combination: window ``w``
-    scaled by ``2^(c w)``). This chain of ``c (W - 1)`` doublings on a handful of lanes is latency, not work (11 of
+  - mode ``SHIFT``: per lane ``r``: ``2^(e0 + c (r mod W)) X_r`` by masked doublings (window combination: window
+    ``w`` scaled by ``2^(c w)``, ``e0 = 0``; precomputed window tables: every lane by ``2^c``, ``e0 = c``, W = 1). This chain of ``c (W - 1)`` doublings on a handful of lanes is latency, not work (11 of
     34 ms of a G1 2^16 MSM on an H200 when it ran through the unified addition of WROW), so it has its own branch
     with the dedicated doubling (dbl-2008-s-1: 9 products in 3 rounds against 15 in 4).
 
@@ -64,9 +64,9 @@ from cuzk_jax.ops.pallas import limb_field
 SENT = np.int32(2**31 - 1)  # key of empty entries (sorts last)
 MODE_ACC = 0
 MODE_WROW = 1  # output T + m S per row, m = (r mod mp1) * L1
-MODE_SHIFT = 2  # output 2^e X_r per lane, e = mp1 * (r mod mp2)
+MODE_SHIFT = 2  # output 2^e X_r per lane, e = e0 + mp1 * (r mod mp2)
 MODES = ("acc", "wrow", "shift")  # kernel branch names, in MODE_* order
-NPRM = 8  # prm = [mode, count|rows|lanes, seg|L1, final, mbits, unused, mp1, mp2]
+NPRM = 8  # prm = [mode, count|rows|lanes, seg|L1, final, mbits, e0, mp1, mp2]
 DEFAULT_BLOCK = 64
 DEFAULT_NUM_WARPS = 2
 
@@ -339,7 +339,7 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
             mbits = prm_ref[4]
             live = lanes < n
             trash = y_ref.shape[1] - 1
-            e_lane = prm_ref[6] * (lanes % jnp.maximum(prm_ref[7], 1))
+            e_lane = prm_ref[5] + prm_ref[6] * (lanes % jnp.maximum(prm_ref[7], 1))
             D0 = _load_rows(x_ref, nrows, jnp.where(live, lanes, 0), rep.rolled_rows)
 
             def body(u, D_):  # infinity doubles to infinity (ZZ = 0), so no special case
