@@ -645,6 +645,19 @@ def _group_and_chunk(P: int, n: int, W: int, max_pairs: int) -> tuple[int, int]:
     return 1, chunk
 
 
+def check_args(impl: str | None, scalars):
+    """-> (impl resolved to the backend default, scalars as ``(8, P, N)``, whether they came batched); ValueError
+    for an unknown impl or scalars that are not uint32 ``(8, N)`` / ``(8, P, N)``. Shared with ops.msm_precomputed."""
+    impl = impl or default_impl()
+    if impl not in IMPLS:
+        raise ValueError(f"unknown impl {impl!r}; expected one of {IMPLS}")
+    scalars = jnp.asarray(scalars)
+    if scalars.dtype != jnp.uint32 or scalars.ndim not in (2, 3) or scalars.shape[0] != 8:
+        raise ValueError(f"scalars must be uint32 of shape (8, N) or (8, P, N), got {scalars.dtype}{scalars.shape}")
+    batched = scalars.ndim == 3
+    return impl, (scalars if batched else scalars[:, None]), batched
+
+
 @x64
 def msm(
     bases: Affine,
@@ -675,15 +688,7 @@ def msm(
     curve = _curve(group)
     F = curve.field
     nd = curve.coord_ndim
-    impl = impl or default_impl()
-    if impl not in IMPLS:
-        raise ValueError(f"unknown impl {impl!r}; expected one of {IMPLS}")
-    scalars = jnp.asarray(scalars)
-    if scalars.dtype != jnp.uint32 or scalars.ndim not in (2, 3) or scalars.shape[0] != 8:
-        raise ValueError(f"scalars must be uint32 of shape (8, N) or (8, P, N), got {scalars.dtype}{scalars.shape}")
-    batched = scalars.ndim == 3
-    if not batched:
-        scalars = scalars[:, None]
+    impl, scalars, batched = check_args(impl, scalars)
     _, P, N = scalars.shape
     bshape = tuple(bases.x.shape[nd:])
     if bshape == (N,):

@@ -140,17 +140,9 @@ def msm(table: Affine, scalars, group="g1", *, c: int, impl: str | None = None,
     curve = M._curve(group)
     F = curve.field
     nd = curve.coord_ndim
-    impl = impl or M.default_impl()
-    if impl not in M.IMPLS:
-        raise ValueError(f"unknown impl {impl!r}; expected one of {M.IMPLS}")
+    impl, scalars, batched = M.check_args(impl, scalars)
     if not 2 <= c <= M.MAX_WINDOW:
         raise ValueError(f"window c must be in 2..{M.MAX_WINDOW}, got {c}")
-    scalars = jnp.asarray(scalars)
-    if scalars.dtype != jnp.uint32 or scalars.ndim not in (2, 3) or scalars.shape[0] != 8:
-        raise ValueError(f"scalars must be uint32 of shape (8, N) or (8, P, N), got {scalars.dtype}{scalars.shape}")
-    batched = scalars.ndim == 3
-    if not batched:
-        scalars = scalars[:, None]
     _, P, N = scalars.shape
     W = M.num_windows(c)
     if tuple(table.x.shape[nd:]) != (W * N,):
