@@ -221,9 +221,9 @@ def prove(pk: ProvingKey, r1cs, witnesses: Sequence, *, randomness: Sequence[tup
     timings = Timings(partitions=len(witnesses))
     if not witnesses:
         raise ValueError("prove: no witnesses")
-    # "stage" (host): the device form of the circuit (cached per R1CS) and the witnesses as Montgomery limbs on
-    # the device -- ~0.2 s per 2^20 partition of Python-int conversion, which the engine does in its workers.
     parse_msm_impl(msm_impl)  # a bad name fails before any device work
+    # "stage" (host): the device form of the circuit (cached per R1CS) and the witnesses as Montgomery limbs on
+    # the device -- ~0.1 s per 2^20-variable partition of Python-int conversion (the engine does it in workers).
     prepared = prepared or prepare(r1cs)
     if prepared.digest != pk.circuit_digest:
         raise ValueError("proving key was generated for a different circuit (R1CS digest mismatch)")
