@@ -111,6 +111,9 @@ def main(argv):
 
     if FLAGS.sectors < 1 or FLAGS.partitions < 1:
         raise app.UsageError("--sectors and --partitions must be at least 1")
+    from cuzk_jax.groth16 import prover
+
+    prover.parse_msm_impl(FLAGS.msm_impl or None)  # a bad --msm_impl fails before synthesis and setup
     circuit = base.get_circuit(FLAGS.circuit, FLAGS.preset)
     print(f"circuit {circuit}: synthesizing structure ...", flush=True)
     r1cs = circuit.r1cs()
