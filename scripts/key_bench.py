@@ -7,6 +7,7 @@ the first load includes compiling the decode programs, the second is the steady 
 """
 
 import json
+import os
 import time
 
 from absl import app, flags
@@ -33,6 +34,9 @@ def main(argv):
     cli.use_cache_dir(FLAGS.cache_dir)
     circuit = base.get_circuit(FLAGS.circuit, FLAGS.preset)
     path = keycache.key_path(circuit, circuit.r1cs(), FLAGS.key_dir or None)
+    if not os.path.exists(path):
+        raise ValueError(f"no cached key {path}: run scripts/setup.py --circuit={FLAGS.circuit} "
+                         f"--preset={FLAGS.preset} first")
     with open(path, "rb") as fh:
         data = fh.read()
     rows = []

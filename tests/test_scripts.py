@@ -23,6 +23,16 @@ def test_prove_unknown_circuit_and_preset():
     assert r.returncode == 2 and "unknown preset 'zzz'" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_prove_bad_msm_impl():
+    r = _run("prove.py", "--circuit=cube", "--msm_impl=pre:c=99")
+    assert r.returncode == 2 and "bad MSM impl 'pre:c=99'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_key_bench_without_cached_key(tmp_path):
+    r = _run("key_bench.py", "--circuit=cube", "--preset=default", f"--key_dir={tmp_path}")
+    assert r.returncode == 2 and "error: no cached key" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_prove_missing_zkey(tmp_path):
     r = _run("prove.py", f"--zkey={tmp_path / 'none.zkey'}", f"--wtns={tmp_path / 'none.wtns'}")
     assert r.returncode == 2 and "cannot read file" in r.stderr and "Traceback" not in r.stderr
