@@ -11,8 +11,8 @@ keeps its SRS), the scaling can be paid once instead: store ``T[w N + i] = 2^(c 
 an MSM over ``W N`` bases whose scalars are the signed ``c``-bit digits. All windows then share ONE set of ``H``
 buckets per partition: one bucket reduction instead of ``W``, no window sums and no doubling chain. The
 accumulation work (one mixed addition per non-zero digit) is unchanged; memory grows ``W``-fold (a 2^20 G1 query
-at c = 16: 16 x 96 MB = 1.5 GB), which is the trade the "precompute factor" of GPU MSM libraries (ICICLE's
-``precompute_factor``, sppark's precomputed bases) makes.
+at c = 16: 16 x 96 MB = 1.5 GB), which is the trade of the "precompute factor" in GPU MSM libraries (ICICLE's
+``MSMConfig.precompute_factor``, of which this is the full-W case).
 
 The digits, the sort and the accumulation/reduction passes (XLA step machine or Pallas kernels) are those of
 :mod:`cuzk_jax.ops.msm` with a plan of one reduction window over ``W N`` table entries.
