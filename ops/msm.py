@@ -617,7 +617,7 @@ def default_impl() -> str:
     """``"pallas"`` on a GPU, ``"xla"`` elsewhere.
 
     On an H200 (2026-11-30, BUILD.md) the compile-lean Pallas kernels compile in 3 s (G1) / 9 s (G2) each and the
-    Pallas MSM runs G1 2^20 in 62 ms against 8.0 s for the XLA step machine (whose rolled multiplication leaves it
+    Pallas MSM runs G1 2^20 in 59 ms against 8.0 s for the XLA step machine (whose rolled multiplication leaves it
     launch-bound); the two agree bit for bit and with arkworks. On CPU and TPU the Triton kernels do not apply."""
     return "pallas" if jax.default_backend() == "gpu" else "xla"
 
