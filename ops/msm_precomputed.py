@@ -151,9 +151,9 @@ def msm(table: Affine, scalars, group="g1", *, c: int, impl: str | None = None,
     if N == 0:
         res = curve.jacobian_identity((P,))
         return res if batched else type(res)(*[v[..., 0] for v in res])
-    if W * N > max_pairs:
+    G, chunk = M._group_and_chunk(P, N, W, max_pairs)
+    if chunk < N:
         raise ValueError(f"{W} x {N} pairs per partition exceed max_pairs={max_pairs}")
-    G = next(g for g in range(P, 0, -1) if P % g == 0 and g * W * N <= max_pairs)
     plan = M.Plan(G=G, n=W * N, c=c, shared_bases=True, windows=1)
     # bases at infinity (window 0 of the table is the bases themselves) get scalar zero, as in ops.msm
     scalars = jnp.where(table.inf[:N][None, None], jnp.uint32(0), scalars)

@@ -40,7 +40,7 @@ from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
 from . import sharding
 
-MSMS = ("msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h")
+MSMS = tuple(prover.QUERIES)  # msm_a, msm_b1, msm_b2, msm_l, msm_h: finish's argument order
 
 
 @dataclasses.dataclass
@@ -155,11 +155,7 @@ class DeviceBackend:
         def device_work():
             az, bz, cz, ok, first = phase("evaluate", evaluate)
             h = phase("h", lambda: h_fn(az, bz, cz))
-            zc = prover.from_mont(z)
-            z_priv = zc[:, :, pk.num_inputs:]
-            scalars = {"msm_a": zc, "msm_b1": zc, "msm_b2": zc, "msm_l": z_priv, "msm_h": h}
-            res = {name: phase(name, lambda name=name: msm[name](scalars[name])) for name in MSMS}
-            return ok, first, res
+            return ok, first, prover.run_msms(pk, msm, phase, z, h)
 
         if self.sync_phases:
             ok, first, res = device_work()
@@ -173,7 +169,8 @@ class DeviceBackend:
         if host is None:  # the whole batch at once: one conversion and one inversion per MSM (from_device)
             from cuzk_jax.ops.curve import g1, g2
 
-            host = {name: host_curve.from_device(g2 if name == "msm_b2" else g1, out.points[name]) for name in MSMS}
+            host = {name: host_curve.from_device(g2 if prover.QUERIES[name][1] == "g2" else g1, out.points[name])
+                    for name in MSMS}
             out.__dict__["_host_points"] = host
         return prover.finish(resident.pk, *(host[name][i] for name in MSMS), r, s)  # MSMS is finish's order
 

@@ -133,6 +133,15 @@ def parse_msm_impl(msm_impl: str | None) -> tuple[bool, str | None, int | None]:
     return True, impl, c
 
 
+def run_msms(pk: ProvingKey, msm: dict, phase, z_mont, h) -> dict:
+    """The five MSM phases of one batch: ``msm`` from :func:`query_msms` (or any ``{name: scalars -> points}``),
+    ``phase(name, fn)`` the caller's timer, ``z_mont`` the Montgomery witness ``(8, P, num_vars)``, ``h`` the H
+    scalars. Returns ``{name: Jacobian batch}`` in :data:`QUERIES` order (:func:`finish`'s argument order)."""
+    z = from_mont(z_mont)
+    scalars = {"msm_a": z, "msm_b1": z, "msm_b2": z, "msm_l": z[:, :, pk.num_inputs:], "msm_h": h}
+    return {name: phase(name, lambda name=name: msm[name](scalars[name])) for name in QUERIES}
+
+
 def query_msms(pk: ProvingKey, msm_impl: str | None = None) -> dict:
     """``{phase name: scalars -> Jacobian batch}`` for the five MSMs of :data:`QUERIES` (scalars canonical
     ``(8, P, N)``; the L MSM takes the private columns). Shared by :func:`prove` and the engine's device backend.
@@ -258,19 +267,11 @@ def prove(pk: ProvingKey, r1cs, witnesses: Sequence, *, randomness: Sequence[tup
         raise Unsatisfied(i, prepared.ext.constraint_name(i), p)
 
     h = phase("h", lambda: h_scalars(az, bz, cz, n))
-    z = from_mont(z_mont)
-    z_priv = z[:, :, pk.num_inputs:]
-    msm = query_msms(pk, msm_impl)
-    ma = phase("msm_a", lambda: msm["msm_a"](z))
-    mb1 = phase("msm_b1", lambda: msm["msm_b1"](z))
-    mb2 = phase("msm_b2", lambda: msm["msm_b2"](z))
-    ml = phase("msm_l", lambda: msm["msm_l"](z_priv))
-    mh = phase("msm_h", lambda: msm["msm_h"](h))
+    points = run_msms(pk, query_msms(pk, msm_impl), phase, z_mont, h)
 
     t0 = time.perf_counter()
-    ma, mb1, ml, mh = (host_curve.from_device(g1, j) for j in (ma, mb1, ml, mh))
-    mb2 = host_curve.from_device(g2, mb2)
-    proofs = [finish(pk, ma[p], mb1[p], mb2[p], ml[p], mh[p], r, s) for p, (r, s) in enumerate(randomness)]
+    host = [host_curve.from_device(g2 if QUERIES[name][1] == "g2" else g1, jac) for name, jac in points.items()]
+    proofs = [finish(pk, *(pts[p] for pts in host), r, s) for p, (r, s) in enumerate(randomness)]
     timings.phases["finish"] = time.perf_counter() - t0
     timings.total = time.perf_counter() - t_start
     log.info("prove: %s", timings)

@@ -26,9 +26,10 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
     (``S += X_j; T += S``, so ``T = sum (j + 1) X_j``), then ``T + m_r S`` by double-and-add with
     ``m_r = (r mod K) L1`` (bucket reduction: the row's offset inside its window).
   - mode ``SHIFT``: per lane ``r``: ``2^(e0 + c (r mod W)) X_r`` by masked doublings (window combination: window
-    ``w`` scaled by ``2^(c w)``, ``e0 = 0``; precomputed window tables: every lane by ``2^c``, ``e0 = c``, W = 1). This chain of ``c (W - 1)`` doublings on a handful of lanes is latency, not work (11 of
-    34 ms of a G1 2^16 MSM on an H200 when it ran through the unified addition of WROW), so it has its own branch
-    with the dedicated doubling (dbl-2008-s-1: 9 products in 3 rounds against 15 in 4).
+    ``w`` scaled by ``2^(c w)``, ``e0 = 0``; precomputed window tables: every lane by ``2^c``, ``e0 = c``,
+    ``W = 1``). This chain of ``c (W - 1)`` doublings on a handful of lanes is latency, not work (11 of 34 ms of a
+    G1 2^16 MSM on an H200 when it ran through the unified addition of WROW), so it has its own branch with the
+    dedicated doubling (dbl-2008-s-1: 9 products in 3 rounds against 15 in 4).
 
 Every loop holds one addition site (operands are selected per step): kernel 1 holds one copy of the mixed
 addition, kernel 2 one copy of the general addition per branch (ACC, WROW) and the doubling (SHIFT).
