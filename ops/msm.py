@@ -486,7 +486,7 @@ def pallas_seg(M: int) -> int:
 
 def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, *, interpret=False, seg=None,
                  acc_seg=16, block=None, num_warps=None, mul_schedule="rolled_loop", rep=None,
-                 base_layout="point", stages=5) -> XYZZ:
+                 base_layout="point", stages=5, row_len=None) -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
 
     ``mul_schedule`` defaults to ``"rolled_loop"``, the compile-lean kernels (one multiplier per product round,
@@ -499,6 +499,8 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     0 merge partials into buckets (levels of segmented accumulation until one segment is left), 1 weighted row
     sums of ``L1`` buckets (``T + (k L1) S`` per row, mode WROW), 2 sum the ``K`` rows of each window, 3 scale
     window ``w`` by ``2^(c w)`` (``c w`` doublings, mode SHIFT), 4 sum the windows of each partition and ``prev``.
+
+    ``row_len``: buckets per row in stage 1 (default ``2^ceil((c-1)/3)``), a tuning knob.
 
     ``stages`` (a measurement knob, default 5 = all): kernel 1 and only the first ``stages`` stages of the loop, so
     timing ``stages = 0 .. 5`` splits an MSM into its phases; with ``stages < 5`` the result is NOT the MSM.
@@ -521,7 +523,10 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
     # rows of L1 buckets: the row pass costs ~2 L1 + 2 c sequential additions per lane and the window sums a few
     # levels of acc_seg; L1 ~ 2^((c-1)/3) keeps both short (32 at c = 16, 128 at c = 20)
-    L1 = int(min(H, max(2, 1 << -(-(c - 1) // 3))))
+    # (``row_len`` overrides it: a power of two in 2..H)
+    L1 = int(min(H, max(2, 1 << -(-(c - 1) // 3)))) if row_len is None else int(row_len)
+    if not (2 <= L1 <= H and L1 & (L1 - 1) == 0):
+        raise ValueError(f"kernel option row_len must be a power of two in 2..{H}, got {row_len}")
     K = H // L1
     R1 = NB // L1
     nbuf = _pow2_ceil(max(2 * nseg, NB + 2, 2 * block))

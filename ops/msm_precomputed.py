@@ -81,13 +81,16 @@ def _precompute_xla(bases: Affine, group, c: int) -> Affine:
     W = M.num_windows(c)
     N = bases.x.shape[-1]
     with field_mod.mul_schedule_scope("rolled"):
-        def step(pt, _):
-            return lax.fori_loop(0, c, lambda _, a: curve.jacobian_double(a), pt), pt
+        def step(pt, _):  # each window to affine on its own: one window's batch inversion in memory at a time
+            return lax.fori_loop(0, c, lambda _, a: curve.jacobian_double(a), pt), curve.to_affine(pt)
 
         _, stack = lax.scan(step, curve.affine_to_jacobian(bases), None, length=W)  # coords (W, *coord, N)
-        stack = Jacobian(*[jnp.moveaxis(v, 0, nd) for v in stack])  # (*coord, W, N)
-        aff = curve.to_affine(stack)
-    return _window_major(aff, nd, W, N)
+    return _window_major(_coord_major(stack), nd, W, N)
+
+
+def _coord_major(stack: Affine) -> Affine:
+    """A scan's stack of per-window Affine batches, coords ``(W, *coord, N)``, as ``(*coord, W, N)``."""
+    return Affine(*[jnp.moveaxis(v, 0, v.ndim - 2) for v in stack])
 
 
 def _window_major(aff: Affine, nd: int, W: int, N: int) -> Affine:
@@ -116,15 +119,16 @@ def _precompute_pallas(bases: Affine, group, c: int, interpret: bool, block: int
               modes=("shift",))
 
     def step(rows, _):
+        # this window to affine inside the scan: one window's batch inversion at a time (converting all W N
+        # points at once needed 124 GiB for a 2^20 G2 table on the H200)
+        with field_mod.mul_schedule_scope("rolled"):
+            aff = curve.to_affine(M._unrows(curve, rows[:, :N], N))
         _, _, nxt = pk.general_step(curve, prm, keys, rows, jnp.zeros_like(rows), **kw)
-        return nxt, nxt[:, :N]
+        return nxt, aff
 
-    _, stack = lax.scan(step, rows0, None, length=W - 1)  # (W - 1, 4 Lc, N): round w -> 2^(c (w + 1)) B
-    stack = jnp.concatenate([rows0[None, :, :N], stack], axis=0)
-    rows = jnp.moveaxis(stack, 0, 1).reshape(stack.shape[1], W * N)
-    with field_mod.mul_schedule_scope("rolled"):
-        aff = curve.to_affine(M._unrows(curve, rows, W * N))
-    return aff
+    # W rounds: the last shift is not needed, one of W rounds (a second traced round would double the compile)
+    _, stack = lax.scan(step, rows0, None, length=W)  # coords (W, *coord, N): window w = 2^(c w) B
+    return _window_major(_coord_major(stack), nd, W, N)
 
 
 @x64

@@ -13,7 +13,7 @@
 #   msm-g2-variants  the same for G2 2^20 (its kernels are twice G1's: fewer lanes per program may spill less)
 #   msm-stages     G1 and G2 (or $STAGES_GROUPS) 2^16: kernel 1 plus the first k later stages (k = 0..5): where the time goes
 #   msm-pre        Pallas MSM vs precomputed window tables (ops/msm_precomputed.py) at 2^16 and 2^20, G1 and G2
-#                  ($PRE_GROUPS, $PRE_LOG_N); the table build is timed apart (precompute_s)
+#                  ($PRE_GROUPS, $PRE_LOG_N, $PRE_IMPLS); the table build is timed apart (precompute_s)
 #   msm-g1 msm-g2  sort row + Pallas MSM at 2^16..2^24 (G2 to 2^22); XLA beside it at 2^16
 #   check-g1 check-g2  the Pallas MSM against arkworks on the device
 #   prove-<preset> scripts/prove.py, porep_like/<preset>, 10 partitions, 2 sectors (setup, then a cold and a warm one)
@@ -60,7 +60,7 @@ for arg in "$@"; do
         --impl=sort,pallas:st=0,pallas:st=1,pallas:st=2,pallas:st=3,pallas:st=4,pallas ;;
     msm-pre)
       timeout $t $bench --group=${PRE_GROUPS:-g1,g2} --log_n=${PRE_LOG_N:-16,20} --out="$out/msm-pre.json" \
-        --impl=pallas,pre:pallas,pre:pallas:c=16 ;;
+        --impl=${PRE_IMPLS:-pallas,pre:pallas,pre:pallas:c=16} ;;
     msm-g1) timeout $t $bench --group=g1 --log_n=16,18,20,22,24 --impl=sort,pallas --out="$out/msm-g1.json" ;;
     msm-g2) timeout $t $bench --group=g2 --log_n=16,18,20,22 --impl=sort,pallas --out="$out/msm-g2.json" ;;
     check-g1|check-g2)

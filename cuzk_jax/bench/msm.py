@@ -10,9 +10,9 @@ or ``pallas:seg=64:b=64:w=2:acc=16:ms=unrolled:bl=limb`` to set the kernel optio
 program, warps, pairs per lane in the later stages, kernel multiplication schedule ``rolled`` / ``unrolled`` /
 ``rolled_ptx`` / ``unrolled_ptx`` (``_ptx``: products as PTX ``mad.wide.u32``), base layout for the gathers
 ``point`` / ``limb``, ``st=k``: only kernel 1 and the first ``k`` of the 5 later stages, a phase-timing knob whose
-result is not the MSM), ``c=k``: the window. ``pre:<spec>`` (e.g. ``pre:pallas``, ``pre:pallas:c=16``) runs the
+result is not the MSM), ``l1=k``: buckets per row in the row-sum stage, ``c=k``: the window. ``pre:<spec>`` (e.g. ``pre:pallas``, ``pre:pallas:c=16``) runs the
 MSM over precomputed window tables (:mod:`cuzk_jax.ops.msm_precomputed`; window from its rule unless ``c=``): the
-table is built once before timing (``precompute_s``, not in the median), as a resident key would hold it; its
+table is built once per window before timing (``precompute_s`` on the row that built it, not in the median), as a resident key would hold it; its
 row's ``table_points`` says how many points that costs. The spec ``sort`` is a phase row, not an MSM: it times steps 1-3 alone (digits, keys and the
 ``lax.sort`` of the (bucket, point) pairs) for the plan the MSM uses, so the rest of an MSM row is the bucket work.
 
@@ -46,7 +46,7 @@ TARGET_MS = {("g1", 20): 40.0, ("g1", 24): 400.0, ("g2", 20): 150.0}
 MAX_DISTINCT_LOG = 14
 
 _OPT_KEYS = {"seg": "seg", "b": "block", "w": "num_warps", "acc": "acc_seg", "ms": "mul_schedule",
-             "bl": "base_layout", "st": "stages", "c": "window"}
+             "bl": "base_layout", "st": "stages", "c": "window", "l1": "row_len"}
 _STR_OPTS = ("mul_schedule", "base_layout")
 
 
@@ -121,18 +121,23 @@ def _sort_jit(batch: int, log_n: int):
     return jax.jit(sort)
 
 
-def _precomputed(group: str, log_n: int, spec: str, bases):
-    """(jitted MSM over the table, the table, window, seconds to build the table incl. its compile)."""
+def _precomputed(group: str, log_n: int, spec: str, bases, tables: dict):
+    """(jitted MSM over the table, the table, window, seconds to build the table incl. its compile -- None when
+    ``tables``, the tables already built for these bases keyed by window, had it)."""
     import time
 
     from cuzk_jax.ops import msm_precomputed as MP
 
     impl, kw = parse_impl(spec)
     c = kw.pop("window", None) or MP.window_bits(1 << log_n)
-    t0 = time.perf_counter()
-    table = jax.block_until_ready(MP.precompute(bases, group, c=c, impl=impl))
+    secs = None
+    if c not in tables:
+        tables.clear()  # one table at a time: a 2^24 one is tens of GB
+        t0 = time.perf_counter()
+        tables[c] = jax.block_until_ready(MP.precompute(bases, group, c=c, impl=impl))
+        secs = round(time.perf_counter() - t0, 2)
     fn = MP.msm_jit(group, c, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
-    return fn, table, c, round(time.perf_counter() - t0, 2)
+    return fn, tables[c], c, secs
 
 
 def _same_point(curve, a, b) -> bool:
@@ -151,7 +156,7 @@ def run(cfg) -> list[dict]:
         curve = M._curve(group)
         for log_n in map(int, cfg.log_n):
             bases, scalars = device_inputs(group, log_n, batch)
-            outs = {}
+            outs, tables = {}, {}
             for spec in specs:
                 row = {"group": group, "log_n": log_n, "batch": batch, "impl": spec}
                 args = (bases, scalars)
@@ -159,7 +164,8 @@ def run(cfg) -> list[dict]:
                     if spec == "sort":
                         fn = _sort_jit(batch, log_n)
                     elif spec.startswith("pre:"):
-                        fn, table, row["window"], row["precompute_s"] = _precomputed(group, log_n, spec[4:], bases)
+                        fn, table, row["window"], row["precompute_s"] = _precomputed(group, log_n, spec[4:], bases,
+                                                                                            tables)
                         args = (table, scalars)
                         row["table_points"] = int(table.inf.shape[0])
                     else:
