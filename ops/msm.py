@@ -486,7 +486,7 @@ def pallas_seg(M: int) -> int:
 
 def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, *, interpret=False, seg=None,
                  acc_seg=16, block=None, num_warps=None, mul_schedule="rolled_loop", rep=None,
-                 base_layout="point", stages=5, row_len=None) -> XYZZ:
+                 base_layout="point", stages=5, row_len=None, acc_schedule=None) -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
 
     ``mul_schedule`` defaults to ``"rolled_loop"``, the compile-lean kernels (one multiplier per product round,
@@ -499,6 +499,9 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     0 merge partials into buckets (levels of segmented accumulation until one segment is left), 1 weighted row
     sums of ``L1`` buckets (``T + (k L1) S`` per row, mode WROW), 2 sum the ``K`` rows of each window, 3 scale
     window ``w`` by ``2^(c w)`` (``c w`` doublings, mode SHIFT), 4 sum the windows of each partition and ``prev``.
+
+    ``acc_schedule``: kernel 1's multiplication schedule when it should differ from ``mul_schedule`` (kernel 1
+    does the bulk of the work and is compiled once per MSM shape), a tuning knob.
 
     ``row_len``: buckets per row in stage 1 (default ``2^ceil((c-1)/3)``), a tuning knob.
 
@@ -541,7 +544,8 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     buckets = jnp.zeros((nrows, nbuf), jnp.uint32)
     final1 = count <= seg
     P1, PK1, buckets = pk.accumulate_bases(curve, count, final1, keys, vals, brows, buckets, seg=seg,
-                                           point_major=point_major, **kopts)
+                                           point_major=point_major,
+                                           **{**kopts, "mul_schedule": acc_schedule or mul_schedule})
     E = jnp.pad(P1, ((0, 0), (0, nbuf - 2 * nseg)))
     EK = jnp.pad(PK1, (0, nbuf - 2 * nseg), constant_values=pk.SENT)
     cnt0 = jnp.where(final1, 0, 2 * ((count + seg - 1) // seg)).astype(jnp.int32)

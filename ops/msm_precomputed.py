@@ -32,7 +32,7 @@ from jax import lax
 
 from . import field as field_mod
 from . import msm as M
-from .curve import Affine, Jacobian
+from .curve import XYZZ, Affine, Jacobian
 from .field import x64
 
 
@@ -81,16 +81,51 @@ def _precompute_xla(bases: Affine, group, c: int) -> Affine:
     W = M.num_windows(c)
     N = bases.x.shape[-1]
     with field_mod.mul_schedule_scope("rolled"):
-        def step(pt, _):  # each window to affine on its own: one window's batch inversion in memory at a time
-            return lax.fori_loop(0, c, lambda _, a: curve.jacobian_double(a), pt), curve.to_affine(pt)
+        def step(pt, _):
+            return lax.fori_loop(0, c, lambda _, a: curve.jacobian_double(a), pt), curve.jacobian_to_xyzz(pt)
 
         _, stack = lax.scan(step, curve.affine_to_jacobian(bases), None, length=W)  # coords (W, *coord, N)
-    return _window_major(_coord_major(stack), nd, W, N)
+        aff = _windows_to_affine(curve, stack)
+    return _window_major(aff, nd, W, N)
 
 
-def _coord_major(stack: Affine) -> Affine:
-    """A scan's stack of per-window Affine batches, coords ``(W, *coord, N)``, as ``(*coord, W, N)``."""
-    return Affine(*[jnp.moveaxis(v, 0, v.ndim - 2) for v in stack])
+def _windows_to_affine(curve, stack: XYZZ) -> Affine:
+    """XYZZ windows, coords ``(W, *coord, N)``, to Affine ``(*coord, W, N)`` with ONE inversion chain.
+
+    Montgomery's trick across the window axis, one window (``N`` lanes) per loop step: a forward scan keeps the
+    running products ``P_w = t_0 ... t_w`` of the denominators ``t_w = ZZ_w ZZZ_w`` (1 at infinity, so the
+    products stay invertible), ``F.batch_inv`` inverts the ``N`` totals, and a reverse scan peels one window at a
+    time: ``1/t_w = (1/P_w) P_(w-1)``, ``1/P_(w-1) = (1/P_w) t_w``, then ``x = X ZZZ / t``, ``y = Y ZZ / t`` as in
+    :meth:`cuzk_jax.ops.curve.Curve.to_affine`. Converting all ``W N`` points in one ``to_affine`` asked for
+    124 GiB at a 2^20 G2 table on the H200 (the batch's limb products are materialised), and one ``to_affine``
+    per window paid ``W`` sequential Fermat inversions (~38 s for W = 16 there)."""
+    F = curve.field
+
+    def denom(p: XYZZ):
+        (t,) = F.mul_many([(p.zz, p.zzz)])
+        inf = F.is_zero(p.zz)
+        return jnp.where(inf, F.ones(inf.shape), t), inf
+
+    def fwd(acc, p):
+        t, _ = denom(XYZZ(*p))
+        (nxt,) = F.mul_many([(acc, t)])
+        return nxt, acc  # acc = P_(w-1), the product before window w
+
+    n = stack.x.shape[-1]
+    total, before = lax.scan(fwd, F.ones((n,)), tuple(stack))
+    inv = F.batch_inv(total)
+
+    def bwd(inv_p, inp):  # inv_p = 1 / P_w
+        p, prev = XYZZ(*inp[0]), inp[1]
+        t, inf = denom(p)
+        inv_t, inv_prev = F.mul_many([(inv_p, prev), (inv_p, t)])
+        izz, izzz = F.mul_many([(p.zzz, inv_t), (p.zz, inv_t)])
+        x, y = F.mul_many([(p.x, izz), (p.y, izzz)])
+        zero = jnp.zeros_like(x)
+        return inv_prev, Affine(jnp.where(inf, zero, x), jnp.where(inf, zero, y), inf)
+
+    _, aff = lax.scan(bwd, inv, (tuple(stack), before), reverse=True)
+    return Affine(*[jnp.moveaxis(v, 0, v.ndim - 2) for v in aff])  # (W, *coord, N) -> (*coord, W, N)
 
 
 def _window_major(aff: Affine, nd: int, W: int, N: int) -> Affine:
@@ -118,17 +153,14 @@ def _precompute_pallas(bases: Affine, group, c: int, interpret: bool, block: int
     kw = dict(block=block, num_warps=max(1, block // 32), interpret=interpret, mul_schedule="rolled_loop",
               modes=("shift",))
 
-    def step(rows, _):
-        # this window to affine inside the scan: one window's batch inversion at a time (converting all W N
-        # points at once needed 124 GiB for a 2^20 G2 table on the H200)
-        with field_mod.mul_schedule_scope("rolled"):
-            aff = curve.to_affine(M._unrows(curve, rows[:, :N], N))
+    def step(rows, _):  # emits window w = 2^(c w) B, then shifts (the W-th shift is wasted: one traced body)
         _, _, nxt = pk.general_step(curve, prm, keys, rows, jnp.zeros_like(rows), **kw)
-        return nxt, aff
+        return nxt, M._unrows(curve, rows[:, :N], N)
 
-    # W rounds: the last shift is not needed, one of W rounds (a second traced round would double the compile)
-    _, stack = lax.scan(step, rows0, None, length=W)  # coords (W, *coord, N): window w = 2^(c w) B
-    return _window_major(_coord_major(stack), nd, W, N)
+    _, stack = lax.scan(step, rows0, None, length=W)  # XYZZ coords (W, *coord, N)
+    with field_mod.mul_schedule_scope("rolled"):
+        aff = _windows_to_affine(curve, stack)
+    return _window_major(aff, nd, W, N)
 
 
 @x64

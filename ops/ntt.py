@@ -33,7 +33,9 @@ memory. Implementations (:func:`set_impl`, the ``CUZK_NTT_IMPL`` environment var
 * ``pallas-r2``, ``pallas-r4``, ``pallas-r8``: each iteration is a Pallas kernel (:mod:`cuzk_jax.ops.pallas.ntt`);
   ``:b=BLOCK:w=WARPS`` suffixes set its block size and warp count (``pallas-r4:b=256:w=8``), ``:ms=rolled`` /
   ``:ms=rolled_loop`` run the CIOS outer loop (and, for ``rolled_loop``, all products of a round through one
-  multiplier) as loops inside the kernel: smaller kernels to compile; ``unrolled`` is the default.
+  multiplier) as loops inside the kernel: smaller kernels to compile; ``unrolled`` is the default. The
+  ``_ptx`` forms (``unrolled_ptx``, ``rolled_ptx``, ``rolled_ptx_loop``) compute each 32x32->64-bit limb product
+  as one PTX ``mad.wide.u32`` (GPU only; interpreted, they use jnp products).
 
 Which is fastest on a GPU is measured by ``scripts/bench.py --op=ntt``; every variant computes the same function.
 The default (:func:`default_impl`) is ``pallas-r4:ms=rolled_loop`` on a GPU -- on the H200 it compiled in 3 s per
@@ -76,7 +78,7 @@ U32 = jnp.uint32
 U64 = jnp.uint64
 
 IMPLS = ("xla-r2", "xla-r4", "xla-r2-tuple", "xla-r4-tuple", "pallas-r2", "pallas-r4", "pallas-r8")
-PALLAS_MUL = ("unrolled", "rolled", "rolled_loop")  # the kernel's products (cuzk_jax.ops.pallas.ntt._products)
+PALLAS_MUL = ("unrolled", "rolled", "rolled_loop", "unrolled_ptx", "rolled_ptx", "rolled_ptx_loop")  # the kernel's products (cuzk_jax.ops.pallas.ntt._products)
 _impl_override: str | None = os.environ.get("CUZK_NTT_IMPL") or None
 
 

@@ -8,9 +8,9 @@ figures below are sppark's "points resident" ones). Pallas and the XLA fallback 
 Impl specs (``--impl``, comma separated; default ``pallas,xla`` on GPU, ``xla`` elsewhere): ``xla``, ``pallas``,
 or ``pallas:seg=64:b=64:w=2:acc=16:ms=unrolled:bl=limb`` to set the kernel options (pairs per lane, lanes per
 program, warps, pairs per lane in the later stages, kernel multiplication schedule ``rolled`` / ``unrolled`` /
-``rolled_ptx`` / ``unrolled_ptx`` (``_ptx``: products as PTX ``mad.wide.u32``), base layout for the gathers
+``rolled_ptx`` / ``unrolled_ptx`` / ``rolled_ptx_loop`` (``_ptx``: products as PTX ``mad.wide.u32``), base layout for the gathers
 ``point`` / ``limb``, ``st=k``: only kernel 1 and the first ``k`` of the 5 later stages, a phase-timing knob whose
-result is not the MSM), ``l1=k``: buckets per row in the row-sum stage, ``c=k``: the window. ``pre:<spec>`` (e.g. ``pre:pallas``, ``pre:pallas:c=16``) runs the
+result is not the MSM), ``l1=k``: buckets per row in the row-sum stage, ``ms1=...``: kernel 1's schedule when it differs, ``c=k``: the window. ``pre:<spec>`` (e.g. ``pre:pallas``, ``pre:pallas:c=16``) runs the
 MSM over precomputed window tables (:mod:`cuzk_jax.ops.msm_precomputed`; window from its rule unless ``c=``): the
 table is built once per window before timing (``precompute_s`` on the row that built it, not in the median), as a resident key would hold it; its
 row's ``table_points`` says how many points that costs. The spec ``sort`` is a phase row, not an MSM: it times steps 1-3 alone (digits, keys and the
@@ -46,8 +46,9 @@ TARGET_MS = {("g1", 20): 40.0, ("g1", 24): 400.0, ("g2", 20): 150.0}
 MAX_DISTINCT_LOG = 14
 
 _OPT_KEYS = {"seg": "seg", "b": "block", "w": "num_warps", "acc": "acc_seg", "ms": "mul_schedule",
-             "bl": "base_layout", "st": "stages", "c": "window", "l1": "row_len"}
-_STR_OPTS = ("mul_schedule", "base_layout")
+             "bl": "base_layout", "st": "stages", "c": "window", "l1": "row_len",
+             "ms1": "acc_schedule"}
+_STR_OPTS = ("mul_schedule", "base_layout", "acc_schedule")
 
 
 def parse_impl(spec: str):

@@ -100,6 +100,7 @@ class _Rep:
                 "unrolled_ptx": (limb_field.fq_unrolled_ptx, limb_field.fq2_unrolled_ptx),
                 "rolled_loop": (limb_field.fq_loop, limb_field.fq2_loop),
                 "unrolled_loop": (limb_field.fq_unrolled_loop, limb_field.fq2_unrolled_loop),
+                "rolled_ptx_loop": (limb_field.fq_ptx_loop, limb_field.fq2_ptx_loop),
             }
             if mul_schedule not in fields:
                 raise ValueError(f"unknown kernel mul schedule {mul_schedule!r}; expected one of {sorted(fields)}")

@@ -616,6 +616,9 @@ fq_loop = LimbField(ops_field.fq, schedule="rolled", mul_loop=True)
 fq2_loop = LimbFq2(fq_loop)
 fq_unrolled_loop = LimbField(ops_field.fq, schedule="unrolled", mul_loop=True)
 fq2_unrolled_loop = LimbFq2(fq_unrolled_loop)
+# compile-lean and PTX mad.wide.u32 products together
+fq_ptx_loop = LimbField(ops_field.fq, schedule="rolled", wide="ptx", mul_loop=True)
+fq2_ptx_loop = LimbFq2(fq_ptx_loop)
 
 
 # ---------------------------------------------------------------------------------------------------------------

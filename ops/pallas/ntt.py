@@ -39,12 +39,16 @@ def _products(mul_schedule: str, interpret: bool):
     ``fori_loop`` (:class:`~cuzk_jax.ops.pallas.limb_field.LimbField`, ``schedule="rolled"``: the multiplier's
     limbs ride in the loop carry, so it lowers to Triton), ``rolled_loop`` also sends all products of a round through
     ONE multiplier and runs the final subtraction as a loop (the compile-lean form of the MSM kernels). Under the
-    interpreter ``unrolled`` becomes ``rolled`` (same arithmetic, 8x less for XLA:CPU to compile)."""
+    interpreter ``unrolled`` becomes ``rolled`` (same arithmetic, 8x less for XLA:CPU to compile). The ``*_ptx*``
+    forms compute every 32x32->64-bit limb product as one PTX ``mad.wide.u32`` (compiled GPU kernels only; under
+    the interpreter they run the same schedule with jnp products)."""
     if mul_schedule == "unrolled" and not interpret:
         return lambda pairs: [F.cios_limbs(a, b, F.fr.p_limbs, F.fr.pinv) for a, b in pairs]
     from .limb_field import LimbField
 
-    return LimbField(F.fr, schedule="rolled", mul_loop=mul_schedule == "rolled_loop").mul_many
+    schedule = "unrolled" if mul_schedule.startswith("unrolled") and not interpret else "rolled"
+    wide = "ptx" if "_ptx" in mul_schedule and not interpret else "jnp"
+    return LimbField(F.fr, schedule=schedule, wide=wide, mul_loop=mul_schedule.endswith("_loop")).mul_many
 
 
 def _kernel(s_ref, x_ref, w_ref, o_ref, *, log_n: int, k: int, block: int, interpret: bool, mul_schedule: str):
