@@ -265,9 +265,11 @@ def _mad_wide(a32, b32, c64):
         args=[a32, b32, c64],
         constraints="=l,r,r,l",
         pack=1,
-        result_shape_dtypes=[jax.ShapeDtypeStruct(c64.shape, jnp.uint64)],
+        # int64, not uint64: Pallas types a uint64 result as MLIR ``ui64``, which Triton's parser rejects (H200,
+        # 2026-11-30); the operands are signless i32/i64 already, and the same-width cast back is free
+        result_shape_dtypes=[jax.ShapeDtypeStruct(c64.shape, jnp.int64)],
     )
-    return out
+    return out.astype(jnp.uint64)
 
 
 def _cios_step_ptx(t, a, bi, p_limbs, pinv):
