@@ -81,6 +81,10 @@ IMPLS = ("xla", "pallas", "pallas_interpret")
 # took minutes to compile on a GPU (and 47 s vs 1.5 s on a CPU at 2^8), for a run-time gain that the measurements
 # in BUILD.md report per backend (``impl="xla", kernel_options={"mul_schedule": "unrolled"}`` to compare).
 XLA_MUL_SCHEDULE = "rolled"
+# The Pallas kernels' products: the compile-lean kernels with PTX mad.wide.u32 limb products. On the H200
+# (2026-11-30, BUILD.md) they ran the precomputed-window G1 2^20 MSM in 39.5 ms against 43.9 ms with jnp products
+# (whose 32x32->64-bit products compile to full 64-bit multiplies), with the same compile time.
+PALLAS_MUL_SCHEDULE = "rolled_ptx_loop"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -485,14 +489,15 @@ def pallas_seg(M: int) -> int:
 
 
 def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, *, interpret=False, seg=None,
-                 acc_seg=16, block=None, num_warps=None, mul_schedule="rolled_loop", rep=None,
+                 acc_seg=16, block=None, num_warps=None, mul_schedule=None, rep=None,
                  base_layout="point", stages=5, row_len=None, acc_schedule=None) -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
 
-    ``mul_schedule`` defaults to ``"rolled_loop"``, the compile-lean kernels (one multiplier per product round,
-    carry chains and row loads/stores in loops, one general kernel per mode): 4.5k / 4.8k / 5.2k Triton-IR lines
-    for G1 against 13.4k / 27.2k for ``"rolled"``, whose kernels took 117 s / 511 s to compile on an H200.
-    On an H200 they compile in 3 s (G1) / 9 s (G2) each and give G1 2^20 in 59 ms (BUILD.md).
+    ``mul_schedule`` defaults to :data:`PALLAS_MUL_SCHEDULE`, ``"rolled_ptx_loop"``: the compile-lean kernels (one
+    multiplier per product round, carry chains and row loads/stores in loops, one general kernel per mode):
+    4.5k / 4.8k / 5.2k Triton-IR lines for G1 against 13.4k / 27.2k for ``"rolled"``, whose kernels took 117 s /
+    511 s to compile on an H200 -- with every limb product one PTX ``mad.wide.u32``. On an H200 they compile in
+    3 s (G1) / 9 s (G2) each (BUILD.md); ``"rolled_loop"`` is the same with jnp products.
 
     Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then ONE
     ``lax.while_loop`` drives kernel 2 through five stages (fixed buffer shapes, so one compiled kernel):
@@ -515,6 +520,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
 
     block = block or pk.DEFAULT_BLOCK
     num_warps = num_warps or max(1, block // 32)
+    mul_schedule = mul_schedule or PALLAS_MUL_SCHEDULE
     Lc = 24 if curve.coord_ndim == 2 else 12
     nrows = 4 * Lc
     G, W, c, H, NB = plan.G, plan.W, plan.c, plan.H, plan.NB

@@ -37,13 +37,15 @@ from .field import x64
 
 
 def window_bits(n: int) -> int:
-    """Window for ``n`` bases with precomputed windows: argmin over ``c`` in 2..22 of ``W(c) n + 2.5 * 2^(c-1)``
+    """Window for ``n`` bases with precomputed windows: argmin over ``c`` in 2..22 of ``W(c) n + 16 * 2^(c-1)``
     (the reduction is paid once, not once per window, so larger windows than :func:`cuzk_jax.ops.msm.window_bits`
-    pay off: c = 16 at 2^16, 20 at 2^20). The table holds ``W(c) n`` points: pass a smaller ``c`` to trade time
-    for memory."""
+    pay off: c = 13 at 2^16, 16 at 2^20, 20 at 2^24). The bucket weight 16 is measured, not the 2.5 additions per
+    bucket of the operation count: the reduction runs as chains of dependent additions on few lanes, and on the
+    H200 (2026-11-30) G1 2^20 took 43.9 / 46.7 / 51.9 ms at c = 16 / 18 / 20, where the count predicts the
+    reverse order. The table holds ``W(c) n`` points: pass a smaller ``c`` to trade time for memory."""
     best = None
     for c in range(2, M.MAX_WINDOW + 1):
-        cost = M.num_windows(c) * n + 2.5 * (1 << (c - 1))
+        cost = M.num_windows(c) * n + 16 * (1 << (c - 1))
         if best is None or cost < best[0]:
             best = (cost, c)
     return best[1]
@@ -150,7 +152,7 @@ def _precompute_pallas(bases: Affine, group, c: int, interpret: bool, block: int
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     prm = jnp.stack([i32(pk.MODE_SHIFT), i32(N), i32(1), i32(0), i32(c), i32(c), i32(0), i32(1)])
     keys = jnp.full((2 * n_pad,), pk.SENT, jnp.int32)
-    kw = dict(block=block, num_warps=max(1, block // 32), interpret=interpret, mul_schedule="rolled_loop",
+    kw = dict(block=block, num_warps=max(1, block // 32), interpret=interpret, mul_schedule=M.PALLAS_MUL_SCHEDULE,
               modes=("shift",))
 
     def step(rows, _):  # emits window w = 2^(c w) B, then shifts (the W-th shift is wasted: one traced body)

@@ -31,7 +31,8 @@ flags.DEFINE_string("out", "proofs", "output directory for proofs and public inp
 flags.DEFINE_string("key_dir", "", "proving-key cache directory (default ~/.cache/cuzk_jax/keys)")
 flags.DEFINE_bool("verify", True, "verify every proof (pairing check through py_arkworks_bls12381)")
 flags.DEFINE_string("msm_impl", "", "MSM implementation override: xla, pallas, or pre[:impl][:c=K] (precomputed "
-                    "window tables of the key, W-fold its device memory)")
+                    "window tables of the key, W-fold its device memory); default: pre:pallas on a GPU when the "
+                    "tables fit a quarter of its memory, else the plain MSM")
 flags.DEFINE_string("timings_json", "", "write per-sector timings to this JSON file")
 flags.DEFINE_enum("mode", "auto", ["auto", "sequential", "engine"], "how several sectors are proved (see above)")
 flags.DEFINE_integer("max_batch", 0, "engine: partitions per device batch (0 = 2 sectors' worth)")
@@ -121,6 +122,8 @@ def main(argv):
     t_key = time.perf_counter()
     pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True))
     t_key = time.perf_counter() - t_key
+    msm_impl = prover.resolve_msm_impl(pk, FLAGS.msm_impl or None)
+    print(f"MSM: {msm_impl}" + ("" if FLAGS.msm_impl else " (default for this key and device)"), flush=True)
     sectors = list(range(FLAGS.first_sector, FLAGS.first_sector + FLAGS.sectors))
     mode = FLAGS.mode if FLAGS.mode != "auto" else ("engine" if len(sectors) > 1 else "sequential")
     results = (_engine if mode == "engine" else _sequential)(circuit, pk, sectors)
@@ -131,6 +134,7 @@ def main(argv):
             json.dump({"circuit": FLAGS.circuit, "preset": FLAGS.preset, "partitions": FLAGS.partitions,
                        "constraints": r1cs.num_constraints, "domain": pk.domain_size, "mode": mode,
                        "key_s": round(t_key, 3),  # setup (first run) or loading the cached key
+                       "msm_impl": msm_impl,
                        "sectors": rows}, fh, indent=1)
     if any(r.verified is False for r in results):
         raise SystemExit("some proofs did not verify")

@@ -115,6 +115,29 @@ def test_msm_impl_names():
             prover.parse_msm_impl(bad)
 
 
+def test_default_msm_choice(cube, monkeypatch):
+    """None picks precomputed tables only on the Pallas backend and only when they fit a quarter of the device
+    memory; explicit names pass through."""
+    from cuzk_jax.ops import msm as ops_msm
+    from cuzk_jax.ops import msm_precomputed as MP
+
+    pk = cube["pk"]
+    want = 0
+    for q, g in prover.QUERIES.values():
+        n = int(getattr(pk, q).inf.shape[-1])
+        want += ops_msm.num_windows(MP.window_bits(n)) * n * (97 if g == "g1" else 193)
+    assert prover.window_table_bytes(pk) == want > 0
+    assert prover.resolve_msm_impl(pk, "pre:xla:c=8") == "pre:xla:c=8"
+    monkeypatch.setattr(ops_msm, "default_impl", lambda: "xla")
+    assert prover.resolve_msm_impl(pk) == "xla"
+    monkeypatch.setattr(ops_msm, "default_impl", lambda: "pallas")
+    monkeypatch.setattr(prover, "_device_bytes", lambda: 4 * want)
+    assert prover.resolve_msm_impl(pk) == "pre:pallas"
+    monkeypatch.setattr(prover, "_device_bytes", lambda: 4 * want - 4)
+    assert prover.resolve_msm_impl(pk) == "pallas"
+    assert prover.resolve_msm_impl(pk, "pallas") == "pallas"
+
+
 def test_precomputed_window_msms_give_the_same_proofs(cube, cube_proofs):
     """msm_impl="pre:xla:c=8": the five MSMs over window tables cached on the key; same (r, s) -> the same
     proofs as the plain MSMs (which equal the reference prover). Negative twin: a swapped cached table is used

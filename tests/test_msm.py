@@ -391,7 +391,7 @@ def test_precomputed_msm_errors(precomputed_case):
         MP.msm(table, scal, "g1", c=1)
     with pytest.raises(ValueError, match="max_pairs"):
         MP.msm(table, scal, "g1", c=c, max_pairs=100)
-    assert [MP.window_bits(1 << k) for k in (10, 16, 20)] == [11, 16, 20]
+    assert [MP.window_bits(1 << k) for k in (10, 16, 20, 24)] == [9, 13, 16, 20]
 
 
 # ---------------------------------------------------------------------------------------------------------------

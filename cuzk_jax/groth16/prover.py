@@ -111,7 +111,8 @@ QUERIES = {"msm_a": ("a_query", "g1"), "msm_b1": ("b_g1_query", "g1"), "msm_b2":
 def parse_msm_impl(msm_impl: str | None) -> tuple[bool, str | None, int | None]:
     """``msm_impl`` -> (precomputed windows?, ops impl or None for the backend default, window or None).
 
-    ``None`` / ``"xla"`` / ``"pallas"`` / ``"pallas_interpret"``: :mod:`cuzk_jax.ops.msm` over the key's queries.
+    ``"xla"`` / ``"pallas"`` / ``"pallas_interpret"``: :mod:`cuzk_jax.ops.msm` over the key's queries; ``None``: the
+    default, resolved per key by :func:`resolve_msm_impl` (here: the plain backend default).
     ``"pre"``, ``"pre:<impl>"``, ``"pre:<impl>:c=K"``: :mod:`cuzk_jax.ops.msm_precomputed` over window tables of
     the queries, built on first use and kept with the key (W-fold the queries' device memory)."""
     if msm_impl is None:
@@ -142,12 +143,48 @@ def run_msms(pk: ProvingKey, msm: dict, phase, z_mont, h) -> dict:
     return {name: phase(name, lambda name=name: msm[name](scalars[name])) for name in QUERIES}
 
 
+# Share of the device memory the precomputed window tables of one key may take under the default MSM choice.
+PRE_TABLE_FRACTION = 0.25
+
+
+def window_table_bytes(pk: ProvingKey, c: int | None = None) -> int:
+    """Device bytes of the key's precomputed window tables (:mod:`cuzk_jax.ops.msm_precomputed`; each query's
+    window from its rule unless ``c``): ``W N`` affine points of 96 (G1) / 192 (G2) bytes of limbs plus a flag."""
+    from cuzk_jax.ops import msm_precomputed as MP
+
+    total = 0
+    for q, g in QUERIES.values():
+        n = int(getattr(pk, q).inf.shape[-1])
+        total += ops_msm.num_windows(c or MP.window_bits(n)) * n * (97 if g == "g1" else 193)
+    return total
+
+
+def resolve_msm_impl(pk: ProvingKey, msm_impl: str | None = None) -> str:
+    """The MSM implementation :func:`query_msms` runs for ``msm_impl``: an explicit name as given; ``None`` (the
+    default) picks ``"pre:pallas"`` on a GPU when the key's window tables fit :data:`PRE_TABLE_FRACTION` of the
+    device memory (10 x 2^20 on the H200: the warm sector 2.80 -> 1.31 s, the G2 MSM 704 -> 144 ms; BUILD.md),
+    else the plain MSM of the backend (``ops.msm.default_impl``: Pallas on a GPU, XLA elsewhere). Tables larger
+    than that (a 2^27 Filecoin partition's would need ~0.8 TB) leave the plain MSM, which needs no extra memory."""
+    if msm_impl is not None:
+        return msm_impl
+    impl = ops_msm.default_impl()
+    if impl == "pallas" and window_table_bytes(pk) <= PRE_TABLE_FRACTION * _device_bytes():
+        return "pre:pallas"
+    return impl
+
+
+def _device_bytes() -> int:
+    """Memory of the first local device as its allocator reports it (0 where it reports none)."""
+    return int((jax.local_devices()[0].memory_stats() or {}).get("bytes_limit", 0))
+
+
 def query_msms(pk: ProvingKey, msm_impl: str | None = None) -> dict:
     """``{phase name: scalars -> Jacobian batch}`` for the five MSMs of :data:`QUERIES` (scalars canonical
     ``(8, P, N)``; the L MSM takes the private columns). Shared by :func:`prove` and the engine's device backend.
-    With ``pre`` impls (:func:`parse_msm_impl`) the window tables are built once per key and window, and cached
-    on the key object (as the resident SRS in cuzk stays on the device)."""
-    pre, impl, c = parse_msm_impl(msm_impl)
+    ``msm_impl`` as :func:`parse_msm_impl`; ``None`` chooses by :func:`resolve_msm_impl`. With ``pre`` impls the
+    window tables are built once per key and window, and cached on the key object (as the resident SRS in cuzk
+    stays on the device)."""
+    pre, impl, c = parse_msm_impl(resolve_msm_impl(pk, msm_impl))
     if not pre:
         fns = {g: ops_msm.msm_jit(g, impl) for g in ("g1", "g2")}
         return {name: functools.partial(fns[g], getattr(pk, q)) for name, (q, g) in QUERIES.items()}

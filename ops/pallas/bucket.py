@@ -83,6 +83,11 @@ def compile_lean(mul_schedule: str) -> bool:
     return str(mul_schedule).endswith("_loop")
 
 
+def _schedule(mul_schedule: str, interpret: bool) -> str:
+    """The interpreter has no inline PTX: there the ``*_ptx*`` schedules run with jnp products (same function)."""
+    return str(mul_schedule).replace("_ptx", "") if interpret else mul_schedule
+
+
 class _Rep:
     """How a kernel turns limb rows into field elements: ``"limb"`` (GPU) or ``"array"`` (interpret mode)."""
 
@@ -388,7 +393,7 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, po
     interpreted too, to check the GPU form on CPU). Returns ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,),
     buckets)``.
     """
-    rep = _Rep(curve, rep or ("array" if interpret else "limb"), mul_schedule)
+    rep = _Rep(curve, rep or ("array" if interpret else "limb"), _schedule(mul_schedule, interpret))
     nrows = 4 * rep.Lc
     size = keys.shape[0]
     if size % (seg * block):
@@ -423,7 +428,7 @@ def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAU
     :func:`cuzk_jax.ops.msm._pallas_pass`)."""
     if not modes or set(modes) - set(MODES):
         raise ValueError(f"modes must be a non-empty subset of {MODES}, got {modes!r}")
-    rep = _Rep(curve, rep or ("array" if interpret else "limb"), mul_schedule)
+    rep = _Rep(curve, rep or ("array" if interpret else "limb"), _schedule(mul_schedule, interpret))
     nrows = 4 * rep.Lc
     N = x.shape[1]
     assert N % (2 * block) == 0
