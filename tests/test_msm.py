@@ -459,3 +459,36 @@ def test_msm_sort_phase_and_kernel_option_errors():
         pk.general_step(cv.g1, jnp.zeros((pk.NPRM,), jnp.int32), jnp.zeros((128,), jnp.int32),
                         jnp.zeros((48, 128), jnp.uint32), jnp.zeros((48, 128), jnp.uint32), interpret=True,
                         modes=("bogus",))
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_default_kernels_lower_to_triton_with_ptx_products(group):
+    """The GPU default kernels (``ops.msm.PALLAS_MUL_SCHEDULE``) lower for CUDA on this GPU-less machine, with the
+    PTX ``mad.wide.u32`` products in them; under the interpreter the same schedule runs jnp products."""
+    import jax
+    from jax import export
+
+    from cuzk_jax.ops.pallas import bucket as pk
+
+    try:
+        from jax.experimental.pallas import triton  # noqa: F401
+    except ImportError:
+        pytest.skip("Pallas Triton backend not available")
+    assert "_ptx" in M.PALLAS_MUL_SCHEDULE and pk._schedule(M.PALLAS_MUL_SCHEDULE, True) == "rolled_loop"
+    curve = cv.CURVES[group]
+    Lc = 12 if group == "g1" else 24
+    block, seg = 64, 8
+    n = 4 * block * seg
+    S = jax.ShapeDtypeStruct
+    opts = dict(block=block, num_warps=2, mul_schedule=M.PALLAS_MUL_SCHEDULE)
+    acc = (lambda *a: pk.accumulate_bases(curve, *a, seg=seg, **opts),
+           (S((), jnp.int32), S((), jnp.bool_), S((n,), jnp.int32), S((n,), jnp.int32), S((n, 2 * Lc), jnp.uint32),
+            S((4 * Lc, 2 * n), jnp.uint32)))
+    shift = (lambda *a: pk.general_step(curve, *a, modes=("shift",), **opts),
+             (S((pk.NPRM,), jnp.int32), S((n,), jnp.int32), S((4 * Lc, n), jnp.uint32), S((4 * Lc, n), jnp.uint32)))
+    for fn, args in (acc, shift):
+        with jax.enable_x64(True):
+            exp = export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=[
+                export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
+        text = exp.mlir_module()
+        assert "xla.gpu.triton" in text and "mad.wide.u32" in text
