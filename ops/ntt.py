@@ -78,7 +78,8 @@ U32 = jnp.uint32
 U64 = jnp.uint64
 
 IMPLS = ("xla-r2", "xla-r4", "xla-r2-tuple", "xla-r4-tuple", "pallas-r2", "pallas-r4", "pallas-r8")
-PALLAS_MUL = ("unrolled", "rolled", "rolled_loop", "unrolled_ptx", "rolled_ptx", "rolled_ptx_loop")  # the kernel's products (cuzk_jax.ops.pallas.ntt._products)
+# the kernel's products (cuzk_jax.ops.pallas.ntt._products)
+PALLAS_MUL = ("unrolled", "rolled", "rolled_loop", "unrolled_ptx", "rolled_ptx", "rolled_ptx_loop")
 _impl_override: str | None = os.environ.get("CUZK_NTT_IMPL") or None
 
 

@@ -6,15 +6,18 @@ figures below are sppark's "points resident" ones). Pallas and the XLA fallback 
 (A/B); ``matches_xla`` (or ``matches_pallas`` when no XLA row ran) says whether their results are identical points.
 
 Impl specs (``--impl``, comma separated; default ``pallas,xla`` on GPU, ``xla`` elsewhere): ``xla``, ``pallas``,
-or ``pallas:seg=64:b=64:w=2:acc=16:ms=unrolled:bl=limb`` to set the kernel options (pairs per lane, lanes per
-program, warps, pairs per lane in the later stages, kernel multiplication schedule ``rolled`` / ``unrolled`` /
-``rolled_ptx`` / ``unrolled_ptx`` / ``rolled_ptx_loop`` (``_ptx``: products as PTX ``mad.wide.u32``), base layout for the gathers
-``point`` / ``limb``, ``st=k``: only kernel 1 and the first ``k`` of the 5 later stages, a phase-timing knob whose
-result is not the MSM), ``l1=k``: buckets per row in the row-sum stage, ``ms1=...``: kernel 1's schedule when it differs, ``c=k``: the window. ``pre:<spec>`` (e.g. ``pre:pallas``, ``pre:pallas:c=16``) runs the
-MSM over precomputed window tables (:mod:`cuzk_jax.ops.msm_precomputed`; window from its rule unless ``c=``): the
-table is built once per window before timing (``precompute_s`` on the row that built it, not in the median), as a resident key would hold it; its
-row's ``table_points`` says how many points that costs. The spec ``sort`` is a phase row, not an MSM: it times steps 1-3 alone (digits, keys and the
-``lax.sort`` of the (bucket, point) pairs) for the plan the MSM uses, so the rest of an MSM row is the bucket work.
+or ``pallas:seg=64:b=64:w=2:acc=16:ms=unrolled:bl=limb`` to set the kernel options: ``seg`` pairs per lane,
+``b`` lanes per program, ``w`` warps, ``acc`` pairs per lane in the later stages, ``ms`` the kernels'
+multiplication schedule (``rolled_ptx_loop``, the default, ``rolled_loop``, ``rolled``, ``unrolled``,
+``rolled_ptx``, ``unrolled_ptx``; ``_ptx``: products as PTX ``mad.wide.u32``), ``ms1`` kernel 1's schedule when
+it differs, ``bl`` the base layout for the gathers (``point`` / ``limb``), ``l1`` buckets per row in the row-sum
+stage, ``st=k`` only kernel 1 and the first ``k`` of the 5 later stages (a phase-timing knob whose result is not
+the MSM), ``c`` the window. ``pre:<spec>`` (e.g. ``pre:pallas``, ``pre:pallas:c=16``) runs the MSM over
+precomputed window tables (:mod:`cuzk_jax.ops.msm_precomputed`; window from its rule unless ``c=``): the table is
+built once per window before timing (``precompute_s`` on the row that built it, not in the median), as a
+resident key would hold it; its row's ``table_points`` says how many points that costs. The spec ``sort`` is a
+phase row, not an MSM: it times steps 1-3 alone (digits, keys and the ``lax.sort`` of the (bucket, point) pairs)
+for the plan the MSM uses, so the rest of an MSM row is the bucket work.
 
 Inputs: ``2^min(log_n, 14)`` distinct points ``k_i G`` (random ``k_i``, computed on the host with
 py_arkworks_bls12381 if installed, else with the reference curve for a smaller set) are tiled to ``2^log_n`` bases
