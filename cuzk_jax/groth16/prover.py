@@ -162,7 +162,7 @@ def window_table_bytes(pk: ProvingKey, c: int | None = None) -> int:
 def resolve_msm_impl(pk: ProvingKey, msm_impl: str | None = None) -> str:
     """The MSM implementation :func:`query_msms` runs for ``msm_impl``: an explicit name as given; ``None`` (the
     default) picks ``"pre:pallas"`` on a GPU when the key's window tables fit :data:`PRE_TABLE_FRACTION` of the
-    device memory (10 x 2^20 on the H200: the warm sector 2.80 -> 1.31 s, the G2 MSM 704 -> 144 ms; BUILD.md),
+    device memory (10 x 2^20 on the H200: the warm sector 2.80 -> 1.16 s, the G2 MSM 704 -> 140 ms; BUILD.md),
     else the plain MSM of the backend (``ops.msm.default_impl``: Pallas on a GPU, XLA elsewhere). Tables larger
     than that (a 2^27 Filecoin partition's would need ~0.8 TB) leave the plain MSM, which needs no extra memory."""
     if msm_impl is not None:
