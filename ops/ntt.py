@@ -35,7 +35,8 @@ memory. Implementations (:func:`set_impl`, the ``CUZK_NTT_IMPL`` environment var
   ``:ms=rolled_loop`` run the CIOS outer loop (and, for ``rolled_loop``, all products of a round through one
   multiplier) as loops inside the kernel: smaller kernels to compile; ``unrolled`` is the default. The
   ``_ptx`` forms (``unrolled_ptx``, ``rolled_ptx``, ``rolled_ptx_loop``) compute each 32x32->64-bit limb product
-  as one PTX ``mad.wide.u32`` (GPU only; interpreted, they use jnp products).
+  as one PTX ``mad.wide.u32`` (GPU only; interpreted, they use jnp products). Every impl takes ``:lead=K``:
+  stages left over by the radix run first as one radix-2^K iteration where that fits (see :func:`_stages_impl`).
 
 Which is fastest on a GPU is measured by ``scripts/bench.py --op=ntt``; every variant computes the same function.
 The default (:func:`default_impl`) is ``pallas-r4:ms=rolled_loop`` on a GPU -- on the H200 it compiled in 3 s per
@@ -113,11 +114,13 @@ def _parse_impl(impl: str) -> tuple[str, int, str, tuple]:
     kw = []
     for o in opts:
         key, _, val = o.partition("=")
-        ok = parts[0] == "pallas" and ((key in ("b", "w") and val.isdigit()) or (key == "ms" and val in PALLAS_MUL))
+        ok = (parts[0] == "pallas" and ((key in ("b", "w") and val.isdigit()) or (key == "ms" and val in PALLAS_MUL))
+              or (key == "lead" and val in ("1", "2", "3")))
         if not ok:
             raise ValueError(f"unknown NTT impl option {o!r} in {impl!r} (Pallas impls take b=BLOCK, w=WARPS, "
-                             f"ms={'|'.join(PALLAS_MUL)})")
-        kw.append(({"b": "block", "w": "num_warps", "ms": "mul_schedule"}[key], val if key == "ms" else int(val)))
+                             f"ms={'|'.join(PALLAS_MUL)}; every impl takes lead=1|2|3)")
+        kw.append(({"b": "block", "w": "num_warps", "ms": "mul_schedule", "lead": "lead"}[key],
+                   val if key == "ms" else int(val)))
     k = {"r2": 1, "r4": 2, "r8": 3}[parts[1]]
     return parts[0], k, (parts[2] if len(parts) > 2 else "stacked"), tuple(kw)
 
@@ -439,13 +442,24 @@ def _stage_loop(X, W, first: int, count: int, log_n: int, k: int, backend: str, 
 
 
 def _stages_impl(X, W, *, log_n: int, impl: str, schedule: str):
-    """Stages 1 .. log_n-1 (stage 0 is done by the pre-pass) on the internal layout ``(B, 8, n)``."""
+    """Stages 1 .. log_n-1 (stage 0 is done by the pre-pass) on the internal layout ``(B, 8, n)``.
+
+    When ``log_n - 1`` is not a multiple of ``k``, the stages left over run first as radix-2 iterations, or --
+    with the impl option ``lead=K`` -- as ONE radix-2^K iteration when that leaves a multiple of ``k`` (a 2^20
+    transform with ``pallas-r4:lead=3``: one radix-8 pass and eight radix-4 ones, 9 kernel passes instead of 10)."""
     backend, k, carry, opts = _parse_impl(impl)
+    opts = dict(opts)
+    lead_k = opts.pop("lead", None)
+    opts = tuple(opts.items())
     todo = log_n - 1
     if todo <= 0:
         return X
-    lead = todo % k  # stages left over when todo is not a multiple of k: done by radix-2 iterations first
-    X = _stage_loop(X, W, 1, lead, log_n, 1, backend, carry, schedule, opts)
+    lead = todo % k  # stages left over when todo is not a multiple of k
+    if lead and lead_k and lead_k <= todo and (todo - lead_k) % k == 0:
+        X = _stage_loop(X, W, 1, 1, log_n, lead_k, backend, carry, schedule, opts)
+        lead = lead_k
+    else:
+        X = _stage_loop(X, W, 1, lead, log_n, 1, backend, carry, schedule, opts)
     return _stage_loop(X, W, 1 + lead, (todo - lead) // k, log_n, k, backend, carry, schedule, opts)
 
 

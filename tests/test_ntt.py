@@ -141,7 +141,7 @@ def test_batch_axes_are_independent():
     assert bool(jnp.all(swapped == y[:, ::-1]))
 
 
-@pytest.mark.parametrize("impl", ["xla-r4", "xla-r2-tuple", "xla-r4-tuple"])
+@pytest.mark.parametrize("impl", ["xla-r4", "xla-r2-tuple", "xla-r4-tuple", "xla-r4:lead=3"])
 def test_xla_stage_implementations_agree(impl):
     rng = random.Random(300)
     n = 1 << 6
@@ -157,6 +157,8 @@ def test_pallas_ntt_interpret():
     rng = random.Random(301)
     vals = rows(rng, 16)
     assert from_arr(N.ntt(to_arr(vals), impl="pallas-r2")) == [RN.ntt(v) for v in vals]
+    # lead=3: the 3 stages after the pre-pass of a 2^4 transform as one radix-8 iteration instead of radix-2 ones
+    assert from_arr(N.ntt(to_arr(vals), impl="pallas-r4:lead=3")) == [RN.ntt(v) for v in vals]
 
 
 @pytest.mark.parametrize("k,stage,ms", [(1, 3, "unrolled"), (2, 2, "unrolled"), (2, 2, "rolled_loop"),
@@ -255,6 +257,9 @@ def test_bad_inputs_rejected():
         N.ntt(jnp.zeros((8, 16), jnp.uint32), coset=1)
     with pytest.raises(ValueError, match="unknown NTT impl"):
         N.ntt(jnp.zeros((8, 16), jnp.uint32), impl="fft9000")
+    for bad in ("xla-r4:lead=4", "xla-r4:ms=rolled", "pallas-r4:lead=x"):
+        with pytest.raises(ValueError, match="unknown NTT impl option"):
+            N.ntt(jnp.zeros((8, 16), jnp.uint32), impl=bad)
 
 
 # ----------------------------------------------------------------------------------------------------- host API
