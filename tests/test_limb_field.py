@@ -98,7 +98,8 @@ def test_fq2_mul_add(which, rng):
 
 def test_mul_loop_products(rng):
     """The one-multiplier field (``mul_loop``: products of a round in a loop, operands picked by selects) gives the
-    reference products for Fq (3 products, edge values) and Fq2 (2 products = 6 base products)."""
+    reference products for Fq (3 products, edge values) and Fq2 (2 products = 6 base products), also with each
+    Fq2 product's three base products as three multipliers (``unrolled_karatsuba``)."""
     a_int = _vals(rng)
     b_int = list(reversed(a_int))
     c_int = [rng.randrange(P) for _ in a_int]
@@ -115,16 +116,18 @@ def test_mul_loop_products(rng):
             F2 = lf.fq2_loop
             u, w = (x, z), (y, x)
             q = [lf.from_limbs(v, F2) for v in F2.mul_many([(u, w), (w, w)])]
+            F2k = lf.LimbFq2(Fk, unrolled_karatsuba=True)
+            q += [lf.from_limbs(v, F2k) for v in F2k.mul_many([(u, w), (w, w)])]
             return p, q
 
-    (pxy, pxx, pzy), (quw, qww) = run(a, b, c)
+    (pxy, pxx, pzy), (quw, qww, kuw, kww) = run(a, b, c)
     f, f2 = rf.fq, rf.fq2
     assert _ints(pxy) == [f.mul(x, y) for x, y in zip(a_int, b_int)]
     assert _ints(pxx) == [f.mul(x, x) for x in a_int]
     assert _ints(pzy) == [f.mul(z, y) for z, y in zip(c_int, b_int)]
     got = lambda arr: list(zip(_ints(arr[0]), _ints(arr[1])))  # noqa: E731
-    assert got(quw) == [f2.mul(u, w) for u, w in zip(fq2_a, fq2_b)]
-    assert got(qww) == [f2.mul(w, w) for w in fq2_b]
+    assert got(quw) == got(kuw) == [f2.mul(u, w) for u, w in zip(fq2_a, fq2_b)]
+    assert got(qww) == got(kww) == [f2.mul(w, w) for w in fq2_b]
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])

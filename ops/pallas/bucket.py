@@ -106,6 +106,8 @@ class _Rep:
                 "rolled_loop": (limb_field.fq_loop, limb_field.fq2_loop),
                 "unrolled_loop": (limb_field.fq_unrolled_loop, limb_field.fq2_unrolled_loop),
                 "rolled_ptx_loop": (limb_field.fq_ptx_loop, limb_field.fq2_ptx_loop),
+                "rolled_k_loop": (limb_field.fq_loop, limb_field.fq2_kloop),
+                "rolled_ptx_k_loop": (limb_field.fq_ptx_loop, limb_field.fq2_ptx_kloop),
             }
             if mul_schedule not in fields:
                 raise ValueError(f"unknown kernel mul schedule {mul_schedule!r}; expected one of {sorted(fields)}")

@@ -308,12 +308,15 @@ class LimbFq2:
 
     name = "fq2"
 
-    def __init__(self, base: LimbField):
+    def __init__(self, base: LimbField, unrolled_karatsuba: bool = False):
         self.base = base
         self.limbs = base.limbs
+        # with a looping base (mul_loop): each Fq2 product of the loop runs its three base products as three
+        # multipliers instead of a nested loop of one (no inner select chains; more code)
+        self.unrolled_karatsuba = unrolled_karatsuba
 
     def __repr__(self) -> str:
-        return f"LimbFq2({self.base!r})"
+        return f"LimbFq2({self.base!r}, unrolled_karatsuba={self.unrolled_karatsuba})"
 
     def zeros_like(self, a):
         z = self.base.zeros_like(a[0])
@@ -351,7 +354,10 @@ class LimbFq2:
         for a, b in pairs:
             # Karatsuba: v0 = a0 b0, v1 = a1 b1, v2 = (a0 + a1)(b0 + b1)
             base_pairs += [(a[0], b[0]), (a[1], b[1]), (f.add(a[0], a[1]), f.add(b[0], b[1]))]
-        prods = f.mul_many(base_pairs)
+        if self.unrolled_karatsuba:
+            prods = [f.mul(x, y) for x, y in base_pairs]
+        else:
+            prods = f.mul_many(base_pairs)
         out = []
         for j in range(len(pairs)):
             v0, v1, v2 = prods[3 * j : 3 * j + 3]
@@ -621,6 +627,8 @@ fq2_unrolled_loop = LimbFq2(fq_unrolled_loop)
 # compile-lean and PTX mad.wide.u32 products together
 fq_ptx_loop = LimbField(ops_field.fq, schedule="rolled", wide="ptx", mul_loop=True)
 fq2_ptx_loop = LimbFq2(fq_ptx_loop)
+fq2_ptx_kloop = LimbFq2(fq_ptx_loop, unrolled_karatsuba=True)  # G2 only: three base multipliers per round
+fq2_kloop = LimbFq2(fq_loop, unrolled_karatsuba=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------
