@@ -51,7 +51,13 @@ def window_bits(n: int) -> int:
     return best[1]
 
 
-def precompute(bases: Affine, group="g1", *, c: int, impl: str | None = None, block: int | None = None) -> Affine:
+# Bases per table-building program: bounds the build's scratch (the XYZZ windows, the running products and the
+# affine windows of one chunk: ~11 GB for G2 at c = 16) whatever N is; the table itself is W N points.
+PRECOMPUTE_CHUNK = 1 << 20
+
+
+def precompute(bases: Affine, group="g1", *, c: int, impl: str | None = None, block: int | None = None,
+               chunk: int = PRECOMPUTE_CHUNK) -> Affine:
     """The window table ``T[w N + i] = 2^(c w) bases[i]`` (``w < W = ceil(256 / c)``), an Affine batch of
     ``W N`` points, window-major.
 
@@ -61,7 +67,10 @@ def precompute(bases: Affine, group="g1", *, c: int, impl: str | None = None, bl
     SHIFT with ``e0 = c``; the compile-lean kernel the MSM compiles anyway, at the Pallas multiplication rate);
     ``"xla"`` as a ``lax.scan`` of Jacobian doublings with the rolled multiplication (short compile, but
     launch-bound on a GPU: setup's fixed-base batches ran at ~6e7 Fq products/s there); ``"pallas_interpret"``
-    for CPU tests. A one-off per key and window, like setup."""
+    for CPU tests. A one-off per key and window, like setup. More than ``chunk`` bases are built ``chunk`` at a
+    time by one compiled program (the last chunk padded with points at infinity) and joined, so the build's
+    scratch stays that of one chunk; peak memory is then about twice the table (the chunks and the joined
+    table)."""
     curve = M._curve(group)
     nd = curve.coord_ndim
     if bases.x.ndim != nd + 1:
@@ -71,24 +80,42 @@ def precompute(bases: Affine, group="g1", *, c: int, impl: str | None = None, bl
     impl = impl or M.default_impl()
     if impl not in M.IMPLS:
         raise ValueError(f"unknown impl {impl!r}; expected one of {M.IMPLS}")
-    if impl == "xla":
-        return _precompute_xla(bases, group, c)
-    return _precompute_pallas(bases, group, c, impl == "pallas_interpret", block)
+    if chunk < 1:
+        raise ValueError(f"chunk must be positive, got {chunk}")
+
+    def build(b: Affine) -> Affine:  # coords (*coord, W, n)
+        if impl == "xla":
+            return _precompute_xla(b, group, c)
+        return _precompute_pallas(b, group, c, impl == "pallas_interpret", block)
+
+    N = int(bases.inf.shape[-1])
+    W = M.num_windows(c)
+    if N <= chunk:
+        return _window_major(build(bases), nd, W, N)
+    parts = []
+    for start in range(0, N, chunk):
+        part = Affine(*[v[..., start:start + chunk] for v in bases])
+        pad = chunk - int(part.inf.shape[-1])
+        if pad:  # padding points at infinity give table entries at infinity, cut off below
+            padw = lambda v, value: jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, pad)], constant_values=value)  # noqa: E731
+            part = Affine(padw(part.x, 0), padw(part.y, 0), padw(part.inf, True))
+        parts.append(build(part))
+    joined = Affine(*[jnp.concatenate(vs, axis=-1)[..., :N] for vs in zip(*parts)])
+    del parts
+    return _window_major(joined, nd, W, N)
 
 
 @functools.partial(jax.jit, static_argnames=("group", "c"))
 def _precompute_xla(bases: Affine, group, c: int) -> Affine:
+    """The table of :func:`precompute`, coords ``(*coord, W, N)``."""
     curve = M._curve(group)
-    nd = curve.coord_ndim
     W = M.num_windows(c)
-    N = bases.x.shape[-1]
     with field_mod.mul_schedule_scope("rolled"):
         def step(pt, _):
             return lax.fori_loop(0, c, lambda _, a: curve.jacobian_double(a), pt), curve.jacobian_to_xyzz(pt)
 
         _, stack = lax.scan(step, curve.affine_to_jacobian(bases), None, length=W)  # coords (W, *coord, N)
-        aff = _windows_to_affine(curve, stack)
-    return _window_major(aff, nd, W, N)
+        return _windows_to_affine(curve, stack)
 
 
 def _windows_to_affine(curve, stack: XYZZ) -> Affine:
@@ -137,10 +164,10 @@ def _window_major(aff: Affine, nd: int, W: int, N: int) -> Affine:
 
 @functools.partial(jax.jit, static_argnames=("group", "c", "interpret", "block"))
 def _precompute_pallas(bases: Affine, group, c: int, interpret: bool, block: int | None) -> Affine:
+    """The table of :func:`precompute`, coords ``(*coord, W, N)``."""
     from .pallas import bucket as pk
 
     curve = M._curve(group)
-    nd = curve.coord_ndim
     W = M.num_windows(c)
     N = bases.x.shape[-1]
     block = block or pk.DEFAULT_BLOCK
@@ -161,8 +188,7 @@ def _precompute_pallas(bases: Affine, group, c: int, interpret: bool, block: int
 
     _, stack = lax.scan(step, rows0, None, length=W)  # XYZZ coords (W, *coord, N)
     with field_mod.mul_schedule_scope("rolled"):
-        aff = _windows_to_affine(curve, stack)
-    return _window_major(aff, nd, W, N)
+        return _windows_to_affine(curve, stack)
 
 
 @x64

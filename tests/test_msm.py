@@ -352,6 +352,17 @@ def test_precompute_table_entries(precomputed_case):
         assert got[w * N + i] == rc.g1.mul(refs[i], 1 << (c * w))  # entry 5 is the base at infinity: None
 
 
+def test_precompute_in_chunks_equals_one_program(precomputed_case):
+    """40 bases built 16 at a time (three programs of one shape, the last padded with points at infinity) give
+    the same table bit for bit; a bad chunk is refused."""
+    MP, refs, _, c, table, _ = precomputed_case
+    bases = affine_arrays("g1", refs)
+    chunked = MP.precompute(bases, "g1", c=c, chunk=16)
+    assert all(np.array_equal(np.asarray(u), np.asarray(v)) for u, v in zip(table, chunked))
+    with pytest.raises(ValueError, match="chunk"):
+        MP.precompute(bases, "g1", c=c, chunk=0)
+
+
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_precompute_pallas_equals_xla(group, rng):
     """The table from rounds of the SHIFT kernel (every lane doubled c times, interpreted) equals the XLA one bit
