@@ -1,8 +1,9 @@
 """Groth16 end to end: device setup/prove vs the Python-int reference, arkworks verification, negative twins,
 key and proof formats."""
 
-import os
+import types
 
+import numpy as np
 import pytest
 
 from cuzk_jax.circuits import base
@@ -136,6 +137,13 @@ def test_default_msm_choice(cube, monkeypatch):
     monkeypatch.setattr(prover, "_device_bytes", lambda: 4 * want - 4)
     assert prover.resolve_msm_impl(pk) == "pallas"
     assert prover.resolve_msm_impl(pk, "pallas") == "pallas"
+    # tables another key already holds count against the budget (several circuits in one engine)
+    other = types.SimpleNamespace(_window_tables={("a_query", 9): (np.zeros(8, np.uint8),)})
+    monkeypatch.setattr(prover, "_KEYS_WITH_TABLES", [other])
+    monkeypatch.setattr(prover, "_device_bytes", lambda: 4 * want)
+    assert prover.resolve_msm_impl(pk) == "pallas"
+    monkeypatch.setattr(prover, "_device_bytes", lambda: 4 * want + 32)
+    assert prover.resolve_msm_impl(pk) == "pre:pallas"
 
 
 def test_precomputed_window_msms_give_the_same_proofs(cube, cube_proofs):
@@ -290,8 +298,6 @@ def test_from_device_batch_with_infinity_and_random_z():
     """host_curve.from_device (one batched inversion) against the reference points, G1 and G2, with a point at
     infinity (Z = 0) in the batch and the unbatched form."""
     import random
-
-    import numpy as np
 
     from cuzk_jax import encoding
     from cuzk_jax.groth16 import host_curve

@@ -29,6 +29,7 @@ import logging
 import random
 import secrets
 import time
+import weakref
 from typing import Sequence
 
 import jax
@@ -143,8 +144,11 @@ def run_msms(pk: ProvingKey, msm: dict, phase, z_mont, h) -> dict:
     return {name: phase(name, lambda name=name: msm[name](scalars[name])) for name in QUERIES}
 
 
-# Share of the device memory the precomputed window tables of one key may take under the default MSM choice.
+# Share of the device memory the precomputed window tables may take under the default MSM choice (all keys
+# holding tables together).
 PRE_TABLE_FRACTION = 0.25
+# keys whose window tables are cached (query_msms), so the default choice counts what they already hold
+_KEYS_WITH_TABLES: "weakref.WeakSet[ProvingKey]" = weakref.WeakSet()
 
 
 def window_table_bytes(pk: ProvingKey, c: int | None = None) -> int:
@@ -161,16 +165,36 @@ def window_table_bytes(pk: ProvingKey, c: int | None = None) -> int:
 
 def resolve_msm_impl(pk: ProvingKey, msm_impl: str | None = None) -> str:
     """The MSM implementation :func:`query_msms` runs for ``msm_impl``: an explicit name as given; ``None`` (the
-    default) picks ``"pre:pallas"`` on a GPU when the key's window tables fit :data:`PRE_TABLE_FRACTION` of the
-    device memory (10 x 2^20 on the H200: the warm sector 2.80 -> 1.16 s, the G2 MSM 704 -> 140 ms; BUILD.md),
-    else the plain MSM of the backend (``ops.msm.default_impl``: Pallas on a GPU, XLA elsewhere). Tables larger
-    than that (a 2^27 Filecoin partition's would need ~0.8 TB) leave the plain MSM, which needs no extra memory."""
+    default) picks ``"pre:pallas"`` on a GPU when the key's window tables, with those other keys already hold
+    (several circuits in one engine), fit :data:`PRE_TABLE_FRACTION` of the device memory (10 x 2^20 on the
+    H200: the warm sector 2.80 -> 1.16 s, the G2 MSM 704 -> 140 ms; BUILD.md), else the plain MSM of the backend
+    (``ops.msm.default_impl``: Pallas on a GPU, XLA elsewhere). Tables larger than that (a 2^27 Filecoin
+    partition's would need ~0.8 TB) leave the plain MSM, which needs no extra memory. A key whose default tables
+    are built keeps them."""
     if msm_impl is not None:
         return msm_impl
     impl = ops_msm.default_impl()
-    if impl == "pallas" and window_table_bytes(pk) <= PRE_TABLE_FRACTION * _device_bytes():
+    if impl != "pallas":
+        return impl
+    if _has_default_tables(pk):
+        return "pre:pallas"
+    held = sum(_cached_table_bytes(k) for k in list(_KEYS_WITH_TABLES) if k is not pk)
+    if held + window_table_bytes(pk) <= PRE_TABLE_FRACTION * _device_bytes():
         return "pre:pallas"
     return impl
+
+
+def _has_default_tables(pk: ProvingKey) -> bool:
+    """Whether ``pk`` caches the tables of the default windows for all five queries."""
+    from cuzk_jax.ops import msm_precomputed as MP
+
+    cache = pk.__dict__.get("_window_tables", {})
+    return all((q, MP.window_bits(int(getattr(pk, q).inf.shape[-1]))) in cache for q, _ in QUERIES.values())
+
+
+def _cached_table_bytes(pk: ProvingKey) -> int:
+    """Device bytes of the window tables cached on ``pk`` (any window)."""
+    return sum(int(v.nbytes) for table in pk.__dict__.get("_window_tables", {}).values() for v in table)
 
 
 def _device_bytes() -> int:
@@ -197,6 +221,7 @@ def query_msms(pk: ProvingKey, msm_impl: str | None = None) -> dict:
         cq = c or MP.window_bits(int(bases.inf.shape[-1]))
         if (q, cq) not in cache:
             cache[(q, cq)] = jax.block_until_ready(MP.precompute(bases, g, c=cq, impl=impl))
+            _KEYS_WITH_TABLES.add(pk)
         out[name] = functools.partial(MP.msm_jit(g, cq, impl), cache[(q, cq)])
     return out
 
