@@ -56,6 +56,11 @@ def window_bits(n: int) -> int:
 PRECOMPUTE_CHUNK = 1 << 20
 
 
+def _check_window(c: int) -> None:
+    if not 2 <= c <= M.MAX_WINDOW:
+        raise ValueError(f"window c must be in 2..{M.MAX_WINDOW}, got {c}")
+
+
 def precompute(bases: Affine, group="g1", *, c: int, impl: str | None = None, block: int | None = None,
                chunk: int = PRECOMPUTE_CHUNK) -> Affine:
     """The window table ``T[w N + i] = 2^(c w) bases[i]`` (``w < W = ceil(256 / c)``), an Affine batch of
@@ -75,8 +80,7 @@ def precompute(bases: Affine, group="g1", *, c: int, impl: str | None = None, bl
     nd = curve.coord_ndim
     if bases.x.ndim != nd + 1:
         raise ValueError(f"precompute: bases must have one batch axis (shared bases), got {bases.x.shape}")
-    if not 2 <= c <= M.MAX_WINDOW:
-        raise ValueError(f"window c must be in 2..{M.MAX_WINDOW}, got {c}")
+    _check_window(c)
     impl = impl or M.default_impl()
     if impl not in M.IMPLS:
         raise ValueError(f"unknown impl {impl!r}; expected one of {M.IMPLS}")
@@ -205,8 +209,7 @@ def msm(table: Affine, scalars, group="g1", *, c: int, impl: str | None = None,
     F = curve.field
     nd = curve.coord_ndim
     impl, scalars, batched = M.check_args(impl, scalars)
-    if not 2 <= c <= M.MAX_WINDOW:
-        raise ValueError(f"window c must be in 2..{M.MAX_WINDOW}, got {c}")
+    _check_window(c)
     _, P, N = scalars.shape
     W = M.num_windows(c)
     if tuple(table.x.shape[nd:]) != (W * N,):

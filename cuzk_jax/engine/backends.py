@@ -167,10 +167,7 @@ class DeviceBackend:
     def finish(self, resident: DeviceResident, out: BatchOutput, i: int, r: int, s: int) -> Proof:
         host = out.__dict__.get("_host_points")
         if host is None:  # the whole batch at once: one conversion and one inversion per MSM (from_device)
-            from cuzk_jax.ops.curve import g1, g2
-
-            host = {name: host_curve.from_device(g2 if prover.QUERIES[name][1] == "g2" else g1, out.points[name])
-                    for name in MSMS}
+            host = prover.host_points(out.points)
             out.__dict__["_host_points"] = host
         return prover.finish(resident.pk, *(host[name][i] for name in MSMS), r, s)  # MSMS is finish's order
 

@@ -151,16 +151,18 @@ PRE_TABLE_FRACTION = 0.25
 _KEYS_WITH_TABLES: "weakref.WeakSet[ProvingKey]" = weakref.WeakSet()
 
 
+def _query_window(pk: ProvingKey, q: str, c: int | None = None) -> int:
+    """The window of query ``q``'s table: ``c``, else the rule of :func:`cuzk_jax.ops.msm_precomputed.window_bits`."""
+    from cuzk_jax.ops import msm_precomputed as MP
+
+    return c or MP.window_bits(int(getattr(pk, q).inf.shape[-1]))
+
+
 def window_table_bytes(pk: ProvingKey, c: int | None = None) -> int:
     """Device bytes of the key's precomputed window tables (:mod:`cuzk_jax.ops.msm_precomputed`; each query's
     window from its rule unless ``c``): ``W N`` affine points of 96 (G1) / 192 (G2) bytes of limbs plus a flag."""
-    from cuzk_jax.ops import msm_precomputed as MP
-
-    total = 0
-    for q, g in QUERIES.values():
-        n = int(getattr(pk, q).inf.shape[-1])
-        total += ops_msm.num_windows(c or MP.window_bits(n)) * n * (97 if g == "g1" else 193)
-    return total
+    return sum(ops_msm.num_windows(_query_window(pk, q, c)) * int(getattr(pk, q).inf.shape[-1])
+               * (97 if g == "g1" else 193) for q, g in QUERIES.values())
 
 
 def resolve_msm_impl(pk: ProvingKey, msm_impl: str | None = None) -> str:
@@ -186,10 +188,8 @@ def resolve_msm_impl(pk: ProvingKey, msm_impl: str | None = None) -> str:
 
 def _has_default_tables(pk: ProvingKey) -> bool:
     """Whether ``pk`` caches the tables of the default windows for all five queries."""
-    from cuzk_jax.ops import msm_precomputed as MP
-
     cache = pk.__dict__.get("_window_tables", {})
-    return all((q, MP.window_bits(int(getattr(pk, q).inf.shape[-1]))) in cache for q, _ in QUERIES.values())
+    return all((q, _query_window(pk, q)) in cache for q, _ in QUERIES.values())
 
 
 def _cached_table_bytes(pk: ProvingKey) -> int:
@@ -217,13 +217,18 @@ def query_msms(pk: ProvingKey, msm_impl: str | None = None) -> dict:
     cache = pk.__dict__.setdefault("_window_tables", {})
     out = {}
     for name, (q, g) in QUERIES.items():
-        bases = getattr(pk, q)
-        cq = c or MP.window_bits(int(bases.inf.shape[-1]))
+        cq = _query_window(pk, q, c)
         if (q, cq) not in cache:
-            cache[(q, cq)] = jax.block_until_ready(MP.precompute(bases, g, c=cq, impl=impl))
+            cache[(q, cq)] = jax.block_until_ready(MP.precompute(getattr(pk, q), g, c=cq, impl=impl))
             _KEYS_WITH_TABLES.add(pk)
         out[name] = functools.partial(MP.msm_jit(g, cq, impl), cache[(q, cq)])
     return out
+
+
+def host_points(points: dict) -> dict:
+    """``{phase name: Jacobian batch}`` from :func:`run_msms` -> ``{phase name: host affine points}`` (one batched
+    conversion per MSM, :func:`host_curve.from_device`), shared by :func:`prove` and the engine's backend."""
+    return {name: host_curve.from_device(g2 if QUERIES[name][1] == "g2" else g1, jac) for name, jac in points.items()}
 
 
 @jax.jit
@@ -334,8 +339,8 @@ def prove(pk: ProvingKey, r1cs, witnesses: Sequence, *, randomness: Sequence[tup
     points = run_msms(pk, query_msms(pk, msm_impl), phase, z_mont, h)
 
     t0 = time.perf_counter()
-    host = [host_curve.from_device(g2 if QUERIES[name][1] == "g2" else g1, jac) for name, jac in points.items()]
-    proofs = [finish(pk, *(pts[p] for pts in host), r, s) for p, (r, s) in enumerate(randomness)]
+    host = host_points(points)  # in QUERIES order, finish's argument order
+    proofs = [finish(pk, *(host[name][p] for name in QUERIES), r, s) for p, (r, s) in enumerate(randomness)]
     timings.phases["finish"] = time.perf_counter() - t0
     timings.total = time.perf_counter() - t_start
     log.info("prove: %s", timings)
