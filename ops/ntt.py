@@ -53,6 +53,7 @@ passed to it as arguments, so the forward and inverse transforms share one compi
 
 from __future__ import annotations
 
+import functools
 import os
 
 import jax
@@ -80,7 +81,7 @@ U64 = jnp.uint64
 
 IMPLS = ("xla-r2", "xla-r4", "xla-r2-tuple", "xla-r4-tuple", "pallas-r2", "pallas-r4", "pallas-r8")
 # the kernel's products (cuzk_jax.ops.pallas.ntt._products)
-PALLAS_MUL = ("unrolled", "rolled", "rolled_loop", "unrolled_ptx", "rolled_ptx", "rolled_ptx_loop")
+PALLAS_MUL = ("unrolled", "rolled", "rolled_loop", "unrolled_ptx", "rolled_ptx", "rolled_ptx_loop", "asm")
 _impl_override: str | None = os.environ.get("CUZK_NTT_IMPL") or None
 
 
@@ -327,13 +328,14 @@ def _gather(a, idx):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many, schedule: str = "unrolled"):
+def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many, schedule: str = "unrolled", addsub=None):
     """k consecutive DIT stages (``stage .. stage+k-1``) on one group of inputs.
 
     ``xs[d]`` (``d < 2^k``) is the limb list of ``x[2^k q + d]``; returns ``zs`` with ``zs[C]`` the limb list of
     ``z[q + C n/2^k]``. ``q`` is the uint32 vector of group indices; ``stage`` may be traced.
     ``get_twiddles(taus)`` gathers the twiddle limb lists ``w^tau`` for a list of index vectors;
-    ``mul_many(pairs)`` multiplies limb-list pairs; ``schedule`` picks the add/sub form.
+    ``mul_many(pairs)`` multiplies limb-list pairs; ``schedule`` picks the add/sub form, unless ``addsub(pairs,
+    subtract)`` is given (a field's own additions, e.g. the PTX blocks of :mod:`cuzk_jax.ops.pallas.ptx_field`).
 
     After j of the k stages, the value labelled (c_1..c_j, dd) sits at position
     ``sum_m c_m 2^(L-1-(j-m)) + q 2^(k-j) + dd``; stage j+1 pairs dd = 2t, 2t+1 (pair index = position >> 1) and
@@ -356,8 +358,9 @@ def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many, schedule: 
             pairs.append((state[(cs, 2 * t + 1)], tw))
         prods = mul_many(pairs)
         ets = [(state[(cs, 2 * t)], tprod) for (cs, t), tprod in zip(keys, prods)]
-        sums = _addsub_many(ets, schedule, False)  # stacked: one addition and one subtraction per stage
-        diffs = _addsub_many(ets, schedule, True)
+        addsub = addsub or functools.partial(_addsub_many, schedule=schedule)
+        sums = addsub(ets, subtract=False)  # stacked: one addition and one subtraction per stage
+        diffs = addsub(ets, subtract=True)
         state = {}
         for (cs, t), u, v in zip(keys, sums, diffs):
             state[(cs + (0,), t)] = u

@@ -183,7 +183,7 @@ def test_pallas_step_matches_xla_step(k, stage, ms):
     assert not bool(jnp.all(got == x))
 
 
-@pytest.mark.parametrize("k,ms", [(1, "unrolled"), (2, "unrolled"), (2, "rolled_loop"), (2, "rolled_ptx_loop")])
+@pytest.mark.parametrize("k,ms", [(1, "unrolled"), (2, "unrolled"), (2, "rolled_loop"), (2, "rolled_ptx_loop"), (2, "asm")])
 def test_pallas_kernel_lowers_to_triton(k, ms):
     """Lower the kernel for CUDA on this GPU-less machine (Pallas -> Triton IR), so a lowering regression shows
     up in CPU CI; compiling and running it needs the GPU (scripts/bench.py --op=ntt)."""

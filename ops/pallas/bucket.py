@@ -60,7 +60,7 @@ from jax.experimental.pallas import triton as plt
 
 from cuzk_jax.ops.curve import XYZZ, Affine
 from cuzk_jax.ops.field import x64
-from cuzk_jax.ops.pallas import limb_field
+from cuzk_jax.ops.pallas import limb_field, ptx_field
 
 SENT = np.int32(2**31 - 1)  # key of empty entries (sorts last)
 MODE_ACC = 0
@@ -84,8 +84,12 @@ def compile_lean(mul_schedule: str) -> bool:
 
 
 def _schedule(mul_schedule: str, interpret: bool) -> str:
-    """The interpreter has no inline PTX: there the ``*_ptx*`` schedules run with jnp products (same function)."""
-    return str(mul_schedule).replace("_ptx", "") if interpret else mul_schedule
+    """The interpreter has no inline PTX: there the ``*_ptx*`` schedules run with jnp products and the ``asm_*``
+    ones (whole field operations in PTX, :mod:`~cuzk_jax.ops.pallas.ptx_field`) as ``rolled_loop`` (same
+    function)."""
+    if not interpret:
+        return mul_schedule
+    return "rolled_loop" if str(mul_schedule).startswith("asm") else str(mul_schedule).replace("_ptx", "")
 
 
 class _Rep:
@@ -108,6 +112,9 @@ class _Rep:
                 "rolled_ptx_loop": (limb_field.fq_ptx_loop, limb_field.fq2_ptx_loop),
                 "rolled_k_loop": (limb_field.fq_loop, limb_field.fq2_kloop),
                 "rolled_ptx_k_loop": (limb_field.fq_ptx_loop, limb_field.fq2_ptx_kloop),
+                # whole Montgomery products / additions as single PTX carry-chain blocks, uint32 limbs
+                "asm_loop": (ptx_field.fq_loop, ptx_field.fq2_loop),
+                "asm_flat_loop": (ptx_field.fq, ptx_field.fq2),
             }
             if mul_schedule not in fields:
                 raise ValueError(f"unknown kernel mul schedule {mul_schedule!r}; expected one of {sorted(fields)}")
@@ -119,7 +126,7 @@ class _Rep:
 
     def elem(self, rows):
         if self.kind == "limb":
-            v = [r.astype(jnp.uint64) for r in rows]
+            v = [r.astype(self.F.dtype) for r in rows]
             return (v[:12], v[12:]) if self.g2 else v
         a = jnp.stack(list(rows))
         return a.reshape((2, 12) + a.shape[1:]) if self.g2 else a

@@ -57,6 +57,8 @@ class LimbField:
     ``base`` is the :class:`cuzk_jax.ops.field.PrimeField` whose modulus / Montgomery constants are used.
     """
 
+    dtype = U64  # of every limb array
+
     def __init__(self, base: ops_field.PrimeField, *, stack: bool = False, schedule: str = "unrolled",
                  wide: str = "jnp", mul_loop: bool = False):
         if schedule not in ("unrolled", "rolled"):
@@ -248,7 +250,7 @@ def _product_loop(field, pairs, product):
         prod = norm(product(a, b))
         return tuple(norm(field.select(j == i, prod, o)) for i, o in enumerate(outs))
 
-    zero = norm(jax.tree_util.tree_map(lambda v: jnp.zeros(shape, U64), xs[0]))
+    zero = norm(jax.tree_util.tree_map(lambda v: jnp.zeros(shape, v.dtype), xs[0]))
     return list(lax.fori_loop(0, k, body, (zero,) * k))
 
 
@@ -317,6 +319,10 @@ class LimbFq2:
 
     def __repr__(self) -> str:
         return f"LimbFq2({self.base!r}, unrolled_karatsuba={self.unrolled_karatsuba})"
+
+    @property
+    def dtype(self):
+        return self.base.dtype
 
     def zeros_like(self, a):
         z = self.base.zeros_like(a[0])

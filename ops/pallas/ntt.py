@@ -33,6 +33,17 @@ DEFAULT_BLOCK = 128
 U32, U64 = jnp.uint32, jnp.uint64
 
 
+def _ptx_field(mul_schedule: str, interpret: bool):
+    """The field of ``mul_schedule="asm"`` compiled for a GPU: every Fr product, sum and difference one PTX
+    carry-chain block on uint32 limbs (:mod:`cuzk_jax.ops.pallas.ptx_field`); None otherwise (the interpreter runs
+    ``asm`` as ``rolled``: same function)."""
+    if mul_schedule != "asm" or interpret:
+        return None
+    from .ptx_field import fr
+
+    return fr
+
+
 def _products(mul_schedule: str, interpret: bool):
     """``pairs -> products`` for the kernel (see the module docstring): ``unrolled`` is the straight-line CIOS per
     product (everything in registers; used compiled only), ``rolled`` runs each product's outer CIOS loop as a
@@ -45,6 +56,9 @@ def _products(mul_schedule: str, interpret: bool):
     if mul_schedule == "unrolled" and not interpret:
         return lambda pairs: [F.cios_limbs(a, b, F.fr.p_limbs, F.fr.pinv) for a, b in pairs]
     from .limb_field import LimbField
+
+    if mul_schedule == "asm":  # under the interpreter (compiled: _ptx_field)
+        mul_schedule = "rolled"
 
     schedule = "unrolled" if mul_schedule.startswith("unrolled") and not interpret else "rolled"
     wide = "ptx" if "_ptx" in mul_schedule and not interpret else "jnp"
@@ -59,17 +73,23 @@ def _kernel(s_ref, x_ref, w_ref, o_ref, *, log_n: int, k: int, block: int, inter
     j = pl.program_id(0)  # the long grid axis first: CUDA caps grid y/z at 65535
     q = (j * block + jnp.arange(block, dtype=jnp.int32)).astype(U32)
     stage = s_ref[0]
+    ptx = _ptx_field(mul_schedule, interpret)
+    wide = U32 if ptx else U64  # limb registers: the PTX blocks work on 32-bit words, the jnp forms on 64-bit
     xs = []
     for d in range(S):
         idx = (q * U32(S) + U32(d)).astype(jnp.int32)
-        xs.append([x_ref[l, idx].astype(U64) for l in range(LIMBS)])
+        xs.append([x_ref[l, idx].astype(wide) for l in range(LIMBS)])
 
     def get_twiddles(taus):
-        return [[w_ref[l, t.astype(jnp.int32)].astype(U64) for l in range(LIMBS)] for t in taus]
+        return [[w_ref[l, t.astype(jnp.int32)].astype(wide) for l in range(LIMBS)] for t in taus]
 
-    mul_many = _products(mul_schedule, interpret)
+    if ptx:
+        mul_many = ptx.mul_many
+        addsub = lambda pairs, subtract: [(ptx.sub if subtract else ptx.add)(a, b) for a, b in pairs]  # noqa: E731
+    else:
+        mul_many, addsub = _products(mul_schedule, interpret), None
 
-    zs = N.network(xs, q, stage, log_n, k, get_twiddles, mul_many)
+    zs = N.network(xs, q, stage, log_n, k, get_twiddles, mul_many, addsub=addsub)
     for C in range(S):
         for l in range(LIMBS):
             o_ref[l, C, :] = zs[C][l].astype(U32)

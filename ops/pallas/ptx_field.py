@@ -1,0 +1,322 @@
+"""Whole field operations as single PTX inline-assembly blocks with 32-bit carry chains (Triton on NVIDIA GPUs).
+
+Why: the limb fields of :mod:`cuzk_jax.ops.pallas.limb_field` hold 32-bit words in uint64 registers, so every
+carry step of a Montgomery product is several emulated 64-bit operations (add, shift, mask), and even with PTX
+``mad.wide.u32`` products (``wide="ptx"``) a 12-limb product runs far below the GPU's integer rate (BUILD.md: the
+G2 2^20 MSM reaches ~15 % of the IMAD peak). GPU provers (sppark's ``mont_t``, ICICLE) instead write the product
+as one PTX chain of ``mad.lo.cc`` / ``madc.hi.cc`` instructions on 32-bit registers, where the carry flag does the
+carry propagation for free. This module generates that code.
+
+Algorithm: CIOS Montgomery multiplication (Koc, Acar and Kaliski, "Analyzing and comparing Montgomery
+multiplication algorithms", IEEE Micro 1996), word size ``W = 2^32``, ``n`` words, ``R = W^n``. Each of the ``n``
+outer iterations adds ``a * b_i`` (low halves, then high halves, each one carry chain) and ``m * p`` with
+``m = t_0 * (-p^-1) mod W`` into an ``(n+1)``-word accumulator, then drops the zero low word by renaming registers
+(no instruction). With ``a < p`` and ``t < 2p`` the accumulator stays below ``2 p W < W^(n+1)`` (both moduli here
+leave spare top bits: ``p < 2^381``, ``r < 2^255``), so no carry leaves word ``n``; the result ``t < 2p`` gets one
+conditional subtraction (a borrow chain and ``selp``). ``4 n + 3`` instructions per outer iteration.
+
+Representation: operands and results are ``n`` uint32 words, little-endian, in Montgomery form and fully reduced
+(``< p``) -- the values of :mod:`cuzk_jax.ops.field`, as uint32 (not uint64) arrays.
+
+The generated text is plain data: :func:`emulate` runs it with Python integers (the instruction subset used here:
+``mov``, ``add``/``addc``, ``sub``/``subc``, ``mad``/``madc`` ``.lo``/``.hi``, ``mul.lo``, ``and``, ``setp.ne``,
+``selp``; carry-flag semantics of the PTX ISA), which is how the CPU tests check the exact text sent to the GPU
+against Python's modular arithmetic.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import jax
+import jax.numpy as jnp
+
+from cuzk_jax.ops import field as ops_field
+from cuzk_jax.ops.pallas.limb_field import LimbFq2, _product_loop
+
+U32 = jnp.uint32
+MASK = (1 << 32) - 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Code generation
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _block(decls: list[str], body: list[str]) -> str:
+    """A braced PTX scope (its ``.reg`` names cannot clash with the compiler's or another block's)."""
+    return "{\n" + "".join(f"  {d};\n" for d in decls) + "".join(f"  {ins};\n" for ins in body) + "}"
+
+
+def _consts(p_limbs) -> list[str]:
+    return [f"mov.u32 q{j}, {int(v)}" for j, v in enumerate(p_limbs)]
+
+
+def _cond_sub(vals: list[str], outs: list[str], n: int) -> list[str]:
+    """``outs = vals - p if vals >= p else vals`` (``vals < 2p``): borrow chain into d, borrow mask, selp."""
+    body = [f"sub.cc.u32 d0, {vals[0]}, q0"]
+    body += [f"subc.cc.u32 d{j}, {vals[j]}, q{j}" for j in range(1, n)]
+    body += ["subc.u32 bw, d0, d0",  # 0 - borrow: all ones when vals < p
+             "setp.ne.u32 pr, bw, 0"]
+    body += [f"selp.b32 {outs[j]}, {vals[j]}, d{j}, pr" for j in range(n)]
+    return body
+
+
+@functools.lru_cache(maxsize=None)
+def mont_mul_asm(p_limbs: tuple, pinv: int) -> str:
+    """PTX for ``$0..$(n-1) = a * b / R mod p`` with ``a = $n..$(2n-1)``, ``b = $(2n)..$(3n-1)`` (module docstring)."""
+    n = len(p_limbs)
+    a = [f"${n + j}" for j in range(n)]
+    b = [f"${2 * n + j}" for j in range(n)]
+    T = [f"t{k}" for k in range(n + 1)]  # accumulator words, renamed (rotated) after each outer iteration
+    body = _consts(p_limbs) + [f"mov.u32 {r}, 0" for r in T]
+    for i in range(n):
+        # t += a * b_i: low halves into words 0..n-1 (carry into n), then high halves into words 1..n
+        body.append(f"mad.lo.cc.u32 {T[0]}, {a[0]}, {b[i]}, {T[0]}")
+        body += [f"madc.lo.cc.u32 {T[j]}, {a[j]}, {b[i]}, {T[j]}" for j in range(1, n)]
+        body.append(f"addc.u32 {T[n]}, {T[n]}, 0")
+        body.append(f"mad.hi.cc.u32 {T[1]}, {a[0]}, {b[i]}, {T[1]}")
+        body += [f"madc.hi.cc.u32 {T[j + 1]}, {a[j]}, {b[i]}, {T[j + 1]}" for j in range(1, n - 1)]
+        body.append(f"madc.hi.u32 {T[n]}, {a[n - 1]}, {b[i]}, {T[n]}")
+        # t += m p with m = t_0 (-1/p) mod W: word 0 becomes zero
+        body.append(f"mul.lo.u32 m, {T[0]}, {int(pinv)}")
+        body.append(f"mad.lo.cc.u32 {T[0]}, m, q0, {T[0]}")
+        body += [f"madc.lo.cc.u32 {T[j]}, m, q{j}, {T[j]}" for j in range(1, n)]
+        body.append(f"addc.u32 {T[n]}, {T[n]}, 0")
+        body.append(f"mad.hi.cc.u32 {T[1]}, m, q0, {T[1]}")
+        body += [f"madc.hi.cc.u32 {T[j + 1]}, m, q{j}, {T[j + 1]}" for j in range(1, n - 1)]
+        body.append(f"madc.hi.u32 {T[n]}, m, q{n - 1}, {T[n]}")
+        T = T[1:] + T[:1]  # divide by W: the zero word becomes the new top word
+    body += _cond_sub(T[:n], [f"${j}" for j in range(n)], n)
+    decls = [f".reg .u32 q<{n}>", f".reg .u32 t<{n + 1}>", f".reg .u32 d<{n}>", ".reg .u32 m", ".reg .u32 bw",
+             ".reg .pred pr"]
+    return _block(decls, body)
+
+
+@functools.lru_cache(maxsize=None)
+def add_mod_asm(p_limbs: tuple) -> str:
+    """PTX for ``$0..$(n-1) = a + b mod p`` (``a, b < p``; ``a + b < 2p < W^n`` for both moduli)."""
+    n = len(p_limbs)
+    body = _consts(p_limbs) + [f"add.cc.u32 s0, ${n}, ${2 * n}"]
+    body += [f"addc.cc.u32 s{j}, ${n + j}, ${2 * n + j}" for j in range(1, n - 1)]
+    body.append(f"addc.u32 s{n - 1}, ${2 * n - 1}, ${3 * n - 1}")
+    body += _cond_sub([f"s{j}" for j in range(n)], [f"${j}" for j in range(n)], n)
+    return _block([f".reg .u32 q<{n}>", f".reg .u32 s<{n}>", f".reg .u32 d<{n}>", ".reg .u32 bw", ".reg .pred pr"],
+                  body)
+
+
+@functools.lru_cache(maxsize=None)
+def sub_mod_asm(p_limbs: tuple) -> str:
+    """PTX for ``$0..$(n-1) = a - b mod p`` (``a, b < p``): borrow chain, then ``p AND borrow-mask`` added back."""
+    n = len(p_limbs)
+    body = _consts(p_limbs) + [f"sub.cc.u32 d0, ${n}, ${2 * n}"]
+    body += [f"subc.cc.u32 d{j}, ${n + j}, ${2 * n + j}" for j in range(1, n)]
+    body.append("subc.u32 bw, d0, d0")  # all ones when a < b
+    body += [f"and.b32 e{j}, bw, q{j}" for j in range(n)]
+    body.append("add.cc.u32 $0, d0, e0")
+    body += [f"addc.cc.u32 ${j}, d{j}, e{j}" for j in range(1, n - 1)]
+    body.append(f"addc.u32 ${n - 1}, d{n - 1}, e{n - 1}")
+    return _block([f".reg .u32 q<{n}>", f".reg .u32 d<{n}>", f".reg .u32 e<{n}>", ".reg .u32 bw"], body)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reference emulator (tests): run the generated text with Python integers
+# ---------------------------------------------------------------------------------------------------------------
+
+_INS = re.compile(r"^([a-z.0-9]+)\s+(.*)$")
+
+
+def emulate(asm: str, operands: list[int], n_out: int) -> list[int]:
+    """Run ``asm`` (text from this module) on 32-bit ``operands`` (the inputs ``$n_out..``); return the outputs.
+
+    Semantics follow the PTX ISA: ``.cc`` writes the carry flag CC.CF (the carry of an add, the borrow of a sub),
+    ``addc``/``madc`` add it, ``subc`` subtracts it; ``mad.lo``/``mad.hi`` add the low/high word of the 64-bit
+    product. Registers must be written before they are read (an unset register raises ``KeyError``)."""
+    reg: dict[str, int] = {f"${n_out + i}": int(v) & MASK for i, v in enumerate(operands)}
+    cf = None  # unset until a .cc instruction writes it
+
+    def val(x: str) -> int:
+        return int(x) & MASK if re.fullmatch(r"-?[0-9]+", x) else reg[x]  # immediates are decimal
+
+    for line in asm.splitlines():
+        line = line.strip().rstrip(";")
+        if line in ("{", "}") or line.startswith(".reg"):
+            continue
+        m = _INS.match(line)
+        if not m:
+            raise ValueError(f"unparsed line {line!r}")
+        op, args = m.group(1), [s.strip() for s in m.group(2).split(",")]
+        parts = op.split(".")
+        name, mods = parts[0], parts[1:]
+        d, src = args[0], args[1:]
+        if name == "mov":
+            reg[d] = val(src[0])
+            continue
+        if name == "setp":
+            assert mods[0] == "ne"
+            reg[d] = int(val(src[0]) != val(src[1]))
+            continue
+        if name == "selp":
+            reg[d] = val(src[0]) if reg[src[2]] else val(src[1])
+            continue
+        if name == "and":
+            reg[d] = val(src[0]) & val(src[1])
+            continue
+        if name == "mul":
+            assert mods[0] == "lo"
+            reg[d] = (val(src[0]) * val(src[1])) & MASK
+            continue
+        carry_in = 0
+        if name in ("addc", "subc", "madc"):
+            if cf is None:
+                raise ValueError(f"{line!r} reads the carry flag before any .cc instruction set it")
+            carry_in = cf
+        if name in ("add", "addc"):
+            s = val(src[0]) + val(src[1]) + carry_in
+        elif name in ("sub", "subc"):
+            s = val(src[0]) - val(src[1]) - carry_in
+        elif name in ("mad", "madc"):
+            prod = val(src[0]) * val(src[1])
+            half = prod & MASK if mods[0] == "lo" else prod >> 32
+            s = half + val(src[2]) + carry_in
+        else:
+            raise ValueError(f"unknown instruction {op!r}")
+        reg[d] = s & MASK
+        if "cc" in mods:
+            cf = int(s < 0) if name in ("sub", "subc") else int(s >> 32)
+    return [reg[f"${j}"] for j in range(n_out)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The field object for kernels
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _block_primitive():
+    """A multiple-result inline-assembly primitive for Pallas-Triton kernels.
+
+    ``jax.experimental.pallas.triton.elementwise_inline_asm`` declares several results but its Triton lowering
+    returns the op's result list as ONE value (JAX 0.10: "has multiple results, but 12 outvars do not match 1
+    outvals"), so a block with ``n`` outputs needs its own primitive: same Triton op
+    (``tt.elementwise_inline_asm``, pure, one element per instance), every result an i32 of the operands' shape.
+    Registered on first use (private Pallas lowering registry; only GPU kernels use it)."""
+    from jax._src import core as jax_core
+    from jax._src.lib.triton import dialect as tt_dialect
+    from jax._src.pallas.triton import lowering as tl
+
+    prim = jax_core.Primitive("cuzk_ptx_block")
+    prim.multiple_results = True
+
+    @prim.def_abstract_eval
+    def _abstract(*avals, asm, n_out):
+        del asm
+        return [jax_core.ShapedArray(avals[0].shape, U32)] * n_out
+
+    @tl.register_lowering(prim)
+    def _lower(ctx, *args, asm, n_out):
+        del ctx
+        cons = ",".join(["=r"] * n_out + ["r"] * len(args))
+        op = tt_dialect.ElementwiseInlineAsmOp([args[0].type] * n_out, asm, constraints=cons, pure=True,
+                                               packed_element=1, args=list(args))
+        return list(op.results)
+
+    return prim
+
+
+def _asm(text: str, n: int, *xs):
+    """Run a generated block on uint32 limb lists ``xs`` (each ``n`` arrays of one shape); ``n`` uint32 results."""
+    args = [jnp.asarray(v, U32) for x in xs for v in x]
+    shape = jnp.broadcast_shapes(*[v.shape for v in args])
+    args = [jnp.broadcast_to(v, shape) for v in args]
+    return list(_block_primitive().bind(*args, asm=text, n_out=n))
+
+
+class PtxField:
+    """A prime field on limb lists of **uint32** arrays whose mul / add / sub are single PTX blocks (GPU kernels).
+
+    Elements: lists of ``L`` uint32 arrays of one batch shape, little-endian 32-bit words, Montgomery form, fully
+    reduced -- the values of :class:`~cuzk_jax.ops.pallas.limb_field.LimbField` but 32 bits wide, so the kernel
+    loads and stores limb rows without widening. The interface is LimbField's (the curve formulas of
+    :mod:`cuzk_jax.ops.curve` run unchanged). ``mul_loop``: ``mul_many`` sends its products through ONE product
+    block in a ``fori_loop`` (:func:`~cuzk_jax.ops.pallas.limb_field._product_loop`; smaller machine code), else
+    products are computed in turn. Only Triton on NVIDIA GPUs compiles inline PTX; there is no interpreter form.
+    """
+
+    dtype = U32
+
+    def __init__(self, base: ops_field.PrimeField, *, mul_loop: bool = False):
+        self.base = base
+        self.name = base.name
+        self.limbs = base.limbs
+        self.p_limbs = tuple(int(v) for v in base.p_limbs)
+        self.pinv = int(base.pinv)
+        self.one_limbs = tuple(ops_field.int_to_limbs(base.r_mod, base.limbs))
+        self.mul_loop = mul_loop
+
+    def __repr__(self) -> str:
+        return f"PtxField({self.name}, mul_loop={self.mul_loop})"
+
+    def zeros_like(self, a):
+        return [jnp.zeros_like(a[0])] * self.limbs
+
+    def ones_like(self, a):
+        return [jnp.full_like(a[0], v) for v in self.one_limbs]
+
+    def constant_like(self, value: int, a):
+        m = (value % self.base.modulus) * self.base.r_mod % self.base.modulus
+        return [jnp.full_like(a[0], v) for v in ops_field.int_to_limbs(m, self.limbs)]
+
+    def add(self, a, b):
+        return _asm(add_mod_asm(self.p_limbs), self.limbs, a, b)
+
+    def sub(self, a, b):
+        return _asm(sub_mod_asm(self.p_limbs), self.limbs, a, b)
+
+    def neg(self, a):
+        return self.sub(self.zeros_like(a), a)
+
+    def double(self, a):
+        return self.add(a, a)
+
+    def mul(self, a, b):
+        return _asm(mont_mul_asm(self.p_limbs, self.pinv), self.limbs, a, b)
+
+    def square(self, a):
+        return self.mul(a, a)
+
+    def mul_many(self, pairs):
+        pairs = list(pairs)
+        if self.mul_loop and len(pairs) > 1:
+            return _product_loop(self, pairs, self.mul)
+        return [self.mul(x, y) for x, y in pairs]
+
+    def mul_small(self, a, k: int):
+        return ops_field.mul_small_by_additions(self, a, k)
+
+    def is_zero(self, a):
+        acc = a[0]
+        for x in a[1:]:
+            acc = acc | x
+        return acc == 0
+
+    def eq(self, a, b):
+        acc = a[0] ^ b[0]
+        for x, y in zip(a[1:], b[1:]):
+            acc = acc | (x ^ y)
+        return acc == 0
+
+    def select(self, mask, a, b):
+        return [jnp.where(mask, x, y) for x, y in zip(a, b)]
+
+
+# kernel fields: products in turn (``asm_flat_loop``) or through one product block per formula round (``asm_loop``);
+# Fq2 runs its three Karatsuba base products as three blocks either way (each block is one IR op)
+fq = PtxField(ops_field.fq)
+fq_loop = PtxField(ops_field.fq, mul_loop=True)
+fr = PtxField(ops_field.fr)
+fr_loop = PtxField(ops_field.fr, mul_loop=True)
+
+fq2 = LimbFq2(fq, unrolled_karatsuba=True)
+fq2_loop = LimbFq2(fq_loop, unrolled_karatsuba=True)
