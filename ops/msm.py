@@ -81,10 +81,13 @@ IMPLS = ("xla", "pallas", "pallas_interpret")
 # took minutes to compile on a GPU (and 47 s vs 1.5 s on a CPU at 2^8), for a run-time gain that the measurements
 # in BUILD.md report per backend (``impl="xla", kernel_options={"mul_schedule": "unrolled"}`` to compare).
 XLA_MUL_SCHEDULE = "rolled"
-# The Pallas kernels' products: the compile-lean kernels with PTX mad.wide.u32 limb products. On the H200
-# (2026-11-30, BUILD.md) they ran the precomputed-window G1 2^20 MSM in 39.5 ms against 43.9 ms with jnp products
-# (whose 32x32->64-bit products compile to full 64-bit multiplies), with the same compile time.
-PALLAS_MUL_SCHEDULE = "rolled_ptx_loop"
+# The Pallas kernels' field arithmetic: the compile-lean kernels with every Fq product, sum and difference one PTX
+# carry-chain block on uint32 limbs (ops/pallas/ptx_field.py). On the H200 (2026-11-30, BUILD.md) the
+# precomputed-window MSM at 2^20 ran G1 in 35.7 ms and G2 in 132.2 ms against 41.0 / 156.4 ms for the PTX
+# mad.wide.u32 products on uint64 limbs ("rolled_ptx_loop"; G2 "rolled_ptx_k_loop"), and its kernels compiled
+# faster (4.2 / 11.4 s against 7.3 / 20.1 s). Products in turn instead of one product block per formula round
+# ("asm_flat_loop") lost: 49.4 / 209.2 ms.
+PALLAS_MUL_SCHEDULE = "asm_loop"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -493,11 +496,12 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
                  base_layout="point", stages=5, row_len=None, acc_schedule=None) -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
 
-    ``mul_schedule`` defaults to :data:`PALLAS_MUL_SCHEDULE`, ``"rolled_ptx_loop"``: the compile-lean kernels (one
-    multiplier per product round, carry chains and row loads/stores in loops, one general kernel per mode):
-    4.5k / 4.8k / 5.2k Triton-IR lines for G1 against 13.4k / 27.2k for ``"rolled"``, whose kernels took 117 s /
-    511 s to compile on an H200 -- with every limb product one PTX ``mad.wide.u32``. On an H200 they compile in
-    3 s (G1) / 9 s (G2) each (BUILD.md); ``"rolled_loop"`` is the same with jnp products.
+    ``mul_schedule`` defaults to :data:`PALLAS_MUL_SCHEDULE`, ``"asm_loop"``: the compile-lean kernels (one
+    multiplier per product round, row loads/stores in loops, one general kernel per mode) whose field operations
+    are PTX carry-chain blocks (:mod:`~cuzk_jax.ops.pallas.ptx_field`). ``"rolled_ptx_loop"`` is the same kernel
+    structure on uint64 limbs with ``mad.wide.u32`` products and loops for the carry chains (4.5k / 4.8k / 5.2k
+    Triton-IR lines for G1 against 13.4k / 27.2k for ``"rolled"``, whose kernels took 117 s / 511 s to compile on
+    an H200); ``"rolled_loop"`` the same with jnp products (BUILD.md has the timings).
 
     Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then ONE
     ``lax.while_loop`` drives kernel 2 through five stages (fixed buffer shapes, so one compiled kernel):

@@ -35,13 +35,15 @@ memory. Implementations (:func:`set_impl`, the ``CUZK_NTT_IMPL`` environment var
   ``:ms=rolled_loop`` run the CIOS outer loop (and, for ``rolled_loop``, all products of a round through one
   multiplier) as loops inside the kernel: smaller kernels to compile; ``unrolled`` is the default. The
   ``_ptx`` forms (``unrolled_ptx``, ``rolled_ptx``, ``rolled_ptx_loop``) compute each 32x32->64-bit limb product
-  as one PTX ``mad.wide.u32`` (GPU only; interpreted, they use jnp products). Every impl takes ``:lead=K``:
+  as one PTX ``mad.wide.u32`` (GPU only; interpreted, they use jnp products); ``asm`` makes every product, sum
+  and difference one PTX carry-chain block on uint32 limbs (:mod:`cuzk_jax.ops.pallas.ptx_field`; GPU only,
+  interpreted it runs ``rolled``). Every impl takes ``:lead=K``:
   stages left over by the radix run first as one radix-2^K iteration where that fits (see :func:`_stages_impl`).
 
 Which is fastest on a GPU is measured by ``scripts/bench.py --op=ntt``; every variant computes the same function.
-The default (:func:`default_impl`) is ``pallas-r4:ms=rolled_loop`` on a GPU -- on the H200 it compiled in 3 s per
-size and ran 2^20 in 2.06 ms, 2^24 in 27.9 ms and 10 x 2^20 in 11.0 ms, 2-3x faster than ``xla-r4`` (BUILD.md)
--- and ``xla-r2`` elsewhere (the Pallas kernels are Triton kernels; on CPU they only run interpreted).
+The default (:func:`default_impl`) is ``pallas-r4:ms=asm`` on a GPU -- on the H200 it compiled in under 1 s per
+size and ran 2^20 in 1.92 ms, 2^24 in 25.1 ms and 10 x 2^20 in 9.8 ms, against 2.26 / 26.6 / 11.3 ms for
+``pallas-r4:ms=rolled_loop`` in the same run (BUILD.md) -- and ``xla-r2`` elsewhere (the Pallas kernels are Triton kernels; on CPU they only run interpreted).
 
 Internally the batch is flattened to ``B`` and the layout is ``(B, 8, n)`` (each batch entry's limb planes
 contiguous), converted from/to the public ``(8, B, n)`` inside the first and last passes.
@@ -94,7 +96,7 @@ def set_impl(impl: str | None) -> None:
     _impl_override = impl
 
 
-GPU_DEFAULT_IMPL = "pallas-r4:ms=rolled_loop"
+GPU_DEFAULT_IMPL = "pallas-r4:ms=asm"
 
 
 def default_impl() -> str:

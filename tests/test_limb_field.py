@@ -145,3 +145,75 @@ def test_kernel_rep_round_trip(group, kind):
             # the array form is the ops.field layout: coordinate k, component j, limb l = row k Lc + 12 j + l
             x = pt.x if group == "g1" else pt.x[1]
             assert int(x[3, 5]) == (12 * (group == "g2") + 3) * 1000 + 5
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PTX carry-chain blocks (ops/pallas/ptx_field.py): the exact text sent to the GPU, run by the PTX emulator,
+# against Python's modular arithmetic
+# ---------------------------------------------------------------------------------------------------------------
+
+from cuzk_jax.ops.pallas import ptx_field as pf  # noqa: E402
+
+
+def _words(x: int, n: int) -> list[int]:
+    return [(x >> (32 * j)) & pf.MASK for j in range(n)]
+
+
+def _value(ws) -> int:
+    return sum(w << (32 * j) for j, w in enumerate(ws))
+
+
+def _edge_and_random(p: int, n: int, rng, k: int) -> list[int]:
+    R = 1 << (32 * n)
+    edges = [0, 1, 2, p - 1, p - 2, p // 2, (p + 1) // 2, R % p, (R * R) % p, (1 << (32 * n - 32)) % p]
+    return edges + [rng.randrange(p) for _ in range(k)]
+
+
+@pytest.mark.parametrize("name", ["fq", "fr"])
+def test_ptx_blocks_match_python(name, rng):
+    fld = {"fq": F.fq, "fr": F.fr}[name]
+    p, n = fld.modulus, fld.limbs
+    pl = tuple(int(v) for v in fld.p_limbs)
+    mul, add, sub = pf.mont_mul_asm(pl, int(fld.pinv)), pf.add_mod_asm(pl), pf.sub_mod_asm(pl)
+    r_inv = pow(1 << (32 * n), -1, p)
+    vals = _edge_and_random(p, n, rng, 30)
+    pairs = [(a, b) for a in vals[:10] for b in vals[:10]] + list(zip(vals[10:], reversed(vals)))
+    for a, b in pairs:
+        ops = _words(a, n) + _words(b, n)
+        assert _value(pf.emulate(mul, ops, n)) == a * b * r_inv % p, (a, b)
+        assert _value(pf.emulate(add, ops, n)) == (a + b) % p, (a, b)
+        assert _value(pf.emulate(sub, ops, n)) == (a - b) % p, (a, b)
+
+
+def test_ptx_emulator_catches_a_broken_block(rng):
+    """Negative twin: the check above can fail -- a product block with one carry dropped (a ``madc`` in the middle
+    turned into a ``mad``) gives wrong results on random inputs, and reading the carry flag before any ``.cc`` write raises."""
+    fld = F.fq
+    p, n = fld.modulus, fld.limbs
+    good = pf.mont_mul_asm(tuple(int(v) for v in fld.p_limbs), int(fld.pinv))
+    lines = good.splitlines()
+    at = [i for i, ln in enumerate(lines) if "madc.lo.cc.u32" in ln]
+    i = at[len(at) // 2]  # a carry in the middle of the product (early ones add into zero words and never carry)
+    lines[i] = lines[i].replace("madc.lo.cc.u32", "mad.lo.cc.u32")
+    broken = "\n".join(lines)
+    r_inv = pow(1 << (32 * n), -1, p)
+    vals = _edge_and_random(p, n, rng, 8)[10:]
+    wrong = [a for a, b in zip(vals, vals[1:])
+             if _value(pf.emulate(broken, _words(a, n) + _words(b, n), n)) != a * b * r_inv % p]
+    assert wrong
+    with pytest.raises(ValueError, match="carry flag"):
+        pf.emulate("{\n  addc.u32 $0, $1, $2;\n}", [1, 2], 1)
+
+
+def test_ptx_field_interface():
+    """The PTX field keeps LimbField's interface on uint32 limbs (what the kernels' curve formulas call), and the
+    schedules that use it map to the jnp ``rolled_loop`` form under the interpreter."""
+    f = pf.fq_loop
+    a = [jnp.zeros((4,), jnp.uint32)] * f.limbs
+    assert f.dtype == jnp.uint32 and pf.fq2_loop.dtype == jnp.uint32
+    assert [int(v[0]) for v in f.ones_like(a)] == list(F.int_to_limbs(F.fq.r_mod, f.limbs))
+    assert bool(jnp.all(f.is_zero(a))) and bool(jnp.all(f.eq(a, f.zeros_like(a))))
+    for ms in ("asm_loop", "asm_flat_loop"):
+        assert pk._schedule(ms, True) == "rolled_loop" and pk._schedule(ms, False) == ms
+        rep = pk._Rep(cv.CURVES["g2"], "limb", ms)
+        assert rep.F.dtype == jnp.uint32

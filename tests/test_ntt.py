@@ -162,7 +162,7 @@ def test_pallas_ntt_interpret():
 
 
 @pytest.mark.parametrize("k,stage,ms", [(1, 3, "unrolled"), (2, 2, "unrolled"), (2, 2, "rolled_loop"),
-                                        (2, 2, "rolled_ptx_loop")])
+                                        (2, 2, "rolled_ptx_loop"), (2, 2, "asm")])
 def test_pallas_step_matches_xla_step(k, stage, ms):
     """The kernel (Pallas interpreter, several programs per row) against its XLA fallback on one iteration; under
     the interpreter "unrolled" runs the rolled products, "rolled_loop" the one-multiplier product loop, and
