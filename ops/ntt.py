@@ -41,9 +41,10 @@ memory. Implementations (:func:`set_impl`, the ``CUZK_NTT_IMPL`` environment var
   stages left over by the radix run first as one radix-2^K iteration where that fits (see :func:`_stages_impl`).
 
 Which is fastest on a GPU is measured by ``scripts/bench.py --op=ntt``; every variant computes the same function.
-The default (:func:`default_impl`) is ``pallas-r4:ms=asm`` on a GPU -- on the H200 it compiled in under 1 s per
-size and ran 2^20 in 1.92 ms, 2^24 in 25.1 ms and 10 x 2^20 in 9.8 ms, against 2.26 / 26.6 / 11.3 ms for
-``pallas-r4:ms=rolled_loop`` in the same run (BUILD.md) -- and ``xla-r2`` elsewhere (the Pallas kernels are Triton kernels; on CPU they only run interpreted).
+The default (:func:`default_impl`) is ``pallas-r4:ms=asm:b=256:w=8`` on a GPU -- on the H200 ``pallas-r4:ms=asm``
+compiled in under 1 s per size and ran 2^20 in 1.92 ms, 2^24 in 25.1 ms and 10 x 2^20 in 9.8 ms, against 2.26 /
+26.6 / 11.3 ms for ``pallas-r4:ms=rolled_loop`` in the same run, and 256-group blocks of 8 warps took 2^20 to
+1.80 ms (BUILD.md) -- and ``xla-r2`` elsewhere (the Pallas kernels are Triton kernels; on CPU they only run interpreted).
 
 Internally the batch is flattened to ``B`` and the layout is ``(B, 8, n)`` (each batch entry's limb planes
 contiguous), converted from/to the public ``(8, B, n)`` inside the first and last passes.
@@ -96,7 +97,7 @@ def set_impl(impl: str | None) -> None:
     _impl_override = impl
 
 
-GPU_DEFAULT_IMPL = "pallas-r4:ms=asm"
+GPU_DEFAULT_IMPL = "pallas-r4:ms=asm:b=256:w=8"
 
 
 def default_impl() -> str:
