@@ -185,6 +185,22 @@ def test_ptx_blocks_match_python(name, rng):
         assert _value(pf.emulate(sub, ops, n)) == (a - b) % p, (a, b)
 
 
+def test_ptx_fq2_block_matches_python(rng):
+    """The one-block Fq2 product (Karatsuba with lazy reduction) against ``(a0 + a1 u)(b0 + b1 u) / R`` with
+    ``u^2 = -1``, on random values and the extremes 0 / p - 1 in every position."""
+    fld = F.fq
+    p, n = fld.modulus, fld.limbs
+    text = pf.fq2_mul_asm(tuple(int(v) for v in fld.p_limbs), int(fld.pinv))
+    r_inv = pow(1 << (32 * n), -1, p)
+    vals = _edge_and_random(p, n, rng, 24)
+    cases = [tuple(rng.choice(vals) for _ in range(4)) for _ in range(40)]
+    cases += [(a0, a1, b0, b1) for a0 in (0, p - 1) for a1 in (0, p - 1) for b0 in (0, p - 1) for b1 in (0, p - 1)]
+    for a0, a1, b0, b1 in cases:
+        out = pf.emulate(text, _words(a0, n) + _words(a1, n) + _words(b0, n) + _words(b1, n), 2 * n)
+        assert _value(out[:n]) == (a0 * b0 - a1 * b1) * r_inv % p, (a0, a1, b0, b1)
+        assert _value(out[n:]) == (a0 * b1 + a1 * b0) * r_inv % p, (a0, a1, b0, b1)
+
+
 def test_ptx_emulator_catches_a_broken_block(rng):
     """Negative twin: the check above can fail -- a product block with one carry dropped (a ``madc`` in the middle
     turned into a ``mad``) gives wrong results on random inputs, and reading the carry flag before any ``.cc`` write raises."""
@@ -213,7 +229,7 @@ def test_ptx_field_interface():
     assert f.dtype == jnp.uint32 and pf.fq2_loop.dtype == jnp.uint32
     assert [int(v[0]) for v in f.ones_like(a)] == list(F.int_to_limbs(F.fq.r_mod, f.limbs))
     assert bool(jnp.all(f.is_zero(a))) and bool(jnp.all(f.eq(a, f.zeros_like(a))))
-    for ms in ("asm_loop", "asm_flat_loop"):
+    for ms in ("asm_loop", "asm_flat_loop", "asm_fq2_loop"):
         assert pk._schedule(ms, True) == "rolled_loop" and pk._schedule(ms, False) == ms
         rep = pk._Rep(cv.CURVES["g2"], "limb", ms)
         assert rep.F.dtype == jnp.uint32

@@ -115,6 +115,7 @@ class _Rep:
                 # whole Montgomery products / additions as single PTX carry-chain blocks, uint32 limbs
                 "asm_loop": (ptx_field.fq_loop, ptx_field.fq2_loop),
                 "asm_flat_loop": (ptx_field.fq, ptx_field.fq2),
+                "asm_fq2_loop": (ptx_field.fq_loop, ptx_field.fq2_lazy_loop),  # G2: one block per Fq2 product
             }
             if mul_schedule not in fields:
                 raise ValueError(f"unknown kernel mul schedule {mul_schedule!r}; expected one of {sorted(fields)}")

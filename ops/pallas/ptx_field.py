@@ -120,6 +120,77 @@ def sub_mod_asm(p_limbs: tuple) -> str:
     return _block([f".reg .u32 q<{n}>", f".reg .u32 d<{n}>", f".reg .u32 e<{n}>", ".reg .u32 bw"], body)
 
 
+def _wide_mul(x: list[str], y: list[str], acc: list[str]) -> list[str]:
+    """``acc (2n words, zeroed here) = x * y``: schoolbook rows, each a low-half and a high-half carry chain (the
+    partial sum after row ``i`` is below ``W^(n+i+1)``, so no carry leaves word ``n + i``)."""
+    n = len(x)
+    body = [f"mov.u32 {r}, 0" for r in acc]
+    for i in range(n):
+        body.append(f"mad.lo.cc.u32 {acc[i]}, {x[0]}, {y[i]}, {acc[i]}")
+        body += [f"madc.lo.cc.u32 {acc[i + j]}, {x[j]}, {y[i]}, {acc[i + j]}" for j in range(1, n)]
+        body.append(f"addc.u32 {acc[i + n]}, {acc[i + n]}, 0")
+        body.append(f"mad.hi.cc.u32 {acc[i + 1]}, {x[0]}, {y[i]}, {acc[i + 1]}")
+        body += [f"madc.hi.cc.u32 {acc[i + j + 1]}, {x[j]}, {y[i]}, {acc[i + j + 1]}" for j in range(1, n - 1)]
+        body.append(f"madc.hi.u32 {acc[i + n]}, {x[n - 1]}, {y[i]}, {acc[i + n]}")
+    return body
+
+
+def _chain(op: str, d: list[str], a: list[str], b: list[str]) -> list[str]:
+    """``d = a op b`` over ``len(d)`` words (``op`` ``add`` or ``sub``) as one carry / borrow chain, the last word
+    without a carry out (callers guarantee none)."""
+    k = len(d)
+    body = [f"{op}.cc.u32 {d[0]}, {a[0]}, {b[0]}"]
+    body += [f"{op}c.cc.u32 {d[j]}, {a[j]}, {b[j]}" for j in range(1, k - 1)]
+    body.append(f"{op}c.u32 {d[k - 1]}, {a[k - 1]}, {b[k - 1]}")
+    return body
+
+
+def _redc(X: list[str], outs: list[str], n: int, pinv: int) -> list[str]:
+    """``outs = X / R mod p`` for a ``2n``-word ``X < p R`` (Montgomery reduction, word by word): iteration ``i``
+    adds ``m p W^i`` with ``m = X_i (-1/p) mod W`` (word ``i`` becomes zero); the carries out of word ``i + n`` go
+    to a small register ``k`` that the next iteration adds into word ``i + n + 1``. The result ``X_n.. < 2p`` gets
+    one conditional subtraction."""
+    body = ["mov.u32 k, 0"]
+    for i in range(n):
+        body.append(f"mul.lo.u32 m, {X[i]}, {int(pinv)}")
+        body.append(f"mad.lo.cc.u32 {X[i]}, m, q0, {X[i]}")
+        body += [f"madc.lo.cc.u32 {X[i + j]}, m, q{j}, {X[i + j]}" for j in range(1, n)]
+        body.append(f"addc.cc.u32 {X[i + n]}, {X[i + n]}, k")
+        body.append("addc.u32 k, z, z")
+        body.append(f"mad.hi.cc.u32 {X[i + 1]}, m, q0, {X[i + 1]}")
+        body += [f"madc.hi.cc.u32 {X[i + j + 1]}, m, q{j}, {X[i + j + 1]}" for j in range(1, n)]
+        body.append("addc.u32 k, k, z")
+    return body + _cond_sub(X[n : 2 * n], outs, n)
+
+
+@functools.lru_cache(maxsize=None)
+def fq2_mul_asm(p_limbs: tuple, pinv: int) -> str:
+    """PTX for one Fq2 product ``(c0, c1) = (a0 + a1 u)(b0 + b1 u)``, ``u^2 = -1``, Karatsuba with lazy reduction:
+    three ``2n``-word products ``v0 = a0 b0``, ``v1 = a1 b1``, ``v2 = (a0 + a1)(b0 + b1)`` (the sums unreduced,
+    ``< 2p``), then ``c0 = REDC(v0 + p^2 - v1)`` and ``c1 = REDC(v2 - v0 - v1)`` -- two Montgomery reductions
+    instead of three (both arguments are in ``[0, 2 p^2)``, below ``p R``, so each reduction ends below ``2p``).
+    Operands: ``c0 = $0..``, ``c1 = $n..``, then ``a0, a1, b0, b1`` (``n`` words each, all ``< p``)."""
+    n = len(p_limbs)
+    op = lambda k: [f"${k * n + j}" for j in range(n)]  # noqa: E731
+    c0, c1, a0, a1, b0, b1 = (op(k) for k in range(6))
+    p = 0
+    for j, v in enumerate(p_limbs):
+        p |= int(v) << (32 * j)
+    p2 = [str(((p * p) >> (32 * j)) & MASK) for j in range(2 * n)]
+    sa, sb = [f"sa{j}" for j in range(n)], [f"sb{j}" for j in range(n)]
+    v0, v1, v2 = ([f"{nm}{j}" for j in range(2 * n)] for nm in ("v", "w", "x"))
+    body = _consts(p_limbs) + ["mov.u32 z, 0"]
+    body += _chain("add", sa, a0, a1) + _chain("add", sb, b0, b1)  # < 2p < W^n: no carry out
+    body += _wide_mul(a0, b0, v0) + _wide_mul(a1, b1, v1) + _wide_mul(sa, sb, v2)
+    body += _chain("sub", v2, v2, v0) + _chain("sub", v2, v2, v1)  # a0 b1 + a1 b0 >= 0
+    body += _chain("add", v0, v0, p2) + _chain("sub", v0, v0, v1)  # v0 + p^2 - v1 > 0
+    body += _redc(v0, c0, n, pinv) + _redc(v2, c1, n, pinv)
+    decls = [f".reg .u32 q<{n}>", f".reg .u32 sa<{n}>", f".reg .u32 sb<{n}>", f".reg .u32 v<{2 * n}>",
+             f".reg .u32 w<{2 * n}>", f".reg .u32 x<{2 * n}>", f".reg .u32 d<{n}>", ".reg .u32 m", ".reg .u32 k",
+             ".reg .u32 z", ".reg .u32 bw", ".reg .pred pr"]
+    return _block(decls, body)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Reference emulator (tests): run the generated text with Python integers
 # ---------------------------------------------------------------------------------------------------------------
@@ -311,6 +382,29 @@ class PtxField:
         return [jnp.where(mask, x, y) for x, y in zip(a, b)]
 
 
+class PtxFq2(LimbFq2):
+    """Fq2 on :class:`PtxField` pairs whose product is ONE block, :func:`fq2_mul_asm` (Karatsuba with lazy
+    reduction: ~1,850 instructions against ~2,260 for three product blocks and five sum / difference blocks).
+    Everything else is :class:`~cuzk_jax.ops.pallas.limb_field.LimbFq2`'s."""
+
+    def __init__(self, base: PtxField):
+        super().__init__(base, unrolled_karatsuba=True)
+
+    def __repr__(self) -> str:
+        return f"PtxFq2({self.base!r})"
+
+    def _mul1(self, a, b):
+        f = self.base
+        out = _asm(fq2_mul_asm(f.p_limbs, f.pinv), 2 * f.limbs, a[0], a[1], b[0], b[1])
+        return (out[: f.limbs], out[f.limbs :])
+
+    def mul_many(self, pairs):
+        pairs = list(pairs)
+        if self.base.mul_loop and len(pairs) > 1:
+            return _product_loop(self, pairs, self._mul1)
+        return [self._mul1(a, b) for a, b in pairs]
+
+
 # kernel fields: products in turn (``asm_flat_loop``) or through one product block per formula round (``asm_loop``);
 # Fq2 runs its three Karatsuba base products as three blocks either way (each block is one IR op)
 fq = PtxField(ops_field.fq)
@@ -320,3 +414,4 @@ fr_loop = PtxField(ops_field.fr, mul_loop=True)
 
 fq2 = LimbFq2(fq, unrolled_karatsuba=True)
 fq2_loop = LimbFq2(fq_loop, unrolled_karatsuba=True)
+fq2_lazy_loop = PtxFq2(fq_loop)  # one block per Fq2 product (schedule "asm_fq2_loop")
