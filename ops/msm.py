@@ -82,12 +82,13 @@ IMPLS = ("xla", "pallas", "pallas_interpret")
 # in BUILD.md report per backend (``impl="xla", kernel_options={"mul_schedule": "unrolled"}`` to compare).
 XLA_MUL_SCHEDULE = "rolled"
 # The Pallas kernels' field arithmetic: the compile-lean kernels with every Fq product, sum and difference one PTX
-# carry-chain block on uint32 limbs (ops/pallas/ptx_field.py). On the H200 (2026-11-30, BUILD.md) the
-# precomputed-window MSM at 2^20 ran G1 in 35.7 ms and G2 in 132.2 ms against 41.0 / 156.4 ms for the PTX
-# mad.wide.u32 products on uint64 limbs ("rolled_ptx_loop"; G2 "rolled_ptx_k_loop"), and its kernels compiled
-# faster (4.2 / 11.4 s against 7.3 / 20.1 s). Products in turn instead of one product block per formula round
-# ("asm_flat_loop") lost: 49.4 / 209.2 ms.
-PALLAS_MUL_SCHEDULE = "asm_loop"
+# carry-chain block on uint32 limbs, and for G2 every Fq2 product one block with lazy reduction
+# (ops/pallas/ptx_field.py). On the H200 (2026-11-30, BUILD.md) the precomputed-window MSM at 2^20 ran G1 in
+# 35.7-38.1 ms and G2 in 132.2 ms against 41.0 / 156.4 ms for the PTX mad.wide.u32 products on uint64 limbs
+# ("rolled_ptx_loop"; G2 "rolled_ptx_k_loop"), compiling faster (4.2 / 11.4 s against 7.3 / 20.1 s); the one-block
+# Fq2 product then took G2 from 130.9 to 116.3 ms ("asm_loop" -> "asm_fq2_loop", same run; G1 is the same kernel
+# in both). Products in turn instead of one product block per formula round ("asm_flat_loop") lost: 49.4 / 209.2 ms.
+PALLAS_MUL_SCHEDULE = "asm_fq2_loop"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -496,9 +497,10 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
                  base_layout="point", stages=5, row_len=None, acc_schedule=None) -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
 
-    ``mul_schedule`` defaults to :data:`PALLAS_MUL_SCHEDULE`, ``"asm_loop"``: the compile-lean kernels (one
+    ``mul_schedule`` defaults to :data:`PALLAS_MUL_SCHEDULE`, ``"asm_fq2_loop"``: the compile-lean kernels (one
     multiplier per product round, row loads/stores in loops, one general kernel per mode) whose field operations
-    are PTX carry-chain blocks (:mod:`~cuzk_jax.ops.pallas.ptx_field`). ``"rolled_ptx_loop"`` is the same kernel
+    are PTX carry-chain blocks (:mod:`~cuzk_jax.ops.pallas.ptx_field`; G2: one block per Fq2 product;
+    ``"asm_loop"``: three Fq blocks per Fq2 product). ``"rolled_ptx_loop"`` is the same kernel
     structure on uint64 limbs with ``mad.wide.u32`` products and loops for the carry chains (4.5k / 4.8k / 5.2k
     Triton-IR lines for G1 against 13.4k / 27.2k for ``"rolled"``, whose kernels took 117 s / 511 s to compile on
     an H200); ``"rolled_loop"`` the same with jnp products (BUILD.md has the timings).

@@ -8,7 +8,8 @@ figures below are sppark's "points resident" ones). Pallas and the XLA fallback 
 Impl specs (``--impl``, comma separated; default ``pallas,xla`` on GPU, ``xla`` elsewhere): ``xla``, ``pallas``,
 or ``pallas:seg=64:b=64:w=2:acc=16:ms=unrolled:bl=limb`` to set the kernel options: ``seg`` pairs per lane,
 ``b`` lanes per program, ``w`` warps, ``acc`` pairs per lane in the later stages, ``ms`` the kernels'
-multiplication schedule (``asm_loop``, the default: PTX carry-chain field blocks, ``asm_flat_loop``,
+multiplication schedule (``asm_fq2_loop``, the default: PTX carry-chain field blocks with one block per Fq2
+product, ``asm_loop``: Fq blocks only, ``asm_flat_loop``,
 ``rolled_ptx_loop``, ``rolled_loop``, ``rolled``, ``unrolled``,
 ``rolled_ptx``, ``unrolled_ptx``, ``rolled_ptx_k_loop``; ``_ptx``: products as PTX ``mad.wide.u32``; ``_k_loop``:
 G2's Fq2 products with three base multipliers instead of a nested loop of one), ``ms1`` kernel 1's schedule when
