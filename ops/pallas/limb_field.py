@@ -51,7 +51,49 @@ from cuzk_jax.ops.field import (MASK32, _cios_step, add_limbs, cios_limbs, cond_
 U64 = jnp.uint64
 
 
-class LimbField:
+class LimbLists:
+    """The operations every limb-list prime field shares, whatever its limb dtype or arithmetic: construction,
+    comparison, selection and small multiples. Subclasses set ``base``, ``limbs``, ``one_limbs`` and provide
+    ``add`` / ``sub`` / ``mul`` (:class:`LimbField`, :class:`cuzk_jax.ops.pallas.ptx_field.PtxField`)."""
+
+    # -- construction --------------------------------------------------------------------------------------------
+    def zeros_like(self, a):
+        z = jnp.zeros_like(a[0])
+        return [z] * self.limbs
+
+    def ones_like(self, a):
+        return [jnp.full_like(a[0], v) for v in self.one_limbs]
+
+    def constant_like(self, value: int, a):
+        """Montgomery form of the canonical int ``value``, shaped like ``a``."""
+        m = (value % self.base.modulus) * self.base.r_mod % self.base.modulus
+        return [jnp.full_like(a[0], v) for v in ops_field.int_to_limbs(m, self.limbs)]
+
+    def square(self, a):
+        return self.mul(a, a)
+
+    def mul_small(self, a, k: int):
+        """``k a`` for a small static int ``k`` by double-and-add (no multiplication)."""
+        return mul_small_by_additions(self, a, k)
+
+    # -- comparisons and selection -------------------------------------------------------------------------------
+    def is_zero(self, a):
+        acc = a[0]
+        for x in a[1:]:
+            acc = acc | x
+        return acc == 0
+
+    def eq(self, a, b):
+        acc = a[0] ^ b[0]
+        for x, y in zip(a[1:], b[1:]):
+            acc = acc | (x ^ y)
+        return acc == 0
+
+    def select(self, mask, a, b):
+        return [jnp.where(mask, x, y) for x, y in zip(a, b)]
+
+
+class LimbField(LimbLists):
     """A prime field (Fq or Fr) on limb lists (see the module docstring for the representation).
 
     ``base`` is the :class:`cuzk_jax.ops.field.PrimeField` whose modulus / Montgomery constants are used.
@@ -80,19 +122,6 @@ class LimbField:
     def __repr__(self) -> str:
         return (f"LimbField({self.name}, stack={self.stack}, schedule={self.schedule!r}, wide={self.wide!r}, "
                 f"mul_loop={self.mul_loop})")
-
-    # -- construction --------------------------------------------------------------------------------------------
-    def zeros_like(self, a):
-        z = jnp.zeros_like(a[0])
-        return [z] * self.limbs
-
-    def ones_like(self, a):
-        return [jnp.full_like(a[0], v) for v in self.one_limbs]
-
-    def constant_like(self, value: int, a):
-        """Montgomery form of the canonical int ``value``, shaped like ``a``."""
-        m = (value % self.base.modulus) * self.base.r_mod % self.base.modulus
-        return [jnp.full_like(a[0], v) for v in ops_field.int_to_limbs(m, self.limbs)]
 
     # -- ring operations -----------------------------------------------------------------------------------------
     def add(self, a, b):
@@ -179,9 +208,6 @@ class LimbField:
             return self._addsub_rolled(list(t), list(t0), subtract=False)
         return cond_sub_limbs(list(t), self.p_limbs)
 
-    def square(self, a):
-        return self.mul(a, a)
-
     def mul_many(self, pairs):
         """Independent products; one stacked multiplication when ``stack`` (see the module docstring)."""
         pairs = list(pairs)
@@ -204,26 +230,6 @@ class LimbField:
         formula's code; this keeps one per ``mul_many`` round at the cost of ``3 k L`` selects -- no stacked
         tensor axis, which Triton cannot slice."""
         return _product_loop(self, pairs, self.mul)
-
-    def mul_small(self, a, k: int):
-        """``k a`` for a small static int ``k`` by double-and-add (no multiplication)."""
-        return mul_small_by_additions(self, a, k)
-
-    # -- comparisons and selection -------------------------------------------------------------------------------
-    def is_zero(self, a):
-        acc = a[0]
-        for x in a[1:]:
-            acc = acc | x
-        return acc == 0
-
-    def eq(self, a, b):
-        acc = a[0] ^ b[0]
-        for x, y in zip(a[1:], b[1:]):
-            acc = acc | (x ^ y)
-        return acc == 0
-
-    def select(self, mask, a, b):
-        return [jnp.where(mask, x, y) for x, y in zip(a, b)]
 
 
 def _product_loop(field, pairs, product):

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 
 from cuzk_jax.ops import field as ops_field
-from cuzk_jax.ops.pallas.limb_field import LimbFq2, _product_loop
+from cuzk_jax.ops.pallas.limb_field import LimbFq2, LimbLists, _product_loop
 
 U32 = jnp.uint32
 MASK = (1 << 32) - 1
@@ -63,30 +63,33 @@ def _cond_sub(vals: list[str], outs: list[str], n: int) -> list[str]:
     return body
 
 
+def _mac_row(acc: list[str], x: list[str], y: str) -> list[str]:
+    """``acc += x * y`` on the ``n + 1`` words ``acc`` (``n = len(x)``, ``y`` one word): the low halves into words
+    ``0..n-1`` (carry into word ``n``), then the high halves into words ``1..n``; callers guarantee the sum fits
+    in ``n + 1`` words, so no carry leaves word ``n``."""
+    n = len(x)
+    body = [f"mad.lo.cc.u32 {acc[0]}, {x[0]}, {y}, {acc[0]}"]
+    body += [f"madc.lo.cc.u32 {acc[j]}, {x[j]}, {y}, {acc[j]}" for j in range(1, n)]
+    body.append(f"addc.u32 {acc[n]}, {acc[n]}, 0")
+    body.append(f"mad.hi.cc.u32 {acc[1]}, {x[0]}, {y}, {acc[1]}")
+    body += [f"madc.hi.cc.u32 {acc[j + 1]}, {x[j]}, {y}, {acc[j + 1]}" for j in range(1, n - 1)]
+    body.append(f"madc.hi.u32 {acc[n]}, {x[n - 1]}, {y}, {acc[n]}")
+    return body
+
+
 @functools.lru_cache(maxsize=None)
 def mont_mul_asm(p_limbs: tuple, pinv: int) -> str:
     """PTX for ``$0..$(n-1) = a * b / R mod p`` with ``a = $n..$(2n-1)``, ``b = $(2n)..$(3n-1)`` (module docstring)."""
     n = len(p_limbs)
     a = [f"${n + j}" for j in range(n)]
     b = [f"${2 * n + j}" for j in range(n)]
+    q = [f"q{j}" for j in range(n)]
     T = [f"t{k}" for k in range(n + 1)]  # accumulator words, renamed (rotated) after each outer iteration
     body = _consts(p_limbs) + [f"mov.u32 {r}, 0" for r in T]
     for i in range(n):
-        # t += a * b_i: low halves into words 0..n-1 (carry into n), then high halves into words 1..n
-        body.append(f"mad.lo.cc.u32 {T[0]}, {a[0]}, {b[i]}, {T[0]}")
-        body += [f"madc.lo.cc.u32 {T[j]}, {a[j]}, {b[i]}, {T[j]}" for j in range(1, n)]
-        body.append(f"addc.u32 {T[n]}, {T[n]}, 0")
-        body.append(f"mad.hi.cc.u32 {T[1]}, {a[0]}, {b[i]}, {T[1]}")
-        body += [f"madc.hi.cc.u32 {T[j + 1]}, {a[j]}, {b[i]}, {T[j + 1]}" for j in range(1, n - 1)]
-        body.append(f"madc.hi.u32 {T[n]}, {a[n - 1]}, {b[i]}, {T[n]}")
-        # t += m p with m = t_0 (-1/p) mod W: word 0 becomes zero
+        body += _mac_row(T, a, b[i])  # t += a b_i
         body.append(f"mul.lo.u32 m, {T[0]}, {int(pinv)}")
-        body.append(f"mad.lo.cc.u32 {T[0]}, m, q0, {T[0]}")
-        body += [f"madc.lo.cc.u32 {T[j]}, m, q{j}, {T[j]}" for j in range(1, n)]
-        body.append(f"addc.u32 {T[n]}, {T[n]}, 0")
-        body.append(f"mad.hi.cc.u32 {T[1]}, m, q0, {T[1]}")
-        body += [f"madc.hi.cc.u32 {T[j + 1]}, m, q{j}, {T[j + 1]}" for j in range(1, n - 1)]
-        body.append(f"madc.hi.u32 {T[n]}, m, q{n - 1}, {T[n]}")
+        body += _mac_row(T, q, "m")  # t += m p with m = t_0 (-1/p) mod W: word 0 becomes zero
         T = T[1:] + T[:1]  # divide by W: the zero word becomes the new top word
     body += _cond_sub(T[:n], [f"${j}" for j in range(n)], n)
     decls = [f".reg .u32 q<{n}>", f".reg .u32 t<{n + 1}>", f".reg .u32 d<{n}>", ".reg .u32 m", ".reg .u32 bw",
@@ -126,12 +129,7 @@ def _wide_mul(x: list[str], y: list[str], acc: list[str]) -> list[str]:
     n = len(x)
     body = [f"mov.u32 {r}, 0" for r in acc]
     for i in range(n):
-        body.append(f"mad.lo.cc.u32 {acc[i]}, {x[0]}, {y[i]}, {acc[i]}")
-        body += [f"madc.lo.cc.u32 {acc[i + j]}, {x[j]}, {y[i]}, {acc[i + j]}" for j in range(1, n)]
-        body.append(f"addc.u32 {acc[i + n]}, {acc[i + n]}, 0")
-        body.append(f"mad.hi.cc.u32 {acc[i + 1]}, {x[0]}, {y[i]}, {acc[i + 1]}")
-        body += [f"madc.hi.cc.u32 {acc[i + j + 1]}, {x[j]}, {y[i]}, {acc[i + j + 1]}" for j in range(1, n - 1)]
-        body.append(f"madc.hi.u32 {acc[i + n]}, {x[n - 1]}, {y[i]}, {acc[i + n]}")
+        body += _mac_row(acc[i : i + n + 1], x, y[i])
     return body
 
 
@@ -304,12 +302,13 @@ def _asm(text: str, n: int, *xs):
     return list(_block_primitive().bind(*args, asm=text, n_out=n))
 
 
-class PtxField:
+class PtxField(LimbLists):
     """A prime field on limb lists of **uint32** arrays whose mul / add / sub are single PTX blocks (GPU kernels).
 
     Elements: lists of ``L`` uint32 arrays of one batch shape, little-endian 32-bit words, Montgomery form, fully
     reduced -- the values of :class:`~cuzk_jax.ops.pallas.limb_field.LimbField` but 32 bits wide, so the kernel
-    loads and stores limb rows without widening. The interface is LimbField's (the curve formulas of
+    loads and stores limb rows without widening. The interface is LimbField's (shared parts in
+    :class:`~cuzk_jax.ops.pallas.limb_field.LimbLists`; the curve formulas of
     :mod:`cuzk_jax.ops.curve` run unchanged). ``mul_loop``: ``mul_many`` sends its products through ONE product
     block in a ``fori_loop`` (:func:`~cuzk_jax.ops.pallas.limb_field._product_loop`; smaller machine code), else
     products are computed in turn. Only Triton on NVIDIA GPUs compiles inline PTX; there is no interpreter form.
@@ -329,16 +328,6 @@ class PtxField:
     def __repr__(self) -> str:
         return f"PtxField({self.name}, mul_loop={self.mul_loop})"
 
-    def zeros_like(self, a):
-        return [jnp.zeros_like(a[0])] * self.limbs
-
-    def ones_like(self, a):
-        return [jnp.full_like(a[0], v) for v in self.one_limbs]
-
-    def constant_like(self, value: int, a):
-        m = (value % self.base.modulus) * self.base.r_mod % self.base.modulus
-        return [jnp.full_like(a[0], v) for v in ops_field.int_to_limbs(m, self.limbs)]
-
     def add(self, a, b):
         return _asm(add_mod_asm(self.p_limbs), self.limbs, a, b)
 
@@ -354,32 +343,11 @@ class PtxField:
     def mul(self, a, b):
         return _asm(mont_mul_asm(self.p_limbs, self.pinv), self.limbs, a, b)
 
-    def square(self, a):
-        return self.mul(a, a)
-
     def mul_many(self, pairs):
         pairs = list(pairs)
         if self.mul_loop and len(pairs) > 1:
             return _product_loop(self, pairs, self.mul)
         return [self.mul(x, y) for x, y in pairs]
-
-    def mul_small(self, a, k: int):
-        return ops_field.mul_small_by_additions(self, a, k)
-
-    def is_zero(self, a):
-        acc = a[0]
-        for x in a[1:]:
-            acc = acc | x
-        return acc == 0
-
-    def eq(self, a, b):
-        acc = a[0] ^ b[0]
-        for x, y in zip(a[1:], b[1:]):
-            acc = acc | (x ^ y)
-        return acc == 0
-
-    def select(self, mask, a, b):
-        return [jnp.where(mask, x, y) for x, y in zip(a, b)]
 
 
 class PtxFq2(LimbFq2):
