@@ -229,6 +229,8 @@ def test_ptx_field_interface():
     assert f.dtype == jnp.uint32 and pf.fq2_loop.dtype == jnp.uint32
     assert [int(v[0]) for v in f.ones_like(a)] == list(F.int_to_limbs(F.fq.r_mod, f.limbs))
     assert bool(jnp.all(f.is_zero(a))) and bool(jnp.all(f.eq(a, f.zeros_like(a))))
+    with pytest.raises(ValueError, match="only inside Pallas kernels"):
+        f.mul(a, a)  # outside a kernel: one clear error, not an XLA crash
     for ms in ("asm_loop", "asm_flat_loop", "asm_fq2_loop"):
         assert pk._schedule(ms, True) == "rolled_loop" and pk._schedule(ms, False) == ms
         rep = pk._Rep(cv.CURVES["g2"], "limb", ms)

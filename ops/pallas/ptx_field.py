@@ -278,6 +278,12 @@ def _block_primitive():
     prim = jax_core.Primitive("cuzk_ptx_block")
     prim.multiple_results = True
 
+    @prim.def_impl
+    def _impl(*args, asm, n_out):
+        raise ValueError("PTX field blocks (ops/pallas/ptx_field.py) run only inside Pallas kernels compiled by "
+                         "Triton for an NVIDIA GPU; interpreted or outside a kernel use the jnp limb fields "
+                         "(the asm_* kernel schedules do that under interpret=True)")
+
     @prim.def_abstract_eval
     def _abstract(*avals, asm, n_out):
         del asm
@@ -377,8 +383,7 @@ class PtxFq2(LimbFq2):
 # Fq2 runs its three Karatsuba base products as three blocks either way (each block is one IR op)
 fq = PtxField(ops_field.fq)
 fq_loop = PtxField(ops_field.fq, mul_loop=True)
-fr = PtxField(ops_field.fr)
-fr_loop = PtxField(ops_field.fr, mul_loop=True)
+fr = PtxField(ops_field.fr)  # the NTT kernel's (ms=asm)
 
 fq2 = LimbFq2(fq, unrolled_karatsuba=True)
 fq2_loop = LimbFq2(fq_loop, unrolled_karatsuba=True)
