@@ -8,7 +8,8 @@
 The MSM's Pallas path did not compile within 300 s on an H200 (2026-11-30); this script times the two kernels of
 :mod:`cuzk_jax.ops.pallas.bucket` separately, at a small shape (compile time does not depend on the shape much),
 so the kernel that needs cutting down is known; ``ntt_r2/r4/r8`` time the NTT step kernel of
-:mod:`cuzk_jax.ops.pallas.ntt` (``--ms`` = ``unrolled`` / ``rolled`` / ``rolled_loop``) at ``--ntt_log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
+:mod:`cuzk_jax.ops.pallas.ntt` (``--ms`` = ``unrolled`` / ``rolled`` / ``rolled_loop`` / ``asm``; the MSM kernels also take
+the ``*_ptx*`` and ``asm_*`` schedules of :mod:`cuzk_jax.ops.pallas.bucket`) at ``--ntt_log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
 reports the Triton IR line count, the proxy used to compare kernel variants without a GPU. JSON is written before
 compilation starts and again after it ends, so a run killed by a time limit still records the lowering.
 """
