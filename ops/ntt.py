@@ -345,6 +345,7 @@ def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many, schedule: 
     uses the twiddle ``w^((i >> sh) << sh)``, ``sh = L-1-(stage+j)``.
     """
     L = log_n
+    addsub = addsub or functools.partial(_addsub_many, schedule=schedule)
     state = {((), d): xs[d] for d in range(1 << k)}
     for j in range(k):
         sh = (jnp.asarray(L - 1 - j, U32) - jnp.asarray(stage, U32)).astype(U32)
@@ -361,7 +362,6 @@ def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many, schedule: 
             pairs.append((state[(cs, 2 * t + 1)], tw))
         prods = mul_many(pairs)
         ets = [(state[(cs, 2 * t)], tprod) for (cs, t), tprod in zip(keys, prods)]
-        addsub = addsub or functools.partial(_addsub_many, schedule=schedule)
         sums = addsub(ets, subtract=False)  # stacked: one addition and one subtraction per stage
         diffs = addsub(ets, subtract=True)
         state = {}
