@@ -27,22 +27,23 @@ flags.DEFINE_string("preset", "tiny", "circuit preset")
 flags.DEFINE_integer("partitions", 10, "partitions per sector (proved in one batch)")
 flags.DEFINE_integer("sectors", 1, "number of sectors to prove")
 flags.DEFINE_integer("first_sector", 0, "seed/index of the first sector")
-flags.DEFINE_string("out", "proofs", "output directory for proofs and public inputs ('' = do not write)")
-flags.DEFINE_string("key_dir", "", "proving-key cache directory (default ~/.cache/cuzk_jax/keys)")
+cli.define_path("out", "proofs", "output directory for proofs and public inputs ('' = do not write)")
+cli.define_path("key_dir", "", "proving-key cache directory (default ~/.cache/cuzk_jax/keys)")
 flags.DEFINE_bool("verify", True, "verify every proof (pairing check through py_arkworks_bls12381)")
 flags.DEFINE_string("msm_impl", "", "MSM implementation override: xla, pallas, or pre[:impl][:c=K] (precomputed "
                     "window tables of the key, W-fold its device memory); default: pre:pallas on a GPU when the "
                     "tables fit a quarter of its memory, else the plain MSM")
-flags.DEFINE_string("timings_json", "", "write per-sector timings to this JSON file")
+cli.define_path("timings_json", "", "write per-sector timings to this JSON file")
 flags.DEFINE_enum("mode", "auto", ["auto", "sequential", "engine"], "how several sectors are proved (see above)")
 flags.DEFINE_integer("max_batch", 0, "engine: partitions per device batch (0 = 2 sectors' worth)")
 flags.DEFINE_integer("workers", 0, "engine: synthesis workers (0 = cores - 1)")
-flags.DEFINE_string("zkey", "", "snarkjs Groth16 proving key (.zkey); with --wtns: prove a circom circuit")
-flags.DEFINE_string("wtns", "", "circom witness file (.wtns), with --zkey")
-flags.DEFINE_string("proof", "proof.json", "with --zkey: output proof in snarkjs's JSON layout")
-flags.DEFINE_string("public", "public.json", "with --zkey: output public signals in snarkjs's JSON layout")
+cli.define_path("zkey", "", "snarkjs Groth16 proving key (.zkey); with --wtns: prove a circom circuit")
+cli.define_path("wtns", "", "circom witness file (.wtns), with --zkey")
+cli.define_path("proof", "proof.json", "with --zkey: output proof in snarkjs's JSON layout")
+cli.define_path("public", "public.json", "with --zkey: output public signals in snarkjs's JSON layout")
 flags.DEFINE_enum("backend", "device", ["device", "host"],
                   "with --zkey: device (XLA ops) or host (Python ints + py_arkworks_bls12381, the slow oracle)")
+flags.DEFINE_bool("check_points", True, "with --zkey: check that every zkey point is on its curve while reading")
 cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
@@ -52,8 +53,9 @@ def _prove_snarkjs():
 
     if not (FLAGS.zkey and FLAGS.wtns):
         raise app.UsageError("--zkey and --wtns go together")
-    res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, FLAGS.proof, FLAGS.public, backend=FLAGS.backend)
-    print(json.dumps({"proof": FLAGS.proof, "public": FLAGS.public,
+    res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, FLAGS.proof, FLAGS.public, backend=FLAGS.backend,
+                             check_points=FLAGS.check_points)
+    print(json.dumps({"proof": FLAGS.proof, "public": FLAGS.public, "backend": FLAGS.backend,
                       "timings_s": {k: round(v, 4) for k, v in res.timings.items()}}))
 
 

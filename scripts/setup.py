@@ -1,6 +1,6 @@
 """Circuit-specific Groth16 setup (toxic waste from the OS CSPRNG) into the key cache or given paths.
 
-  python3 scripts/setup.py --circuit=porep_like --preset=tiny
+  python3 scripts/setup.py --circuit=porep_like --preset=tiny     # or: cuzk-setup, python -m cuzk_jax setup
 """
 
 from absl import flags
@@ -9,7 +9,7 @@ from cuzk_jax import cli
 
 flags.DEFINE_string("circuit", "porep_like", "circuit name")
 flags.DEFINE_string("preset", "tiny", "circuit preset")
-flags.DEFINE_string("key_dir", "", "key directory (default: the key cache, ~/.cache/cuzk_jax/keys)")
+cli.define_path("key_dir", "", "key directory (default: the key cache, ~/.cache/cuzk_jax/keys)")
 FLAGS = flags.FLAGS
 
 

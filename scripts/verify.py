@@ -1,7 +1,7 @@
 """Verify Groth16 proofs: cuzk_jax's sector files, or a snarkjs proof.json.
 
-  python3 scripts/verify.py --vk=~/.cache/cuzk_jax/keys/porep_like-tiny-XXXX.vk --proofs=proofs/sector-0.proofs \
-      --public=proofs/sector-0.public.json
+  python3 scripts/verify.py --vk=~/.cache/cuzk_jax/keys/porep_like-tiny-XXXX.vk --public=proofs/sector-0.public.json
+      --proofs=proofs/sector-0.proofs
   python3 scripts/verify.py --vk=verification_key.json --public=public.json --proof=proof.json   # snarkjs files
 
 Sector mode (``--proofs``): ``--vk`` is a cuzk_jax ``.vk`` file, ``--public`` the JSON prove.py wrote; every
@@ -16,10 +16,10 @@ from absl import app, flags
 
 from cuzk_jax import cli
 
-flags.DEFINE_string("vk", None, "verifying key: cuzk_jax .vk file, or snarkjs verification_key.json with --proof")
-flags.DEFINE_string("proofs", None, "cuzk_jax proof file (192 bytes per partition)")
-flags.DEFINE_string("proof", None, "snarkjs proof.json (instead of --proofs)")
-flags.DEFINE_string("public", None, "public inputs: prove.py's sector JSON, or snarkjs public.json with --proof")
+cli.define_path("vk", None, "verifying key: cuzk_jax .vk file, or snarkjs verification_key.json with --proof")
+cli.define_path("proofs", None, "cuzk_jax proof file (192 bytes per partition)")
+cli.define_path("proof", None, "snarkjs proof.json (instead of --proofs)")
+cli.define_path("public", None, "public inputs: prove.py's sector JSON, or snarkjs public.json with --proof")
 flags.mark_flags_as_required(["vk", "public"])
 FLAGS = flags.FLAGS
 
@@ -65,7 +65,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    cli.run(main)  # usage errors and malformed files: one error line, exit status 2
 
 
 if __name__ == "__main__":
