@@ -9,8 +9,11 @@ input values (partitions of one circuit share ONE R1CS), which is what lets the 
 
 from __future__ import annotations
 
+import importlib
 import random
 from typing import Any, ClassVar
+
+from cuzk_jax.errors import BadInput
 
 from .cs import ConstraintSystem
 from .r1cs import R1CS, Witness
@@ -24,13 +27,13 @@ class Circuit:
     def __init__(self, preset: str | None = None, **overrides):
         preset = preset or self.DEFAULT_PRESET
         if preset not in self.PRESETS:
-            raise ValueError(f"unknown preset {preset!r} for circuit {self.name!r}; "
+            raise BadInput(f"unknown preset {preset!r} for circuit {self.name!r}; "
                              f"available: {', '.join(self.PRESETS)}")
         params = dict(self.PRESETS[preset])
         params.pop("doc", None)
         unknown = set(overrides) - set(params)
         if unknown:
-            raise ValueError(f"unknown parameter(s) {sorted(unknown)} for circuit {self.name!r}; "
+            raise BadInput(f"unknown parameter(s) {sorted(unknown)} for circuit {self.name!r}; "
                              f"parameters: {sorted(params)}")
         params.update(overrides)
         self.preset = preset
@@ -58,7 +61,7 @@ class Circuit:
     # -- helpers -----------------------------------------------------------------------------------------------------
     def _rng(self, partition: int, seed: int) -> random.Random:
         if partition < 0:
-            raise ValueError(f"partition must be >= 0, got {partition}")
+            raise BadInput(f"partition must be >= 0, got {partition}")
         # str seeding is deterministic across runs (hashed with SHA-512 by the random module)
         return random.Random(f"{self.name}:{self.preset}:{sorted(self.params.items())}:{seed}:{partition}")
 
@@ -86,34 +89,46 @@ class Circuit:
         return cs.to_r1cs(), cs.witness()
 
 
-_REGISTRY: dict[str, type] = {}
+# The catalog: circuit name -> "module:Class" inside this package. A circuit module imports this one (for
+# :class:`Circuit`), never the other way round: the class is imported on first lookup, so importing the registry
+# imports no circuit, and ``get_circuit("cube")`` imports only ``cube``.
+CATALOG: dict[str, str] = {
+    "cube": "cube:Cube",
+    "merkle_inclusion": "merkle_inclusion:MerkleInclusion",
+    "porep_like": "porep_like:PorepLike",
+}
+_REGISTRY: dict[str, type] = {}  # loaded catalog entries and circuits added with register()
 
 
 def register(cls):
+    """Add a circuit class outside the catalog (a test's or a user's circuit) under ``cls.name``."""
     _REGISTRY[cls.name] = cls
     return cls
 
 
+def _lookup(name: str) -> type:
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        if name not in CATALOG:
+            raise BadInput(f"unknown circuit {name!r}; available: {', '.join(_names())}")
+        module, _, attr = CATALOG[name].partition(":")
+        cls = _REGISTRY[name] = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
+    return cls
+
+
+def _names() -> list[str]:
+    return sorted(set(CATALOG) | set(_REGISTRY))
+
+
 def get_circuit(name: str, preset: str | None = None, **overrides) -> Circuit:
     """``get_circuit("porep_like", "small")`` -> a circuit instance (parameters may be overridden by keyword)."""
-    _load()
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown circuit {name!r}; available: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name](preset, **overrides)
+    return _lookup(name)(preset, **overrides)
 
 
 def list_circuits() -> dict[str, list[str]]:
     """``{circuit name: [preset names]}``."""
-    _load()
-    return {n: list(c.PRESETS) for n, c in sorted(_REGISTRY.items())}
+    return {n: list(_lookup(n).PRESETS) for n in _names()}
 
 
 def presets(name: str) -> dict[str, dict[str, Any]]:
-    _load()
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown circuit {name!r}")
-    return {k: dict(v) for k, v in _REGISTRY[name].PRESETS.items()}
-
-
-def _load() -> None:
-    from . import cube, merkle_inclusion, porep_like  # noqa: F401  (registration side effect)
+    return {k: dict(v) for k, v in _lookup(name).PRESETS.items()}

@@ -17,6 +17,9 @@ import time
 
 import numpy as np
 
+from .base import get_circuit
+from .r1cs import stack_z
+
 
 def _timed(fn, *args):
     w0, c0 = time.perf_counter(), time.process_time()
@@ -28,9 +31,6 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
         device_eval: bool = True, method: str = "scatter", reference_check_max: int = 0,
         partition_chunk: int | None = None, log=print) -> dict:
     """Run the benchmark; returns a flat-ish dict of results (see the module docstring)."""
-    from . import get_circuit
-    from .r1cs import stack_z
-
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions}")
     circuit = get_circuit(circuit_name, preset)

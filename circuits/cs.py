@@ -37,25 +37,13 @@ from typing import Callable
 
 import numpy as np
 
+from cuzk_jax.errors import SynthesisError, Unsatisfied  # noqa: F401  (re-exported: their old home)
 from cuzk_jax.reference.constants import R
+
+from .r1cs import R1CS, SparseMatrix, Witness
 
 ONE_INDEX = 0  # index of the constant-one variable (an input)
 MODES = ("structure", "witness", "full")
-
-
-class SynthesisError(ValueError):
-    """A circuit was synthesized with bad input (missing witness value, wrong type, wrong mode)."""
-
-
-class Unsatisfied(ValueError):
-    """A witness does not satisfy the R1CS; ``index`` and ``name`` identify the first failing constraint."""
-
-    def __init__(self, index: int, name: str, partition: int | None = None, detail: str = ""):
-        self.index = index
-        self.name = name
-        self.partition = partition
-        where = f"partition {partition}: " if partition is not None else ""
-        super().__init__(f"{where}constraint #{index} '{name}' is not satisfied{detail}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -438,8 +426,6 @@ class ConstraintSystem:
 
     def to_r1cs(self):
         """The recorded constraints as an :class:`~cuzk_jax.circuits.r1cs.R1CS` (structure or full mode)."""
-        from .r1cs import R1CS, SparseMatrix
-
         if not self.keep:
             raise SynthesisError("to_r1cs: constraints are not recorded in 'witness' mode")
         def arr(buf, dtype):
@@ -466,8 +452,6 @@ class ConstraintSystem:
 
     def witness(self):
         """The assignment as a :class:`~cuzk_jax.circuits.r1cs.Witness` (witness or full mode)."""
-        from .r1cs import Witness
-
         if not self.has_values:
             raise SynthesisError("witness: values are not recorded in 'structure' mode")
         return Witness(inputs=list(self.input_values), aux=list(self.aux_values), num_constraints=self.num_constraints)

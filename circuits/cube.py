@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from cuzk_jax.reference.constants import R
 
-from .base import Circuit, register
+from .base import Circuit
 from .gadgets.num import alloc_input_num, alloc_num, enforce_equal, mul
 
 
-@register
 class Cube(Circuit):
     name = "cube"
     PRESETS = {"default": {"doc": "x^3 + x + 5 = y: 3 constraints, 1 public input"}}

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from cuzk_jax.reference.constants import R
 
-from .base import Circuit, register
+from .base import Circuit
 from .gadgets import merkle
 from .gadgets.num import alloc_input_num, alloc_num, to_bits_le
 
 
-@register
 class MerkleInclusion(Circuit):
     name = "merkle_inclusion"
     DEFAULT_PRESET = "poseidon2_d8"

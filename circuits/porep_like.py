@@ -38,7 +38,7 @@ import hashlib
 from cuzk_jax.reference.constants import R
 
 from . import poseidon as native_poseidon
-from .base import Circuit, register
+from .base import Circuit
 from .gadgets import boolean as B
 from .gadgets import merkle
 from .gadgets.num import Num, alloc_input_num, alloc_num, enforce_equal, from_bits_le, to_bits_le
@@ -67,7 +67,6 @@ def parents_of(replica_id: int, node: int, count: int) -> list[int]:
     return out
 
 
-@register
 class PorepLike(Circuit):
     name = "porep_like"
     DEFAULT_PRESET = "tiny"

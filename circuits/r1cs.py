@@ -23,10 +23,9 @@ from typing import Sequence
 import numpy as np
 
 from cuzk_jax import encoding
+from cuzk_jax.errors import Unsatisfied
 from cuzk_jax.reference import r1cs as ref_r1cs
 from cuzk_jax.reference.constants import R
-
-from .cs import Unsatisfied
 
 LIMBS_FR = 8  # uint32 limbs of an Fr element
 
@@ -186,7 +185,7 @@ class R1CS:
         return ref_r1cs.evaluate(*self.reference_matrices(), witness.z)
 
     def check(self, witness: "Witness", partition: int | None = None) -> None:
-        """Raise :class:`~cuzk_jax.circuits.cs.Unsatisfied` naming the first failing constraint (Python ints)."""
+        """Raise :class:`~cuzk_jax.errors.Unsatisfied` naming the first failing constraint (Python ints)."""
         self.check_shape(witness)
         i = ref_r1cs.first_unsatisfied(*self.reference_matrices(), witness.z)
         if i is not None:

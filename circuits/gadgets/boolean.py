@@ -15,7 +15,7 @@ mode. Constraint forms follow bellpepper's ``boolean.rs``:
 
 from __future__ import annotations
 
-from ..cs import ONE_INDEX, ConstraintSystem
+from ..cs import ONE_INDEX, ConstraintSystem, LinearCombination
 
 
 class Boolean:
@@ -44,8 +44,6 @@ class Boolean:
         return [(self.var, k)]
 
     def lc(self):
-        from ..cs import LinearCombination
-
         return LinearCombination.of(self.terms())
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cuzk_jax.errors import FormatError  # noqa: F401  (re-exported: its old home)
 from cuzk_jax.reference import constants as C
 
 # Primes the files declare. We only prove over BLS12-381; the others are named so the error says what the file is.
@@ -32,10 +33,6 @@ KNOWN_BASE_PRIMES = {
     C.P: "bls12381",
     21888242871839275222246405745257275088696311157297823662689037894645226208583: "bn128",
 }
-
-
-class FormatError(ValueError):
-    """A circom / snarkjs file that cuzk_jax cannot use: truncated, corrupt, or for another curve."""
 
 
 @dataclass(frozen=True)

@@ -29,15 +29,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuzk_jax.errors import ToolchainMissing  # noqa: F401  (re-exported: its old home)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PTAU_BEACON = hashlib.sha256(b"cuzk_jax powers of tau beacon v1").hexdigest()
 ZKEY_BEACON = hashlib.sha256(b"cuzk_jax zkey beacon v1").hexdigest()
 BEACON_ITERATIONS_EXP = 10
 TOOL_VERSIONS = {"snarkjs": "0.7.6", "circom2": "0.2.23", "circomlib": "2.0.5"}
-
-
-class ToolchainMissing(RuntimeError):
-    """node / the npm packages are not installed (tests skip on this, with the reason)."""
 
 
 def node_modules() -> Path:
