@@ -1,65 +1,117 @@
-"""Benchmarks: prints a table and writes JSON.
+"""Benchmarks: prints a table and writes JSON (``cuzk-bench``, ``python -m cuzk_jax bench``).
 
   python scripts/bench.py --op=field --field=fq,fr --log_n=20,22 --out=bench/results/field.json
   python scripts/bench.py --op=msm --group=g1,g2 --log_n=16,18,20
+  python scripts/bench.py --op=engine --preset=tiny --sectors=4 --partitions=10 --max_batch=20,40
+  python scripts/bench.py --op=keyload --preset=domain20             # a cached key, with / without subgroup checks
+  python scripts/bench.py --op=synth --circuit=porep_like --preset=large --partitions=10
+  python scripts/bench.py --op=snarkjs --log_n=12,16 --impl=snarkjs,device --export_dir=bench/snarkjs_artifacts
 
-Each op lives in cuzk_jax/bench/<op>.py (``run(cfg) -> rows``); this main only parses flags and reports.
+Each op lives in cuzk_jax/bench/<op>.py (``run(cfg) -> rows``; an op's ``DEFAULTS`` replace the defaults of the
+flags not given); this main only parses flags and reports. Every finished row reaches the JSON at once, so a run
+stopped by a time limit keeps what it measured.
 """
 
 import importlib
 import os
+import types
 
-from absl import app, flags, logging
+from absl import app, flags
 
 from cuzk_jax import cli
 
-OPS = ("field", "curve", "msm", "ntt", "h", "engine")
+OPS = ("field", "curve", "msm", "ntt", "h", "engine", "keyload", "synth", "snarkjs")
 
 flags.DEFINE_list("op", ["field"], f"ops to benchmark, from {OPS}")
 flags.DEFINE_list("field", ["fq"], "fields for --op=field (fq, fr, fq2)")
 flags.DEFINE_list("group", ["g1"], "groups for --op=msm (g1, g2)")
-flags.DEFINE_list("log_n", ["20"], "log2 of the problem sizes")
-flags.DEFINE_list("impl", [], "implementations to compare (op-specific; empty = all available)")
+flags.DEFINE_list("log_n", ["20"], "log2 of the problem sizes (--op=snarkjs: 12,16)")
+flags.DEFINE_list("impl", [], "implementations to compare (op-specific; empty = all available; --op=snarkjs: "
+                  "snarkjs, device, device_arkmsm, host)")
 flags.DEFINE_integer("batch", 1, "leading batch (partition) axis, where the op supports one")
 flags.DEFINE_integer("reps", 5, "timed repetitions (median reported)")
 flags.DEFINE_integer("warmup", 2, "untimed warm-up runs")
-flags.DEFINE_string("out", "", "JSON output path (default: bench/results/<op>-<backend>-<date>.json)")
+cli.define_path("out", "", "JSON output path (default: bench/results/<op>-<backend>-<date>.json)")
+# --op=engine, keyload, synth: the circuit
+flags.DEFINE_string("circuit", "porep_like", "circuit name (cube, merkle_inclusion, porep_like)")
+flags.DEFINE_string("preset", None, "circuit preset (default: tiny; --op=synth: the circuit's default)")
+flags.DEFINE_integer("partitions", 10, "partitions per sector / witnesses of one shape")
+cli.define_path("key_dir", "", "proving-key cache directory (default ~/.cache/cuzk_jax/keys)")
+# --op=engine
+flags.DEFINE_integer("sectors", 4, "engine: sectors proved in each run")
+flags.DEFINE_integer("first_sector", 0, "engine: seed of the first sector")
+flags.DEFINE_list("max_batch", [], "engine: batch sizes to compare, one engine run each (default 2 x partitions)")
+flags.DEFINE_enum("synthesis", "process", ["process", "thread"], "engine: synthesis worker kind")
+flags.DEFINE_integer("workers", 0, "engine: synthesis workers (0 = cores - 1)")
+flags.DEFINE_float("max_wait_s", 30.0, "engine: longest wait of a ready partition for its batch to fill")
+flags.DEFINE_string("msm_impl", "", "engine: MSM implementation, passed to the prover as given (see prove --help)")
+flags.DEFINE_bool("synth_compare", False, "engine: also measure synthesis throughput of thread vs process pools")
+# --op=keyload
+flags.DEFINE_list("modes", ["cache", "full"], "keyload: cache = no subgroup test (the key cache), full = every check")
+# --op=synth
+flags.DEFINE_integer("seed", 0, "synth: sector seed for input sampling")
+flags.DEFINE_bool("device_eval", True, "synth: evaluate the constraints on the default JAX device")
+flags.DEFINE_enum("method", "scatter", ["scatter", "cumsum"], "synth: segmented-sum method of the evaluator")
+flags.DEFINE_integer("partition_chunk", 0, "synth: evaluate the partitions this many at a time (0 = all at once)")
+flags.DEFINE_integer("reference_check_max", 0, "synth: also check partition 0 with the Python reference when the "
+                     "circuit has at most this many constraints (0 = never)")
+# --op=snarkjs
+flags.DEFINE_enum("setup", "auto", ["auto", "ceremony", "insecure"], "snarkjs: proving keys from a snarkjs "
+                  "ceremony, an INSECURE known-tau dev setup, or auto (ceremony up to 2^12 or when a ptau is cached)")
+cli.define_path("artifacts_dir", "", "snarkjs: use exported circuit files from here instead of building (no Node)")
+cli.define_path("export_dir", "", "snarkjs: copy the built circuit files here (to carry them to another machine)")
+flags.DEFINE_bool("export_zkey", True, "snarkjs: export the zkey (else, for insecure keys, the r1cs)")
+flags.DEFINE_list("baseline", [], "snarkjs: JSONs of earlier runs whose snarkjs rows give the ratio")
 cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
+
+
+def op_config(op: str, module) -> types.SimpleNamespace:
+    """The flag values for ``op``: the op's ``DEFAULTS`` for flags not given on the command line."""
+    defaults = getattr(module, "DEFAULTS", {})
+    values = {f.name: f.value for f in FLAGS.get_flags_for_module(FLAGS.find_module_defining_flag("op"))}
+    values.update({k: v for k, v in defaults.items() if not FLAGS[k].present})
+    values["baseline"] = ",".join(os.path.expanduser(p) for p in values["baseline"])
+    values["op"] = op
+    return types.SimpleNamespace(**values)
 
 
 def main(argv):
     del argv
     from cuzk_jax import bench
 
+    bad = [op for op in FLAGS.op if op not in OPS]
+    if bad:
+        raise app.UsageError(f"unknown --op {','.join(bad)}; expected one of {','.join(OPS)}")
     cli.use_cache_dir(FLAGS.cache_dir)
     env = bench.environment()
-    logging.info("environment: %s", env)
-    all_rows = []
+    print(f"environment: {env}", flush=True)
     out = FLAGS.out or os.path.join("bench", "results", f"{'-'.join(FLAGS.op)}-{env['backend']}-{env['date'][:10]}.json")
-    flag_values = {k: FLAGS[k].value for k in ("op", "field", "group", "log_n", "impl", "batch", "reps", "warmup")}
-    partial: list[dict] = []
+    flag_values: dict = {"op": FLAGS.op}  # and each op's configuration
+    rows: list[dict] = []
 
-    def write_partial(row):  # every finished row reaches the file at once: a killed run keeps what it measured
-        partial.append(row)
-        bench.write_json(out, {"environment": env, "flags": flag_values, "rows": partial, "complete": False})
+    def write_partial(row):
+        rows.append(row)
+        bench.write_json(out, {"environment": env, "flags": flag_values, "rows": rows, "complete": False})
 
     bench.add_row_sink(write_partial)
     for op in FLAGS.op:
-        if op not in OPS:
-            raise app.UsageError(f"unknown --op {op!r}; expected one of {OPS}")
         module = importlib.import_module(f"cuzk_jax.bench.{op}")
-        rows = module.run(FLAGS)
-        for r in rows:
+        cfg = op_config(op, module)
+        cfg.out = out
+        flag_values[op] = {k: v for k, v in vars(cfg).items() if k not in ("op", "out", "cache_dir")}
+        op_rows = module.run(cfg)
+        for r in op_rows:
             r.setdefault("op", op)
-        all_rows += rows
-        print(bench.format_table(rows), flush=True)
-    bench.write_json(out, {"environment": env, "flags": flag_values, "rows": all_rows, "complete": True})
+        rows += [r for r in op_rows if not any(r is seen for seen in rows)]  # those not already emitted
+        print(bench.format_table([{k: v for k, v in r.items() if not isinstance(v, (list, dict))} for r in op_rows]),
+              flush=True)
+    bench.write_json(out, {"environment": env, "flags": flag_values, "rows": rows, "complete": True})
     print(f"wrote {out}")
 
 
 def run():
-    app.run(main)
+    cli.run(main)  # usage errors and bad input: one error line, exit status 2
 
 
 if __name__ == "__main__":

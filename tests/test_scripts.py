@@ -1,4 +1,6 @@
-"""The command-line scripts refuse bad input with one clear line and a non-zero status (no traceback)."""
+"""The command-line entry points: ``--help`` lists each command's own flags and exits 0; bad flags and bad input end
+with one clear line on stderr and exit status 2 (no traceback); ``python -m cuzk_jax <command>`` runs the same mains.
+No test here proves (the proving CLI test is tests/test_snarkjs.py::test_cli_scripts)."""
 
 from __future__ import annotations
 
@@ -7,40 +9,80 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, JAX_PLATFORMS="cpu")
+COMMANDS = ("prove", "setup", "verify", "bench")
 
 
-def _run(script, *args):
+def _run(script, *args, cwd=None):
     return subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args], env=ENV, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, cwd=cwd)
+
+
+def _module(*args):
+    return subprocess.run([sys.executable, "-m", "cuzk_jax", *args], env=ENV, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+
+
+def _one_error_line(r, text):
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:") and text in lines[0], r.stderr
+
+
+@pytest.mark.parametrize("command,own_flag", [("prove", "--zkey"), ("setup", "--preset"), ("verify", "--proofs"),
+                                              ("bench", "--op")])
+def test_help_lists_own_flags(command, own_flag):
+    r = _run(f"{command}.py", "--help")
+    assert r.returncode == 0 and f"{own_flag}:" in r.stdout, r.stdout + r.stderr
+    assert "--verbosity" not in r.stdout  # absl's own flags stay under --helpfull
+
+
+def test_python_m_cuzk_jax():
+    r = _module("verify", "--help")
+    assert r.returncode == 0 and "--proofs" in r.stdout and "--vk" in r.stdout, r.stderr
+    r = _module("--help")
+    assert r.returncode == 0 and all(c in r.stdout for c in COMMANDS)
+    _one_error_line(_module("nope"), "unknown command 'nope'")
+    _one_error_line(_module("bench", "--nope"), "Unknown command line flag 'nope'")
+
+
+def test_unknown_flag_and_bad_flag_value():
+    for command in COMMANDS:
+        _one_error_line(_run(f"{command}.py", "--no_such_flag=1"), "no_such_flag")
+    _one_error_line(_run("prove.py", "--sectors=many"), "sectors")
+    _one_error_line(_run("bench.py", "--op=nope"), "unknown --op nope")
+    _one_error_line(_run("setup.py", "stray"), "unexpected arguments")
 
 
 def test_prove_unknown_circuit_and_preset():
-    r = _run("prove.py", "--circuit=nope")
-    assert r.returncode == 2 and "error: unknown circuit 'nope'" in r.stderr and "Traceback" not in r.stderr
-    r = _run("prove.py", "--circuit=cube", "--preset=zzz")
-    assert r.returncode == 2 and "unknown preset 'zzz'" in r.stderr and "Traceback" not in r.stderr
+    _one_error_line(_run("prove.py", "--circuit=nope"), "unknown circuit 'nope'")
+    _one_error_line(_run("prove.py", "--circuit=cube", "--preset=zzz"), "unknown preset 'zzz'")
 
 
 def test_prove_bad_msm_impl():
-    r = _run("prove.py", "--circuit=cube", "--msm_impl=pre:c=99")
-    assert r.returncode == 2 and "bad MSM impl 'pre:c=99'" in r.stderr and "Traceback" not in r.stderr
+    _one_error_line(_run("prove.py", "--circuit=cube", "--msm_impl=pre:c=99"), "bad MSM impl 'pre:c=99'")
 
 
-def test_key_bench_without_cached_key(tmp_path):
-    r = _run("key_bench.py", "--circuit=cube", "--preset=default", f"--key_dir={tmp_path}")
-    assert r.returncode == 2 and "error: no cached key" in r.stderr and "Traceback" not in r.stderr
+def test_bench_keyload_without_cached_key(tmp_path):
+    _one_error_line(_run("bench.py", "--op=keyload", "--circuit=cube", "--preset=default", f"--key_dir={tmp_path}",
+                         f"--out={tmp_path / 'k.json'}", "--cache_dir="), "no cached key")
 
 
 def test_prove_missing_zkey(tmp_path):
-    r = _run("prove.py", f"--zkey={tmp_path / 'none.zkey'}", f"--wtns={tmp_path / 'none.wtns'}")
-    assert r.returncode == 2 and "cannot read file" in r.stderr and "Traceback" not in r.stderr
+    r = _run("prove.py", f"--zkey={tmp_path / 'none.zkey'}", f"--wtns={tmp_path / 'none.wtns'}", cwd=tmp_path)
+    _one_error_line(r, "cannot read file")
     assert not (tmp_path / "proof.json").exists()
 
 
+def test_paths_expand_home(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "verify.py"), "--vk=~/none.vk", "--public=y",
+                        "--proofs=z"], env=dict(ENV, HOME=str(tmp_path)), capture_output=True, text=True, timeout=300)
+    _one_error_line(r, str(tmp_path / "none.vk"))
+
+
 def test_verify_needs_exactly_one_proof_kind(tmp_path):
-    r = _run("verify.py", "--vk=x", "--public=y")
-    assert r.returncode != 0 and "exactly one of --proofs" in r.stderr
+    _one_error_line(_run("verify.py", "--vk=x", "--public=y"), "exactly one of --proofs")
     r = _run("verify.py", f"--vk={tmp_path / 'none.vk'}", "--public=y", "--proofs=z")
     assert r.returncode == 2 and r.stderr.startswith("error:")

@@ -269,28 +269,17 @@ def test_prover_rejects_mismatched_witness(zk, wit):
 
 
 def test_cli_scripts(art, work):
+    """prove --zkey/--wtns writes snarkjs's files; verify --proof accepts them (the script and ``python -m``)."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    out_p, out_pub = work / "cli-proof.json", work / "cli-public.json"
     root = Path(__file__).resolve().parents[1]
-    subprocess.run([sys.executable, str(root / "scripts" / "snarkjs_prove.py"), f"--zkey={art.zkey}",
-                    f"--wtns={art.wtns}", f"--proof={out_p}", f"--public={out_pub}", "--backend=host"],
-                   check=True, env=env, capture_output=True)
-    ok = subprocess.run([sys.executable, str(root / "scripts" / "snarkjs_verify.py"), f"--vk={art.vk}",
-                         f"--public={out_pub}", f"--proof={out_p}"], env=env, capture_output=True, text=True)
-    assert ok.returncode == 0 and "OK!" in ok.stdout, ok.stdout + ok.stderr
-    bad = jsonio.read_proof(out_p)
-    jsonio.write_proof(work / "cli-bad.json", jsonio.Proof(bad.c, bad.b, bad.a))
-    no = subprocess.run([sys.executable, str(root / "scripts" / "snarkjs_verify.py"), f"--vk={art.vk}",
-                         f"--public={out_pub}", f"--proof={work / 'cli-bad.json'}"], env=env, capture_output=True,
-                        text=True)
-    assert no.returncode == 1 and "Invalid proof" in no.stdout
-    # the same through the general scripts (prove.py --zkey/--wtns, verify.py --proof)
     gp, gpub = work / "gen-proof.json", work / "gen-public.json"
     subprocess.run([sys.executable, str(root / "scripts" / "prove.py"), f"--zkey={art.zkey}", f"--wtns={art.wtns}",
                     f"--proof={gp}", f"--public={gpub}", "--backend=host"], check=True, env=env, capture_output=True)
-    verify = [sys.executable, str(root / "scripts" / "verify.py"), f"--vk={art.vk}", f"--public={gpub}"]
+    verify = [sys.executable, "-m", "cuzk_jax", "verify", f"--vk={art.vk}", f"--public={gpub}"]
     ok = subprocess.run(verify + [f"--proof={gp}"], env=env, capture_output=True, text=True)
     assert ok.returncode == 0 and "OK!" in ok.stdout, ok.stdout + ok.stderr
+    bad = jsonio.read_proof(gp)
+    jsonio.write_proof(work / "cli-bad.json", jsonio.Proof(bad.c, bad.b, bad.a))
     no = subprocess.run(verify + [f"--proof={work / 'cli-bad.json'}"], env=env, capture_output=True, text=True)
     assert no.returncode == 1 and "Invalid proof" in no.stdout
     (work / "truncated.json").write_text("{")

@@ -1,7 +1,9 @@
-"""Benchmark library behind ``scripts/bench.py``: timing helpers, JSON/table output, one module per op.
+"""Benchmark library behind ``scripts/bench.py`` (``cuzk-bench``): timing helpers, JSON/table output, one module per
+op.
 
-Each op module (``cuzk_jax.bench.<op>``) exposes ``run(cfg) -> list[dict]`` where ``cfg`` is the parsed flag
-namespace of scripts/bench.py. Rows are flat dicts; the script prints them as a table and writes them as JSON.
+Each op module (``cuzk_jax.bench.<op>``) exposes ``run(cfg) -> list[dict]`` where ``cfg`` holds the flag values of
+scripts/bench.py (an op's optional ``DEFAULTS`` dict replaces the defaults of flags not given). Rows are flat dicts;
+the script prints them as a table and writes them as JSON.
 Timing follows the device tool's method: compile separately (timed), warm up, then the median of ``reps`` runs,
 each ended by ``block_until_ready`` so asynchronous dispatch is not mistaken for speed.
 """

@@ -12,7 +12,7 @@ Rows: ``mode=sequential``, ``mode=engine`` (one per ``max_batch``; ``speedup`` =
 ``mode=synth_thread`` / ``mode=synth_process`` (synthesis-only throughput of the two pool kinds, when asked: the
 GIL measurement behind the default ``synthesis="process"``) and ``mode=compile`` (warm-up seconds per shape).
 :func:`compare` also writes ``<out_dir>/<name>.json`` (rows + timeline events) and ``<name>.png`` (one Gantt panel
-per run: synthesis workers, collector, device phases, finisher). ``scripts/engine_gpu.py`` is the H200 driver.
+per run: synthesis workers, collector, device phases, finisher). ``cuzk-bench --op=engine`` drives it.
 """
 
 from __future__ import annotations
@@ -218,16 +218,15 @@ def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: in
 
 
 def run(cfg) -> list[dict]:
-    """``scripts/bench.py --op=engine``. Reads (when the flags exist) ``--circuit --preset --sectors --partitions
-    --engine_max_batch --synthesis --workers``; otherwise porep_like/tiny, 4 sectors, ``--batch`` partitions
-    (10 if 1), max batch 2 x partitions. ``--impl`` picks the MSM; the PNG goes beside ``--out``."""
-    get = lambda k, d: getattr(cfg, k, None) or d  # noqa: E731
-    partitions = get("partitions", None) or (cfg.batch if getattr(cfg, "batch", 1) > 1 else 10)
-    max_batch = [int(x) for x in get("engine_max_batch", [2 * partitions])]
-    impl = (list(getattr(cfg, "impl", None) or []) or [None])[0]
-    out = getattr(cfg, "out", "") or ""
-    return compare(get("circuit", "porep_like"), get("preset", "tiny"), int(get("sectors", 4)), int(partitions),
-                   tuple(max_batch), synthesis=get("synthesis", "process"), workers=get("workers", None),
-                   msm_impl=impl, out_dir=os.path.dirname(out) or os.path.join("bench", "results"),
+    """``cuzk-bench --op=engine``: :func:`compare` with ``--circuit --preset --sectors --partitions --max_batch
+    (default 2 x partitions) --synthesis --workers --max_wait_s --msm_impl --synth_compare --key_dir
+    --first_sector``; the timeline JSON and PNG go beside ``--out``."""
+    partitions = int(cfg.partitions)
+    max_batch = tuple(int(x) for x in cfg.max_batch) or (2 * partitions,)
+    out = cfg.out or ""
+    return compare(cfg.circuit, cfg.preset or "tiny", int(cfg.sectors), partitions, max_batch,
+                   synthesis=cfg.synthesis, workers=cfg.workers or None, max_wait_s=cfg.max_wait_s,
+                   msm_impl=cfg.msm_impl or None, key_dir=cfg.key_dir or None,
+                   out_dir=os.path.dirname(out) or os.path.join("bench", "results"),
                    name=os.path.splitext(os.path.basename(out))[0] + "-timeline" if out else None,
-                   synth_compare=True)
+                   synth_compare=cfg.synth_compare, first_sector=cfg.first_sector)

@@ -1,5 +1,5 @@
 """Side-by-side benchmark: ``snarkjs groth16 prove`` vs cuzk_jax on the same zkey and witness
-(scripts/snarkjs_bench.py).
+(``cuzk-bench --op=snarkjs``).
 
 Circuit: a chain of circomlib Poseidon(2) hashes compiled with ``--O2`` (~243 constraints per hash), sized to fill
 a domain of 2^k (``n_hash = (2^k - 3) // 243``). Both provers read the same ``.zkey`` / ``.wtns`` files.
@@ -196,7 +196,7 @@ def time_cuzk(zkey_path: Path, wtns_path: Path, vk_path: Path, impl: str, reps: 
 def run(log_ns: list[int], impls: list[str], *, reps: int = 3, warmup: int = 1, setup: str = "auto",
         artifacts_dir: str = "", export_dir: str = "", export_zkey: bool = True, baseline: str = "",
         log=print) -> list[dict]:
-    """Rows (one per size and implementation) for the JSON/table of scripts/snarkjs_bench.py."""
+    """Rows (one per size and implementation) for the JSON/table of ``cuzk-bench --op=snarkjs``."""
     import tempfile
 
     node = True

@@ -1,0 +1,34 @@
+"""``python -m cuzk_jax {prove,setup,verify,bench} [flags]``: the same mains as ``cuzk-prove`` etc.
+
+``python -m cuzk_jax <command> --help`` lists the command's flags.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {"prove": "prove sectors, or a circom circuit from snarkjs files",
+            "setup": "circuit-specific Groth16 setup into the key cache",
+            "verify": "verify cuzk_jax sector proofs or a snarkjs proof.json",
+            "bench": "benchmarks (--op=field,curve,msm,ntt,h,engine,keyload,synth,snarkjs)"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv if argv is None else argv)
+    if len(argv) < 2 or argv[1] not in COMMANDS:
+        usage = "usage: python -m cuzk_jax {" + ",".join(COMMANDS) + "} [flags]   (<command> --help for its flags)"
+        if len(argv) >= 2 and argv[1] in ("-h", "--help", "help"):
+            print(usage + "\n" + "\n".join(f"  {k:8s}{v}" for k, v in COMMANDS.items()))
+            sys.exit(0)
+        what = f"unknown command {argv[1]!r}" if len(argv) >= 2 else "no command"
+        print(f"error: {what}; {usage}", file=sys.stderr)
+        sys.exit(2)
+    command = argv[1]
+    module = importlib.import_module(f"cuzk_jax.scripts.{command}")
+    sys.argv = [f"python -m cuzk_jax {command}", *argv[2:]]  # absl parses sys.argv; error hints name the command
+    module.run()
+
+
+if __name__ == "__main__":
+    main()
