@@ -86,3 +86,38 @@ def test_verify_needs_exactly_one_proof_kind(tmp_path):
     _one_error_line(_run("verify.py", "--vk=x", "--public=y"), "exactly one of --proofs")
     r = _run("verify.py", f"--vk={tmp_path / 'none.vk'}", "--public=y", "--proofs=z")
     assert r.returncode == 2 and r.stderr.startswith("error:")
+
+
+def test_node_modules_lookup_without_source_checkout(tmp_path, monkeypatch):
+    """As from an installed wheel (``__file__`` under site-packages): $CUZK_JAX_NODE_MODULES, else the working
+    directory or a parent of it; never site-packages; a clear install hint when there is none."""
+    from cuzk_jax.errors import ToolchainMissing
+    from cuzk_jax.snarkjs import toolchain
+
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    (site / "node_modules" / "snarkjs").mkdir(parents=True)  # a stray one in site-packages is not used
+    monkeypatch.setattr(toolchain, "__file__", str(site / "cuzk_jax" / "snarkjs" / "toolchain.py"))
+    monkeypatch.delenv("CUZK_JAX_NODE_MODULES", raising=False)
+    assert toolchain.source_checkout() is None
+    project = tmp_path / "project"
+    (project / "node_modules" / "snarkjs").mkdir(parents=True)
+    (project / "sub" / "dir").mkdir(parents=True)
+    monkeypatch.chdir(project / "sub" / "dir")
+    assert toolchain.node_modules() == project / "node_modules" and toolchain.root() == project.resolve()
+    monkeypatch.setenv("CUZK_JAX_NODE_MODULES", "~/nm")
+    assert toolchain.node_modules() == Path(os.path.expanduser("~/nm"))
+    monkeypatch.delenv("CUZK_JAX_NODE_MODULES")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(ToolchainMissing, match="npm install snarkjs@0.7.6 circom2@0.2.23 circomlib@2.0.5"):
+        toolchain.node_modules()
+
+
+def test_node_modules_from_the_source_checkout(tmp_path, monkeypatch):
+    from cuzk_jax.snarkjs import toolchain
+
+    monkeypatch.delenv("CUZK_JAX_NODE_MODULES", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert toolchain.source_checkout() == ROOT  # this test runs from the source tree
+    if (ROOT / "node_modules" / "snarkjs").is_dir():
+        assert toolchain.node_modules() == ROOT / "node_modules"

@@ -400,7 +400,7 @@ def test_bn128_circuit_refused(tools, work):
           'component main = M();\n'
     (out / "m.circom").write_text(src)
     toolchain.run([toolchain.tool("circom2"), str(out / "m.circom"), "--r1cs", "--wasm", "-o", str(out)],
-                  cwd=toolchain.REPO_ROOT)
+                  cwd=toolchain.root())
     with pytest.raises(FormatError, match="bn128.*--prime bls12381"):
         r1cs.read_r1cs(out / "m.r1cs")
     (out / "in.json").write_text('{"a": "3", "b": "4"}')

@@ -1,8 +1,11 @@
 """Driving the Node toolchain (circom2, snarkjs) from Python, with an on-disk cache of trusted-setup outputs.
 
-Used by tests/test_snarkjs.py and scripts/snarkjs_bench.py. The tools come from the repository's
+Used by tests/test_snarkjs.py and ``cuzk-bench --op=snarkjs``. The tools come from the repository's
 ``package.json`` (``npm ci`` at the repository root installs snarkjs 0.7.6, circom2 0.2.23, circomlib 2.0.5 into
-``node_modules/``); they are run as ``node_modules/.bin/<tool>`` (no ``npx`` start-up cost).
+``node_modules/``); they are run as ``node_modules/.bin/<tool>`` (no ``npx`` start-up cost). :func:`node_modules`
+finds them without a source checkout: ``$CUZK_JAX_NODE_MODULES``, else the nearest ``node_modules/`` with snarkjs in
+the working directory or one above it, else the source checkout this package was imported from (never
+site-packages).
 
 **Deterministic set-up.** ``powersoftau contribute`` / ``zkey contribute`` mix OS randomness into the supplied
 entropy (snarkjs ``misc.getRandomRng``), so this module uses the *beacon* forms instead
@@ -31,15 +34,47 @@ from pathlib import Path
 
 from cuzk_jax.errors import ToolchainMissing  # noqa: F401  (re-exported: its old home)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+NPM_PACKAGES = "snarkjs@0.7.6 circom2@0.2.23 circomlib@2.0.5"
 PTAU_BEACON = hashlib.sha256(b"cuzk_jax powers of tau beacon v1").hexdigest()
 ZKEY_BEACON = hashlib.sha256(b"cuzk_jax zkey beacon v1").hexdigest()
 BEACON_ITERATIONS_EXP = 10
 TOOL_VERSIONS = {"snarkjs": "0.7.6", "circom2": "0.2.23", "circomlib": "2.0.5"}
 
 
+def source_checkout() -> Path | None:
+    """The repository this module was imported from (an editable install or ``PYTHONPATH``), or None (a wheel)."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / "package.json").is_file() and (root / "cuzk_jax").is_dir() and not {"site-packages",
+                                                                                   "dist-packages"} & set(root.parts):
+        return root
+    return None
+
+
+def _install_hint() -> str:
+    src = source_checkout()
+    where = f"run `npm ci` in {src}" if src else f"run `npm install {NPM_PACKAGES}` in this directory"
+    return (f"{where}, or point CUZK_JAX_NODE_MODULES at an existing node_modules/ "
+            f"(looked in $CUZK_JAX_NODE_MODULES, {Path.cwd()} and its parents" + (f", {src}" if src else "") + ")")
+
+
 def node_modules() -> Path:
-    return Path(os.environ.get("CUZK_JAX_NODE_MODULES", REPO_ROOT / "node_modules"))
+    """The ``node_modules/`` directory holding the toolchain (see the module docstring for the search order);
+    ToolchainMissing, with how to install it, when there is none."""
+    env = os.environ.get("CUZK_JAX_NODE_MODULES")
+    if env:
+        return Path(env).expanduser()
+    cwd = Path.cwd()
+    src = source_checkout()
+    for d in (cwd, *cwd.parents, *([src] if src else [])):
+        if (d / "node_modules" / "snarkjs").is_dir():
+            return d / "node_modules"
+    raise ToolchainMissing(f"no node_modules/ with snarkjs found: {_install_hint()}")
+
+
+def root() -> Path:
+    """The directory holding ``node_modules/`` (circom2 resolves ``-l`` include paths relative to its working
+    directory, so it runs from here)."""
+    return node_modules().resolve().parent
 
 
 def tool(name: str) -> str:
@@ -48,7 +83,7 @@ def tool(name: str) -> str:
         raise ToolchainMissing("node is not installed (the circom/snarkjs toolchain needs Node.js >= 18)")
     path = node_modules() / ".bin" / name
     if not path.exists():
-        raise ToolchainMissing(f"{path} not found: run `npm ci` in {REPO_ROOT} to install snarkjs/circom2/circomlib")
+        raise ToolchainMissing(f"{path} not found: {_install_hint()}")
     return str(path)
 
 
@@ -57,10 +92,10 @@ def check_versions() -> None:
     for pkg, want in TOOL_VERSIONS.items():
         pj = node_modules() / pkg / "package.json"
         if not pj.exists():
-            raise ToolchainMissing(f"{pkg} is not installed: run `npm ci` in {REPO_ROOT}")
+            raise ToolchainMissing(f"{pkg} is not installed in {node_modules()}: {_install_hint()}")
         have = json.loads(pj.read_text())["version"]
         if have != want:
-            raise ToolchainMissing(f"{pkg} {have} is installed, {want} is pinned: run `npm ci` in {REPO_ROOT}")
+            raise ToolchainMissing(f"{pkg} {have} is installed, {want} is pinned: {_install_hint()}")
 
 
 def cache_dir() -> Path:
@@ -194,9 +229,9 @@ def build_circuit(source: str, input_obj: dict, name: str = "circuit", *, optimi
         (tmpd / f"{name}.circom").write_text(source)
         art.input.write_text(input_json)
         # circom2 runs in a WASI sandbox that resolves include paths relative to the working directory: run it
-        # from the repository root with -l node_modules (see /work/shared/notes/snarkjs-formats.md).
+        # from the directory holding node_modules with -l node_modules (see /work/shared/notes/snarkjs-formats.md).
         run([tool("circom2"), str(tmpd / f"{name}.circom"), "--r1cs", "--wasm", "--sym", "--prime", "bls12381",
-             optimize, "-l", str(node_modules()), "-o", str(tmpd)], cwd=REPO_ROOT)
+             optimize, "-l", str(node_modules()), "-o", str(tmpd)], cwd=root())
         t_compile = time.perf_counter() - t0
         r = read_r1cs(art.r1cs)
         power = domain_power(r.n_constraints, r.n_public)
