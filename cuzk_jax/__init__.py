@@ -1,7 +1,8 @@
 """cuzk_jax: a Groth16 prover for BLS12-381 in JAX, following the cuzk pipelined proving engine.
 
 Subpackages: :mod:`cuzk_jax.reference` (Python-int oracle), :mod:`cuzk_jax.ops` (XLA programs and Pallas kernels),
-:mod:`cuzk_jax.circuits` (constraint systems). Importing this package never changes global JAX configuration.
+:mod:`cuzk_jax.circuits` (constraint systems), :mod:`cuzk_jax.errors` (the project's error classes and the exit
+codes the scripts map them to). Importing this package never changes global JAX configuration.
 
 Host-level entry points for library users are loaded lazily (so ``import cuzk_jax`` stays cheap):
 ``cuzk_jax.msm`` (multi-scalar multiplication on encoded points) and ``cuzk_jax.ntt`` (NTT on Python ints).
