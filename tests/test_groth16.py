@@ -8,10 +8,10 @@ import pytest
 
 from cuzk_jax.circuits import base
 from cuzk_jax.circuits.cs import Unsatisfied
-from cuzk_jax.groth16 import generator, prover, verifier
+from cuzk_jax.groth16 import generator, pipeline, prover, verifier
 from cuzk_jax.groth16.data_structures import (KeyFormatError, Proof, ProvingKey, VerifyingKey, proofs_from_bytes,
                                               proofs_to_bytes)
-from cuzk_jax.groth16.generator import _to_ref
+from cuzk_jax.groth16.host_curve import affine_from_device
 from cuzk_jax.ops import curve as C
 from cuzk_jax.reference import groth16 as RG
 from cuzk_jax.reference.constants import R
@@ -44,8 +44,8 @@ def test_setup_matches_reference(cube):
     assert (pk.vk.beta_g2, pk.vk.gamma_g2, pk.vk.delta_g2) == (rpk.vk.beta_g2, rpk.vk.gamma_g2, rpk.vk.delta_g2)
     assert (pk.beta_g1, pk.delta_g1) == (rpk.beta_g1, rpk.delta_g1)
     for name in ("a_query", "b_g1_query", "h_query", "l_query"):
-        assert _to_ref(C.g1, getattr(pk, name)) == getattr(rpk, name), name
-    assert _to_ref(C.g2, pk.b_g2_query) == rpk.b_g2_query
+        assert affine_from_device(C.g1, getattr(pk, name)) == getattr(rpk, name), name
+    assert affine_from_device(C.g2, pk.b_g2_query) == rpk.b_g2_query
     assert pk.domain_size == rpk.domain_size
 
 
@@ -106,65 +106,72 @@ def test_key_from_another_circuit_rejected(cube):
         prover.prove(cube["pk"], other, cube["witnesses"])
 
 
-def test_msm_impl_names():
-    assert prover.parse_msm_impl(None) == (False, None, None)
-    assert prover.parse_msm_impl("pallas") == (False, "pallas", None)
-    assert prover.parse_msm_impl("pre") == (True, None, None)
-    assert prover.parse_msm_impl("pre:xla:c=9") == (True, "xla", 9)
-    for bad in ("cuda", "pallas:c=9", "pre:c=1", "pre:c=23", "pre:xla:xla", "pre:fast"):
-        with pytest.raises(ValueError, match="MSM impl"):
-            prover.parse_msm_impl(bad)
+def test_prover_config_text_and_hash():
+    """One grammar for the prover config: key=value pairs; frozen and hashable; bad tokens are named."""
+    from cuzk_jax.ops.config import MsmConfig, NttConfig
+
+    cfg = pipeline.ProverConfig.parse("msm=xla,ntt=xla,tables=on,window=9")
+    assert cfg == pipeline.ProverConfig(MsmConfig("xla"), NttConfig("xla"), "on", 9)
+    assert pipeline.ProverConfig.parse(str(cfg)) == cfg and hash(cfg) == hash(pipeline.ProverConfig.parse(str(cfg)))
+    assert pipeline.ProverConfig.parse("") == pipeline.ProverConfig() == pipeline.as_config(None)
+    assert pipeline.ProverConfig.parse("tables=off") != pipeline.ProverConfig()
+    for bad, what in (("msm=cuda", "cuda"), ("tables=maybe", "tables"), ("window=1", "window"), ("window=x", "window"),
+                      ("speed=9", "speed"), ("msm", "key=value"), ("tables=on,tables=off", "key=value")):
+        with pytest.raises(ValueError, match=what):
+            pipeline.ProverConfig.parse(bad)
 
 
-def test_default_msm_choice(cube, monkeypatch):
-    """None picks precomputed tables only on the Pallas backend and only when they fit a quarter of the device
-    memory; explicit names pass through."""
+def test_default_table_choice(cube, monkeypatch):
+    """tables=auto builds window tables only for the GPU kernels and only when they fit the headroom (the key
+    manager's, or a share of the device memory); the resident key counts them in its bytes."""
     from cuzk_jax.ops import msm as ops_msm
     from cuzk_jax.ops import msm_precomputed as MP
+    from cuzk_jax.ops.config import MsmConfig
 
     pk = cube["pk"]
+    queries = {"msm_a": pk.a_query, "msm_b1": pk.b_g1_query, "msm_b2": pk.b_g2_query, "msm_l": pk.l_query,
+               "msm_h": pk.h_query}
     want = 0
-    for q, g in prover.QUERIES.values():
-        n = int(getattr(pk, q).inf.shape[-1])
-        want += ops_msm.num_windows(MP.window_bits(n)) * n * (97 if g == "g1" else 193)
-    assert prover.window_table_bytes(pk) == want > 0
-    assert prover.resolve_msm_impl(pk, "pre:xla:c=8") == "pre:xla:c=8"
-    monkeypatch.setattr(ops_msm, "default_impl", lambda: "xla")
-    assert prover.resolve_msm_impl(pk) == "xla"
-    monkeypatch.setattr(ops_msm, "default_impl", lambda: "pallas")
-    monkeypatch.setattr(prover, "_device_bytes", lambda: 4 * want)
-    assert prover.resolve_msm_impl(pk) == "pre:pallas"
-    monkeypatch.setattr(prover, "_device_bytes", lambda: 4 * want - 4)
-    assert prover.resolve_msm_impl(pk) == "pallas"
-    assert prover.resolve_msm_impl(pk, "pallas") == "pallas"
-    # tables another key already holds count against the budget (several circuits in one engine)
-    other = types.SimpleNamespace(_window_tables={("a_query", 9): (np.zeros(8, np.uint8),)})
-    monkeypatch.setattr(prover, "_KEYS_WITH_TABLES", [other])
-    monkeypatch.setattr(prover, "_device_bytes", lambda: 4 * want)
-    assert prover.resolve_msm_impl(pk) == "pallas"
-    monkeypatch.setattr(prover, "_device_bytes", lambda: 4 * want + 32)
-    assert prover.resolve_msm_impl(pk) == "pre:pallas"
+    for name, bases in queries.items():
+        n = int(bases.inf.shape[-1])
+        want += ops_msm.num_windows(MP.window_bits(n)) * n * (97 if pipeline.MSMS[name] == "g1" else 193)
+    assert pipeline.table_bytes_estimate(queries) == want > 0
+    gpu = pipeline.ProverConfig(msm=MsmConfig("pallas")).resolved()
+    cpu = pipeline.ProverConfig(msm=MsmConfig("xla")).resolved()
+    assert pipeline._want_tables(gpu, queries, headroom=want)
+    assert not pipeline._want_tables(gpu, queries, headroom=want - 1)
+    assert not pipeline._want_tables(cpu, queries, headroom=10 * want)
+    monkeypatch.setattr(pipeline, "device_bytes", lambda: 4 * want)
+    assert pipeline._want_tables(gpu, queries, headroom=None)
+    monkeypatch.setattr(pipeline, "device_bytes", lambda: 4 * want - 4)
+    assert not pipeline._want_tables(gpu, queries, headroom=None)
+    assert pipeline._want_tables(pipeline.ProverConfig(tables="on").resolved(), queries, headroom=0)
+    assert not pipeline._want_tables(pipeline.ProverConfig(msm=MsmConfig("pallas"), tables="off").resolved(),
+                                     queries, headroom=10 * want)
 
 
 def test_precomputed_window_msms_give_the_same_proofs(cube, cube_proofs):
-    """msm_impl="pre:xla:c=8": the five MSMs over window tables cached on the key; same (r, s) -> the same
-    proofs as the plain MSMs (which equal the reference prover). Negative twin: a swapped cached table is used
-    and spoils the proof."""
+    """tables=on (XLA MSM, window 8): the five MSMs over window tables held by the resident key; same (r, s) ->
+    the same proofs as the plain MSMs (which equal the reference prover); the key's bytes count the tables.
+    Negative twin: a swapped table spoils the proof."""
+    import dataclasses
+
     proofs, rs, _ = cube_proofs
     pk = cube["pk"]
-    try:
-        got, timings = prover.prove(pk, cube["r1cs"], cube["witnesses"], randomness=rs, msm_impl="pre:xla:c=8")
-        assert got == proofs
-        tables = pk.__dict__["_window_tables"]
-        assert set(tables) == {(q, 8) for q in ("a_query", "b_g1_query", "b_g2_query", "h_query", "l_query")}
-        tables[("a_query", 8)] = tables[("b_g1_query", 8)]
-        bad, _ = prover.prove(pk, cube["r1cs"], cube["witnesses"], randomness=rs, msm_impl="pre:xla:c=8")
-        assert bad[0].a != proofs[0].a
-        assert not verifier.verify(pk.vk, cube["witnesses"][0].public_inputs, bad[0])
-    finally:
-        pk.__dict__.pop("_window_tables", None)
-    with pytest.raises(ValueError, match="MSM impl"):
-        prover.prove(pk, cube["r1cs"], cube["witnesses"], randomness=rs, msm_impl="pre:c=99")
+    rk = pipeline.make_resident(pk, cube["r1cs"], "msm=xla,tables=on,window=8")
+    assert set(rk.tables) == set(pipeline.MSMS) and all(t.c == 8 for t in rk.tables.values())
+    assert rk.table_bytes > 0 and rk.nbytes == rk.table_bytes + pipeline.make_resident(
+        pk, cube["r1cs"], "msm=xla,tables=off").nbytes
+    got, _ = prover.prove(rk, cube["r1cs"], cube["witnesses"], randomness=rs)
+    assert got == proofs
+    swapped = dataclasses.replace(rk, tables={**rk.tables, "msm_a": rk.tables["msm_b1"]})
+    bad, _ = prover.prove(swapped, cube["r1cs"], cube["witnesses"], randomness=rs)
+    assert bad[0].a != proofs[0].a
+    assert not verifier.verify(pk.vk, cube["witnesses"][0].public_inputs, bad[0])
+    with pytest.raises(ValueError, match="window"):
+        prover.prove(pk, cube["r1cs"], cube["witnesses"], randomness=rs, config="tables=on,window=99")
+    with pytest.raises(ValueError, match="carries its own config"):
+        prover.prove(rk, cube["r1cs"], cube["witnesses"], config="tables=off")
 
 
 def test_proof_bytes_roundtrip(cube_proofs):
@@ -267,7 +274,7 @@ def test_porep_like_tiny_prove_verify(porep_tiny):
 
 
 def test_finish_in_arkworks_equals_python_int_formulas(cube):
-    """prover.finish (arkworks) against the same formulas in the Python-int arithmetic of host_curve, with MSM
+    """pipeline.finish (arkworks) against the same formulas in the Python-int arithmetic of host_curve, with MSM
     results at infinity among the inputs (an all-zero witness part gives one) and r, s at the edges."""
     import random
 
@@ -288,8 +295,10 @@ def test_finish_in_arkworks_equals_python_int_formulas(cube):
         b2 = lc(rg2, [(vk.beta_g2, 1), (mb2, 1), (vk.delta_g2, s)])
         b1 = lc(rg1, [(pk.beta_g1, 1), (mb1, 1), (pk.delta_g1, s)])
         c = lc(rg1, [(ml, 1), (mh, 1), (a, s), (b1, r), (rg1.neg(pk.delta_g1), r * s % R)])
-        got = prover.finish(pk, ma, mb1, mb2, ml, mh, r, s)
-        assert (got.a, got.b, got.c) == (a, b2, c), case
+        out = pipeline.BatchOutput(ok=np.ones(1, bool), first=-np.ones(1, int), points={})
+        out._host = {name: [pt] for name, pt in zip(pipeline.MSMS, (ma, mb1, mb2, ml, mh))}
+        fin = types.SimpleNamespace(finish=pipeline.finish_points(pk))
+        assert pipeline.finish(fin, out, 0, r, s) == (a, b2, c), case
     for curve, p in ((rg1, None), (rg2, None), (rg1, rg1.generator), (rg2, rg2.generator)):
         assert host_curve.from_arkworks(curve, host_curve.to_arkworks(curve, p)) == p
 

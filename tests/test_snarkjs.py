@@ -454,40 +454,32 @@ def test_verifier_usage_errors(zk, host_proof):
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _device_backend(full: bool):
-    pytest.importorskip("cuzk_jax.ops.r1cs", reason="ops/r1cs.py not in this checkout")
-    pytest.importorskip("cuzk_jax.ops.ntt", reason="ops/ntt.py not in this checkout")
-    from cuzk_jax.snarkjs import device
-
-    if full:
-        pytest.importorskip("cuzk_jax.ops.msm", reason="ops/msm.py not in this checkout")
-        return device.DeviceBackend()
-    return device.DeviceBackend(*device.host_msm_fallback())
-
-
 def test_device_qap_and_h_equal_host(zk, wit):
-    """a = A w, b = B w (ops.r1cs on the zkey's coefficient section) and the odd-coset P (ops.ntt, generator 5)
-    equal the host oracle exactly; with arkworks MSMs the whole proof is then identical to the host proof."""
+    """The pipeline's snarkjs form on the zkey: a = A w, b = B w (ops.r1cs on the coefficient section) and the
+    odd-coset P (ops.qap, generator 5) equal the host oracle exactly."""
     import numpy as np
 
     from cuzk_jax import encoding
+    from cuzk_jax.groth16 import pipeline
+    from cuzk_jax.snarkjs import device
 
-    be = _device_backend(full=False)
     hb = prover.HostBackend()
     a, b = hb.qap_evals(zk, wit)
-    ws = be.witness(wit)
-    da, db = be.qap_evals(zk, ws)
-    assert encoding.limbs_to_ints(np.asarray(da), "fr", montgomery=True) == a
-    assert encoding.limbs_to_ints(np.asarray(db), "fr", montgomery=True) == b
-    p = be.h_scalars(da, db, zk.power)
-    assert encoding.limbs_to_ints(np.asarray(p), "fr") == hb.h_scalars(a, b, zk.power)
-    res = prover.prove(zk, wit, backend=be, insecure_test_seed=SEED)
-    assert res.proof == prover.prove(zk, wit, backend=hb, insecure_test_seed=SEED).proof
+    rk = device.DeviceBackend().resident(zk)
+    z = pipeline.stage(rk, encoding.ints_to_limbs(wit, "fr", montgomery=True)[:, None, :])
+    da, db, dc, ok, first = pipeline.evaluate(rk, z)
+    assert encoding.limbs_to_ints(np.asarray(da)[:, 0], "fr", montgomery=True) == a
+    assert encoding.limbs_to_ints(np.asarray(db)[:, 0], "fr", montgomery=True) == b
+    assert bool(ok[0]) and int(first[0]) == -1
+    p = pipeline.h_scalars(rk, da, db, dc)
+    assert encoding.limbs_to_ints(np.asarray(p)[:, 0], "fr") == hb.h_scalars(a, b, zk.power)
 
 
 def test_device_prover_end_to_end(art, zk, wit, work, host_proof):
     """The full device path (QAP, H and MSMs on XLA): same proof as the host oracle, and snarkjs accepts it."""
-    be = _device_backend(full=True)
+    from cuzk_jax.snarkjs import device
+
+    be = device.DeviceBackend()
     res = prover.prove(zk, wit, backend=be, insecure_test_seed=SEED)
     assert res.proof == host_proof[0].proof
     # the pipelined mode (witness MSMs queued ahead of QAP/H, one wait) computes the same proof

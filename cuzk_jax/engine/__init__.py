@@ -4,7 +4,8 @@
   cross-sector batch collector, device and finisher threads; cancel, status, timeline.
 * :class:`KeyManager` (:mod:`.keys`): resident proving keys, LRU by bytes.
 * :class:`DeviceBackend` / :class:`HostBackend` (:mod:`.backends`): where batches are proved; the device backend
-  shards the partition axis over several local devices (:mod:`.sharding`, which also documents multi-host).
+  is the one prove pipeline (:mod:`cuzk_jax.groth16.pipeline`), sharded over the partition axis of several local
+  devices (:mod:`cuzk_jax.groth16.sharding`, which also documents multi-host).
 * :mod:`.timeline`: events and the Gantt plot.
 
 Typical use (``scripts/prove.py --sectors=N``)::

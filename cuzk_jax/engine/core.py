@@ -47,11 +47,11 @@ from typing import Sequence
 import jax
 import numpy as np
 
-from cuzk_jax.groth16 import prover
+from cuzk_jax.groth16 import pipeline, prover
 from cuzk_jax.groth16.data_structures import proofs_to_bytes
 
 from . import synthesis
-from .backends import DeviceBackend, unsatisfied_error
+from .backends import DeviceBackend
 from .keys import KeyManager
 from .timeline import Timeline
 
@@ -70,7 +70,7 @@ class EngineConfig:
     ``(max_batch,)``: one compiled shape; when given, its largest entry is the maximum batch). max_wait_s: how long the oldest ready partition may wait for its batch to
     fill. synthesis: ``"process"`` or ``"thread"`` workers; synthesis_workers: their number (default: cores - 1).
     prefetch: batches staged on the device while one runs. key_budget_bytes: LRU limit of resident keys (None: no
-    limit). devices / msm_impl / sync_phases: for the default :class:`DeviceBackend`. verify: pairing-check each
+    limit). devices / prover / sync_phases: for the default :class:`DeviceBackend`. verify: pairing-check each
     job's proofs before completing it (``JobResult.verified``). timeline: record events (``timeline_limit`` max).
     """
 
@@ -82,7 +82,7 @@ class EngineConfig:
     prefetch: int = 1
     key_budget_bytes: int | None = None
     devices: Sequence | None = None
-    msm_impl: str | None = None
+    prover: object = None  # pipeline.ProverConfig or its text form
     sync_phases: bool = True
     verify: bool = False
     timeline: bool = True
@@ -226,7 +226,7 @@ class Engine:
     def __init__(self, config: EngineConfig | None = None, *, backend=None, key_loader=None, **overrides):
         config = dataclasses.replace(config or EngineConfig(), **overrides)
         self.config = config
-        self.backend = backend or DeviceBackend(config.devices, config.msm_impl, config.sync_phases)
+        self.backend = backend or DeviceBackend(config.devices, config.prover, config.sync_phases)
         self.batch_sizes = config.sizes(self.backend.num_devices)
         self.max_batch = self.batch_sizes[-1]
         self.keys = KeyManager(self.backend.place, self.backend.size, key_loader, config.key_budget_bytes)
@@ -608,7 +608,7 @@ class Engine:
                 if not job.active:
                     continue
                 try:
-                    err = unsatisfied_error(batch.resident, out, i, slot.index)
+                    err = pipeline.unsatisfied(batch.resident, out, i, slot.index)
                     if err is not None:
                         self._fail(job, err)
                         continue

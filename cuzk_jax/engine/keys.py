@@ -43,7 +43,9 @@ class KeyManager:
     """LRU cache of resident keys keyed by R1CS digest (see the module docstring).
 
     ``loader(circuit, r1cs) -> ProvingKey`` produces a key on a miss (e.g. ``keycache.load_or_setup``); ``place(pk,
-    r1cs) -> resident`` puts it where the backend needs it and ``size(resident) -> int`` gives its bytes.
+    r1cs, headroom) -> resident`` puts it where the backend needs it -- ``headroom`` is the budget less the bytes
+    the other resident keys hold (``None`` without a budget), so the backend can decide whether derived data such
+    as precomputed window tables fit -- and ``size(resident) -> int`` gives all its bytes (tables included).
     """
 
     def __init__(self, place: Callable, size: Callable, loader: Callable | None = None,
@@ -78,7 +80,7 @@ class KeyManager:
         digest = digest or r1cs.digest()
         if pk.circuit_digest != digest:
             raise ValueError("proving key was generated for a different circuit (R1CS digest mismatch)")
-        resident = self._place(pk, r1cs)
+        resident = self._place(pk, r1cs, self._headroom(digest))
         self._insert(digest, resident)
         return resident
 
@@ -104,7 +106,7 @@ class KeyManager:
             if pk.circuit_digest != digest:
                 raise ValueError(f"key loader returned a key for another circuit (digest {pk.circuit_digest[:16]}, "
                                  f"expected {digest[:16]})")
-            resident = self._place(pk, r1cs)
+            resident = self._place(pk, r1cs, self._headroom(digest))
             dt = time.perf_counter() - t0
             with self._lock:
                 self.stats.loads += 1
@@ -116,6 +118,13 @@ class KeyManager:
             with self._lock:
                 self._loading.pop(digest, None)
             ev.set()
+
+    def _headroom(self, digest: str) -> int | None:
+        """Budget bytes left for the key ``digest`` beside the other resident keys (None: no budget)."""
+        if self.budget_bytes is None:
+            return None
+        with self._lock:
+            return max(0, self.budget_bytes - sum(n for d, (_, n) in self._entries.items() if d != digest))
 
     def _insert(self, digest: str, resident) -> None:
         nbytes = int(self._size(resident))

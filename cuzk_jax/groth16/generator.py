@@ -28,6 +28,7 @@ from cuzk_jax.reference.constants import R
 from cuzk_jax.reference.field import fr
 from cuzk_jax.reference.groth16 import ToxicWaste
 
+from . import host_curve
 from .data_structures import ProvingKey, VerifyingKey
 
 log = logging.getLogger(__name__)
@@ -78,22 +79,6 @@ def _points(affine: C.Affine, start: int, stop: int) -> C.Affine:
     return jax.tree_util.tree_map(lambda a: a[..., start:stop], affine)
 
 
-def _to_ref(curve: C.Curve, affine: C.Affine) -> list:
-    """Device Affine batch -> reference points (host), for the few points kept on the host."""
-    x, y, inf = (np.asarray(a) for a in affine)
-    out = []
-    for i in range(inf.shape[-1]):
-        if inf[i]:
-            out.append(None)
-        elif curve.coord_ndim == 1:
-            out.append((encoding.limbs_to_ints(x[:, i], "fq", True)[0], encoding.limbs_to_ints(y[:, i], "fq", True)[0]))
-        else:
-            xx = tuple(encoding.limbs_to_ints(x[k, :, i], "fq", True)[0] for k in range(2))
-            yy = tuple(encoding.limbs_to_ints(y[k, :, i], "fq", True)[0] for k in range(2))
-            out.append((xx, yy))
-    return out
-
-
 def setup(r1cs, toxic: ToxicWaste | None = None, progress=None) -> ProvingKey:
     """Circuit-specific setup for ``r1cs`` (a :class:`cuzk_jax.circuits.r1cs.R1CS`).
 
@@ -134,9 +119,9 @@ def setup(r1cs, toxic: ToxicWaste | None = None, progress=None) -> ProvingKey:
     for name, seg in g1_segments:
         parts[name] = _points(g1_pts, start, start + len(seg))
         start += len(seg)
-    ic = _to_ref(C.g1, parts["ic"])
-    alpha_g1, beta_g1, delta_g1 = _to_ref(C.g1, parts["fixed"])
-    beta_g2, gamma_g2, delta_g2 = _to_ref(C.g2, _points(g2_pts, num_vars, num_vars + 3))
+    ic = host_curve.affine_from_device(C.g1, parts["ic"])
+    alpha_g1, beta_g1, delta_g1 = host_curve.affine_from_device(C.g1, parts["fixed"])
+    beta_g2, gamma_g2, delta_g2 = host_curve.affine_from_device(C.g2, _points(g2_pts, num_vars, num_vars + 3))
     vk = VerifyingKey(alpha_g1=alpha_g1, beta_g2=beta_g2, gamma_g2=gamma_g2, delta_g2=delta_g2, ic=ic)
     pk = ProvingKey(vk=vk, beta_g1=beta_g1, delta_g1=delta_g1, a_query=parts["a_query"],
                     b_g1_query=parts["b_g1_query"], b_g2_query=_points(g2_pts, 0, num_vars),

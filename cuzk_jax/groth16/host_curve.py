@@ -122,6 +122,21 @@ def from_device(curve, jac) -> list:
     return out
 
 
+def affine_from_device(curve, affine) -> list:
+    """A device :class:`~cuzk_jax.ops.curve.Affine` batch ``(N,)`` (``curve`` an ``ops.curve`` curve; Montgomery
+    limbs) -> ``N`` host affine points (``None`` where ``inf`` is set), one limb conversion per coordinate array."""
+    import numpy as np
+
+    from cuzk_jax import encoding
+
+    x, y, inf = (np.asarray(a) for a in affine)
+    if curve.coord_ndim == 1:
+        xs, ys = encoding.limbs_to_ints(x, "fq", True), encoding.limbs_to_ints(y, "fq", True)
+    else:
+        xs, ys = (list(zip(*(encoding.limbs_to_ints(a[k], "fq", True) for k in range(2)))) for a in (x, y))
+    return [None if i else (xi, yi) for xi, yi, i in zip(xs, ys, inf.tolist())]
+
+
 def mul(curve, p, k: int):
     """``k * p`` (``k >= 0``) by left-to-right double-and-add in Jacobian coordinates."""
     if k < 0:

@@ -45,13 +45,14 @@ def synthesize(circuit, partitions: int, sector: int):
 
 
 def prove_sector(circuit, pk, partitions: int, sector: int, *, verify: bool = True, randomness=None,
-                 msm_impl: str | None = None) -> SectorResult:
-    """Synthesize, prove (one batch) and optionally verify (arkworks pairing, batched) one sector."""
+                 config=None) -> SectorResult:
+    """Synthesize, prove (one batch) and optionally verify (arkworks pairing, batched) one sector. ``pk``: a
+    ``ProvingKey`` or a resident key; ``config``: :class:`~cuzk_jax.groth16.pipeline.ProverConfig` (or its text)."""
     r1cs = circuit.r1cs()
     t0 = time.perf_counter()
     witnesses, publics = synthesize(circuit, partitions, sector)
     synth = time.perf_counter() - t0
-    proofs, timings = prover.prove(pk, r1cs, witnesses, randomness=randomness, msm_impl=msm_impl)
+    proofs, timings = prover.prove(pk, r1cs, witnesses, randomness=randomness, config=config)
     timings.phases = {"synthesis": synth, **timings.phases}
     result = SectorResult(sector, proofs, publics, timings, synth)
     if verify:

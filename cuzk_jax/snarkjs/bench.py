@@ -154,9 +154,7 @@ def _backend(impl: str):
 
     if impl == "device":
         return device.DeviceBackend()
-    if impl == "device_arkmsm":
-        return device.DeviceBackend(*device.host_msm_fallback())
-    raise ValueError(f"unknown impl {impl!r}; expected snarkjs, host, device, device_arkmsm")
+    raise ValueError(f"unknown impl {impl!r}; expected snarkjs, host, device")
 
 
 def time_cuzk(zkey_path: Path, wtns_path: Path, vk_path: Path, impl: str, reps: int, warmup: int,

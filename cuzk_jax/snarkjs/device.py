@@ -1,46 +1,45 @@
-"""Device (XLA) backend of the snarkjs prover: the same steps as :class:`cuzk_jax.snarkjs.prover.HostBackend`,
-run as jit-compiled programs on limb arrays.
+"""Device backend of the snarkjs prover: a ``.zkey`` made a :class:`~cuzk_jax.groth16.pipeline.ResidentKey` of
+the snarkjs QAP form and proved by the one prove pipeline (:mod:`cuzk_jax.groth16.pipeline`).
 
 * **QAP evaluations** ``a = A w``, ``b = B w`` on the size-n domain: :func:`cuzk_jax.ops.r1cs.evaluate` on a
   :class:`~cuzk_jax.ops.r1cs.DeviceR1CS` built from the zkey's coefficient section (A rows ``[0, n)``, B rows
-  ``[n, 2n)``, no C rows). ops.r1cs stores each coefficient as ``c * R * 2^32`` and takes ``z`` in Montgomery
-  form; the zkey stores ``v = c * R^2`` (``R = 2^256``), so the table entry is ``v * 2^32 / R`` -- one host
-  multiplication per *distinct* coefficient (circuits reuse a few values: 1, -1, round constants).
-* **H scalars** ``P = (A B - C)`` on the odd coset ``w_2n <w_n>``: :func:`cuzk_jax.ops.qap.compute_h_snarkjs`
-  when that op exists, else composed here from :mod:`cuzk_jax.ops.ntt` with snarkjs's roots (generator 5):
-  ``c = a * b``; for each of a, b, c one inverse NTT and one coset NTT with shift ``w_2n``; then
-  ``a' b' - c'`` and a conversion out of Montgomery form (MSM scalars are canonical).
-* **MSMs**: :func:`cuzk_jax.ops.msm.msm` on the zkey's point arrays, which are already in the ops Montgomery
-  limb layout (see :mod:`cuzk_jax.snarkjs.points`); scalars are canonical limbs. The Jacobian results (five
-  points) come back to the host and are normalised there with Python ints.
+  ``[n, 2n)``, no C rows: the pipeline takes ``c = a b``). ops.r1cs stores each coefficient as ``c * R * 2^32``
+  and takes ``z`` in Montgomery form; the zkey stores ``v = c * R^2`` (``R = 2^256``), so the table entry is
+  ``v * 2^32 / R`` -- one host multiplication per *distinct* coefficient (circuits reuse a few values).
+* **H scalars**: the pipeline's snarkjs form (:func:`cuzk_jax.ops.qap.compute_h_snarkjs`, generator 5).
+* **MSMs**: the zkey's point arrays are already in the ops Montgomery limb layout (:mod:`cuzk_jax.snarkjs.points`);
+  the L query is the zkey's C section (private columns from ``nPublic + 1`` on).
+* **finish**: the pipeline's (``alpha1``, ``beta1``, ``beta2``, ``delta1``, ``delta2`` of the zkey).
 
-The zkey is uploaded once per :class:`DeviceBackend` and kept resident (cuzk's SRS manager idea), so repeated
-proofs with one key pay only for the witness.
+The resident key is built once per :class:`DeviceBackend` and zkey and kept (cuzk's SRS manager idea), so
+repeated proofs with one key pay only for the witness.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import hashlib
+import time
 
 import numpy as np
 
+from cuzk_jax import encoding
+from cuzk_jax.groth16 import pipeline
+from cuzk_jax.ops.curve import Affine
+from cuzk_jax.ops.r1cs import DeviceR1CS
 from cuzk_jax.reference import constants as C
 
-from . import binfile, points
-from .points import G1Array, G2Array
+from . import binfile
+from .jsonio import Proof
+from .points import g1_to_ark, g2_to_ark
 from .zkey import Zkey
 
 R = C.R
-SNARKJS_GENERATOR = 5
 _V_TO_OPS = pow(2, 32, R) * pow(1 << 256, -1, R) % R  # zkey value c R^2  ->  ops.r1cs table entry c R 2^32
 
 
-def zkey_device_r1cs(zkey: Zkey):
-    """The zkey's A/B coefficient rows as an :class:`cuzk_jax.ops.r1cs.DeviceR1CS` with ``m = domain_size``."""
-    import jax.numpy as jnp
-
-    from cuzk_jax.ops.r1cs import DeviceR1CS
-
+def zkey_device_r1cs(zkey: Zkey) -> DeviceR1CS:
+    """The zkey's A/B coefficient rows as a :class:`~cuzk_jax.ops.r1cs.DeviceR1CS` with ``m = domain_size``
+    (host arrays; :func:`resident_key` uploads them)."""
     n = zkey.domain_size
     co = zkey.coeffs
     rows = co.constraint.astype(np.int64) + n * co.matrix.astype(np.int64)  # A rows [0, n), B rows [n, 2n)
@@ -53,181 +52,58 @@ def zkey_device_r1cs(zkey: Zkey):
     table = binfile.limbs_from_le(b"".join(v.to_bytes(32, "little") for v in scaled), 32) if scaled else \
         np.zeros((8, 1), np.uint32)
     indptr = np.searchsorted(rows, np.arange(3 * n + 1), side="left").astype(np.int32)
-    return DeviceR1CS(rows=jnp.asarray(rows.astype(np.int32)), cols=jnp.asarray(cols.astype(np.int32)),
-                      coeff_ids=jnp.asarray(cids.reshape(-1).astype(np.int32)), indptr=jnp.asarray(indptr),
-                      coeffs=jnp.asarray(table))
+    return DeviceR1CS(rows=rows.astype(np.int32), cols=cols.astype(np.int32),
+                      coeff_ids=cids.reshape(-1).astype(np.int32), indptr=indptr, coeffs=table)
 
 
-def compute_h_scalars(a, b):
-    """Canonical ``(8, n)`` MSM scalars for the H section from Montgomery evaluations ``a``, ``b``:
-    :func:`cuzk_jax.ops.qap.compute_h_snarkjs` with ``c = a * b`` (as ``buildABC1``), then out of Montgomery form."""
-    try:
-        from cuzk_jax.ops.qap import compute_h_snarkjs
-    except ImportError:  # older checkouts: the same transform composed from ops.ntt
-        return _compute_h_snarkjs_ntt(a, b)
-    from cuzk_jax.ops.field import fr
-
-    return fr.from_mont(compute_h_snarkjs(a, b, fr.mul(a, b)))
+def _digest(zkey: Zkey) -> str:
+    """A digest of the zkey's circuit (sizes and coefficient section)."""
+    h = hashlib.sha256(np.array([zkey.n_vars, zkey.n_public, zkey.domain_size], np.int64).tobytes())
+    for arr in (zkey.coeffs.matrix, zkey.coeffs.constraint, zkey.coeffs.signal, zkey.coeffs.value):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    return "zkey:" + h.hexdigest()
 
 
-def _compute_h_snarkjs_ntt(a, b):
-    """P on the odd coset from Montgomery-form evaluations ``a``, ``b`` ``(8, n)`` (ops.ntt, generator 5);
-    returns canonical limbs ``(8, n)``. Not wrapped in one jit on purpose: ops.ntt compiles its stage loop once
-    per shape and shares it between the forward and inverse transforms, which a single enclosing program would
-    duplicate (compile time is the budget on CPU)."""
-    from cuzk_jax.ops import ntt
-    from cuzk_jax.ops.field import fr
-
-    n = a.shape[-1]
-    shift = ntt.root_of_unity(2 * n, SNARKJS_GENERATOR)
-    c = fr.mul(a, b)
-    import jax.numpy as jnp
-
-    abc = jnp.stack([a, b, c], axis=1)  # (8, 3, n): one batched transform for the three polynomials
-    coeffs = ntt.intt(abc, generator=SNARKJS_GENERATOR)
-    odd = ntt.coset_ntt(coeffs, shift, generator=SNARKJS_GENERATOR)
-    p = fr.sub(fr.mul(odd[:, 0], odd[:, 1]), odd[:, 2])
-    return fr.from_mont(p)
+def resident_key(zkey: Zkey, config=None) -> pipeline.ResidentKey:
+    """The :class:`~cuzk_jax.groth16.pipeline.ResidentKey` (snarkjs QAP form) of a zkey."""
+    fin = pipeline.FinishPoints(alpha_g1=g1_to_ark(zkey.alpha1, checked=False),
+                                beta_g1=g1_to_ark(zkey.beta1, checked=False),
+                                beta_g2=g2_to_ark(zkey.beta2, checked=False),
+                                delta_g1=g1_to_ark(zkey.delta1, checked=False),
+                                delta_g2=g2_to_ark(zkey.delta2, checked=False))
+    queries = {name: Affine(arr.x, arr.y, arr.inf) for name, arr in
+               (("msm_a", zkey.a), ("msm_b1", zkey.b1), ("msm_b2", zkey.b2), ("msm_l", zkey.c), ("msm_h", zkey.h))}
+    return pipeline.build_resident(queries=queries, r1cs=zkey_device_r1cs(zkey), finish=fin,
+                                   num_inputs=zkey.n_public + 1, num_vars=zkey.n_vars, domain_size=zkey.domain_size,
+                                   qap="snarkjs", digest=_digest(zkey), config=config, pk=zkey)
 
 
 class DeviceBackend:
-    """XLA ops for the QAP, H and MSMs. ``msm_g1`` / ``msm_g2`` may be given explicitly (functions
-    ``(G1Array | G2Array, canonical scalar limbs (8, N)) -> host point``); by default :mod:`cuzk_jax.ops.msm`.
+    """Proves with the pipeline on the default device; keeps the resident key of the last zkey seen.
 
-    Uploaded keys stay resident: the coefficient table and the point arrays of the last zkey seen are kept on the
-    device, so repeated proofs with one key pay only for the witness.
-    """
+    ``config``: a :class:`~cuzk_jax.groth16.pipeline.ProverConfig` or its text form (default: the platform's)."""
 
     name = "device"
 
-    def __init__(self, msm_g1=None, msm_g2=None, msm_impl: str | None = None):
-        self._zkey = None
-        self._dr = None
-        self._bases: dict[int, tuple] = {}
-        self._msm_g1 = msm_g1
-        self._msm_g2 = msm_g2
-        self._msm_impl = msm_impl
+    def __init__(self, config=None):
+        self.config = pipeline.as_config(config)
+        self._rk: pipeline.ResidentKey | None = None
 
-    # -- witness -------------------------------------------------------------------------------------------
-    def witness(self, w: list[int]):
-        """Canonical limbs (for MSM scalars) and Montgomery limbs (for the QAP), both ``(8, nVars)``."""
-        import jax.numpy as jnp
+    def resident(self, zkey: Zkey) -> pipeline.ResidentKey:
+        if self._rk is None or self._rk.pk is not zkey:
+            self._rk = resident_key(zkey, self.config)
+        return self._rk
 
-        from cuzk_jax import encoding
-
-        return {"canonical": jnp.asarray(encoding.ints_to_limbs(w, "fr")),
-                "mont": jnp.asarray(encoding.ints_to_limbs(w, "fr", montgomery=True))}
-
-    def tail(self, ws, start: int):
-        return {k: v[:, start:] for k, v in ws.items()}
-
-    # -- QAP and H -------------------------------------------------------------------------------------------
-    def _device_r1cs(self, zkey: Zkey):
-        if self._zkey is not zkey:
-            self._dr = zkey_device_r1cs(zkey)
-            self._bases = {}
-            self._zkey = zkey
-        return self._dr
-
-    def qap_evals(self, zkey: Zkey, ws):
-        from cuzk_jax.ops import r1cs as ops_r1cs
-
-        a, b, _ = ops_r1cs.evaluate(self._device_r1cs(zkey), ws["mont"])
-        return a, b
-
-    def h_scalars(self, a, b, power: int):
-        return compute_h_scalars(a, b)
-
-    def sync(self, x):
-        """Wait for queued device work (the prover's per-phase timing)."""
-        import jax
-
-        return jax.block_until_ready(x)
-
-    def to_host(self, x):
-        """An MSM result (device Jacobian, or already a host point) -> host affine ints."""
-        return jacobian_to_host(x.group, x.jac) if isinstance(x, _Pending) else x
-
-    # -- MSMs ------------------------------------------------------------------------------------------------
-    def _upload(self, bases):
-        """Device :class:`cuzk_jax.ops.curve.Affine` for a zkey point array (cached while the key is current)."""
-        import jax.numpy as jnp
-
-        from cuzk_jax.ops.curve import Affine
-
-        hit = self._bases.get(id(bases))
-        if hit is None or hit[0] is not bases:
-            hit = (bases, Affine(jnp.asarray(bases.x), jnp.asarray(bases.y), jnp.asarray(bases.inf)))
-            self._bases[id(bases)] = hit
-        return hit[1]
-
-    def _msm(self, group: str, bases, scalars):
-        from cuzk_jax.ops import msm as ops_msm
-
-        if len(bases) == 0:
-            return None
-        jac = ops_msm.msm_jit(group, self._msm_impl)(self._upload(bases), _canonical(scalars))
-        return _Pending(group, jac)  # still on the device (asynchronous): the prover calls to_host
-
-    def msm_g1(self, bases: G1Array, scalars):
-        if self._msm_g1 is not None:
-            return self._msm_g1(bases, _canonical(scalars))
-        return self._msm("g1", bases, scalars)
-
-    def msm_g2(self, bases: G2Array, scalars):
-        if self._msm_g2 is not None:
-            return self._msm_g2(bases, _canonical(scalars))
-        return self._msm("g2", bases, scalars)
-
-
-class _Pending(NamedTuple):
-    """An MSM result still on the device."""
-
-    group: str
-    jac: object
-
-
-def _canonical(scalars):
-    return scalars["canonical"] if isinstance(scalars, dict) else scalars
-
-
-def jacobian_to_host(group: str, jac):
-    """One device Jacobian point (Montgomery limbs) -> host affine ints (None at infinity), via Python ints."""
-    from cuzk_jax.reference.field import fq, fq2
-
-    q = C.P
-
-    def ints(limbs):
-        return binfile.le_ints(binfile.limbs_to_le(np.asarray(limbs).reshape(12, 1)), 48)[0] * points.R_MONT_INV % q
-
-    if group == "g1":
-        x, y, z = (ints(c) for c in jac)
-        if z == 0:
-            return None
-        zi = fq.inv(z)
-        zi2 = zi * zi % q
-        return (x * zi2 % q, y * zi2 * zi % q)
-    x, y, z = (tuple(ints(np.asarray(c)[k]) for k in range(2)) for c in jac)
-    if z == (0, 0):
-        return None
-    zi = fq2.inv(z)
-    zi2 = fq2.square(zi)
-    return (fq2.mul(x, zi2), fq2.mul(y, fq2.mul(zi2, zi)))
-
-
-def host_msm_fallback():
-    """(msm_g1, msm_g2) computed by py_arkworks on the host, taking the device backend's scalar limbs: lets
-    the device QAP/H path be tested and timed on its own."""
-    from cuzk_jax import encoding
-
-    from .prover import HostBackend
-
-    hb = HostBackend()
-
-    def g1(bases, scalars):
-        return hb.msm_g1(bases, encoding.limbs_to_ints(np.asarray(scalars), "fr"))
-
-    def g2(bases, scalars):
-        return hb.msm_g2(bases, encoding.limbs_to_ints(np.asarray(scalars), "fr"))
-
-    return g1, g2
+    def prove(self, zkey: Zkey, w: list[int], r: int, s: int, sync_phases: bool = True) -> tuple[Proof, dict]:
+        """``(proof, wall times)`` for one witness (``w`` as ints, ``w[0] = 1``)."""
+        rk = self.resident(zkey)
+        t: dict = {}
+        t0 = time.perf_counter()
+        z = encoding.ints_to_limbs(w, "fr", montgomery=True)[:, None, :]  # (8, 1, nVars)
+        out = pipeline.run(rk, pipeline.stage(rk, z), lambda name, fn: pipeline.timed(name, fn, t),
+                           sync_phases=sync_phases)
+        t1 = time.perf_counter()
+        proof = Proof(*pipeline.finish(rk, out, 0, r, s))
+        t["combine"] = time.perf_counter() - t1
+        t["total"] = time.perf_counter() - t0
+        return proof, t

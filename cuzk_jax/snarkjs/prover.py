@@ -22,8 +22,8 @@ The heavy steps go through a *backend*:
 * ``"host"``: Python ints for ``a, b`` and for P (:func:`cuzk_jax.reference.ntt.compute_h_snarkjs`), the five
   MSMs by py_arkworks_bls12381 ``multiexp_unchecked``. Code we did not write does the group arithmetic; this is
   the oracle the device path is tested against.
-* ``"device"``: the XLA ops (see :mod:`cuzk_jax.snarkjs.device`): sparse evaluation, ``ops.qap`` for P and the
-  device MSM; only the final combination of a few points runs on the host.
+* ``"device"``: the one prove pipeline of :mod:`cuzk_jax.groth16.pipeline` over the zkey made a resident key
+  (see :mod:`cuzk_jax.snarkjs.device`); only the final combination of a few points runs on the host.
 
 ``r`` and ``s`` come from :mod:`secrets` (the OS CSPRNG), uniformly in ``[0, r)`` as snarkjs's ``Fr.random``.
 ``insecure_test_seed`` derives them deterministically instead -- for tests and benchmarks only; a proof made that
@@ -81,12 +81,6 @@ class HostBackend:
 
     name = "host"
 
-    def witness(self, w: list[int]) -> list[int]:
-        return w
-
-    def tail(self, w: list[int], start: int) -> list[int]:
-        return w[start:]
-
     def qap_evals(self, zkey: Zkey, w: list[int]) -> tuple[list[int], list[int]]:
         """``a``, ``b`` on the size-n domain from the zkey's coefficient section (as ``buildABC1``)."""
         n = zkey.domain_size
@@ -115,6 +109,30 @@ class HostBackend:
         return g2_from_ark(ark.G2Point.multiexp_unchecked(g2_array_to_ark(bases), [ark.Scalar(s) for s in scalars]))
 
 
+    def prove(self, zkey: Zkey, w: list[int], r: int, s: int, sync_phases: bool = True) -> tuple[Proof, dict]:
+        """``(proof, wall times)``: the steps of ``groth16_prove.js`` one after another (``sync_phases`` has no
+        effect on the host)."""
+        t = {}
+        t0 = time.perf_counter()
+        # --- QAP evaluations and the H scalars ---------------------------------------------------------------
+        a, b = self.qap_evals(zkey, w)
+        t["qap_evals"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        p = self.h_scalars(a, b, zkey.power)
+        t["h"] = time.perf_counter() - t1
+        # --- MSMs --------------------------------------------------------------------------------------------
+        t1 = time.perf_counter()
+        msms = (self.msm_g1(zkey.a, w), self.msm_g1(zkey.b1, w), self.msm_g2(zkey.b2, w),
+                self.msm_g1(zkey.c, w[zkey.n_public + 1:]), self.msm_g1(zkey.h, p))
+        t["msm"] = time.perf_counter() - t1
+        # --- Blind and combine (a handful of point operations) -------------------------------------------------
+        t1 = time.perf_counter()
+        proof = combine(zkey, *msms, r, s)
+        t["combine"] = time.perf_counter() - t1
+        t["total"] = time.perf_counter() - t0
+        return proof, t
+
+
 def get_backend(name: str):
     if name == "host":
         return HostBackend()
@@ -141,11 +159,11 @@ def prove(zkey: Zkey, witness, *, backend="host", insecure_test_seed: int | None
           sync_phases: bool = True) -> ProveResult:
     """Prove with a snarkjs Groth16 zkey and a circom witness (ints or ``(8, N)`` canonical limbs).
 
-    ``backend`` is ``"host"``, ``"device"`` or a backend object. Returns the proof, the public signals
-    ``w[1..nPublic]`` and wall times (seconds). With ``sync_phases`` (default) every phase finishes before the
-    next starts, so ``qap_evals`` / ``h`` / ``msm`` / ``combine`` are true per-phase times; with
-    ``sync_phases=False`` a device backend queues all its work (the four witness MSMs first, then QAP, H and the H
-    MSM) and waits once, so only ``total`` is meaningful -- the faster mode for throughput.
+    ``backend`` is ``"host"`` (the oracle, :class:`HostBackend`), ``"device"`` (the one prove pipeline,
+    :class:`cuzk_jax.snarkjs.device.DeviceBackend`) or a backend object. Returns the proof, the public signals
+    ``w[1..nPublic]`` and wall times (seconds). With ``sync_phases`` (default) every device phase finishes before
+    the next starts (true per-phase times); ``sync_phases=False`` queues all device work and waits once, so only
+    ``total`` is meaningful -- the faster mode for throughput.
     """
     be = get_backend(backend) if isinstance(backend, str) else backend
     w = witness_ints(witness)
@@ -154,36 +172,7 @@ def prove(zkey: Zkey, witness, *, backend="host", insecure_test_seed: int | None
                          "(witness and zkey are for different circuits)")
     if w[0] != 1:
         raise ValueError("witness value 0 (the constant wire) must be 1")
-    sync = getattr(be, "sync", lambda x: x) if sync_phases else (lambda x: x)
-    fetch = getattr(be, "to_host", lambda x: x)
-    t = {}
-    t0 = time.perf_counter()
-    ws = be.witness(w)
-    if not sync_phases:  # queue the MSMs that need only the witness ahead of the QAP/H work
-        early = (be.msm_g1(zkey.a, ws), be.msm_g1(zkey.b1, ws), be.msm_g2(zkey.b2, ws),
-                 be.msm_g1(zkey.c, be.tail(ws, zkey.n_public + 1)))
-
-    # --- QAP evaluations and the H scalars -----------------------------------------------------------------
-    a, b = sync(be.qap_evals(zkey, ws))
-    t["qap_evals"] = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    p = sync(be.h_scalars(a, b, zkey.power))
-    t["h"] = time.perf_counter() - t1
-
-    # --- MSMs ----------------------------------------------------------------------------------------------
-    t1 = time.perf_counter()
-    if sync_phases:
-        early = tuple(fetch(x) for x in (be.msm_g1(zkey.a, ws), be.msm_g1(zkey.b1, ws), be.msm_g2(zkey.b2, ws),
-                                         be.msm_g1(zkey.c, be.tail(ws, zkey.n_public + 1))))
-    msm_h = be.msm_g1(zkey.h, p)
-    msm_a, msm_b1, msm_b2, msm_c, msm_h = (fetch(x) for x in (*early, msm_h))
-    t["msm"] = time.perf_counter() - t1
-
-    # --- Blind and combine (a handful of point operations, on the host) ----------------------------------------
-    t1 = time.perf_counter()
-    proof = combine(zkey, msm_a, msm_b1, msm_b2, msm_c, msm_h, *random_r_s(insecure_test_seed))
-    t["combine"] = time.perf_counter() - t1
-    t["total"] = time.perf_counter() - t0
+    proof, t = be.prove(zkey, w, *random_r_s(insecure_test_seed), sync_phases=sync_phases)
     return ProveResult(proof, w[1:zkey.n_public + 1], t)
 
 

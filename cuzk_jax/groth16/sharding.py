@@ -2,10 +2,11 @@
 
 Partitions of a batch are independent proofs that share one proving key, so the natural decomposition is data
 parallel: each device holds a full replica of the key (queries and R1CS tables, ``PartitionSpec()``) and a slice
-of the partition axis of every per-partition array (``z`` is ``(8, P, num_vars)``, sharded on axis 1). Every
-device phase is wrapped in ``shard_map`` so that each device runs exactly the single-device program on its local
-``P / D`` partitions (the elementwise steps between phases run on the sharded arrays as they are) -- no collective, no resharding inside the phase, and results identical to the unsharded
-prover (tested: ``tests/test_engine.py``, 4 host devices). The batch size must be a multiple of the device count;
+of the partition axis of every per-partition array (``z`` is ``(8, P, num_vars)``, sharded on axis 1). The
+pipeline (:mod:`cuzk_jax.groth16.pipeline`) wraps every device phase in :func:`shard_map` with these specs, so
+each device runs exactly the single-device program on its local ``P / D`` partitions -- no collective, no
+resharding inside a phase, and results identical to the unsharded prover (tested: ``tests/test_engine.py``, 4
+host devices). The batch size must be a multiple of the device count;
 the engine pads batches to one.
 
 Multi-host (several machines, each with local GPUs) -- documented, not exercised by the tests:
@@ -36,8 +37,6 @@ Multi-host (several machines, each with local GPUs) -- documented, not exercised
 """
 
 from __future__ import annotations
-
-import functools
 
 import jax
 import numpy as np
@@ -80,56 +79,3 @@ def shard_map(f, mesh: Mesh, in_specs, out_specs):
     from jax.experimental.shard_map import shard_map as _sm  # older JAX
 
     return _sm(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=False)
-
-
-class ShardedPhases:
-    """The prover's device phases as ``jit(shard_map(...))`` programs over one mesh (each built once, lazily).
-
-    Per-device bodies are the single-device functions of :mod:`cuzk_jax.groth16.prover` / :mod:`cuzk_jax.ops`, so
-    a sharded batch computes exactly what the unsharded prover computes, partition by partition.
-    """
-
-    def __init__(self, mesh: Mesh, msm_impl: str | None = None):
-        self.mesh = mesh
-        self.msm_impl = msm_impl
-        self._msm: dict[str, object] = {}
-
-    @functools.cached_property
-    def evaluate(self):
-        from cuzk_jax.groth16 import prover
-        from cuzk_jax.ops import r1cs as ops_r1cs
-
-        # No x64 scope here: the ops enter it themselves, exactly as in prover.prove (an outer scope changes the
-        # index dtypes of nested jits such as argmax and breaks their lowering).
-        def body(dr, z):
-            az, bz, cz = ops_r1cs.evaluate(dr, z)
-            ok, first = prover.satisfied(az, bz, cz)
-            return az, bz, cz, ok, first
-
-        zs = along(3, 1)
-        return jax.jit(shard_map(body, self.mesh, in_specs=(P(), zs), out_specs=(zs, zs, zs, P(AXIS), P(AXIS))))
-
-    @functools.lru_cache(maxsize=None)
-    def h(self, n: int):
-        from cuzk_jax.groth16 import prover
-
-        def body(az, bz, cz):
-            return prover.h_scalars(az, bz, cz, n)
-
-        zs = along(3, 1)
-        return jax.jit(shard_map(body, self.mesh, in_specs=(zs, zs, zs), out_specs=zs))
-
-    def msm(self, group: str):
-        if group not in self._msm:
-            from cuzk_jax.ops import msm as ops_msm
-            from cuzk_jax.ops.curve import Jacobian
-
-            nd = 1 if group == "g1" else 2
-            out = along(nd + 1, nd)
-
-            def body(bases, scalars):
-                return ops_msm.msm(bases, scalars, group, impl=self.msm_impl)
-
-            self._msm[group] = jax.jit(shard_map(body, self.mesh, in_specs=(P(), along(3, 1)),
-                                                 out_specs=Jacobian(out, out, out)))
-        return self._msm[group]

@@ -1,0 +1,521 @@
+"""The one Groth16 prove pipeline: plain phase functions over a :class:`ResidentKey` and a batch of witnesses.
+
+Every way of proving in this project runs these functions and no other copy of the sequence:
+:func:`cuzk_jax.groth16.prover.prove` (one batch), the engine's device backend (stage in its collector thread,
+:func:`run` in its device thread, :func:`finish` in its finisher thread), sharded batches over several devices
+(:func:`run` with a mesh) and the snarkjs prover (a :class:`ResidentKey` built from a ``.zkey``).
+
+Phases (cuzk's batch-all-partitions: each runs once for ALL partitions of a batch, a leading partition axis):
+
+1. **stage** (host -> device) -- the witnesses as Montgomery Fr limbs ``z`` ``(8, P, num_vars)``.
+2. **evaluate** -- ``A z, B z, C z`` (:func:`cuzk_jax.ops.r1cs.evaluate`) and, for the bellman form, the
+   satisfaction check (per partition: all constraints hold, first failing constraint).
+3. **h** -- the H-MSM scalars (canonical limbs). bellman form (Groth 2016 / bellman / arkworks ``r1cs_to_qap``):
+   the coefficients of ``h = (A B - C) / Z_H`` on a coset (:func:`cuzk_jax.ops.qap.compute_h`, 7 NTTs), first
+   ``n - 1`` kept. snarkjs form (``groth16_prove.js``): ``c = a b`` and the evaluations of ``A B - C`` on the odd
+   coset of the 2n domain (:func:`cuzk_jax.ops.qap.compute_h_snarkjs`), ``n`` of them, not divided by ``Z``.
+4. **msm_a / msm_b1 / msm_b2 / msm_l / msm_h** -- five multi-scalar multiplications batched over partitions with
+   shared bases (:mod:`cuzk_jax.ops.msm`), or over the key's precomputed window tables
+   (:mod:`cuzk_jax.ops.msm_precomputed`) when the resident key holds them.
+5. **fetch / to_host** -- the Jacobian results to host affine points (one batched inversion per MSM).
+6. **finish** (host) -- randomisation with ``(r, s)`` (Groth 2016 section 3.2; arkworks ``prover.rs``):
+
+   * Compute A:        ``A  = alpha + MSM_a + r delta``
+   * Compute B in G2:  ``B  = beta  + MSM_b2 + s delta``  (and ``B1`` likewise in G1)
+   * Finish C:         ``C  = MSM_l + MSM_h + s A + r B1 - r s delta``
+
+   The scalar multiplications run in py_arkworks_bls12381 (:func:`host_curve.to_arkworks`).
+
+Everything that changes a compiled program is in :class:`ProverConfig` (frozen, hashable; the MSM and NTT configs
+are static jit arguments); no module global is read while tracing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import secrets
+import time
+from typing import Callable, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from cuzk_jax.errors import BadInput, Unsatisfied
+from cuzk_jax.ops import config as ops_config
+from cuzk_jax.ops import field as ops_field
+from cuzk_jax.ops import msm as ops_msm
+from cuzk_jax.ops import msm_precomputed as ops_pre
+from cuzk_jax.ops import qap as ops_qap
+from cuzk_jax.ops import r1cs as ops_r1cs
+from cuzk_jax.ops.curve import Affine, Jacobian, g1, g2
+from cuzk_jax.reference.constants import R
+from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
+
+from . import host_curve, sharding
+
+PHASES = ("stage", "evaluate", "h", "msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h", "fetch", "finish")
+# phase name -> group; also finish's argument order
+MSMS = {"msm_a": "g1", "msm_b1": "g1", "msm_b2": "g2", "msm_l": "g1", "msm_h": "g1"}
+QAP_FORMS = ("bellman", "snarkjs")
+TABLE_MODES = ("auto", "on", "off")
+# Share of the device memory a resident key's window tables may take when ``tables="auto"`` and no key-manager
+# headroom is given (prover.prove without an engine).
+TABLE_FRACTION = 0.25
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ProverConfig:
+    """Everything that changes what the prover compiles or runs; frozen and hashable.
+
+    * ``msm``: :class:`cuzk_jax.ops.config.MsmConfig` of the five MSMs (``None``: the platform default);
+    * ``ntt``: :class:`cuzk_jax.ops.config.NttConfig` of the H phase (``None``: the platform default);
+    * ``tables``: precomputed window tables of the key's queries (:mod:`cuzk_jax.ops.msm_precomputed`, W-fold the
+      queries' memory, built once when the key is made resident): ``"on"``, ``"off"``, or ``"auto"`` -- on when
+      the MSM config is a GPU kernel config and the tables fit the headroom the key manager gives (or
+      :data:`TABLE_FRACTION` of the device memory);
+    * ``window``: the tables' window bits (``None``: :func:`cuzk_jax.ops.msm_precomputed.window_bits` per query).
+
+    Text form (:meth:`parse`, the ``--prover`` flag): comma-separated ``key=value``, e.g.
+    ``"msm=pallas,ntt=xla,tables=on,window=16"``; ``""`` is the default.
+    """
+
+    msm: ops_config.MsmConfig | None = None
+    ntt: ops_config.NttConfig | None = None
+    tables: str = "auto"
+    window: int | None = None
+
+    def __post_init__(self):
+        if self.tables not in TABLE_MODES:
+            raise BadInput(f"prover config: tables must be one of {TABLE_MODES}, got {self.tables!r}")
+        if self.window is not None and not 2 <= self.window <= ops_msm.MAX_WINDOW:
+            raise BadInput(f"prover config: window must be in 2..{ops_msm.MAX_WINDOW}, got {self.window!r}")
+
+    @classmethod
+    def parse(cls, text: str | None) -> "ProverConfig":
+        """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window); BadInput names a bad token."""
+        kw: dict = {}
+        for part in filter(None, (p.strip() for p in (text or "").split(","))):
+            key, sep, value = part.partition("=")
+            if not sep or key in kw:
+                raise BadInput(f"prover config {text!r}: expected comma-separated key=value (msm, ntt, tables, "
+                               f"window), got {part!r}")
+            if key == "msm":
+                kw[key] = ops_config.MsmConfig.parse(value)
+            elif key == "ntt":
+                kw[key] = ops_config.NttConfig.parse(value)
+            elif key == "tables":
+                kw[key] = value
+            elif key == "window":
+                if not value.isdigit():
+                    raise BadInput(f"prover config {text!r}: window must be an integer, got {value!r}")
+                kw[key] = int(value)
+            else:
+                raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window)")
+        return cls(**kw)
+
+    def resolved(self) -> "ProverConfig":
+        """The same config with the platform defaults filled in (what a :class:`ResidentKey` records)."""
+        return dataclasses.replace(self, msm=ops_config.MsmConfig.coerce(self.msm),
+                                   ntt=ops_config.NttConfig.coerce(self.ntt))
+
+    def __str__(self) -> str:
+        parts = [f"msm={self.msm}" if self.msm else "", f"ntt={self.ntt}" if self.ntt else "",
+                 f"tables={self.tables}", f"window={self.window}" if self.window else ""]
+        return ",".join(p for p in parts if p)
+
+
+def as_config(config: "ProverConfig | str | None") -> ProverConfig:
+    """A :class:`ProverConfig` from a config, its text form, or ``None`` (the default)."""
+    if isinstance(config, ProverConfig):
+        return config
+    if config is None or isinstance(config, str):
+        return ProverConfig.parse(config)
+    raise BadInput(f"prover config must be a ProverConfig or its text form, got {type(config).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The resident key
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class WindowTable(NamedTuple):
+    """Precomputed window table of one query: ``c`` window bits, ``points`` as built by ``msm_precomputed``."""
+
+    c: int
+    points: Affine
+
+
+@dataclasses.dataclass(frozen=True)
+class FinishPoints:
+    """The key points the finish step needs, as py_arkworks_bls12381 points (host)."""
+
+    alpha_g1: object
+    beta_g1: object
+    beta_g2: object
+    delta_g1: object
+    delta_g2: object
+
+
+@dataclasses.dataclass(eq=False)
+class ResidentKey:
+    """A proving key resident on the device with everything derived from it (cuzk's resident SRS entry).
+
+    * ``queries``: MSM phase name (:data:`MSMS`) -> bases, :class:`~cuzk_jax.ops.curve.Affine` of Montgomery limbs
+      on the device (``msm_l``'s bases cover the columns from ``num_inputs`` on; ``msm_h``'s as many points as
+      the H scalars);
+    * ``tables``: MSM phase name -> :class:`WindowTable` (empty: plain MSMs);
+    * ``r1cs``: the evaluator's :class:`~cuzk_jax.ops.r1cs.DeviceR1CS` (bellman form: the R1CS extended with the
+      input constraints; snarkjs form: the zkey's A and B rows, no C);
+    * ``finish``: :class:`FinishPoints`; ``qap``: ``"bellman"`` or ``"snarkjs"`` (see the module docstring);
+    * ``config``: the resolved :class:`ProverConfig`; ``mesh``: a partition mesh when sharded over devices;
+    * ``constraint_name``: index -> gadget name of a constraint (unsatisfied-witness errors), or None;
+    * ``pk``: the host-side key object it was made from (a ``ProvingKey`` or a ``Zkey``), ``digest`` its circuit.
+
+    Invariant: ``nbytes`` counts every device array held here (queries, tables, R1CS tables) -- the number the
+    key manager's memory budget adds up.
+    """
+
+    queries: dict
+    tables: dict
+    r1cs: ops_r1cs.DeviceR1CS
+    finish: FinishPoints
+    num_inputs: int
+    num_vars: int
+    domain_size: int
+    qap: str
+    config: ProverConfig
+    digest: str
+    pk: object = None
+    constraint_name: Callable[[int], str] | None = None
+    mesh: object = None
+
+    @property
+    def vk(self):
+        """The verifying key of the host-side key (``None`` for a zkey, whose verifying key is separate JSON)."""
+        return getattr(self.pk, "vk", None)
+
+    @property
+    def nbytes(self) -> int:
+        leaves = jax.tree_util.tree_leaves((self.queries, [t.points for t in self.tables.values()], self.r1cs))
+        return int(sum(leaf.nbytes for leaf in leaves))
+
+    @property
+    def table_bytes(self) -> int:
+        return int(sum(leaf.nbytes for t in self.tables.values() for leaf in jax.tree_util.tree_leaves(t.points)))
+
+
+def table_bytes_estimate(queries: dict, window: int | None = None) -> int:
+    """Device bytes the window tables of ``queries`` (phase name -> Affine) would take: ``W N`` affine points of 96
+    (G1) / 192 (G2) bytes of limbs plus a flag byte each."""
+    total = 0
+    for name, bases in queries.items():
+        n = int(bases.inf.shape[-1])
+        c = window or ops_pre.window_bits(n)
+        total += ops_msm.num_windows(c) * n * (97 if MSMS[name] == "g1" else 193)
+    return total
+
+
+def device_bytes() -> int:
+    """Memory of the first local device as its allocator reports it (0 where it reports none, e.g. the CPU)."""
+    return int((jax.local_devices()[0].memory_stats() or {}).get("bytes_limit", 0))
+
+
+def _want_tables(config: ProverConfig, queries: dict, headroom: int | None) -> bool:
+    if config.tables != "auto":
+        return config.tables == "on"
+    if config.msm.kernel != "pallas":  # the GPU kernels: elsewhere the tables do not pay for their build
+        return False
+    budget = headroom if headroom is not None else int(TABLE_FRACTION * device_bytes())
+    return table_bytes_estimate(queries, config.window) <= budget
+
+
+def _place(tree, mesh):
+    """Device placement of a key's arrays: replicated over ``mesh`` when sharded, else left uncommitted on the
+    default device (a committed argument changes the lowering and would not share compiled programs)."""
+    if mesh is not None:
+        tree = jax.device_put(tree, sharding.replicated(mesh))
+    else:
+        tree = jax.tree_util.tree_map(jnp.asarray, tree)
+    return jax.block_until_ready(tree)
+
+
+def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int, num_vars: int, domain_size: int,
+                   qap: str, digest: str, config=None, pk=None, constraint_name=None, mesh=None,
+                   headroom: int | None = None) -> ResidentKey:
+    """Upload a key's bases and R1CS tables and build its window tables when the config asks for them.
+
+    ``headroom``: device bytes the caller's memory budget leaves for this key (the key manager's); ``None``:
+    :data:`TABLE_FRACTION` of the device memory. Tables run on one device only (``mesh`` must be None)."""
+    if qap not in QAP_FORMS:
+        raise BadInput(f"unknown QAP form {qap!r}; expected one of {QAP_FORMS}")
+    config = as_config(config).resolved()
+    if set(queries) != set(MSMS):
+        raise BadInput(f"resident key needs the bases of {tuple(MSMS)}, got {tuple(queries)}")
+    queries, r1cs = _place(({k: queries[k] for k in MSMS}, r1cs), mesh)
+    tables = {}
+    if _want_tables(config, queries, headroom):
+        if mesh is not None:
+            raise BadInput("precomputed window tables run on one device only: use tables=off with several devices")
+        for name, bases in queries.items():
+            c = config.window or ops_pre.window_bits(int(bases.inf.shape[-1]))
+            pts = ops_pre.precompute(bases, MSMS[name], c=c, config=config.msm)
+            tables[name] = WindowTable(c, jax.block_until_ready(pts))
+    return ResidentKey(queries=queries, tables=tables, r1cs=r1cs, finish=finish, num_inputs=num_inputs,
+                       num_vars=num_vars, domain_size=domain_size, qap=qap, config=config, digest=digest, pk=pk,
+                       constraint_name=constraint_name, mesh=mesh)
+
+
+def finish_points(pk) -> FinishPoints:
+    """The :class:`FinishPoints` of a :class:`~cuzk_jax.groth16.data_structures.ProvingKey` (the verifying key's
+    arkworks points, cached by ``VerifyingKey.arkworks`` and shared with the verifier, plus beta_g1 / delta_g1)."""
+    vk = pk.vk.arkworks()
+    return FinishPoints(alpha_g1=vk["alpha_g1"], beta_g1=host_curve.to_arkworks(ref_g1, pk.beta_g1),
+                        beta_g2=vk["beta_g2"], delta_g1=host_curve.to_arkworks(ref_g1, pk.delta_g1),
+                        delta_g2=vk["delta_g2"])
+
+
+def make_resident(pk, r1cs, config=None, *, mesh=None, headroom: int | None = None) -> ResidentKey:
+    """The :class:`ResidentKey` of a :class:`~cuzk_jax.groth16.data_structures.ProvingKey` for ``r1cs`` (a
+    ``circuits.r1cs.R1CS``; the device evaluates it extended with bellman's input constraints)."""
+    digest = r1cs.digest()
+    if pk.circuit_digest != digest:
+        raise BadInput("proving key was generated for a different circuit (R1CS digest mismatch)")
+    ext = r1cs.with_input_constraints()
+    queries = {"msm_a": pk.a_query, "msm_b1": pk.b_g1_query, "msm_b2": pk.b_g2_query, "msm_l": pk.l_query,
+               "msm_h": pk.h_query}
+    return build_resident(queries=queries, r1cs=ops_r1cs.to_device(ext), finish=finish_points(pk), num_inputs=pk.num_inputs,
+                          num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
+                          config=config, pk=pk, constraint_name=ext.constraint_name, mesh=mesh, headroom=headroom)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Phases
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Timings:
+    """Seconds per phase (device phases end with ``block_until_ready``); ``total`` is the wall time of a prove."""
+
+    phases: dict = dataclasses.field(default_factory=dict)
+    total: float = 0.0
+    partitions: int = 0
+
+    def as_dict(self) -> dict:
+        return {**{k: round(v, 6) for k, v in self.phases.items()}, "total": round(self.total, 6),
+                "partitions": self.partitions}
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.phases.items())
+        return f"{self.partitions} partitions in {self.total:.3f} s ({parts})"
+
+
+def random_randomness(count: int) -> list[tuple[int, int]]:
+    """``count`` pairs ``(r, s)`` from the OS CSPRNG (:mod:`secrets`)."""
+    return [(secrets.randbelow(R), secrets.randbelow(R)) for _ in range(count)]
+
+
+def stage(rk: ResidentKey, z: np.ndarray):
+    """Host -> device copy of a batch ``z`` (uint32 ``(8, P, num_vars)``, Montgomery): sharded over the key's mesh
+    along the partition axis, else uncommitted on the default device."""
+    z = np.asarray(z)
+    if z.dtype != np.uint32 or z.ndim != 3 or z.shape[0] != 8 or z.shape[2] != rk.num_vars:
+        raise BadInput(f"witness batch must be uint32 (8, P, {rk.num_vars}), got {z.dtype} {z.shape}")
+    if rk.mesh is not None:
+        if z.shape[1] % rk.mesh.size:
+            raise BadInput(f"batch of {z.shape[1]} partitions is not a multiple of {rk.mesh.size} devices")
+        return jax.device_put(z, sharding.batch_sharding(rk.mesh))
+    return jnp.asarray(z)
+
+
+def _evaluate_body(dr, z, qap: str):
+    az, bz, cz = ops_r1cs.evaluate(dr, z)
+    if qap == "snarkjs":  # the zkey has no C matrix: c = a b, nothing to check
+        cz = ops_field.fr.mul(az, bz)
+        ok = jnp.ones(z.shape[1:-1], bool)
+        return az, bz, cz, ok, jnp.full(z.shape[1:-1], -1, jnp.int32)
+    bad = ~ops_field.fr.eq(ops_field.fr.mul(az, bz), cz)
+    ok = ~jnp.any(bad, axis=-1)
+    return az, bz, cz, ok, jnp.where(ok, -1, jnp.argmax(bad, axis=-1)).astype(jnp.int32)
+
+
+def _h_body(az, bz, cz, n: int, qap: str, ntt):
+    """Canonical H-MSM scalars: pad the evaluations to the domain, compute h (bellman: n - 1 coefficients;
+    snarkjs: n odd-coset evaluations), leave Montgomery form."""
+    pad = [(0, 0)] * (az.ndim - 1) + [(0, n - az.shape[-1])]
+    a, b, c = (jnp.pad(x, pad) for x in (az, bz, cz))
+    if qap == "snarkjs":
+        return ops_field.fr.from_mont(ops_qap.compute_h_snarkjs(a, b, c, config=ntt))
+    h = ops_qap.compute_h(a, b, c, config=ntt)
+    return ops_field.fr.from_mont(h[..., : n - 1])
+
+
+@functools.lru_cache(maxsize=None)
+def _device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
+    """The jitted phase programs for one mesh (or None), QAP form, domain and config; shard_map'ed over the
+    partition axis when sharded (each device runs the single-device program on its partitions)."""
+    evaluate = functools.partial(_evaluate_body, qap=qap)
+    h = functools.partial(_h_body, n=n, qap=qap, ntt=ntt)
+    from_mont = ops_field.fr.from_mont
+    if mesh is None:
+        return {"evaluate": jax.jit(evaluate), "h": jax.jit(h), "from_mont": jax.jit(from_mont),
+                "g1": ops_msm.msm_jit("g1", msm), "g2": ops_msm.msm_jit("g2", msm)}
+    P, zs, ps = jax.sharding.PartitionSpec, sharding.along(3, 1), sharding.along(1, 0)
+    sm = functools.partial(sharding.shard_map, mesh=mesh)
+
+    def msm_prog(group):
+        nd = 1 if group == "g1" else 2  # coordinate axes before the partition axis of the result
+        out = sharding.along(nd + 1, nd)
+        body = functools.partial(ops_msm.msm, group=group, config=msm)
+        return jax.jit(sm(body, in_specs=(P(), zs), out_specs=Jacobian(out, out, out)))
+
+    return {"evaluate": jax.jit(sm(evaluate, in_specs=(P(), zs), out_specs=(zs, zs, zs, ps, ps))),
+            "h": jax.jit(sm(h, in_specs=(zs, zs, zs), out_specs=zs)),
+            "from_mont": jax.jit(from_mont),  # elementwise: runs on the sharded array as it is
+            "g1": msm_prog("g1"), "g2": msm_prog("g2")}
+
+
+def _programs(rk: ResidentKey) -> dict:
+    return _device_programs(rk.mesh, rk.qap, rk.domain_size, rk.config.ntt, rk.config.msm)
+
+
+def evaluate(rk: ResidentKey, z):
+    """Phase 2: ``(A z, B z, C z, ok, first)`` of a staged batch -- Montgomery ``(8, P, m)`` evaluations, per
+    partition whether every constraint holds and the first one that does not (-1 when ok; the snarkjs form has no
+    C matrix, takes ``C z = A z * B z`` and reports every partition ok)."""
+    return _programs(rk)["evaluate"](rk.r1cs, z)
+
+
+def h_scalars(rk: ResidentKey, az, bz, cz):
+    """Phase 3: the canonical H-MSM scalars ``(8, P, len(h bases))`` from the evaluations (module docstring)."""
+    return _programs(rk)["h"](az, bz, cz)
+
+
+def msm_scalars(rk: ResidentKey, z, h) -> dict:
+    """MSM phase name -> canonical scalars: the witness for A, B1, B2, its private columns for L, ``h`` for H."""
+    zc = _programs(rk)["from_mont"](z)
+    return {"msm_a": zc, "msm_b1": zc, "msm_b2": zc, "msm_l": zc[:, :, rk.num_inputs:], "msm_h": h}
+
+
+def msm(rk: ResidentKey, name: str, scalars):
+    """Phase 4, one MSM: over the key's window table of ``name`` when it holds one, else the plain MSM of the
+    config; Jacobian result with batch shape ``(P,)``."""
+    table = rk.tables.get(name)
+    if table is not None:
+        return ops_pre.msm_jit(MSMS[name], table.c, rk.config.msm)(table.points, scalars)
+    return _programs(rk)[MSMS[name]](rk.queries[name], scalars)
+
+
+@dataclasses.dataclass
+class BatchOutput:
+    """One batch's device results on the host: ``ok`` (bool, P), ``first`` (int, P: first failing constraint or
+    -1) and ``points`` (MSM phase name -> host Jacobian limb arrays, converted lazily by :func:`host_points`)."""
+
+    ok: np.ndarray
+    first: np.ndarray
+    points: dict
+    _host: dict | None = None
+
+    def host_points(self) -> dict:
+        """MSM phase name -> list of host affine points (one batched conversion per MSM, done once)."""
+        if self._host is None:
+            self._host = {name: host_curve.from_device(g2 if MSMS[name] == "g2" else g1, jac)
+                          for name, jac in self.points.items()}
+        return self._host
+
+
+def timed(name: str, fn: Callable, record: dict | None):
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn())
+    if record is not None:
+        record[name] = time.perf_counter() - t0
+    return out
+
+
+def run(rk: ResidentKey, z, phase: Callable | None = None, *, sync_phases: bool = True) -> BatchOutput:
+    """The device phases of one staged batch ``z`` (from :func:`stage`): evaluate, h, the five MSMs, fetch.
+
+    ``phase(name, fn) -> fn()`` times one phase and blocks on its result (the engine records it on its timeline;
+    default: :func:`timed` without a record). ``sync_phases=False`` dispatches every phase and blocks once
+    (phase ``"device"``): fewer gaps, no per-phase times."""
+    phase = phase or (lambda name, fn: timed(name, fn, None))
+    record = phase
+    if not sync_phases:
+        phase = lambda name, fn: fn()  # noqa: E731  (one block for the whole batch, below)
+
+    def device_work():
+        az, bz, cz, ok, first = phase("evaluate", lambda: evaluate(rk, z))
+        h = phase("h", lambda: h_scalars(rk, az, bz, cz))
+        scalars = msm_scalars(rk, z, h)
+        points = {name: phase(name, lambda name=name: msm(rk, name, scalars[name])) for name in MSMS}
+        return ok, first, points
+
+    ok, first, points = device_work() if sync_phases else record("device", device_work)
+    ok, first, points = record("fetch", lambda: jax.device_get((ok, first, points)))
+    return BatchOutput(ok=np.asarray(ok), first=np.asarray(first), points=points)
+
+
+def unsatisfied(rk, out: BatchOutput, i: int, partition: int | None = None) -> Unsatisfied | None:
+    """The :class:`~cuzk_jax.errors.Unsatisfied` error of slot ``i`` of a batch (named by ``partition``, default
+    ``i``), or None when it is satisfied."""
+    if out.ok[i]:
+        return None
+    c = int(out.first[i])
+    name = rk.constraint_name(c) if rk.constraint_name else f"constraint {c}"
+    return Unsatisfied(c, name, i if partition is None else partition)
+
+
+def finish(rk, out: BatchOutput, i: int, r: int, s: int) -> tuple:
+    """Host affine ``(A, B, C)`` of slot ``i`` from its MSM results and the randomisers ``(r, s)`` (see the
+    module docstring, phase 6). ``rk``: anything with a ``finish`` :class:`FinishPoints` (a :class:`ResidentKey`,
+    or the engine's host-reference resident)."""
+    import py_arkworks_bls12381 as ark
+
+    host = out.host_points()
+    ma, mb1, mb2, ml, mh = (host[name][i] for name in MSMS)
+    k = rk.finish
+    ag1 = functools.partial(host_curve.to_arkworks, ref_g1)
+    rr, ss = ark.Scalar(r % R), ark.Scalar(s % R)
+    # Compute A
+    a = k.alpha_g1 + ag1(ma) + k.delta_g1 * rr
+    # Compute B in G2 (and B1 in G1 for C)
+    b2 = k.beta_g2 + host_curve.to_arkworks(ref_g2, mb2) + k.delta_g2 * ss
+    b1 = k.beta_g1 + ag1(mb1) + k.delta_g1 * ss
+    # Finish C
+    c = ag1(ml) + ag1(mh) + a * ss + b1 * rr - k.delta_g1 * ark.Scalar(r * s % R)
+    return (host_curve.from_arkworks(ref_g1, a), host_curve.from_arkworks(ref_g2, b2),
+            host_curve.from_arkworks(ref_g1, c))
+
+
+def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, int]] | None = None,
+                timings: Timings | None = None) -> list[tuple]:
+    """Stage, run and finish one batch ``z`` (``(8, P, num_vars)`` Montgomery limbs): the ``(A, B, C)`` host
+    points of every partition, in order. Raises :class:`~cuzk_jax.errors.Unsatisfied` naming the first
+    partition whose witness does not satisfy the R1CS (bellman form), before any finishing."""
+    t_start = time.perf_counter()
+    timings = timings if timings is not None else Timings()
+    P = int(np.shape(z)[1])
+    randomness = list(randomness) if randomness is not None else random_randomness(P)
+    if len(randomness) != P:
+        raise BadInput(f"{P} witnesses but {len(randomness)} (r, s) pairs")
+    t0 = time.perf_counter()
+    zd = jax.block_until_ready(stage(rk, z))
+    timings.phases["stage"] = timings.phases.get("stage", 0.0) + time.perf_counter() - t0
+    out = run(rk, zd, lambda name, fn: timed(name, fn, timings.phases))
+    for i in range(P):
+        err = unsatisfied(rk, out, i)
+        if err is not None:
+            raise err
+    t0 = time.perf_counter()
+    proofs = [finish(rk, out, i, r, s) for i, (r, s) in enumerate(randomness)]
+    timings.phases["finish"] = time.perf_counter() - t0
+    timings.total = time.perf_counter() - t_start
+    timings.partitions = P
+    return proofs
