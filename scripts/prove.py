@@ -1,6 +1,6 @@
 """Prove sectors of a circuit (all partitions of a sector in one device batch) and verify the proofs.
 
-  python3 scripts/prove.py --circuit=porep_like --preset=tiny --partitions=10 --sectors=1 --out=proofs/
+  python3 scripts/prove.py --circuit=porep_like --preset=tiny --partitions=10 --sectors=1 --out=proofs/  # or cuzk-prove
   python3 scripts/prove.py --preset=small --sectors=4 --max_batch=20        # several sectors: the engine
   python3 scripts/prove.py --zkey=c.zkey --wtns=w.wtns --proof=proof.json --public=public.json   # circom/snarkjs
 

@@ -10,11 +10,13 @@ from cuzk_jax import cli
 flags.DEFINE_string("circuit", "porep_like", "circuit name")
 flags.DEFINE_string("preset", "tiny", "circuit preset")
 cli.define_path("key_dir", "", "key directory (default: the key cache, ~/.cache/cuzk_jax/keys)")
+cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
+    cli.use_cache_dir(FLAGS.cache_dir)
     from cuzk_jax import keycache
     from cuzk_jax.circuits import base
 
