@@ -5,7 +5,7 @@
 * :func:`define_path`: a string flag whose value has ``~`` expanded.
 * :func:`run`: ``app.run(main)`` for the same main however it is started (``python scripts/prove.py``, the
   ``cuzk-prove`` console script, ``python -m cuzk_jax prove``): ``--help`` prints the script's docstring and its own
-  flags and exits 0; an unknown or malformed flag, a :class:`absl.app.UsageError` or bad input (a ``ValueError`` or
+  flags and exits 0 (``--helpfull``: every flag); an unknown or malformed flag, a :class:`absl.app.UsageError` or bad input (a ``ValueError`` or
   missing file: unknown circuit or preset, unreadable or corrupt file, unsatisfied witness) ends with one
   ``error: ...`` line on stderr and exit status 2, not a traceback.
 """
@@ -85,6 +85,9 @@ def run(main: Callable, argv: list[str] | None = None) -> None:
     args = argv[1:argv.index("--")] if "--" in argv else argv[1:]
     if any(a in HELP_ARGS or a.startswith("--help=") for a in args):
         _help(module)
+    if any(a in ("--helpfull", "-helpfull") for a in args):  # every flag, absl's included
+        print(flags.FLAGS.get_help())
+        sys.exit(0)
 
     def guarded(rest):
         if len(rest) > 1:
