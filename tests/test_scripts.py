@@ -121,3 +121,18 @@ def test_node_modules_from_the_source_checkout(tmp_path, monkeypatch):
     assert toolchain.source_checkout() == ROOT  # this test runs from the source tree
     if (ROOT / "node_modules" / "snarkjs").is_dir():
         assert toolchain.node_modules() == ROOT / "node_modules"
+
+
+def test_console_scripts_name_the_mains():
+    """pyproject's cuzk-<command> entry points and ``python -m cuzk_jax <command>`` reach the same ``run``."""
+    import importlib.util
+    import tomllib
+
+    from cuzk_jax import __main__ as dispatch
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {f"cuzk-{c}": f"cuzk_jax.scripts.{c}:run" for c in COMMANDS} and set(dispatch.COMMANDS) == set(
+        COMMANDS)
+    for c in COMMANDS:  # the modules define flags: check the attribute without importing them into this process
+        assert "\ndef run():" in (ROOT / "scripts" / f"{c}.py").read_text()
+    assert importlib.util.find_spec("cuzk_jax.scripts.prove") is not None
