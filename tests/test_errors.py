@@ -48,7 +48,6 @@ def test_catalog_names_match_the_classes():
         assert base._lookup(name).name == name
 
 
-@pytest.mark.xfail(strict=False, reason="groth16 rewrite in progress: data_structures still defines its own class")
 def test_key_format_error_is_the_project_class():
     from cuzk_jax.groth16 import data_structures
 

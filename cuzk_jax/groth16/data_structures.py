@@ -50,15 +50,12 @@ from typing import Optional
 import jax
 import numpy as np
 
+from cuzk_jax.errors import KeyFormatError  # noqa: F401  (re-exported: the key-file error)
 from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
 PROOF_BYTES = 192
 VK_MAGIC = b"CUZKVK01"
 PK_MAGIC = b"CUZKPK01"
-
-
-class KeyFormatError(ValueError):
-    """A key file is truncated, corrupt, or holds an invalid point."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
