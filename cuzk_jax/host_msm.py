@@ -3,7 +3,7 @@
 Points are zcash/bellperson compressed encodings (48 bytes for G1, 96 for G2, as ``py_arkworks_bls12381``'s
 ``to_compressed_bytes``); they are decoded and checked (canonical coordinates, on the curve, in the order-r
 subgroup) by :mod:`cuzk_jax.points`, the MSM runs on the default JAX device with :func:`cuzk_jax.ops.msm.msm`
-(signed-digit Pippenger; the implementation :func:`cuzk_jax.ops.msm.default_impl` picks), and the result comes
+(signed-digit Pippenger; the kernel :meth:`cuzk_jax.ops.config.MsmConfig.default` picks), and the result comes
 back as its compressed encoding. Inputs are padded to the MSM's static size bucket (:func:`cuzk_jax.ops.msm.padded_size`), so calls with
 similar lengths share one compiled program.
 """

@@ -25,7 +25,6 @@ Reference points are affine tuples of canonical ints (``(c0, c1)`` pairs for G2)
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from typing import Sequence
 
@@ -35,7 +34,6 @@ import numpy as np
 
 from cuzk_jax import encoding
 from cuzk_jax.ops import curve as ops_curve
-from cuzk_jax.ops import field as ops_field
 from cuzk_jax.ops.curve import Affine
 from cuzk_jax.reference import constants as C
 
@@ -143,6 +141,10 @@ def _largest_device(curve, y_mont):
 @functools.lru_cache(maxsize=None)
 def _decode_program(group: str, compressed: bool, check: bool):
     curve = _group(group)
+    if check:
+        # The subgroup test is 64-128 curve doublings per point: with the rolled products its program compiles in
+        # seconds on a GPU (the unrolled form took minutes); the plain decode keeps the default schedule.
+        curve = curve.with_schedule("rolled")
     F = curve.field
 
     def run(x, y, inf, sort):
@@ -245,11 +247,7 @@ def decode(data, group: str = "g1", compressed: bool = True, check: bool = True)
     ys = jnp.asarray(np.pad(y, pad))
     infs = jnp.asarray(np.pad(i_flag, (0, m - n), constant_values=True))
     sorts = jnp.asarray(np.pad(s_flag, (0, m - n)))
-    # The subgroup test is 64-128 curve doublings per point: traced with the rolled products its program compiles
-    # in seconds on a GPU (loading a 2^20 key with the unrolled form took 434 s on an H200, compile and run not
-    # separated); the plain decode keeps the default schedule.
-    with ops_field.mul_schedule_scope("rolled") if check else contextlib.nullcontext():
-        pt, ok, insub = _decode_program(group, compressed, check)(xs, ys, infs, sorts)
+    pt, ok, insub = _decode_program(group, compressed, check)(xs, ys, infs, sorts)
     ok = np.asarray(ok)[:n]
     if not ok.all():
         i = _first(~ok)

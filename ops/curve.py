@@ -296,6 +296,18 @@ class Curve:
         self.ref = ref
         self.b = ref.b
         self.coord_ndim = coord_ndim
+        self._variants = {id(field): self}
+
+    def with_schedule(self, schedule: str) -> "Curve":
+        """This group over ``field.with_schedule(schedule)`` (``"rolled"`` / ``"unrolled"``): e.g. ``g1.with_schedule(
+        "rolled")`` for a program where compile time matters more than speed. Cached: the same object every time."""
+        field = self.field.with_schedule(schedule)
+        c = self._variants.get(id(field))
+        if c is None:
+            c = Curve(self.name, field, self.ref, self.coord_ndim)
+            c._variants = self._variants
+            self._variants[id(field)] = c
+        return c
 
     def __repr__(self) -> str:
         return f"ops.curve.{self.name}"

@@ -8,7 +8,7 @@ Representation (the invariant every function here keeps):
 * An Fq2 element ``c0 + c1 u`` (``u^2 = -1``) is a ``uint32`` array ``(2, 12, *batch)``: ``x[0]`` is c0.
 * Booleans (``eq``, ``is_zero``) have shape ``batch``; masks for :func:`select` broadcast against ``batch``.
 
-Limb-major was measured fastest for XLA on an H200 (3.1e9 vs 2.0e9 Fq mul/s element-major). Since batch axes are
+Limb-major was measured fastest for XLA on an H200 (DESIGN.md, "Representation"). Since batch axes are
 trailing, ``jax.vmap`` over a batch axis uses ``in_axes=1`` (or ``2`` for Fq2); every op also broadcasts over any
 batch shape directly, which is usually simpler.
 
@@ -23,15 +23,15 @@ BLS12-381 moduli is below ``2^31 - 1``. Two schedules compute the same function:
 * ``rolled``: the outer CIOS loop is a ``lax.fori_loop`` (L times smaller program; used on CPU where compile time
   dominates).
 
-:func:`set_mul_schedule` / the ``CUZK_MUL_SCHEDULE`` environment variable choose; the default is ``unrolled`` on
-GPU/TPU and ``rolled`` on CPU.
+The schedule is a property of the field object, fixed at construction: :data:`fq`, :data:`fr`, :data:`fq2` use the
+platform's default (:func:`cuzk_jax.ops.config.default_schedule`: ``rolled`` on CPU, ``unrolled`` on GPU/TPU, a
+function of the platform only); ``fq.with_schedule("rolled")`` (also :data:`fq_rolled`, :data:`fr_rolled`,
+:data:`fq2_rolled`) is the same field with a fixed schedule.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 from typing import Sequence
 
 import jax
@@ -41,42 +41,10 @@ from jax import lax
 
 from cuzk_jax.reference import field as ref_field
 
+from . import config as ops_config
+
 MASK32 = 0xFFFFFFFF
-_SCHEDULES = ("unrolled", "rolled")
-_schedule_override: str | None = os.environ.get("CUZK_MUL_SCHEDULE") or None
-
-
-def set_mul_schedule(schedule: str | None) -> None:
-    """Force the multiplication schedule (``"unrolled"``, ``"rolled"``, or ``None`` for the backend default).
-
-    Takes effect for functions traced afterwards (already-compiled jit functions keep their schedule).
-    """
-    global _schedule_override
-    if schedule is not None and schedule not in _SCHEDULES:
-        raise ValueError(f"unknown mul schedule {schedule!r}; expected one of {_SCHEDULES}")
-    _schedule_override = schedule
-
-
-@contextlib.contextmanager
-def mul_schedule_scope(schedule: str | None):
-    """Temporarily force the multiplication schedule for code traced inside the ``with`` block.
-
-    Used for programs where compile time matters more than speed (e.g. the one-off fixed-base batches of setup
-    on a GPU, where the unrolled curve formulas take minutes to compile).
-    """
-    global _schedule_override
-    old = _schedule_override
-    set_mul_schedule(schedule)
-    try:
-        yield
-    finally:
-        _schedule_override = old
-
-
-def mul_schedule() -> str:
-    if _schedule_override is not None:
-        return _schedule_override
-    return "rolled" if jax.default_backend() == "cpu" else "unrolled"
+SCHEDULES = ("unrolled", "rolled", "platform")
 
 
 def x64(fn):
@@ -209,8 +177,12 @@ class PrimeField:
     Instances: :data:`fq` (BLS12-381 base field, 12 limbs) and :data:`fr` (scalar field, 8 limbs).
     """
 
-    def __init__(self, ref: ref_field.PrimeField):
+    def __init__(self, ref: ref_field.PrimeField, schedule: str = "platform"):
+        if schedule not in SCHEDULES:
+            raise ValueError(f"unknown mul schedule {schedule!r}; expected one of {SCHEDULES}")
         self.ref = ref
+        self._schedule = schedule
+        self._variants = {schedule: self}
         self.name = ref.name
         self.modulus = ref.modulus
         self.limbs = ref.limbs
@@ -222,7 +194,22 @@ class PrimeField:
         self.r2_mod = (1 << (64 * n)) % ref.modulus  # Montgomery form of R (used by to_mont)
 
     def __repr__(self) -> str:
-        return f"ops.field.{self.name}"
+        return f"ops.field.{self.name}" + ("" if self._schedule == "platform" else f"_{self._schedule}")
+
+    @property
+    def schedule(self) -> str:
+        """``"unrolled"`` or ``"rolled"``: the construction schedule, ``"platform"`` resolved by
+        :func:`cuzk_jax.ops.config.default_schedule`."""
+        return ops_config.default_schedule() if self._schedule == "platform" else self._schedule
+
+    def with_schedule(self, schedule: str) -> "PrimeField":
+        """This field with multiplication / addition schedule ``schedule`` (one cached object per schedule)."""
+        f = self._variants.get(schedule)
+        if f is None:
+            f = PrimeField(self.ref, schedule)
+            f._variants = self._variants
+            self._variants[schedule] = f
+        return f
 
     # -- constants -------------------------------------------------------------------------------------------
     def constant(self, value: int, shape=()) -> jax.Array:
@@ -241,21 +228,21 @@ class PrimeField:
     @x64
     def add(self, a, b):
         a, b = jnp.broadcast_arrays(a, b)
-        if mul_schedule() == "rolled":
+        if self.schedule == "rolled":
             return self._addsub_rolled(a, b, subtract=False)
         return _join(add_limbs(_split(a), _split(b), self.p_limbs))
 
     @x64
     def sub(self, a, b):
         a, b = jnp.broadcast_arrays(a, b)
-        if mul_schedule() == "rolled":
+        if self.schedule == "rolled":
             return self._addsub_rolled(a, b, subtract=True)
         return _join(sub_limbs(_split(a), _split(b), self.p_limbs))
 
     def _addsub_rolled(self, a, b, subtract: bool):
         """add/sub as ONE ``lax.scan`` over the limbs (the "rolled" schedule; same function as add_limbs /
         sub_limbs). The unrolled carry chains compile badly on XLA:CPU -- fusion duplicates the whole chain into
-        every output limb (~1900 instructions per add, ~2 s to compile each) -- while this is ~150 instructions.
+        every output limb (more than ten times the instructions of this form).
 
         One pass computes both candidates: for add ``s = a + b`` and ``s - p`` (kept if no borrow), for sub
         ``d = a - b`` and ``d + p`` (kept if ``a < b``).
@@ -295,21 +282,18 @@ class PrimeField:
         return self.add(a, a)
 
     @x64
-    def mul(self, a, b, schedule: str | None = None):
+    def mul(self, a, b):
         """Montgomery product ``a * b / R mod p`` (so Montgomery forms multiply to the Montgomery form)."""
         a, b = jnp.broadcast_arrays(a, b)
-        schedule = schedule or mul_schedule()
-        if schedule == "unrolled":
+        if self.schedule == "unrolled":
             return _join(cios_limbs(_split(a), _split(b), self.p_limbs, self.pinv))
-        if schedule != "rolled":
-            raise ValueError(f"unknown mul schedule {schedule!r}")
         return self._mul_rolled(a, b)
 
     def _mul_rolled(self, a, b):
         """CIOS with BOTH loops rolled: the outer loop over b's limbs is a ``fori_loop`` and the inner carry
         chain over a's limbs a ``lax.scan`` (as is the final conditional subtraction). Unrolling the inner chain
         made XLA:CPU duplicate the whole carry chain into each output limb (~2500 instructions per mul); this
-        form is ~340 instructions, compiles ~4x faster and also ran ~2x faster on CPU (1024 muls)."""
+        form is several times smaller and compiles faster."""
         n = self.limbs
         a64 = a.astype(jnp.uint64)
         b64 = b.astype(jnp.uint64)
@@ -347,8 +331,8 @@ class PrimeField:
         borrow, d = lax.scan(csub, jnp.zeros(a.shape[1:], jnp.uint64), (t, pc))
         return jnp.where(borrow.astype(bool)[None], t, d).astype(jnp.uint32)  # borrow <=> t < p: keep t
 
-    def square(self, a, schedule: str | None = None):
-        return self.mul(a, a, schedule)
+    def square(self, a):
+        return self.mul(a, a)
 
     def mul_many(self, pairs):
         """Independent products ``[a0*b0, a1*b1, ...]`` computed by ONE :meth:`mul` over a stacked batch axis
@@ -473,6 +457,8 @@ class PrimeField:
 
 fq = PrimeField(ref_field.fq)
 fr = PrimeField(ref_field.fr)
+fq_rolled = fq.with_schedule("rolled")
+fr_rolled = fr.with_schedule("rolled")
 
 
 class Fq2:
@@ -489,7 +475,19 @@ class Fq2:
         self.limbs = base.limbs
 
     def __repr__(self) -> str:
-        return "ops.field.fq2"
+        return "ops.field.fq2" + ("" if self.base._schedule == "platform" else f"_{self.base._schedule}")
+
+    @property
+    def schedule(self) -> str:
+        return self.base.schedule
+
+    def with_schedule(self, schedule: str) -> "Fq2":
+        """Fq2 over ``base.with_schedule(schedule)`` (cached, so the same object every time)."""
+        base = self.base.with_schedule(schedule)
+        f = _FQ2.get(id(base))
+        if f is None:
+            f = _FQ2[id(base)] = Fq2(base)
+        return f
 
     def constant(self, value, shape=()):
         c0, c1 = value
@@ -638,6 +636,9 @@ class Fq2:
         return acc
 
 
+_FQ2: dict = {}
 fq2 = Fq2(fq)
+_FQ2[id(fq)] = fq2
+fq2_rolled = fq2.with_schedule("rolled")
 
 FIELDS = {"fq": fq, "fr": fr, "fq2": fq2}

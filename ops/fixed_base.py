@@ -22,7 +22,6 @@ from cuzk_jax import encoding
 from cuzk_jax.reference.field import fq
 
 from . import curve as C
-from . import field as ops_field
 
 WINDOW = 8
 NUM_WINDOWS = 256 // WINDOW
@@ -77,7 +76,8 @@ def table(curve: C.Curve, base=None) -> C.Affine:
 
 @functools.partial(jax.jit, static_argnums=(0,))
 def _mul_table(curve_name: str, tab: C.Affine, scalars):
-    curve = C.g1 if curve_name == "g1" else C.g2
+    # setup is one-off: the compact (rolled) multiplication compiles in seconds instead of minutes on a GPU
+    curve = (C.g1 if curve_name == "g1" else C.g2).with_schedule("rolled")
     n = scalars.shape[1]
     mask = (1 << WINDOW) - 1
     per_limb = 32 // WINDOW
@@ -95,8 +95,8 @@ def _mul_table(curve_name: str, tab: C.Affine, scalars):
 
 def default_chunk(n: int | None = None) -> int:
     """Scalars per compiled call: 2048 on CPU (one program for every size, which keeps the tests' compile time
-    down); on an accelerator the next power of two of ``n`` in ``[2^14, 2^20]`` -- the setup of a 2^20-domain key
-    (4.4M points) took 176 s on an H200 in 2^16 chunks and 47-64 s in 2^20 ones (BUILD.md)."""
+    down); on an accelerator the next power of two of ``n`` in ``[2^14, 2^20]`` (larger chunks set up a large key
+    several times faster: BUILD.md)."""
     if jax.default_backend() == "cpu":
         return 2048
     return min(1 << 20, max(1 << 14, 1 << max(0, (n or 1) - 1).bit_length()))
@@ -122,8 +122,6 @@ def mul(curve: C.Curve, scalars, base=None, chunk: int | None = None) -> C.Affin
         part = scalars[:, start:start + size]
         if part.shape[1] < size:
             part = jnp.pad(part, ((0, 0), (0, size - part.shape[1])))
-        # setup is one-off: the compact (rolled) multiplication compiles in seconds instead of minutes on a GPU
-        with ops_field.mul_schedule_scope("rolled"):
-            outs.append(_mul_table(curve.name, tab, part))
+        outs.append(_mul_table(curve.name, tab, part))
     out = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1)[..., :n], *outs)
     return out

@@ -49,12 +49,14 @@ in chunks (``lax.fori_loop``, window sized for the chunk) whose results are adde
 pairs at c = 20 (1.7 GB plus the sort's scratch) and, in the Pallas path, about 10 GB of bucket / partial buffers
 (2^23 columns x 48 words each); ten such partitions run as ten passes, so the footprint does not grow with P.
 
-Implementations (``impl=``): ``"pallas"`` runs steps 4-6 as Pallas kernels (:mod:`cuzk_jax.ops.pallas.bucket`;
-the GPU default: see :func:`default_impl`); ``"xla"`` runs steps 4-5 as ONE loop (the "step machine", :func:`_xla_pass`)
-whose body holds a single XYZZ addition over a fixed number of lanes -- every phase (accumulation, partial merge,
-reduction) feeds that one addition its operands, so the curve formula appears once in the wide program (compile
-time is dominated by it) -- and step 6 as a narrow loop (:func:`_horner`); it is the default off GPUs.
-``"pallas_interpret"`` runs the kernels through the Pallas interpreter (CPU tests).
+Kernels (:class:`~cuzk_jax.ops.config.MsmConfig`, ``config=``; the platform default is chosen in
+:meth:`MsmConfig.default <cuzk_jax.ops.config.MsmConfig.default>`): ``"pallas"`` runs steps 4-6 as Pallas kernels
+(:mod:`cuzk_jax.ops.pallas.bucket`, PTX carry-chain field blocks; the GPU default); ``"xla"`` runs steps 4-5 as ONE
+loop (the "step machine", :func:`_xla_pass`) whose body holds a single XYZZ addition over a fixed number of lanes --
+every phase (accumulation, partial merge, reduction) feeds that one addition its operands, so the curve formula
+appears once in the wide program (compile time is dominated by it) -- and step 6 as a narrow loop
+(:func:`_horner`); it uses the rolled multiplication and is the default off GPUs. ``"pallas_interpret"`` runs the
+kernels through the Pallas interpreter with the jnp field (CPU tests).
 """
 
 from __future__ import annotations
@@ -68,27 +70,17 @@ import numpy as np
 from jax import lax
 
 from . import curve as curve_mod
+from .config import KERNELS, MsmConfig
 from .curve import Affine, Jacobian, XYZZ, select_point
-from . import field as field_mod
 from .field import x64
 
 SCALAR_BITS = 256  # scalars are 8 x 32-bit limbs; canonical ones are < r < 2^255
 MIN_PADDED = 64
 MAX_WINDOW = 22
 DEFAULT_MAX_PAIRS = 1 << 28
-IMPLS = ("xla", "pallas", "pallas_interpret")
-# The step machine's one addition uses the rolled multiplication everywhere by default: unrolled, the addition
-# took minutes to compile on a GPU (and 47 s vs 1.5 s on a CPU at 2^8), for a run-time gain that the measurements
-# in BUILD.md report per backend (``impl="xla", kernel_options={"mul_schedule": "unrolled"}`` to compare).
-XLA_MUL_SCHEDULE = "rolled"
-# The Pallas kernels' field arithmetic: the compile-lean kernels with every Fq product, sum and difference one PTX
-# carry-chain block on uint32 limbs, and for G2 every Fq2 product one block with lazy reduction
-# (ops/pallas/ptx_field.py). On the H200 (2026-11-30, BUILD.md) the precomputed-window MSM at 2^20 ran G1 in
-# 35.7-38.1 ms and G2 in 132.2 ms against 41.0 / 156.4 ms for the PTX mad.wide.u32 products on uint64 limbs
-# ("rolled_ptx_loop"; G2 "rolled_ptx_k_loop"), compiling faster (4.2 / 11.4 s against 7.3 / 20.1 s); the one-block
-# Fq2 product then took G2 from 130.9 to 116.3 ms ("asm_loop" -> "asm_fq2_loop", same run; G1 is the same kernel
-# in both). Products in turn instead of one product block per formula round ("asm_flat_loop") lost: 49.4 / 209.2 ms.
-PALLAS_MUL_SCHEDULE = "asm_fq2_loop"
+# The step machine's one addition and the final XYZZ -> Jacobian conversion use the rolled multiplication on every
+# platform: unrolled, the addition takes minutes to compile on a GPU (BUILD.md has the measurements).
+XLA_SCHEDULE = "rolled"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -492,72 +484,45 @@ def pallas_seg(M: int) -> int:
     return int(min(256, max(8, _pow2_ceil(-(-M // (1 << 18))))))
 
 
-def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, *, interpret=False, seg=None,
-                 acc_seg=16, block=None, num_warps=None, mul_schedule=None, rep=None,
-                 base_layout="point", stages=5, row_len=None, acc_schedule=None) -> XYZZ:
-    """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket`.
-
-    ``mul_schedule`` defaults to :data:`PALLAS_MUL_SCHEDULE`, ``"asm_fq2_loop"``: the compile-lean kernels (one
-    multiplier per product round, row loads/stores in loops, one general kernel per mode) whose field operations
-    are PTX carry-chain blocks (:mod:`~cuzk_jax.ops.pallas.ptx_field`; G2: one block per Fq2 product;
-    ``"asm_loop"``: three Fq blocks per Fq2 product). ``"rolled_ptx_loop"`` is the same kernel
-    structure on uint64 limbs with ``mad.wide.u32`` products and loops for the carry chains (4.5k / 4.8k / 5.2k
-    Triton-IR lines for G1 against 13.4k / 27.2k for ``"rolled"``, whose kernels took 117 s / 511 s to compile on
-    an H200); ``"rolled_loop"`` the same with jnp products (BUILD.md has the timings).
+def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, config: MsmConfig) -> XYZZ:
+    """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket` (compiled: PTX carry-chain field
+    blocks, G2 with one block per Fq2 product; ``pallas_interpret``: the jnp field under the interpreter).
 
     Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then ONE
-    ``lax.while_loop`` drives kernel 2 through five stages (fixed buffer shapes, so one compiled kernel):
-    0 merge partials into buckets (levels of segmented accumulation until one segment is left), 1 weighted row
-    sums of ``L1`` buckets (``T + (k L1) S`` per row, mode WROW), 2 sum the ``K`` rows of each window, 3 scale
-    window ``w`` by ``2^(c w)`` (``c w`` doublings, mode SHIFT), 4 sum the windows of each partition and ``prev``.
-
-    ``acc_schedule``: kernel 1's multiplication schedule when it should differ from ``mul_schedule`` (kernel 1
-    does the bulk of the work and is compiled once per MSM shape), a tuning knob.
-
-    ``row_len``: buckets per row in stage 1 (default ``2^ceil((c-1)/3)``), a tuning knob.
-
-    ``stages`` (a measurement knob, default 5 = all): kernel 1 and only the first ``stages`` stages of the loop, so
-    timing ``stages = 0 .. 5`` splits an MSM into its phases; with ``stages < 5`` the result is NOT the MSM.
+    ``lax.while_loop`` drives kernel 2 through five stages (fixed buffer shapes, so one compiled kernel per mode,
+    picked at run time by ``lax.switch``): 0 merge partials into buckets (levels of segmented accumulation until
+    one segment is left), 1 weighted row sums of ``L1`` buckets (``T + (k L1) S`` per row, mode WROW), 2 sum the
+    ``K`` rows of each window, 3 scale window ``w`` by ``2^(c w)`` (``c w`` doublings, mode SHIFT), 4 sum the
+    windows of each partition and ``prev``. ``config.stages`` < 5 stops after that many stages (phase timing).
     """
     from .pallas import bucket as pk
 
-    if not 0 <= stages <= 5:  # a larger value would never end the loop
-        raise ValueError(f"kernel option stages must be in 0..5, got {stages}")
-
-    block = block or pk.DEFAULT_BLOCK
-    num_warps = num_warps or max(1, block // 32)
-    mul_schedule = mul_schedule or PALLAS_MUL_SCHEDULE
+    interpret = config.kernel == "pallas_interpret"
+    block = config.block or pk.DEFAULT_BLOCK
+    num_warps = config.warps or max(1, block // 32)
+    acc_seg, stages = config.acc_seg, config.stages
     Lc = 24 if curve.coord_ndim == 2 else 12
     nrows = 4 * Lc
     G, W, c, H, NB = plan.G, plan.W, plan.c, plan.H, plan.NB
     M = keys.shape[0]
-    seg = seg or pallas_seg(M)
+    seg = config.seg or pallas_seg(M)
     nseg = -(-M // (seg * block)) * block
     Mp = nseg * seg
     keys = jnp.concatenate([jnp.where(keys < NB, keys, pk.SENT), jnp.full((Mp - M,), pk.SENT, jnp.int32)])
     vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
     # rows of L1 buckets: the row pass costs ~2 L1 + 2 c sequential additions per lane and the window sums a few
     # levels of acc_seg; L1 ~ 2^((c-1)/3) keeps both short (32 at c = 16, 128 at c = 20)
-    # (``row_len`` overrides it: a power of two in 2..H)
-    L1 = int(min(H, max(2, 1 << -(-(c - 1) // 3)))) if row_len is None else int(row_len)
-    if not (2 <= L1 <= H and L1 & (L1 - 1) == 0):
-        raise ValueError(f"kernel option row_len must be a power of two in 2..{H}, got {row_len}")
+    L1 = int(min(H, max(2, 1 << -(-(c - 1) // 3))))
     K = H // L1
     R1 = NB // L1
     nbuf = _pow2_ceil(max(2 * nseg, NB + 2, 2 * block))
-    kopts = dict(block=block, num_warps=num_warps, interpret=interpret, mul_schedule=mul_schedule, rep=rep)
+    kopts = dict(block=block, num_warps=num_warps, interpret=interpret)
 
-    brows = jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0)  # (2 Lc, n)
-    if base_layout not in ("point", "limb"):
-        raise ValueError(f"unknown base_layout {base_layout!r}")
-    point_major = base_layout == "point"
-    if point_major:
-        brows = brows.T  # (n, 2 Lc): a gathered base is 2 Lc consecutive words
+    # point-major (n, 2 Lc): a gathered base is 2 Lc consecutive words
+    brows = jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0).T
     buckets = jnp.zeros((nrows, nbuf), jnp.uint32)
     final1 = count <= seg
-    P1, PK1, buckets = pk.accumulate_bases(curve, count, final1, keys, vals, brows, buckets, seg=seg,
-                                           point_major=point_major,
-                                           **{**kopts, "mul_schedule": acc_schedule or mul_schedule})
+    P1, PK1, buckets = pk.accumulate_bases(curve, count, final1, keys, vals, brows, buckets, seg=seg, **kopts)
     E = jnp.pad(P1, ((0, 0), (0, nbuf - 2 * nseg)))
     EK = jnp.pad(PK1, (0, nbuf - 2 * nseg), constant_values=pk.SENT)
     cnt0 = jnp.where(final1, 0, 2 * ((count + seg - 1) // seg)).astype(jnp.int32)
@@ -580,11 +545,8 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     def body(carry):
         stage, cnt, E, EK, Y = carry
         prm = params(stage, cnt)
-        if pk.compile_lean(mul_schedule):  # one kernel per mode, picked at run time
-            P, PKn, Yn = lax.switch(prm[0], [
-                functools.partial(pk.general_step, curve, prm, EK, E, Y, modes=(m,), **kopts) for m in pk.MODES])
-        else:
-            P, PKn, Yn = pk.general_step(curve, prm, EK, E, Y, **kopts)
+        P, PKn, Yn = lax.switch(prm[0], [  # one kernel per mode, picked at run time
+            functools.partial(pk.general_step, curve, prm, EK, E, Y, modes=(m,), **kopts) for m in pk.MODES])
         is_acc = (stage % 2) == 0
         final = is_acc & (cnt <= acc_seg)
         next_cnt = (2 * ((cnt + acc_seg - 1) // acc_seg)).astype(jnp.int32)
@@ -624,23 +586,21 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def run_pass(curve, plan: Plan, impl: str, bases: Affine, keys, vals, count, prev: XYZZ, *, lanes=None,
-             kernel_options=None) -> XYZZ:
-    """Steps 4-6 for one pass of sorted pairs with ``impl`` (shared with :mod:`cuzk_jax.ops.msm_precomputed`)."""
-    if impl == "xla":  # kernel_options may name the multiplication schedule of the step machine's addition
-        with field_mod.mul_schedule_scope((kernel_options or {}).get("mul_schedule", XLA_MUL_SCHEDULE)):
-            return _xla_pass(curve, plan, machine_shape(plan, lanes), bases, keys, vals, count, prev)
-    return _pallas_pass(curve, plan, bases, keys, vals, count, prev, interpret=(impl == "pallas_interpret"),
-                        **(kernel_options or {}))
+def run_pass(curve, plan: Plan, config: MsmConfig, bases: Affine, keys, vals, count, prev: XYZZ, *,
+             lanes=None) -> XYZZ:
+    """Steps 4-6 for one pass of sorted pairs with ``config`` (shared with :mod:`cuzk_jax.ops.msm_precomputed`)."""
+    if config.kernel == "xla":
+        return _xla_pass(curve.with_schedule(XLA_SCHEDULE), plan, machine_shape(plan, lanes), bases, keys, vals,
+                         count, prev)
+    return _pallas_pass(curve, plan, bases, keys, vals, count, prev, config)
+
+
+IMPLS = KERNELS  # the MsmConfig kernel names (kept for callers not yet on configs)
 
 
 def default_impl() -> str:
-    """``"pallas"`` on a GPU, ``"xla"`` elsewhere.
-
-    On an H200 (2026-11-30, BUILD.md) the compile-lean Pallas kernels compile in 3 s (G1) / 9 s (G2) each and the
-    Pallas MSM runs G1 2^20 in 59 ms against 8.0 s for the XLA step machine (whose rolled multiplication leaves it
-    launch-bound); the two agree bit for bit and with arkworks. On CPU and TPU the Triton kernels do not apply."""
-    return "pallas" if jax.default_backend() == "gpu" else "xla"
+    """The kernel name of :meth:`MsmConfig.default` (a thin wrapper kept for callers not yet on configs)."""
+    return MsmConfig.default().kernel
 
 
 def _curve(group):
@@ -666,17 +626,16 @@ def _group_and_chunk(P: int, n: int, W: int, max_pairs: int) -> tuple[int, int]:
     return 1, chunk
 
 
-def check_args(impl: str | None, scalars):
-    """-> (impl resolved to the backend default, scalars as ``(8, P, N)``, whether they came batched); ValueError
-    for an unknown impl or scalars that are not uint32 ``(8, N)`` / ``(8, P, N)``. Shared with ops.msm_precomputed."""
-    impl = impl or default_impl()
-    if impl not in IMPLS:
-        raise ValueError(f"unknown impl {impl!r}; expected one of {IMPLS}")
+def check_args(config: MsmConfig | str | None, scalars):
+    """-> (the config, ``None`` resolved to :meth:`MsmConfig.default`; scalars as ``(8, P, N)``; whether they came
+    batched); ValueError for a bad config or scalars that are not uint32 ``(8, N)`` / ``(8, P, N)``. Shared with
+    ops.msm_precomputed."""
+    config = MsmConfig.coerce(config)
     scalars = jnp.asarray(scalars)
     if scalars.dtype != jnp.uint32 or scalars.ndim not in (2, 3) or scalars.shape[0] != 8:
         raise ValueError(f"scalars must be uint32 of shape (8, N) or (8, P, N), got {scalars.dtype}{scalars.shape}")
     batched = scalars.ndim == 3
-    return impl, (scalars if batched else scalars[:, None]), batched
+    return config, (scalars if batched else scalars[:, None]), batched
 
 
 @x64
@@ -685,11 +644,10 @@ def msm(
     scalars,
     group="g1",
     *,
-    impl: str | None = None,
+    config: MsmConfig | None = None,
     window: int | None = None,
     max_pairs: int = DEFAULT_MAX_PAIRS,
     lanes: int | None = None,
-    kernel_options: dict | None = None,
 ) -> Jacobian:
     """``sum_i scalars[..., i] * bases[..., i]`` (see the module docstring for layouts and the algorithm).
 
@@ -697,19 +655,17 @@ def msm(
     ``inf`` marks points at infinity (their coordinates are ignored). ``scalars``: canonical uint32 ``(8, N)`` or
     ``(8, P, N)``; every value must be ``< r`` (traced values cannot be checked here; the digit recoding is exact
     for values below ``2^(c W - 1)``, which covers ``[0, r)``; :func:`cuzk_jax.msm` checks its inputs).
-    ``impl``: ``"xla"``, ``"pallas"``, ``"pallas_interpret"`` or None (backend default). ``window`` overrides the
+    ``config``: the :class:`~cuzk_jax.ops.config.MsmConfig` (None: its platform default). ``window`` overrides the
     window rule; ``max_pairs`` bounds the (key, value) pairs per pass (memory: about 8 bytes per pair plus the
     sort's scratch); when a partition alone exceeds it, the points are chunked and the window is chosen for the
-    chunk size. ``lanes`` overrides the XLA machine width; ``kernel_options`` go to :func:`_pallas_pass` (``seg``,
-    ``acc_seg``, ``block``, ``num_warps``, ``mul_schedule``, ``rep``, ``base_layout``); for ``impl="xla"`` only
-    ``mul_schedule`` is read (the step machine's addition; default :data:`XLA_MUL_SCHEDULE`). Traceable (jit it with the
-    keyword arguments static); shapes are padded to :func:`padded_size` inside, but callers that want one compiled
+    chunk size. ``lanes`` overrides the XLA machine width. Traceable (jit it with the keyword arguments static:
+    :func:`msm_jit`); shapes are padded to :func:`padded_size` inside, but callers that want one compiled
     program per size bucket should pad before calling a jitted function (as :func:`cuzk_jax.msm` does).
     """
     curve = _curve(group)
     F = curve.field
     nd = curve.coord_ndim
-    impl, scalars, batched = check_args(impl, scalars)
+    config, scalars, batched = check_args(config, scalars)
     _, P, N = scalars.shape
     bshape = tuple(bases.x.shape[nd:])
     if bshape == (N,):
@@ -742,8 +698,7 @@ def msm(
     def one_pass(bx, by, sc, prev):
         """bx, by: (*coord, num_bases) flat; sc: (8, G, chunk); prev: XYZZ (G,) -> XYZZ (G,)."""
         keys, vals, count = sorted_pairs(sc, plan)
-        return run_pass(curve, plan, impl, Affine(bx, by, None), keys, vals, count, prev, lanes=lanes,
-                        kernel_options=kernel_options)
+        return run_pass(curve, plan, config, Affine(bx, by, None), keys, vals, count, prev, lanes=lanes)
 
     def run_group(args):
         bx, by, sc = args  # bx (*coord, [G,] n); sc (8, G, n)
@@ -779,22 +734,20 @@ def msm(
     res = XYZZ(*[r.reshape(r.shape[:nd] + (P,)) for r in res])
     # P points: the rolled multiplication keeps this conversion from adding unrolled Fq programs to the compile
     # (on GPU the hot work is in the kernels; see "What the GPU runs taught" in BUILD.md)
-    with field_mod.mul_schedule_scope("rolled"):
-        jac = curve.xyzz_to_jacobian(res)
+    jac = curve.with_schedule(XLA_SCHEDULE).xyzz_to_jacobian(res)
     return jac if batched else Jacobian(*[c[..., 0] for c in jac])
 
 
-def msm_jit(group: str = "g1", impl: str | None = None, **static):
-    """A cached ``jax.jit`` of :func:`msm` for fixed keyword arguments (shared by tests, the host API, benches).
+def msm_jit(group: str = "g1", config: MsmConfig | str | None = None, **static):
+    """A cached ``jax.jit`` of :func:`msm` for a group, a config and fixed keyword arguments (``window``,
+    ``max_pairs``, ``lanes``; hashable values), shared by tests, the host API and benches.
 
-    ``impl=None`` resolves to the backend default first, so ``msm_jit("g1")`` and ``msm_jit("g1", "xla")`` are the
-    same compiled function on CPU. Keyword values must be hashable (``kernel_options`` as a tuple of pairs)."""
-    return _msm_jit(group, impl or default_impl(), tuple(sorted(static.items())))
+    ``config=None`` resolves to :meth:`MsmConfig.default` first (a string goes through :meth:`MsmConfig.parse`), so
+    ``msm_jit("g1")`` and ``msm_jit("g1", MsmConfig("xla"))`` are the same compiled function on CPU; the config is
+    part of the cache key, so two configs never share a compiled program."""
+    return _msm_jit(group, MsmConfig.coerce(config), tuple(sorted(static.items())))
 
 
 @functools.lru_cache(maxsize=None)
-def _msm_jit(group, impl, static):
-    kw = dict(static)
-    if "kernel_options" in kw and kw["kernel_options"] is not None:
-        kw["kernel_options"] = dict(kw["kernel_options"])
-    return jax.jit(functools.partial(msm, group=group, impl=impl, **kw))
+def _msm_jit(group, config: MsmConfig, static):
+    return jax.jit(functools.partial(msm, group=group, config=config, **dict(static)))

@@ -30,8 +30,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from . import field as field_mod
 from . import msm as M
+from .config import MsmConfig
 from .curve import XYZZ, Affine, Jacobian
 from .field import x64
 
@@ -39,10 +39,9 @@ from .field import x64
 def window_bits(n: int) -> int:
     """Window for ``n`` bases with precomputed windows: argmin over ``c`` in 2..22 of ``W(c) n + 16 * 2^(c-1)``
     (the reduction is paid once, not once per window, so larger windows than :func:`cuzk_jax.ops.msm.window_bits`
-    pay off: c = 13 at 2^16, 16 at 2^20, 20 at 2^24). The bucket weight 16 is measured, not the 2.5 additions per
-    bucket of the operation count: the reduction runs as chains of dependent additions on few lanes, and on the
-    H200 (2026-11-30) G1 2^20 took 43.9 / 46.7 / 51.9 ms at c = 16 / 18 / 20, where the count predicts the
-    reverse order. The table holds ``W(c) n`` points: pass a smaller ``c`` to trade time for memory."""
+    pay off: c = 13 at 2^16, 16 at 2^20, 20 at 2^24). The bucket weight 16 is measured (BUILD.md), not the 2.5
+    additions per bucket of the operation count: the reduction runs as chains of dependent additions on few
+    lanes, so larger windows cost more than the count predicts. The table holds ``W(c) n`` points: pass a smaller ``c`` to trade time for memory."""
     best = None
     for c in range(2, M.MAX_WINDOW + 1):
         cost = M.num_windows(c) * n + 16 * (1 << (c - 1))
@@ -61,18 +60,17 @@ def _check_window(c: int) -> None:
         raise ValueError(f"window c must be in 2..{M.MAX_WINDOW}, got {c}")
 
 
-def precompute(bases: Affine, group="g1", *, c: int, impl: str | None = None, block: int | None = None,
+def precompute(bases: Affine, group="g1", *, c: int, config: MsmConfig | None = None,
                chunk: int = PRECOMPUTE_CHUNK) -> Affine:
     """The window table ``T[w N + i] = 2^(c w) bases[i]`` (``w < W = ceil(256 / c)``), an Affine batch of
     ``W N`` points, window-major.
 
     ``W - 1`` rounds of ``c`` doublings of all ``N`` points (about 255 doublings per base in all, the cost of one
-    scalar multiplication), then one batched inversion to affine. ``impl`` (default: the MSM default of the
-    backend): ``"pallas"`` runs each round as one call of the MSM's SHIFT kernel (every lane ``2^c X``: mode
-    SHIFT with ``e0 = c``; the compile-lean kernel the MSM compiles anyway, at the Pallas multiplication rate);
-    ``"xla"`` as a ``lax.scan`` of Jacobian doublings with the rolled multiplication (short compile, but
-    launch-bound on a GPU: setup's fixed-base batches ran at ~6e7 Fq products/s there); ``"pallas_interpret"``
-    for CPU tests. A one-off per key and window, like setup. More than ``chunk`` bases are built ``chunk`` at a
+    scalar multiplication), then one batched inversion to affine. ``config`` (None: :meth:`MsmConfig.default`):
+    kernel ``"pallas"`` runs each round as one call of the MSM's SHIFT kernel (every lane ``2^c X``: mode SHIFT
+    with ``e0 = c``; the kernel the MSM compiles anyway; ``config.block`` lanes per program); ``"xla"`` as a
+    ``lax.scan`` of Jacobian doublings with the rolled multiplication (short compile, but launch-bound on a GPU);
+    ``"pallas_interpret"`` for CPU tests. A one-off per key and window, like setup. More than ``chunk`` bases are built ``chunk`` at a
     time by one compiled program (the last chunk padded with points at infinity) and joined, so the build's
     scratch stays that of one chunk; peak memory is then about twice the table (the chunks and the joined
     table)."""
@@ -81,16 +79,14 @@ def precompute(bases: Affine, group="g1", *, c: int, impl: str | None = None, bl
     if bases.x.ndim != nd + 1:
         raise ValueError(f"precompute: bases must have one batch axis (shared bases), got {bases.x.shape}")
     _check_window(c)
-    impl = impl or M.default_impl()
-    if impl not in M.IMPLS:
-        raise ValueError(f"unknown impl {impl!r}; expected one of {M.IMPLS}")
+    config = MsmConfig.coerce(config)
     if chunk < 1:
         raise ValueError(f"chunk must be positive, got {chunk}")
 
     def build(b: Affine) -> Affine:  # coords (*coord, W, n)
-        if impl == "xla":
+        if config.kernel == "xla":
             return _precompute_xla(b, group, c)
-        return _precompute_pallas(b, group, c, impl == "pallas_interpret", block)
+        return _precompute_pallas(b, group, c, config.kernel == "pallas_interpret", config.block)
 
     N = int(bases.inf.shape[-1])
     W = M.num_windows(c)
@@ -112,14 +108,14 @@ def precompute(bases: Affine, group="g1", *, c: int, impl: str | None = None, bl
 @functools.partial(jax.jit, static_argnames=("group", "c"))
 def _precompute_xla(bases: Affine, group, c: int) -> Affine:
     """The table of :func:`precompute`, coords ``(*coord, W, N)``."""
-    curve = M._curve(group)
+    curve = M._curve(group).with_schedule(M.XLA_SCHEDULE)
     W = M.num_windows(c)
-    with field_mod.mul_schedule_scope("rolled"):
-        def step(pt, _):
-            return lax.fori_loop(0, c, lambda _, a: curve.jacobian_double(a), pt), curve.jacobian_to_xyzz(pt)
 
-        _, stack = lax.scan(step, curve.affine_to_jacobian(bases), None, length=W)  # coords (W, *coord, N)
-        return _windows_to_affine(curve, stack)
+    def step(pt, _):
+        return lax.fori_loop(0, c, lambda _, a: curve.jacobian_double(a), pt), curve.jacobian_to_xyzz(pt)
+
+    _, stack = lax.scan(step, curve.affine_to_jacobian(bases), None, length=W)  # coords (W, *coord, N)
+    return _windows_to_affine(curve, stack)
 
 
 def _windows_to_affine(curve, stack: XYZZ) -> Affine:
@@ -129,9 +125,9 @@ def _windows_to_affine(curve, stack: XYZZ) -> Affine:
     running products ``P_w = t_0 ... t_w`` of the denominators ``t_w = ZZ_w ZZZ_w`` (1 at infinity, so the
     products stay invertible), ``F.batch_inv`` inverts the ``N`` totals, and a reverse scan peels one window at a
     time: ``1/t_w = (1/P_w) P_(w-1)``, ``1/P_(w-1) = (1/P_w) t_w``, then ``x = X ZZZ / t``, ``y = Y ZZ / t`` as in
-    :meth:`cuzk_jax.ops.curve.Curve.to_affine`. Converting all ``W N`` points in one ``to_affine`` asked for
-    124 GiB at a 2^20 G2 table on the H200 (the batch's limb products are materialised), and one ``to_affine``
-    per window paid ``W`` sequential Fermat inversions (~38 s for W = 16 there)."""
+    :meth:`cuzk_jax.ops.curve.Curve.to_affine`. Converting all ``W N`` points in one ``to_affine`` materialises
+    the whole batch's limb products (over 100 GiB at a 2^20 G2 table), and one ``to_affine`` per window pays
+    ``W`` sequential Fermat inversions."""
     F = curve.field
 
     def denom(p: XYZZ):
@@ -177,38 +173,35 @@ def _precompute_pallas(bases: Affine, group, c: int, interpret: bool, block: int
     block = block or pk.DEFAULT_BLOCK
     # the general kernel runs N_buf / 2 lanes per call: buffers of 2 N_pad columns, the last one the trash slot
     n_pad = max(2 * block, M._pow2_ceil(N + 1))
-    with field_mod.mul_schedule_scope("rolled"):
-        rows0 = M._rows(curve, curve.affine_to_xyzz(bases))
+    rows0 = M._rows(curve, curve.with_schedule(M.XLA_SCHEDULE).affine_to_xyzz(bases))
     rows0 = jnp.pad(rows0, ((0, 0), (0, 2 * n_pad - N)))
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     prm = jnp.stack([i32(pk.MODE_SHIFT), i32(N), i32(1), i32(0), i32(c), i32(c), i32(0), i32(1)])
     keys = jnp.full((2 * n_pad,), pk.SENT, jnp.int32)
-    kw = dict(block=block, num_warps=max(1, block // 32), interpret=interpret, mul_schedule=M.PALLAS_MUL_SCHEDULE,
-              modes=("shift",))
+    kw = dict(block=block, num_warps=max(1, block // 32), interpret=interpret, modes=("shift",))
 
     def step(rows, _):  # emits window w = 2^(c w) B, then shifts (the W-th shift is wasted: one traced body)
         _, _, nxt = pk.general_step(curve, prm, keys, rows, jnp.zeros_like(rows), **kw)
         return nxt, M._unrows(curve, rows[:, :N], N)
 
     _, stack = lax.scan(step, rows0, None, length=W)  # XYZZ coords (W, *coord, N)
-    with field_mod.mul_schedule_scope("rolled"):
-        return _windows_to_affine(curve, stack)
+    return _windows_to_affine(curve.with_schedule(M.XLA_SCHEDULE), stack)
 
 
 @x64
-def msm(table: Affine, scalars, group="g1", *, c: int, impl: str | None = None,
-        max_pairs: int = M.DEFAULT_MAX_PAIRS, lanes: int | None = None, kernel_options: dict | None = None) -> Jacobian:
+def msm(table: Affine, scalars, group="g1", *, c: int, config: MsmConfig | None = None,
+        max_pairs: int = M.DEFAULT_MAX_PAIRS, lanes: int | None = None) -> Jacobian:
     """``sum_i scalars[..., i] * bases[i]`` from ``table = precompute(bases, group, c=c)`` (same ``c``).
 
     ``scalars``: canonical uint32 ``(8, N)`` or ``(8, P, N)`` (values ``< r``, not checked when traced). Returns a
-    Jacobian with batch shape ``()`` or ``(P,)``. ``impl``, ``lanes``, ``kernel_options`` as in
+    Jacobian with batch shape ``()`` or ``(P,)``. ``config``, ``lanes`` as in
     :func:`cuzk_jax.ops.msm.msm`. Partitions run together while their ``P W N`` pairs fit ``max_pairs``, else in
     groups (``lax.map``); a single partition above it is a ``ValueError`` (chunk the bases instead).
     """
     curve = M._curve(group)
     F = curve.field
     nd = curve.coord_ndim
-    impl, scalars, batched = M.check_args(impl, scalars)
+    config, scalars, batched = M.check_args(config, scalars)
     _check_window(c)
     _, P, N = scalars.shape
     W = M.num_windows(c)
@@ -230,28 +223,24 @@ def msm(table: Affine, scalars, group="g1", *, c: int, impl: str | None = None,
     def run_group(d):  # d: (G, W N)
         keys, vals = M.bucket_keys(d[None], plan)
         keys, vals, count = M.sort_pairs(keys, vals, plan)
-        return M.run_pass(curve, plan, impl, Affine(table.x, table.y, None), keys, vals, count,
-                          M._ident(F, (G,)), lanes=lanes, kernel_options=kernel_options)
+        return M.run_pass(curve, plan, config, Affine(table.x, table.y, None), keys, vals, count,
+                          M._ident(F, (G,)), lanes=lanes)
 
     if G == P:
         res = run_group(digits)
     else:
         res = lax.map(run_group, digits.reshape(P // G, G, W * N))
         res = type(res)(*[jnp.moveaxis(v, 0, nd).reshape(v.shape[1:nd + 1] + (P,)) for v in res])
-    with field_mod.mul_schedule_scope("rolled"):
-        jac = curve.xyzz_to_jacobian(res)
+    jac = curve.with_schedule(M.XLA_SCHEDULE).xyzz_to_jacobian(res)
     return jac if batched else Jacobian(*[v[..., 0] for v in jac])
 
 
-def msm_jit(group: str = "g1", c: int = 16, impl: str | None = None, **static):
-    """A cached ``jax.jit`` of :func:`msm` for fixed keyword arguments (``kernel_options`` as a tuple of pairs),
-    as :func:`cuzk_jax.ops.msm.msm_jit`."""
-    return _msm_jit(group, c, impl or M.default_impl(), tuple(sorted(static.items())))
+def msm_jit(group: str = "g1", c: int = 16, config: MsmConfig | str | None = None, **static):
+    """A cached ``jax.jit`` of :func:`msm` for a group, window, config and fixed keyword arguments, as
+    :func:`cuzk_jax.ops.msm.msm_jit` (the config is part of the cache key)."""
+    return _msm_jit(group, c, MsmConfig.coerce(config), tuple(sorted(static.items())))
 
 
 @functools.lru_cache(maxsize=None)
-def _msm_jit(group, c, impl, static):
-    kw = dict(static)
-    if kw.get("kernel_options") is not None:
-        kw["kernel_options"] = dict(kw["kernel_options"])
-    return jax.jit(functools.partial(msm, group=group, c=c, impl=impl, **kw))
+def _msm_jit(group, c, config: MsmConfig, static):
+    return jax.jit(functools.partial(msm, group=group, c=c, config=config, **dict(static)))

@@ -23,28 +23,18 @@ input must be in bit-reversed order, which a gather does in the first pass; that
 pre-scaling (``1/n`` or coset powers) and the first stage, whose twiddles are all 1 (no multiplication). Output is in
 natural order, so no final permutation is needed.
 
-``radix 2^k`` variants fuse k consecutive stages into one loop iteration: the iteration reads ``x[2^k q + d]``
-(``d < 2^k``) and writes ``z[q + C n/2^k]`` (``C < 2^k``) -- the same multiplications, 1/k of the passes over
-memory. Implementations (:func:`set_impl`, the ``CUZK_NTT_IMPL`` environment variable, or ``impl=``):
+Kernels (:class:`~cuzk_jax.ops.config.NttConfig`, ``config=``; the platform default is chosen in
+:meth:`NttConfig.default <cuzk_jax.ops.config.NttConfig.default>`):
 
-* ``xla-r2``, ``xla-r4``: the carry is one ``(B, 8, n)`` array, each iteration one root concatenate of limb planes;
-* ``xla-r2-tuple``, ``xla-r4-tuple``: the carry is a tuple of ``(B, n/2^k)`` limb planes per output section, so
-  each iteration is a multi-output elementwise computation (XLA can share one multiplication between outputs);
-* ``pallas-r2``, ``pallas-r4``, ``pallas-r8``: each iteration is a Pallas kernel (:mod:`cuzk_jax.ops.pallas.ntt`);
-  ``:b=BLOCK:w=WARPS`` suffixes set its block size and warp count (``pallas-r4:b=256:w=8``), ``:ms=rolled`` /
-  ``:ms=rolled_loop`` run the CIOS outer loop (and, for ``rolled_loop``, all products of a round through one
-  multiplier) as loops inside the kernel: smaller kernels to compile; ``unrolled`` is the default. The
-  ``_ptx`` forms (``unrolled_ptx``, ``rolled_ptx``, ``rolled_ptx_loop``) compute each 32x32->64-bit limb product
-  as one PTX ``mad.wide.u32`` (GPU only; interpreted, they use jnp products); ``asm`` makes every product, sum
-  and difference one PTX carry-chain block on uint32 limbs (:mod:`cuzk_jax.ops.pallas.ptx_field`; GPU only,
-  interpreted it runs ``rolled``). Every impl takes ``:lead=K``:
-  stages left over by the radix run first as one radix-2^K iteration where that fits (see :func:`_stages_impl`).
+* ``xla``: radix-2 stages, the carry one ``(B, 8, n)`` array, each iteration one fused butterfly (the default off
+  GPUs);
+* ``pallas``: radix-4 stages -- each loop iteration fuses 2 consecutive stages, reading ``x[4 q + d]`` (``d < 4``)
+  and writing ``z[q + C n/4]`` (``C < 4``): the same multiplications, half the passes over memory -- as the Pallas
+  kernel of :mod:`cuzk_jax.ops.pallas.ntt`, whose field operations are PTX carry-chain blocks (the GPU default; a
+  stage left over when ``log_n - 1`` is odd runs first as one radix-2 kernel pass);
+* ``pallas_interpret``: that kernel under the Pallas interpreter with the rolled jnp field (CPU tests).
 
-Which is fastest on a GPU is measured by ``scripts/bench.py --op=ntt``; every variant computes the same function.
-The default (:func:`default_impl`) is ``pallas-r4:ms=asm:b=256:w=8`` on a GPU -- on the H200 ``pallas-r4:ms=asm``
-compiled in under 1 s per size and ran 2^20 in 1.92 ms, 2^24 in 25.1 ms and 10 x 2^20 in 9.8 ms, against 2.26 /
-26.6 / 11.3 ms for ``pallas-r4:ms=rolled_loop`` in the same run, and 256-group blocks of 8 warps took 2^20 to
-1.80 ms (BUILD.md) -- and ``xla-r2`` elsewhere (the Pallas kernels are Triton kernels; on CPU they only run interpreted).
+Every kernel computes the same function; ``scripts/bench.py --op=ntt`` measures them.
 
 Internally the batch is flattened to ``B`` and the layout is ``(B, 8, n)`` (each batch entry's limb planes
 contiguous), converted from/to the public ``(8, B, n)`` inside the first and last passes.
@@ -56,9 +46,6 @@ passed to it as arguments, so the forward and inverse transforms share one compi
 
 from __future__ import annotations
 
-import functools
-import os
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -66,6 +53,8 @@ from jax import lax
 
 from cuzk_jax import encoding
 from cuzk_jax.ops import field as F
+from cuzk_jax.ops.config import NttConfig
+from cuzk_jax.ops.ntt_network import network
 from cuzk_jax.reference import ntt as ref_ntt
 
 try:  # jax.core.Tracer moves between JAX versions
@@ -81,53 +70,6 @@ GENERATOR = ref_ntt.GENERATOR
 COSET_GENERATOR = ref_ntt.COSET_GENERATOR
 U32 = jnp.uint32
 U64 = jnp.uint64
-
-IMPLS = ("xla-r2", "xla-r4", "xla-r2-tuple", "xla-r4-tuple", "pallas-r2", "pallas-r4", "pallas-r8")
-# the kernel's products (cuzk_jax.ops.pallas.ntt._products)
-PALLAS_MUL = ("unrolled", "rolled", "rolled_loop", "unrolled_ptx", "rolled_ptx", "rolled_ptx_loop", "asm")
-_impl_override: str | None = os.environ.get("CUZK_NTT_IMPL") or None
-
-
-def set_impl(impl: str | None) -> None:
-    """Choose the stage implementation (one of :data:`IMPLS`, Pallas ones optionally with ``:b=BLOCK:w=WARPS``,
-    e.g. ``pallas-r4:b=256:w=8``; ``None`` restores the backend default of :func:`default_impl`)."""
-    global _impl_override
-    if impl is not None:
-        _parse_impl(impl)
-    _impl_override = impl
-
-
-GPU_DEFAULT_IMPL = "pallas-r4:ms=asm:b=256:w=8"
-
-
-def default_impl() -> str:
-    """The override (:func:`set_impl`, ``CUZK_NTT_IMPL``), else :data:`GPU_DEFAULT_IMPL` on a GPU and ``xla-r2``
-    elsewhere (module docstring)."""
-    if _impl_override:
-        return _impl_override
-    return GPU_DEFAULT_IMPL if jax.default_backend() == "gpu" else "xla-r2"
-
-
-def _parse_impl(impl: str) -> tuple[str, int, str, tuple]:
-    """'xla-r4-tuple' -> ('xla', 2, 'tuple', ()); 'pallas-r4:b=256:w=8' -> ('pallas', 2, 'stacked',
-    (('block', 256), ('num_warps', 8))): backend, stages per iteration (log2 radix), carry, kernel options."""
-    name, *opts = str(impl).split(":")
-    if name not in IMPLS:
-        raise ValueError(f"unknown NTT impl {impl!r}; expected one of {IMPLS}")
-    parts = name.split("-")
-    kw = []
-    for o in opts:
-        key, _, val = o.partition("=")
-        ok = (parts[0] == "pallas" and ((key in ("b", "w") and val.isdigit()) or (key == "ms" and val in PALLAS_MUL))
-              or (key == "lead" and val in ("1", "2", "3")))
-        if not ok:
-            raise ValueError(f"unknown NTT impl option {o!r} in {impl!r} (Pallas impls take b=BLOCK, w=WARPS, "
-                             f"ms={'|'.join(PALLAS_MUL)}; every impl takes lead=1|2|3)")
-        kw.append(({"b": "block", "w": "num_warps", "ms": "mul_schedule", "lead": "lead"}[key],
-                   val if key == "ms" else int(val)))
-    k = {"r2": 1, "r4": 2, "r8": 3}[parts[1]]
-    return parts[0], k, (parts[2] if len(parts) > 2 else "stacked"), tuple(kw)
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # Validation
@@ -169,7 +111,7 @@ def clear_cache() -> None:
 @jax.jit
 def _outer_mul(a, b):
     # one-off table construction: the rolled schedule compiles fast and its speed does not matter here
-    return fr.mul(a, b, schedule="rolled")
+    return F.fr_rolled.mul(a, b)
 
 
 def _mont(values: list[int]) -> np.ndarray:
@@ -247,6 +189,10 @@ def _inv(v: int) -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _field(schedule: str):
+    return F.fr.with_schedule(schedule)
+
+
 def _addsub(a, b, schedule: str, subtract: bool):
     shape = jnp.broadcast_shapes(a[0].shape, b[0].shape)
     a = [jnp.broadcast_to(x, shape) for x in a]
@@ -254,18 +200,19 @@ def _addsub(a, b, schedule: str, subtract: bool):
     if schedule == "rolled":
         # the field layer's rolled add/sub (one lax.scan over the limbs): XLA:CPU would otherwise copy the whole
         # carry chain into every output limb and compile slowly
+        f = _field("rolled")
         A = jnp.stack([x.astype(U32) for x in a])
         Bv = jnp.stack([x.astype(U32) for x in b])
-        out = fr.sub(A, Bv) if subtract else fr.add(A, Bv)
+        out = f.sub(A, Bv) if subtract else f.add(A, Bv)
         return [out[l].astype(U64) for l in range(LIMBS)]
     return F.sub_limbs(a, b, fr.p_limbs) if subtract else F.add_limbs(a, b, fr.p_limbs)
 
 
-def _add(a, b, schedule: str = "unrolled"):
+def _add(a, b, schedule: str):
     return _addsub(a, b, schedule, False)
 
 
-def _sub(a, b, schedule: str = "unrolled"):
+def _sub(a, b, schedule: str):
     return _addsub(a, b, schedule, True)
 
 
@@ -303,11 +250,9 @@ def _mul_many(pairs, schedule: str):
     a, b = _stack_pairs(pairs)
     if schedule == "unrolled":
         prod = F.cios_limbs(a, b, fr.p_limbs, fr.pinv)
-    elif schedule == "rolled":
-        out = fr.mul(jnp.stack([x.astype(U32) for x in a]), jnp.stack([x.astype(U32) for x in b]), schedule="rolled")
-        prod = [out[l].astype(U64) for l in range(LIMBS)]
     else:
-        raise ValueError(f"unknown mul schedule {schedule!r}")
+        out = _field("rolled").mul(jnp.stack([x.astype(U32) for x in a]), jnp.stack([x.astype(U32) for x in b]))
+        prod = [out[l].astype(U64) for l in range(LIMBS)]
     return _unstack(prod, len(pairs))
 
 
@@ -324,55 +269,6 @@ def _bitrev(i, bits: int):
 
 def _gather(a, idx):
     return a.at[..., idx].get(mode="promise_in_bounds")
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The constant-geometry butterfly network of one loop iteration (shared by the XLA and Pallas paths)
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many, schedule: str = "unrolled", addsub=None):
-    """k consecutive DIT stages (``stage .. stage+k-1``) on one group of inputs.
-
-    ``xs[d]`` (``d < 2^k``) is the limb list of ``x[2^k q + d]``; returns ``zs`` with ``zs[C]`` the limb list of
-    ``z[q + C n/2^k]``. ``q`` is the uint32 vector of group indices; ``stage`` may be traced.
-    ``get_twiddles(taus)`` gathers the twiddle limb lists ``w^tau`` for a list of index vectors;
-    ``mul_many(pairs)`` multiplies limb-list pairs; ``schedule`` picks the add/sub form, unless ``addsub(pairs,
-    subtract)`` is given (a field's own additions, e.g. the PTX blocks of :mod:`cuzk_jax.ops.pallas.ptx_field`).
-
-    After j of the k stages, the value labelled (c_1..c_j, dd) sits at position
-    ``sum_m c_m 2^(L-1-(j-m)) + q 2^(k-j) + dd``; stage j+1 pairs dd = 2t, 2t+1 (pair index = position >> 1) and
-    uses the twiddle ``w^((i >> sh) << sh)``, ``sh = L-1-(stage+j)``.
-    """
-    L = log_n
-    addsub = addsub or functools.partial(_addsub_many, schedule=schedule)
-    state = {((), d): xs[d] for d in range(1 << k)}
-    for j in range(k):
-        sh = (jnp.asarray(L - 1 - j, U32) - jnp.asarray(stage, U32)).astype(U32)
-        keys = sorted({(cs, dd >> 1) for (cs, dd) in state})
-        taus, pairs = [], []
-        for cs, t in keys:
-            base = 0
-            for m, c in enumerate(cs, start=1):
-                base += c << (L - 2 - (j - m))
-            i = (q << U32(k - j - 1)) + U32(base + t)
-            taus.append((i >> sh) << sh)
-        tws = get_twiddles(taus)
-        for (cs, t), tw in zip(keys, tws):
-            pairs.append((state[(cs, 2 * t + 1)], tw))
-        prods = mul_many(pairs)
-        ets = [(state[(cs, 2 * t)], tprod) for (cs, t), tprod in zip(keys, prods)]
-        sums = addsub(ets, subtract=False)  # stacked: one addition and one subtraction per stage
-        diffs = addsub(ets, subtract=True)
-        state = {}
-        for (cs, t), u, v in zip(keys, sums, diffs):
-            state[(cs + (0,), t)] = u
-            state[(cs + (1,), t)] = v
-    zs = []
-    for C in range(1 << k):
-        cs = tuple((C >> (m - 1)) & 1 for m in range(1, k + 1))
-        zs.append(state[(cs, 0)])
-    return zs
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -397,80 +293,41 @@ def _xla_step_stacked(X, W, stage, log_n: int, k: int, schedule: str):
     V = X.reshape(B, LIMBS, Q, 1 << k)
     xs = [[V[:, l, :, d].astype(U64) for l in range(LIMBS)] for d in range(1 << k)]
     q = lax.iota(U32, Q)
-    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W),
-                 lambda pairs: _mul_many(pairs, schedule), schedule)
+    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W), lambda pairs: _mul_many(pairs, schedule),
+                 lambda pairs, subtract: _addsub_many(pairs, schedule, subtract))
     out = [zs[C][l].astype(U32) for l in range(LIMBS) for C in range(1 << k)]
     return jnp.stack(out, axis=1).reshape(B, LIMBS, n)
 
 
-def _to_tuple(X, k: int):
-    B, _, n = X.shape
-    S = 1 << k
-    V = X.reshape(B, LIMBS, S, n // S)
-    return tuple(V[:, l, C] for C in range(S) for l in range(LIMBS))
-
-
-def _from_tuple(T, k: int):
-    S = 1 << k
-    B, Q = T[0].shape
-    planes = [T[C * LIMBS + l] for l in range(LIMBS) for C in range(S)]
-    return jnp.stack(planes, axis=1).reshape(B, LIMBS, S * Q)
-
-
-def _xla_step_tuple(T, W, stage, log_n: int, k: int, schedule: str):
-    """One iteration on the tuple carry: ``T[C*8 + l]`` is limb l of section C (positions C n/2^k + q)."""
-    S = 1 << k
-    B, Q = T[0].shape
-    full = [jnp.concatenate([T[C * LIMBS + l] for C in range(S)], axis=-1).reshape(B, Q, S) for l in range(LIMBS)]
-    xs = [[full[l][:, :, d].astype(U64) for l in range(LIMBS)] for d in range(S)]
-    q = lax.iota(U32, Q)
-    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W),
-                 lambda pairs: _mul_many(pairs, schedule), schedule)
-    return tuple(zs[C][l].astype(U32) for C in range(S) for l in range(LIMBS))
-
-
-def _stage_loop(X, W, first: int, count: int, log_n: int, k: int, backend: str, carry: str, schedule: str,
-                opts: tuple = ()):
+def _stage_loop(X, W, first: int, count: int, log_n: int, k: int, config: NttConfig):
     """``count`` iterations of k stages each, starting at stage ``first``."""
     if count <= 0:
         return X
-    if backend == "pallas":
+    if config.kernel != "xla":
         from cuzk_jax.ops.pallas import ntt as pntt
 
-        interpret = jax.default_backend() == "cpu"
-        body = lambda t, X: pntt.step(X, W, first + k * t, log_n=log_n, k=k, interpret=interpret, **dict(opts))
+        def body(t, X):
+            return pntt.step(X, W, first + k * t, log_n=log_n, k=k, interpret=config.kernel == "pallas_interpret",
+                             block=config.block, num_warps=config.warps)
+
         return lax.fori_loop(0, count, body, X)
-    if carry == "tuple":
-        T = _to_tuple(X, k)
-        T = lax.fori_loop(0, count, lambda t, T: _xla_step_tuple(T, W, first + k * t, log_n, k, schedule), T)
-        return _from_tuple(T, k)
-    return lax.fori_loop(0, count, lambda t, X: _xla_step_stacked(X, W, first + k * t, log_n, k, schedule), X)
+    return lax.fori_loop(0, count, lambda t, X: _xla_step_stacked(X, W, first + k * t, log_n, k, config.schedule), X)
 
 
-def _stages_impl(X, W, *, log_n: int, impl: str, schedule: str):
-    """Stages 1 .. log_n-1 (stage 0 is done by the pre-pass) on the internal layout ``(B, 8, n)``.
-
-    When ``log_n - 1`` is not a multiple of ``k``, the stages left over run first as radix-2 iterations, or --
-    with the impl option ``lead=K`` -- as ONE radix-2^K iteration when that leaves a multiple of ``k`` (a 2^20
-    transform with ``pallas-r4:lead=3``: one radix-8 pass and eight radix-4 ones, 9 kernel passes instead of 10)."""
-    backend, k, carry, opts = _parse_impl(impl)
-    opts = dict(opts)
-    lead_k = opts.pop("lead", None)
-    opts = tuple(opts.items())
+def _stages_impl(X, W, *, log_n: int, config: NttConfig):
+    """Stages 1 .. log_n-1 (stage 0 is done by the pre-pass) on the internal layout ``(B, 8, n)``: radix-2
+    iterations for the XLA kernel, radix-4 for the Pallas kernel (a stage left over runs first as radix 2)."""
+    k = 1 if config.kernel == "xla" else 2
     todo = log_n - 1
     if todo <= 0:
         return X
     lead = todo % k  # stages left over when todo is not a multiple of k
-    if lead and lead_k and lead_k <= todo and (todo - lead_k) % k == 0:
-        X = _stage_loop(X, W, 1, 1, log_n, lead_k, backend, carry, schedule, opts)
-        lead = lead_k
-    else:
-        X = _stage_loop(X, W, 1, lead, log_n, 1, backend, carry, schedule, opts)
-    return _stage_loop(X, W, 1 + lead, (todo - lead) // k, log_n, k, backend, carry, schedule, opts)
+    X = _stage_loop(X, W, 1, lead, log_n, 1, config)
+    return _stage_loop(X, W, 1 + lead, (todo - lead) // k, log_n, k, config)
 
 
-_stages_jit = jax.jit(_stages_impl, static_argnames=("log_n", "impl", "schedule"))
-_stages_jit_donate = jax.jit(_stages_impl, static_argnames=("log_n", "impl", "schedule"), donate_argnums=0)
+_stages_jit = jax.jit(_stages_impl, static_argnames=("log_n", "config"))
+_stages_jit_donate = jax.jit(_stages_impl, static_argnames=("log_n", "config"), donate_argnums=0)
 
 
 def _stage0(a, b, schedule: str):
@@ -540,26 +397,24 @@ _post_jit = jax.jit(_post_impl, static_argnames=("scale_kind", "schedule"))
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def pre(x, log_n: int, layout: str = "ext", scale=None):
+def pre(x, log_n: int, config: NttConfig, layout: str = "ext", scale=None):
     kind = "none" if scale is None else ("const" if scale.shape[-1] == 1 else "table")
     if scale is None:
         scale = jnp.zeros((LIMBS, 1), U32)
-    return _pre_jit(x, scale, log_n=log_n, layout=layout, scale_kind=kind, schedule=F.mul_schedule())
+    return _pre_jit(x, scale, log_n=log_n, layout=layout, scale_kind=kind, schedule=config.schedule)
 
 
-def stages(X, W, log_n: int, impl: str | None = None):
-    impl = impl or default_impl()
-    _parse_impl(impl)
+def stages(X, W, log_n: int, config: NttConfig):
     # donate the intermediate buffer on accelerators (halves peak memory at 2^26 x partitions); not inside a trace
     fn = _stages_jit_donate if (jax.default_backend() != "cpu" and not isinstance(X, _Tracer)) else _stages_jit
-    return fn(X, W, log_n=log_n, impl=impl, schedule=F.mul_schedule())
+    return fn(X, W, log_n=log_n, config=config)
 
 
-def post(Y, scale=None):
+def post(Y, config: NttConfig, scale=None):
     kind = "none" if scale is None else "table"
     if scale is None:
         scale = jnp.zeros((LIMBS, 1), U32)
-    return _post_jit(Y, scale, scale_kind=kind, schedule=F.mul_schedule())
+    return _post_jit(Y, scale, scale_kind=kind, schedule=config.schedule)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -567,13 +422,15 @@ def post(Y, scale=None):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def ntt(x, *, inverse: bool = False, coset: int | None = None, generator: int = GENERATOR, impl: str | None = None):
+def ntt(x, *, inverse: bool = False, coset: int | None = None, generator: int = GENERATOR,
+        config: NttConfig | None = None):
     """NTT over Fr along the last axis of ``x`` ``(8, *batch, n)`` (Montgomery form); same shape out.
 
     ``coset=g`` evaluates on (or, with ``inverse``, interpolates from) the coset ``g H``; ``generator`` picks the
-    roots of unity (7: zcash/arkworks; 5: snarkjs). Works inside a caller's ``jax.jit`` (tables are built eagerly
-    and captured as constants).
+    roots of unity (7: zcash/arkworks; 5: snarkjs); ``config`` the kernel (None: :meth:`NttConfig.default`). Works
+    inside a caller's ``jax.jit`` (tables are built eagerly and captured as constants).
     """
+    config = NttConfig.coerce(config)
     x = check_input(x)
     n = x.shape[-1]
     log_n = log2_size(n)
@@ -590,17 +447,17 @@ def ntt(x, *, inverse: bool = False, coset: int | None = None, generator: int = 
         W = twiddles(n, inverse, generator)
         if not inverse:
             scale = scale_table(n, 1, coset) if coset is not None else None
-            X = pre(xb, log_n, "ext", scale)
-            X = stages(X, W, log_n, impl)
-            y = post(X)
+            X = pre(xb, log_n, config, "ext", scale)
+            X = stages(X, W, log_n, config)
+            y = post(X, config)
         elif coset is None:
-            X = pre(xb, log_n, "ext", constant(_inv(n)))
-            X = stages(X, W, log_n, impl)
-            y = post(X)
+            X = pre(xb, log_n, config, "ext", constant(_inv(n)))
+            X = stages(X, W, log_n, config)
+            y = post(X, config)
         else:
-            X = pre(xb, log_n, "ext")
-            X = stages(X, W, log_n, impl)
-            y = post(X, scale_table(n, _inv(n), _inv(coset)))
+            X = pre(xb, log_n, config, "ext")
+            X = stages(X, W, log_n, config)
+            y = post(X, config, scale_table(n, _inv(n), _inv(coset)))
     return y.reshape(x.shape)
 
 

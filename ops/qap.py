@@ -37,8 +37,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cuzk_jax.ops import field as F
 from cuzk_jax.ops import ntt as N
+from cuzk_jax.ops.config import NttConfig
 
 COSET_GENERATOR = N.COSET_GENERATOR  # 7
 SNARKJS_GENERATOR = 5
@@ -89,36 +89,39 @@ _combine_pre = jax.jit(_combine_pre_impl, static_argnames=("log_n", "nb", "sched
 _combine_out = jax.jit(_combine_out_impl, static_argnames=("nb", "schedule"))
 
 
-def _coset_evals(abc, log_n: int, shift: int, generator: int, impl):
+def _coset_evals(abc, log_n: int, shift: int, generator: int, config: NttConfig):
     """Internal-layout evaluations on ``shift * H`` of the polynomials interpolating ``abc`` on H."""
     n = 1 << log_n
-    X = N.pre(abc, log_n, "ext")
-    X = N.stages(X, N.twiddles(n, True, generator), log_n, impl)  # n * coefficients
-    X = N.pre(X, log_n, "int", N.scale_table(n, N._inv(n), shift))  # / n, * shift^k, bit-reverse, stage 0
-    return N.stages(X, N.twiddles(n, False, generator), log_n, impl)
+    X = N.pre(abc, log_n, config, "ext")
+    X = N.stages(X, N.twiddles(n, True, generator), log_n, config)  # n * coefficients
+    X = N.pre(X, log_n, config, "int", N.scale_table(n, N._inv(n), shift))  # / n, * shift^k, bit-reverse, stage 0
+    return N.stages(X, N.twiddles(n, False, generator), log_n, config)
 
 
-def compute_h(a, b, c, *, g: int = COSET_GENERATOR, impl: str | None = None):
-    """Coefficients of ``h = (A B - C) / Z_H``, shape ``(8, *batch, n)`` like the inputs (see the module doc)."""
+def compute_h(a, b, c, *, g: int = COSET_GENERATOR, config: NttConfig | None = None):
+    """Coefficients of ``h = (A B - C) / Z_H``, shape ``(8, *batch, n)`` like the inputs (see the module doc).
+    ``config``: the NTT kernel (None: :meth:`NttConfig.default`)."""
+    config = NttConfig.coerce(config)
     abc, shape, nb, n, log_n = _check(a, b, c)
     g %= R
     if g == 0 or pow(g, n, R) == 1:
         raise ValueError(f"coset generator {g} must satisfy g^n != 1")
     with jax.enable_x64(True):
-        E = _coset_evals(abc, log_n, g, N.GENERATOR, impl)
-        P = _combine_pre(E, log_n=log_n, nb=nb, schedule=F.mul_schedule())
-        P = N.stages(P, N.twiddles(n, True), log_n, impl)
+        E = _coset_evals(abc, log_n, g, N.GENERATOR, config)
+        P = _combine_pre(E, log_n=log_n, nb=nb, schedule=config.schedule)
+        P = N.stages(P, N.twiddles(n, True), log_n, config)
         zinv = N._inv(pow(g, n, R) - 1)
-        h = N.post(P, N.scale_table(n, N._inv(n) * zinv % R, N._inv(g)))  # / n, / Z_H(g), * g^-k
+        h = N.post(P, config, N.scale_table(n, N._inv(n) * zinv % R, N._inv(g)))  # / n, / Z_H(g), * g^-k
     return h.reshape(shape)
 
 
-def compute_h_snarkjs(a, b, c, *, impl: str | None = None):
+def compute_h_snarkjs(a, b, c, *, config: NttConfig | None = None):
     """The n evaluations ``P(w_2n^(2i+1)) = (A B - C)(w_2n^(2i+1))`` snarkjs's H MSM takes (Montgomery form,
-    shape ``(8, *batch, n)``; see the module doc)."""
+    shape ``(8, *batch, n)``; see the module doc). ``config`` as in :func:`compute_h`."""
+    config = NttConfig.coerce(config)
     abc, shape, nb, n, log_n = _check(a, b, c)
     shift = N.root_of_unity(2 * n, SNARKJS_GENERATOR)
     with jax.enable_x64(True):
-        E = _coset_evals(abc, log_n, shift, SNARKJS_GENERATOR, impl)
-        out = _combine_out(E, nb=nb, schedule=F.mul_schedule())
+        E = _coset_evals(abc, log_n, shift, SNARKJS_GENERATOR, config)
+        out = _combine_out(E, nb=nb, schedule=config.schedule)
     return out.reshape(shape)

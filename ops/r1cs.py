@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cuzk_jax import encoding
+from cuzk_jax.errors import Unsatisfied
 from cuzk_jax.reference.constants import R
 
 from .field import MASK32, cond_sub_limbs, fr, x64
@@ -185,10 +186,8 @@ def check(dr: DeviceR1CS, z, method: str = "scatter", chunk: int | None = None):
 
 
 def assert_satisfied(r1cs, z, dr: DeviceR1CS | None = None, method: str = "scatter") -> None:
-    """Raise :class:`cuzk_jax.circuits.cs.Unsatisfied` naming the first failing constraint (index and namespaced
+    """Raise :class:`cuzk_jax.errors.Unsatisfied` naming the first failing constraint (index and namespaced
     name; with a batch, the first failing partition) -- the device twin of ``R1CS.check``."""
-    from cuzk_jax.circuits.cs import Unsatisfied
-
     dr = dr if dr is not None else to_device(r1cs)
     if z.shape[-1] != r1cs.num_vars:
         raise ValueError(f"z has {z.shape[-1]} variables, the R1CS {r1cs.num_vars}")

@@ -3,7 +3,7 @@
   python scripts/gpu_check_msm.py                                  # check at 2^12, then bench g1,g2 at 16..24
   python scripts/gpu_check_msm.py --bench_log_n=16,20 --group=g1   # a shorter run
   python scripts/gpu_check_msm.py --skip_bench                     # correctness only
-  python scripts/gpu_check_msm.py --skip_check --impl=pallas,pallas:ms=unrolled,pallas:seg=32:b=128:w=4
+  python scripts/gpu_check_msm.py --skip_check --impl=pallas,pallas:seg=32:block=128:warps=4
 
 The check runs random inputs and edge cases (all-zero scalars, zeros and ones, one repeated scalar, bases at
 infinity) at ``2^check_log_n`` points through both implementations and compares the points exactly (and with
@@ -46,6 +46,7 @@ def check(group: str, log_n: int, specs, results: list) -> bool:
     from cuzk_jax.groth16 import host_curve
     from cuzk_jax.ops import curve as cv
     from cuzk_jax.ops import msm as M
+    from cuzk_jax.ops.config import MsmConfig
     from cuzk_jax.reference.constants import R
 
     n = 1 << log_n
@@ -66,11 +67,11 @@ def check(group: str, log_n: int, specs, results: list) -> bool:
         "inf_bases": (inf_bases, inf_mask, [rng.randrange(R) for _ in range(n)]),
         "max_scalar": (bases, no_inf, [R - 1] * (n // 2) + [rng.randrange(R) for _ in range(n - n // 2)]),
     }
-    xla = M.msm_jit(group, "xla") if FLAGS.check_xla else None
+    xla = M.msm_jit(group, MsmConfig("xla")) if FLAGS.check_xla else None
     ok = True
     for spec in specs:
-        impl, kw = bmsm.parse_impl(spec)
-        fn = M.msm_jit(group, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
+        config, window = bmsm.parse_spec(spec)
+        fn = M.msm_jit(group, config, window=window)
         for name, (b, inf, sc) in cases.items():
             s = jnp.asarray(enc.ints_to_limbs(sc, "fr"))
             row = {"check": name, "group": group, "log_n": log_n, "impl": spec}
@@ -102,8 +103,8 @@ def check(group: str, log_n: int, specs, results: list) -> bool:
         sc = [[rng.randrange(R) for _ in range(n)], [rng.choice([0, 1]) for _ in range(n)], [rng.randrange(R)] * n]
         s = jnp.stack([jnp.asarray(enc.ints_to_limbs(v, "fr")) for v in sc], axis=1)
         for spec in specs:
-            impl, kw = bmsm.parse_impl(spec)
-            fn = M.msm_jit(group, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
+            config, window = bmsm.parse_spec(spec)
+            fn = M.msm_jit(group, config, window=window)
             row = {"check": f"batch_{P}", "group": group, "log_n": log_n, "impl": spec}
             try:
                 got = host_curve.from_device(curve, jax.block_until_ready(fn(bb, s)))

@@ -1,15 +1,13 @@
 """Compile time of each Pallas kernel on its own (GPU), and the size of its Triton IR.
 
   python scripts/kernel_compile.py --kernel=acc --group=g1 --out=acc-g1.json
-  python scripts/kernel_compile.py --kernel=general --group=g1 --ms=rolled
-  python scripts/kernel_compile.py --kernel=general_acc --ms=rolled_loop --lower_only   # IR size on a CPU
-  python scripts/kernel_compile.py --kernel=ntt_r4 --ms=rolled --lower_only              # the NTT step kernel
+  python scripts/kernel_compile.py --kernel=general_acc --lower_only   # IR size on a CPU
+  python scripts/kernel_compile.py --kernel=ntt_r4 --lower_only        # the NTT step kernel
 
-The MSM's Pallas path did not compile within 300 s on an H200 (2026-11-30); this script times the two kernels of
-:mod:`cuzk_jax.ops.pallas.bucket` separately, at a small shape (compile time does not depend on the shape much),
-so the kernel that needs cutting down is known; ``ntt_r2/r4/r8`` time the NTT step kernel of
-:mod:`cuzk_jax.ops.pallas.ntt` (``--ms`` = ``unrolled`` / ``rolled`` / ``rolled_loop`` / ``asm``; the MSM kernels also take
-the ``*_ptx*`` and ``asm_*`` schedules of :mod:`cuzk_jax.ops.pallas.bucket`) at ``--ntt_log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
+Times the two kernels of :mod:`cuzk_jax.ops.pallas.bucket` separately (the GPU default field: PTX carry-chain
+blocks), at a small shape (compile time does not depend on the shape much), so the kernel that needs cutting down
+is known; ``ntt_r2/r4`` time the NTT step kernel of :mod:`cuzk_jax.ops.pallas.ntt` (radix 2 runs the stage left
+over, radix 4 the others) at ``--ntt_log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
 reports the Triton IR line count, the proxy used to compare kernel variants without a GPU. JSON is written before
 compilation starts and again after it ends, so a run killed by a time limit still records the lowering.
 """
@@ -21,11 +19,10 @@ import time
 from absl import app, flags
 
 flags.DEFINE_enum("kernel", "acc", ["acc", "general", "general_acc", "general_wrow", "general_shift", "ntt_r2",
-                                    "ntt_r4", "ntt_r8"],
+                                    "ntt_r4"],
                   "which kernel: MSM accumulate, the general step with every mode, one mode of it, or an NTT step")
 flags.DEFINE_integer("ntt_log_n", 16, "NTT size for the ntt_* kernels")
 flags.DEFINE_enum("group", "g1", ["g1", "g2"], "group")
-flags.DEFINE_string("ms", "rolled", "multiplication schedule inside the kernel")
 flags.DEFINE_integer("block", 64, "lanes per program")
 flags.DEFINE_bool("lower_only", False, "lower for CUDA (works on a CPU) and count the Triton IR; do not compile")
 flags.DEFINE_string("out", "", "JSON output path")
@@ -64,15 +61,14 @@ def main(argv):
     Lc = 12 if FLAGS.group == "g1" else 24
     nrows, block, seg = 4 * Lc, FLAGS.block, 8
     n = 4 * block * seg
-    opts = dict(block=block, num_warps=max(1, block // 32), mul_schedule=FLAGS.ms)
+    opts = dict(block=block, num_warps=max(1, block // 32))
     if ntt:
         from cuzk_jax.ops.pallas import ntt as pntt
 
-        k = {"ntt_r2": 1, "ntt_r4": 2, "ntt_r8": 3}[FLAGS.kernel]
+        k = {"ntt_r2": 1, "ntt_r4": 2}[FLAGS.kernel]
         nn = 1 << FLAGS.ntt_log_n
         args = (jnp.zeros((1, 8, nn), jnp.uint32), jnp.zeros((8, nn // 2), jnp.uint32), jnp.int32(1))
-        fn = jax.jit(lambda x, w, st: pntt.step(x, w, st, log_n=FLAGS.ntt_log_n, k=k, triton=True,
-                                                mul_schedule=FLAGS.ms))
+        fn = jax.jit(lambda x, w, st: pntt.step(x, w, st, log_n=FLAGS.ntt_log_n, k=k, triton=True))
     elif FLAGS.kernel == "acc":
         args = (jnp.int32(n), jnp.bool_(False), jnp.zeros((n,), jnp.int32), jnp.zeros((n,), jnp.int32),
                 jnp.zeros((n, 2 * Lc), jnp.uint32), jnp.zeros((nrows, 2 * n), jnp.uint32))
@@ -82,7 +78,7 @@ def main(argv):
                 jnp.zeros((nrows, n), jnp.uint32))
         modes = pk.MODES if FLAGS.kernel == "general" else (FLAGS.kernel.split("_")[1],)
         fn = jax.jit(lambda *a: pk.general_step(curve, *a, modes=modes, **opts))
-    row = {"kernel": FLAGS.kernel, "mul_schedule": FLAGS.ms, "backend": jax.default_backend()}
+    row = {"kernel": FLAGS.kernel, "backend": jax.default_backend()}
     row.update({"log_n": FLAGS.ntt_log_n} if ntt else {"group": FLAGS.group, "block": block})
     out = FLAGS.out or f"kernel-{FLAGS.kernel}{'' if ntt else '-' + FLAGS.group}.json"
 

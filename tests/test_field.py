@@ -82,8 +82,12 @@ def test_mul_schedules_agree_with_reference(name, schedule):
     f, ref = PRIME_FIELDS[name]
     rnd = random.Random(schedule + name)
     va, vb = sample(ref, rnd, 20)
-    out = jax.jit(lambda a, b: f.mul(a, b, schedule))(dev(va, ref), dev(vb, ref))
-    assert host(out, ref) == [ref.mul(x, y) for x, y in zip(va, vb)]
+    fs = f.with_schedule(schedule)
+    assert fs.schedule == schedule and fs is f.with_schedule(schedule)  # one cached object per schedule
+    out = jax.jit(lambda a, b: (fs.mul(a, b), fs.add(a, b), fs.sub(a, b)))(dev(va, ref), dev(vb, ref))
+    assert host(out[0], ref) == [ref.mul(x, y) for x, y in zip(va, vb)]
+    assert host(out[1], ref) == [ref.add(x, y) for x, y in zip(va, vb)]
+    assert host(out[2], ref) == [ref.sub(x, y) for x, y in zip(va, vb)]
 
 
 def test_mul_is_not_trivially_right():
@@ -241,9 +245,22 @@ def test_pallas_mul_rejects_bad_operands():
 
 def test_unknown_schedule_rejected():
     with pytest.raises(ValueError, match="schedule"):
-        F.set_mul_schedule("fast")
+        F.fr.with_schedule("fast")
     with pytest.raises(ValueError, match="schedule"):
-        F.fr.mul(F.fr.ones((1,)), F.fr.ones((1,)), "fast")
+        F.fq2.with_schedule("fast")
+
+
+def test_schedule_objects():
+    """The schedule is a property of the field / curve object (no global): the platform default resolves by the
+    backend only, and ``with_schedule`` returns the same cached object, also for Fq2 and the curves."""
+    from cuzk_jax.ops import config as C
+    from cuzk_jax.ops import curve as cv
+
+    assert F.fq.schedule == C.default_schedule() and F.fq_rolled.schedule == "rolled"
+    assert F.fq2.with_schedule("rolled") is F.fq2_rolled and F.fq2_rolled.base is F.fq_rolled
+    g1r = cv.g1.with_schedule("rolled")
+    assert g1r is cv.g1.with_schedule("rolled") and g1r.field is F.fq_rolled and g1r.name == "g1"
+    assert cv.g2.with_schedule("unrolled").field.base is F.fq.with_schedule("unrolled")
 
 
 def test_reference_batch_inv_equals_inv_with_zeros():

@@ -31,10 +31,9 @@ def _ints(arr):
     return enc.limbs_to_ints(np.asarray(arr), "fq", montgomery=True)
 
 
-@pytest.mark.parametrize("which", ["array", "limb_rolled", "limb_loop"])
+@pytest.mark.parametrize("which", ["array", "limb"])
 def test_prime_field_ops(which, rng):
-    """(The straight-line "unrolled" limb field is ops.field.cios_limbs itself; compiling it on XLA:CPU takes
-    minutes, so it is exercised on the GPU only: scripts/gpu_check_msm.py with ``pallas:ms=unrolled``.)"""
+    """The interpret-mode fields of the kernels: ArrayField (MSM) and the rolled LimbField (NTT)."""
     a_int = _vals(rng)
     b_int = list(reversed(a_int))
     a, b = _mont(a_int), _mont(b_int)
@@ -42,7 +41,7 @@ def test_prime_field_ops(which, rng):
         Fk = lf.array_fq
         wrap, unwrap = (lambda x: x), (lambda x: x)
     else:
-        Fk = {"limb_rolled": lf.fq, "limb_loop": lf.fq_loop}.get(which, lf.fq_unrolled)
+        Fk = lf.fq
         wrap, unwrap = (lambda x: lf.to_limbs(x, Fk)), (lambda x: lf.from_limbs(x, Fk))
 
     @jax.jit
@@ -96,10 +95,10 @@ def test_fq2_mul_add(which, rng):
         assert got(m3) == [(3 * x[0] % P, 3 * x[1] % P) for x in a_int]
 
 
-def test_mul_loop_products(rng):
-    """The one-multiplier field (``mul_loop``: products of a round in a loop, operands picked by selects) gives the
-    reference products for Fq (3 products, edge values) and Fq2 (2 products = 6 base products), also with each
-    Fq2 product's three base products as three multipliers (``unrolled_karatsuba``)."""
+def test_product_loop(rng):
+    """``_product_loop`` (the GPU MSM kernels' one-product-block-per-round form: products in a loop, operands picked
+    by selects) gives the reference products for Fq (3 products, edge values) and Fq2 (2 products), here with the
+    jnp limb field's product in the loop (the PTX blocks run only in compiled kernels)."""
     a_int = _vals(rng)
     b_int = list(reversed(a_int))
     c_int = [rng.randrange(P) for _ in a_int]
@@ -110,24 +109,21 @@ def test_mul_loop_products(rng):
     @jax.jit
     def run(a, b, c):
         with jax.enable_x64(True):
-            Fk = lf.fq_loop
+            Fk, F2 = lf.fq, lf.fq2
             x, y, z = (lf.to_limbs(v, Fk) for v in (a, b, c))
-            p = [lf.from_limbs(v, Fk) for v in Fk.mul_many([(x, y), (x, x), (z, y)])]
-            F2 = lf.fq2_loop
+            p = [lf.from_limbs(v, Fk) for v in lf._product_loop(Fk, [(x, y), (x, x), (z, y)], Fk.mul)]
             u, w = (x, z), (y, x)
-            q = [lf.from_limbs(v, F2) for v in F2.mul_many([(u, w), (w, w)])]
-            F2k = lf.LimbFq2(Fk, unrolled_karatsuba=True)
-            q += [lf.from_limbs(v, F2k) for v in F2k.mul_many([(u, w), (w, w)])]
+            q = [lf.from_limbs(v, F2) for v in lf._product_loop(F2, [(u, w), (w, w)], F2.mul)]
             return p, q
 
-    (pxy, pxx, pzy), (quw, qww, kuw, kww) = run(a, b, c)
+    (pxy, pxx, pzy), (quw, qww) = run(a, b, c)
     f, f2 = rf.fq, rf.fq2
     assert _ints(pxy) == [f.mul(x, y) for x, y in zip(a_int, b_int)]
     assert _ints(pxx) == [f.mul(x, x) for x in a_int]
     assert _ints(pzy) == [f.mul(z, y) for z, y in zip(c_int, b_int)]
     got = lambda arr: list(zip(_ints(arr[0]), _ints(arr[1])))  # noqa: E731
-    assert got(quw) == got(kuw) == [f2.mul(u, w) for u, w in zip(fq2_a, fq2_b)]
-    assert got(qww) == got(kww) == [f2.mul(w, w) for w in fq2_b]
+    assert got(quw) == [f2.mul(u, w) for u, w in zip(fq2_a, fq2_b)]
+    assert got(qww) == [f2.mul(w, w) for w in fq2_b]
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -222,16 +218,15 @@ def test_ptx_emulator_catches_a_broken_block(rng):
 
 
 def test_ptx_field_interface():
-    """The PTX field keeps LimbField's interface on uint32 limbs (what the kernels' curve formulas call), and the
-    schedules that use it map to the jnp ``rolled_loop`` form under the interpreter."""
+    """The PTX field keeps LimbField's interface on uint32 limbs (what the kernels' curve formulas call); compiled
+    kernels use it, interpreted ones the jnp array fields."""
     f = pf.fq_loop
     a = [jnp.zeros((4,), jnp.uint32)] * f.limbs
-    assert f.dtype == jnp.uint32 and pf.fq2_loop.dtype == jnp.uint32
+    assert f.dtype == jnp.uint32 and pf.fq2_lazy_loop.dtype == jnp.uint32
     assert [int(v[0]) for v in f.ones_like(a)] == list(F.int_to_limbs(F.fq.r_mod, f.limbs))
     assert bool(jnp.all(f.is_zero(a))) and bool(jnp.all(f.eq(a, f.zeros_like(a))))
     with pytest.raises(ValueError, match="only inside Pallas kernels"):
         f.mul(a, a)  # outside a kernel: one clear error, not an XLA crash
-    for ms in ("asm_loop", "asm_flat_loop", "asm_fq2_loop"):
-        assert pk._schedule(ms, True) == "rolled_loop" and pk._schedule(ms, False) == ms
-        rep = pk._Rep(cv.CURVES["g2"], "limb", ms)
-        assert rep.F.dtype == jnp.uint32
+    for group, field in (("g1", pf.fq_loop), ("g2", pf.fq2_lazy_loop)):
+        assert pk._Rep(cv.CURVES[group], "limb").F is field
+        assert pk._Rep(cv.CURVES[group], "array").F in (lf.array_fq, lf.array_fq2)

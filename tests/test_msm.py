@@ -17,6 +17,7 @@ import cuzk_jax
 from cuzk_jax import encoding as enc
 from cuzk_jax.ops import curve as cv
 from cuzk_jax.ops import msm as M
+from cuzk_jax.ops.config import MsmConfig
 from cuzk_jax.reference import curve as rc
 from cuzk_jax.reference import field as rf
 from cuzk_jax.reference.constants import R
@@ -120,7 +121,9 @@ def random_case(group, n, rng):
     return pts, refs, scalars
 
 
-_XLA = {g: M.msm_jit(g, "xla") for g in ("g1", "g2")}
+_XLA = {g: M.msm_jit(g, MsmConfig("xla")) for g in ("g1", "g2")}
+# the Pallas kernels under the interpreter, with small segments and blocks (bucket runs cross lanes and programs)
+_INTERPRET = MsmConfig("pallas_interpret", block=8, seg=8, acc_seg=8)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -242,7 +245,7 @@ def test_msm_edge_cases_g1():
 def test_msm_many_windows_small_window_override(rng):
     """A forced window of 2 bits (128 windows) exercises long Horner chains and tiny buckets."""
     pts, refs, scalars = random_case("g1", 5, rng)
-    fn = M.msm_jit("g1", "xla", window=2)
+    fn = M.msm_jit("g1", MsmConfig("xla"), window=2)
     assert run_msm(fn, "g1", refs, scalars) == ark_msm("g1", pts, scalars)
 
 
@@ -271,7 +274,7 @@ def test_batched_shared_bases_chunked(rng):
     s1 = [rng.randrange(R) for _ in range(n)]
     s1[:10] = [0] * 10
     c = M.window_bits(n)
-    fn = M.msm_jit("g1", "xla", max_pairs=(n // 2) * M.num_windows(c))
+    fn = M.msm_jit("g1", MsmConfig("xla"), max_pairs=(n // 2) * M.num_windows(c))
     sc = jnp.stack([scalar_limbs(s0), scalar_limbs(s1)], axis=1)
     got = jac_to_ref("g1", fn(affine_arrays("g1", refs), sc))
     assert got == [ark_msm("g1", pts, s0), ark_msm("g1", pts, s1)]
@@ -287,7 +290,7 @@ def test_pallas_interpret_equals_xla_g1(rng):
     sum) run through the Pallas interpreter on three partitions at once (per-partition bases; the same shapes as
     the batched XLA test, so the XLA program is shared), with small segments and blocks so that bucket runs cross
     lanes and programs; compared with the XLA path and with arkworks."""
-    fn = M.msm_jit("g1", "pallas_interpret", kernel_options=(("acc_seg", 8), ("block", 8), ("seg", 8)))
+    fn = M.msm_jit("g1", _INTERPRET)
     edge = _edge_cases(random.Random(11))
     groups = [
         (random_case("g1", 30, rng)[1:], random_case("g1", 40, rng)[1:], edge["same_scalar"]),
@@ -302,22 +305,6 @@ def test_pallas_interpret_equals_xla_g1(rng):
         got = jac_to_ref("g1", fn(bases, sc))
         assert got == jac_to_ref("g1", _XLA["g1"](bases, sc))
         assert got == [_expected("g1", r, s) for r, s in cases]
-
-
-def test_pallas_interpret_one_general_kernel(rng):
-    """The other kernel variant (``mul_schedule="rolled"``: straight-line row loads/stores, one general kernel
-    holding every mode; the default is the compile-lean ``"rolled_loop"``, covered by the test above) on three
-    partitions: a random case, repeated bases (doublings and cancellations inside buckets) and bases at infinity
-    -- against arkworks."""
-    opts = (("acc_seg", 8), ("block", 8), ("mul_schedule", "rolled"), ("seg", 8))
-    fn = M.msm_jit("g1", "pallas_interpret", kernel_options=opts)
-    edge = _edge_cases(random.Random(12))
-    cases = [random_case("g1", 40, rng)[1:], edge["repeated"], edge["inf_bases"]]
-    n_pad = 64
-    arrs = [affine_arrays("g1", r, n_pad) for r, _ in cases]
-    bases = cv.Affine(*[jnp.stack([getattr(a, f) for a in arrs], axis=-2) for f in ("x", "y", "inf")])
-    sc = jnp.stack([scalar_limbs(s, n_pad) for _, s in cases], axis=1)
-    assert jac_to_ref("g1", fn(bases, sc)) == [_expected("g1", r, s) for r, s in cases]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -371,26 +358,25 @@ def test_precompute_pallas_equals_xla(group, rng):
 
     refs = [ark_to_ref(group, p) for p in ark_points(group, [rng.randrange(1, R) for _ in range(4)])] + [None]
     bases = affine_arrays(group, refs)
-    a = MP.precompute(bases, group, c=9, impl="xla")
-    b = MP.precompute(bases, group, c=9, impl="pallas_interpret")
+    a = MP.precompute(bases, group, c=9, config=MsmConfig("xla"))
+    b = MP.precompute(bases, group, c=9, config=MsmConfig("pallas_interpret"))
     assert all(np.array_equal(np.asarray(u), np.asarray(v)) for u, v in zip(a, b))
     assert bool(a.inf[4]) and bool(a.inf[M.num_windows(9) * 5 - 1]) and not bool(a.inf[5])
-    with pytest.raises(ValueError, match="unknown impl"):
-        MP.precompute(bases, group, c=9, impl="cuda")
+    with pytest.raises(ValueError, match="unknown MsmConfig kernel 'cuda'"):
+        MP.precompute(bases, group, c=9, config="cuda")
 
 
-@pytest.mark.parametrize("impl", ["xla", "pallas_interpret"])
-def test_precomputed_msm_vs_arkworks(precomputed_case, impl):
+@pytest.mark.parametrize("kernel", ["xla", "pallas_interpret"])
+def test_precomputed_msm_vs_arkworks(precomputed_case, kernel):
     """One bucket set for all windows, three partitions in one pass, against arkworks; with a negative twin."""
     MP, refs, sc, c, table, scal = precomputed_case
-    opts = {"acc_seg": 8, "block": 8, "seg": 8} if impl == "pallas_interpret" else None
-    fn = MP.msm_jit("g1", c, impl, kernel_options=tuple(sorted(opts.items())) if opts else None)
+    fn = MP.msm_jit("g1", c, _INTERPRET if kernel == "pallas_interpret" else MsmConfig("xla"))
     assert jac_to_ref("g1", fn(table, scal)) == [_expected("g1", refs, s) for s in sc]
-    if impl == "xla":
+    if kernel == "xla":
         bad = scal.at[0, 0, 0].add(1)  # first scalar + 1
         assert jac_to_ref("g1", fn(table, bad))[0] != _expected("g1", refs, sc[0])
         # partitions in groups (max_pairs fits one partition at a time) give the same points
-        one = MP.msm(table, scal[:, 1], "g1", c=c, impl="xla", max_pairs=M.num_windows(c) * len(refs))
+        one = MP.msm(table, scal[:, 1], "g1", c=c, config=MsmConfig("xla"), max_pairs=M.num_windows(c) * len(refs))
         assert jac_to_ref("g1", one) == _expected("g1", refs, sc[1])
 
 
@@ -465,7 +451,7 @@ def test_msm_sort_phase_and_kernel_option_errors():
     assert (np.diff(keys[: int(count)]) >= 0).all() and int(count) > 0
     bases = cv.Affine(jnp.zeros((12, 64), jnp.uint32), jnp.zeros((12, 64), jnp.uint32), jnp.ones((64,), bool))
     with pytest.raises(ValueError, match="stages"):
-        M.msm(bases, jnp.zeros((8, 64), jnp.uint32), impl="pallas_interpret", kernel_options={"stages": 6})
+        M.msm(bases, jnp.zeros((8, 64), jnp.uint32), config="pallas_interpret:stages=6")
     with pytest.raises(ValueError, match="modes"):
         pk.general_step(cv.g1, jnp.zeros((pk.NPRM,), jnp.int32), jnp.zeros((128,), jnp.int32),
                         jnp.zeros((48, 128), jnp.uint32), jnp.zeros((48, 128), jnp.uint32), interpret=True,
@@ -474,9 +460,8 @@ def test_msm_sort_phase_and_kernel_option_errors():
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
-    """The GPU default kernels (``ops.msm.PALLAS_MUL_SCHEDULE``) lower for CUDA on this GPU-less machine, with the
-    PTX carry-chain blocks of ops/pallas/ptx_field.py in them; under the interpreter the same schedule runs the
-    jnp ``rolled_loop`` form."""
+    """The GPU default kernels (``MsmConfig.default("gpu")``) lower for CUDA on this GPU-less machine, with the
+    PTX carry-chain blocks of ops/pallas/ptx_field.py in them (their interpret twin runs in the tests above)."""
     import jax
     from jax import export
 
@@ -486,13 +471,13 @@ def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
         from jax.experimental.pallas import triton  # noqa: F401
     except ImportError:
         pytest.skip("Pallas Triton backend not available")
-    assert M.PALLAS_MUL_SCHEDULE.startswith("asm") and pk._schedule(M.PALLAS_MUL_SCHEDULE, True) == "rolled_loop"
+    assert MsmConfig.default("gpu").kernel == "pallas"
     curve = cv.CURVES[group]
     Lc = 12 if group == "g1" else 24
     block, seg = 64, 8
     n = 4 * block * seg
     S = jax.ShapeDtypeStruct
-    opts = dict(block=block, num_warps=2, mul_schedule=M.PALLAS_MUL_SCHEDULE)
+    opts = dict(block=block, num_warps=2)
     acc = (lambda *a: pk.accumulate_bases(curve, *a, seg=seg, **opts),
            (S((), jnp.int32), S((), jnp.bool_), S((n,), jnp.int32), S((n,), jnp.int32), S((n, 2 * Lc), jnp.uint32),
             S((4 * Lc, 2 * n), jnp.uint32)))

@@ -11,6 +11,7 @@ import pytest
 import cuzk_jax
 from cuzk_jax import encoding
 from cuzk_jax.ops import ntt as N
+from cuzk_jax.ops.config import NttConfig
 from cuzk_jax.reference import ntt as RN
 
 R = RN.R
@@ -141,35 +142,24 @@ def test_batch_axes_are_independent():
     assert bool(jnp.all(swapped == y[:, ::-1]))
 
 
-@pytest.mark.parametrize("impl", ["xla-r4", "xla-r2-tuple", "xla-r4-tuple", "xla-r4:lead=3"])
-def test_xla_stage_implementations_agree(impl):
-    rng = random.Random(300)
-    n = 1 << 6
-    vals = rows(rng, n)
-    x = to_arr(vals)
-    assert from_arr(N.ntt(x, impl=impl)) == [RN.ntt(v) for v in vals]
-    assert bool(jnp.all(N.ntt(x, inverse=True, impl=impl) == N.ntt(x, inverse=True)))
-
-
 def test_pallas_ntt_interpret():
-    """The Pallas stage loop end to end (interpreter). The radix-4 kernel is checked one iteration at a time below:
-    its straight-line CIOS makes every interpreted program slow to compile on CPU."""
+    """The Pallas stage loop end to end (interpreter, several programs per row): a 2^4 transform runs one radix-2
+    kernel pass (the stage left over) and one radix-4 pass; forward, inverse and coset."""
     rng = random.Random(301)
     vals = rows(rng, 16)
-    assert from_arr(N.ntt(to_arr(vals), impl="pallas-r2")) == [RN.ntt(v) for v in vals]
-    # lead=3: the 3 stages after the pre-pass of a 2^4 transform as one radix-8 iteration instead of radix-2 ones
-    assert from_arr(N.ntt(to_arr(vals), impl="pallas-r4:lead=3")) == [RN.ntt(v) for v in vals]
+    cfg = NttConfig("pallas_interpret", block=2)
+    x = to_arr(vals)
+    assert from_arr(N.ntt(x, config=cfg)) == [RN.ntt(v) for v in vals]
+    assert bool(jnp.all(N.coset_intt(N.coset_ntt(x, config=cfg), config=cfg) == x))
 
 
-@pytest.mark.parametrize("k,stage,ms", [(1, 3, "unrolled"), (2, 2, "unrolled"), (2, 2, "rolled_loop"),
-                                        (2, 2, "rolled_ptx_loop"), (2, 2, "asm")])
-def test_pallas_step_matches_xla_step(k, stage, ms):
-    """The kernel (Pallas interpreter, several programs per row) against its XLA fallback on one iteration; under
-    the interpreter "unrolled" runs the rolled products, "rolled_loop" the one-multiplier product loop, and
-    "rolled_ptx_loop" the same with jnp products (no inline PTX there)."""
+@pytest.mark.parametrize("k,stage", [(1, 3), (2, 2)])
+def test_pallas_step_matches_xla_step(k, stage):
+    """The kernel (Pallas interpreter, several programs per row; the rolled jnp limb field) against its XLA
+    fallback on one iteration."""
     from functools import partial
 
-    from cuzk_jax.ops import field as F
+    from cuzk_jax.ops.config import default_schedule
     from cuzk_jax.ops.pallas import ntt as P
 
     log_n = 6
@@ -177,16 +167,16 @@ def test_pallas_step_matches_xla_step(k, stage, ms):
                     .reshape(8, BATCH, 64).transpose(1, 0, 2))
     w = N.twiddles(64)
     with jax.enable_x64(True):
-        got = jax.jit(partial(P.step, log_n=log_n, k=k, interpret=True, block=4, mul_schedule=ms))(x, w, stage)
-        want = jax.jit(partial(N._xla_step_stacked, log_n=log_n, k=k, schedule=F.mul_schedule()))(x, w, stage)
+        got = jax.jit(partial(P.step, log_n=log_n, k=k, interpret=True, block=4))(x, w, stage)
+        want = jax.jit(partial(N._xla_step_stacked, log_n=log_n, k=k, schedule=default_schedule()))(x, w, stage)
     assert bool(jnp.all(got == want))
     assert not bool(jnp.all(got == x))
 
 
-@pytest.mark.parametrize("k,ms", [(1, "unrolled"), (2, "unrolled"), (2, "rolled_loop"), (2, "rolled_ptx_loop"), (2, "asm")])
-def test_pallas_kernel_lowers_to_triton(k, ms):
-    """Lower the kernel for CUDA on this GPU-less machine (Pallas -> Triton IR), so a lowering regression shows
-    up in CPU CI; compiling and running it needs the GPU (scripts/bench.py --op=ntt)."""
+@pytest.mark.parametrize("k", [1, 2])
+def test_pallas_kernel_lowers_to_triton(k):
+    """Lower the kernel (the GPU default's PTX field) for CUDA on this GPU-less machine (Pallas -> Triton IR), so a
+    lowering regression shows up in CPU CI; compiling and running it needs the GPU (scripts/bench.py --op=ntt)."""
     from jax import export
 
     from cuzk_jax.ops.pallas import ntt as P
@@ -196,16 +186,19 @@ def test_pallas_kernel_lowers_to_triton(k, ms):
     except ImportError:
         pytest.skip("Pallas Triton backend not available")
     n = 1 << 8
+    cfg = NttConfig.default("gpu")
+    assert cfg.kernel == "pallas"
 
     def f(x, w, s):
-        return P.step(x, w, s, log_n=8, k=k, triton=True, mul_schedule=ms)
+        return P.step(x, w, s, log_n=8, k=k, triton=True, block=cfg.block, num_warps=cfg.warps)
 
     with jax.enable_x64(True):
         exp = export.export(jax.jit(f), platforms=["cuda"], disabled_checks=[
             export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(
             jax.ShapeDtypeStruct((BATCH, 8, n), jnp.uint32), jax.ShapeDtypeStruct((8, n // 2), jnp.uint32),
             jax.ShapeDtypeStruct((), jnp.int32))
-    assert "xla.gpu.triton" in exp.mlir_module()
+    text = exp.mlir_module()
+    assert "xla.gpu.triton" in text and "madc.hi.cc.u32" in text
 
 
 def test_snarkjs_roots():
@@ -255,11 +248,11 @@ def test_bad_inputs_rejected():
         N.log2_size(1 << 33)
     with pytest.raises(ValueError, match="g\\^n"):
         N.ntt(jnp.zeros((8, 16), jnp.uint32), coset=1)
-    with pytest.raises(ValueError, match="unknown NTT impl"):
-        N.ntt(jnp.zeros((8, 16), jnp.uint32), impl="fft9000")
-    for bad in ("xla-r4:lead=4", "xla-r4:ms=rolled", "pallas-r4:lead=x"):
-        with pytest.raises(ValueError, match="unknown NTT impl option"):
-            N.ntt(jnp.zeros((8, 16), jnp.uint32), impl=bad)
+    with pytest.raises(ValueError, match="unknown NttConfig kernel 'fft9000'"):
+        N.ntt(jnp.zeros((8, 16), jnp.uint32), config="fft9000")
+    for bad, token in (("xla:lead=4", "'lead'"), ("pallas:block=x", "block='x'"), ("xla:schedule=fast", "'fast'")):
+        with pytest.raises(ValueError, match=token):
+            N.ntt(jnp.zeros((8, 16), jnp.uint32), config=bad)
 
 
 # ----------------------------------------------------------------------------------------------------- host API

@@ -40,10 +40,10 @@ def _parse_impl(spec: str):
 
 def _fn(f, impl: str, kw: dict, chain: int):
     if impl in ("xla", "xla_rolled"):
-        sched = "unrolled" if impl == "xla" else "rolled"
+        fs = f.with_schedule("unrolled" if impl == "xla" else "rolled")
 
         def one(a, b):
-            return f.mul(a, b, sched)
+            return fs.mul(a, b)
     elif impl == "pallas":
 
         def one(a, b):

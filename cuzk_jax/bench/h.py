@@ -1,7 +1,7 @@
 """The Groth16 H polynomial (7 NTTs + pointwise work per partition), batched over partitions.
 
   python scripts/bench.py --op=h --log_n=16,20,22 --batch=10
-  python scripts/bench.py --op=h --log_n=20 --batch=10 --impl=xla-r4
+  python scripts/bench.py --op=h --log_n=20 --batch=10 --impl=xla  # NttConfig strings
 
 Rows: variant (``arkworks``: :func:`cuzk_jax.ops.qap.compute_h`; ``snarkjs``: ``compute_h_snarkjs``, 6 NTTs and
 no final iNTT), impl, log_n, batch, first_call_s, median_ms (all partitions), per_partition_ms, sppark_7ntt_ms
@@ -15,14 +15,15 @@ import time
 
 from cuzk_jax import bench
 from cuzk_jax.bench.ntt import SPPARK_MS, random_fr
-from cuzk_jax.ops import ntt as N
 from cuzk_jax.ops import qap
+from cuzk_jax.ops.config import NttConfig
 
 VARIANTS = {"arkworks": (qap.compute_h, 7), "snarkjs": (qap.compute_h_snarkjs, 6)}
 
 
 def run(cfg) -> list[dict]:
-    impls = list(cfg.impl) or list(dict.fromkeys([N.default_impl(), "xla-r2"]))  # the default, and XLA beside it
+    # the default, and XLA beside it
+    impls = list(cfg.impl) or list(dict.fromkeys([str(NttConfig.default()), str(NttConfig.default("cpu"))]))
     batch = int(cfg.batch)
     rows = []
     for log_n in map(int, cfg.log_n):
@@ -33,7 +34,8 @@ def run(cfg) -> list[dict]:
             for impl in impls:
                 row = {"variant": variant, "impl": impl, "log_n": log_n, "batch": batch}
                 try:
-                    fn = lambda a, b, c, fn0=fn0, impl=impl: fn0(a, b, c, impl=impl)
+                    config = NttConfig.parse(impl)
+                    fn = lambda a, b, c, fn0=fn0, config=config: fn0(a, b, c, config=config)  # noqa: E731
                     t0 = time.perf_counter()
                     bench.block(fn(a, b, c))
                     row["first_call_s"] = round(time.perf_counter() - t0, 2)

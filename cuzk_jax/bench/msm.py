@@ -5,20 +5,13 @@ runs after ``--warmup`` runs, each ended by ``block_until_ready``; inputs are re
 figures below are sppark's "points resident" ones). Pallas and the XLA fallback run on the same inputs in one run
 (A/B); ``matches_xla`` (or ``matches_pallas`` when no XLA row ran) says whether their results are identical points.
 
-Impl specs (``--impl``, comma separated; default ``pallas,xla`` on GPU, ``xla`` elsewhere): ``xla``, ``pallas``,
-or ``pallas:seg=64:b=64:w=2:acc=16:ms=unrolled:bl=limb`` to set the kernel options: ``seg`` pairs per lane,
-``b`` lanes per program, ``w`` warps, ``acc`` pairs per lane in the later stages, ``ms`` the kernels'
-multiplication schedule (``asm_fq2_loop``, the default: PTX carry-chain field blocks with one block per Fq2
-product, ``asm_loop``: Fq blocks only, ``asm_flat_loop``,
-``rolled_ptx_loop``, ``rolled_loop``, ``rolled``, ``unrolled``,
-``rolled_ptx``, ``unrolled_ptx``, ``rolled_ptx_k_loop``; ``_ptx``: products as PTX ``mad.wide.u32``; ``_k_loop``:
-G2's Fq2 products with three base multipliers instead of a nested loop of one), ``ms1`` kernel 1's schedule when
-it differs, ``bl`` the base layout for the gathers (``point`` / ``limb``), ``l1`` buckets per row in the row-sum
-stage, ``st=k`` only kernel 1 and the first ``k`` of the 5 later stages (a phase-timing knob whose result is not
-the MSM), ``c`` the window. ``pre:<spec>`` (e.g. ``pre:pallas``, ``pre:pallas:c=16``) runs the MSM over
-precomputed window tables (:mod:`cuzk_jax.ops.msm_precomputed`; window from its rule unless ``c=``): the table is
-built once per window before timing (``precompute_s`` on the row that built it, not in the median), as a
-resident key would hold it; its row's ``table_points`` says how many points that costs. The spec ``sort`` is a
+Impl specs (``--impl``, comma separated; default ``pallas,xla`` on GPU, ``xla`` elsewhere): an
+:class:`~cuzk_jax.ops.config.MsmConfig` string (``xla``, ``pallas``, ``pallas:seg=64:block=64:warps=2:acc_seg=16``;
+``stages=k`` runs only kernel 1 and the first ``k`` of the 5 later stages, a phase-timing knob whose result is not
+the MSM), optionally with ``c=K`` for the window. ``pre:<spec>`` (e.g. ``pre:pallas``, ``pre:pallas:c=16``) runs
+the MSM over precomputed window tables (:mod:`cuzk_jax.ops.msm_precomputed`; window from its rule unless ``c=``):
+the table is built once per window before timing (``precompute_s`` on the row that built it, not in the median), as
+a resident key would hold it; its row's ``table_points`` says how many points that costs. The spec ``sort`` is a
 phase row, not an MSM: it times steps 1-3 alone (digits, keys and the ``lax.sort`` of the (bucket, point) pairs)
 for the plan the MSM uses, so the rest of an MSM row is the bucket work.
 
@@ -41,6 +34,7 @@ from cuzk_jax import bench
 from cuzk_jax import encoding as enc
 from cuzk_jax.ops import curve as cv
 from cuzk_jax.ops import msm as M
+from cuzk_jax.ops.config import MsmConfig
 from cuzk_jax.reference import constants as C
 
 # sppark on an H200, median of 5, points resident on the device (issue 3), in ms.
@@ -51,23 +45,19 @@ REFERENCE_MS = {
 TARGET_MS = {("g1", 20): 40.0, ("g1", 24): 400.0, ("g2", 20): 150.0}
 MAX_DISTINCT_LOG = 14
 
-_OPT_KEYS = {"seg": "seg", "b": "block", "w": "num_warps", "acc": "acc_seg", "ms": "mul_schedule",
-             "bl": "base_layout", "st": "stages", "c": "window", "l1": "row_len",
-             "ms1": "acc_schedule"}
-_STR_OPTS = ("mul_schedule", "base_layout", "acc_schedule")
-
-
-def parse_impl(spec: str):
-    """``"pallas:seg=64:b=64"`` -> ``("pallas", {"seg": 64, "block": 64})``."""
-    name, *opts = spec.split(":")
-    kw = {}
-    for o in opts:
-        k, v = o.split("=")
-        key = _OPT_KEYS[k]
-        kw[key] = v if key in _STR_OPTS else int(v)
-    if name not in M.IMPLS:
-        raise ValueError(f"unknown msm impl {name!r}; expected one of {M.IMPLS}")
-    return name, kw
+def parse_spec(spec: str) -> tuple[MsmConfig, int | None]:
+    """``"pallas:seg=64:c=16"`` -> ``(MsmConfig("pallas", seg=64), 16)``: the MSM config (its one parser) and the
+    window (``c=K``, None when absent)."""
+    window = None
+    parts = []
+    for part in spec.split(":"):
+        if part.startswith("c="):
+            if not part[2:].isdigit():
+                raise ValueError(f"bad window {part!r} in {spec!r}")
+            window = int(part[2:])
+        else:
+            parts.append(part)
+    return MsmConfig.parse(":".join(parts)), window
 
 
 def _host_points(group: str, count: int, seed: int) -> list:
@@ -135,15 +125,15 @@ def _precomputed(group: str, log_n: int, spec: str, bases, tables: dict):
 
     from cuzk_jax.ops import msm_precomputed as MP
 
-    impl, kw = parse_impl(spec)
-    c = kw.pop("window", None) or MP.window_bits(1 << log_n)
+    config, window = parse_spec(spec)
+    c = window or MP.window_bits(1 << log_n)
     secs = None
     if c not in tables:
         tables.clear()  # one table at a time: a 2^24 one is tens of GB
         t0 = time.perf_counter()
-        tables[c] = jax.block_until_ready(MP.precompute(bases, group, c=c, impl=impl))
+        tables[c] = jax.block_until_ready(MP.precompute(bases, group, c=c, config=config))
         secs = round(time.perf_counter() - t0, 2)
-    fn = MP.msm_jit(group, c, impl, kernel_options=tuple(sorted(kw.items())) if kw else None)
+    fn = MP.msm_jit(group, c, config)
     return fn, tables[c], c, secs
 
 
@@ -176,10 +166,8 @@ def run(cfg) -> list[dict]:
                         args = (table, scalars)
                         row["table_points"] = int(table.inf.shape[0])
                     else:
-                        impl, kw = parse_impl(spec)
-                        window = kw.pop("window", None)
-                        fn = M.msm_jit(group, impl, window=window,
-                                       kernel_options=tuple(sorted(kw.items())) if kw else None)
+                        config, window = parse_spec(spec)
+                        fn = M.msm_jit(group, config, window=window)
                     compiled, compile_s = bench.compile_timed(fn, *args)
                     out = compiled(*args)
                     jax.block_until_ready(out)

@@ -2,7 +2,7 @@
 
   python scripts/bench.py --op=ntt --log_n=16,18,20,22,24            # one transform per size
   python scripts/bench.py --op=ntt --log_n=20 --batch=10              # 10 partitions of 2^20 in one call
-  python scripts/bench.py --op=ntt --log_n=20 --impl=xla-r2,pallas-r4:b=256:w=8  # any of cuzk_jax.ops.ntt.IMPLS
+  python scripts/bench.py --op=ntt --log_n=20 --impl=xla,pallas:block=128:warps=4  # NttConfig strings
 
 Rows: impl, log_n, batch, first_call_s (table build + compile + one run; the persistent compilation cache may
 shorten it -- pass --cache_dir= for a cold figure), median_ms (whole batch), per_ntt_ms, sppark_ms (the reference
@@ -25,8 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from cuzk_jax import bench, encoding
-from cuzk_jax.ops import field as F
 from cuzk_jax.ops import ntt as N
+from cuzk_jax.ops.config import NttConfig
 from cuzk_jax.reference import ntt as RN
 
 SPPARK_MS = {16: 0.034, 18: 0.078, 20: 0.28, 22: 1.12, 24: 4.7, 26: 23.8}
@@ -44,11 +44,11 @@ def random_fr(shape, seed: int) -> jax.Array:
 
 def default_impls() -> list[str]:
     if jax.default_backend() == "gpu":
-        return ["xla-r2", "xla-r4", "pallas-r4", N.GPU_DEFAULT_IMPL, "pallas-r8:ms=rolled_loop"]
-    return ["xla-r2", "xla-r4"]  # the Pallas interpreter on CPU measures nothing useful
+        return [str(NttConfig.default("gpu")), "xla"]
+    return [str(NttConfig.default())]  # the Pallas interpreter on CPU measures nothing useful
 
 
-def hlo_fusions(x, impl: str) -> int | None:
+def hlo_fusions(x, config: NttConfig) -> int | None:
     """Number of fusion instructions in the compiled stage loop (how many kernels XLA made of it)."""
     try:
         n = x.shape[-1]
@@ -58,7 +58,7 @@ def hlo_fusions(x, impl: str) -> int | None:
             X = jax.ShapeDtypeStruct((B, 8, n), jnp.uint32)
             W = jax.ShapeDtypeStruct((8, max(n // 2, 1)), jnp.uint32)
             fn = N._stages_jit_donate if jax.default_backend() != "cpu" else N._stages_jit  # as ops.ntt.stages
-            text = fn.lower(X, W, log_n=log_n, impl=impl, schedule=F.mul_schedule()).compile().as_text()
+            text = fn.lower(X, W, log_n=log_n, config=config).compile().as_text()
         return sum(1 for line in text.splitlines() if " fusion(" in line and "=" in line)
     except Exception:  # diagnostics only
         return None
@@ -91,7 +91,8 @@ def run(cfg) -> list[dict]:
         for impl in impls:
             row = {"impl": impl, "log_n": log_n, "batch": batch}
             try:
-                fn = lambda a, impl=impl: N.ntt(a, impl=impl)
+                config = NttConfig.coerce(impl)
+                fn = lambda a, config=config: N.ntt(a, config=config)  # noqa: E731
                 t0 = time.perf_counter()
                 y = bench.block(fn(x))
                 row["first_call_s"] = round(time.perf_counter() - t0, 2)
@@ -104,7 +105,7 @@ def run(cfg) -> list[dict]:
                 row["sppark_ms"] = ref * batch if ref else None
                 row["ratio"] = med / (ref * batch) if ref else None
                 row["target_ms"] = TARGET_MS.get((log_n, batch))
-                row["hlo_fusions"] = hlo_fusions(x, impl)
+                row["hlo_fusions"] = hlo_fusions(x, config)
                 row["checked"] = spot_check(x, y, seed=log_n) if log_n <= CHECK_MAX_LOG_N else None
                 del y
             except Exception as e:  # keep measuring the other implementations

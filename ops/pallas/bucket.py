@@ -5,9 +5,8 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
 * :func:`accumulate_bases` (``_acc_mixed_kernel``): the hot loop. The sorted (bucket key, base index | sign)
   pairs are cut into segments of ``seg`` pairs, one per lane (``block`` lanes per program). Each lane walks its
   segment, **gathers the affine base limbs through the sorted index list** (``b_ref[idx, l]`` on the unblocked
-  base array -- point-major by default, so one base is a few cache lines; ``b_ref[l, idx]`` on limb-major rows as
-  DESIGN.md measured is the other option -- no sorted copy of the bases is materialised), negates y for negative
-  digits, and
+  base array, point-major, so one base is a few cache lines -- no sorted copy of the bases is materialised),
+  negates y for negative digits, and
   adds it into an XYZZ accumulator with the mixed addition of :mod:`cuzk_jax.ops.curve`. A run of equal keys
   that starts and ends inside the segment is a complete bucket: it is stored straight into the bucket array (its
   only writer). The lane's first run and its last run may continue in the neighbouring segments; they are written
@@ -15,9 +14,9 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
   so the partial list is again sorted by key; the next level reads only the ``2 ceil(count / seg)`` slots of live
   lanes. Programs whose segments lie past the live count (the zero digits, sorted last) return at once.
 * :func:`general_step` (``_general_kernel``): every later step, chosen by a runtime mode, called from ONE
-  ``lax.while_loop``; the kernel is compiled with all branches (``modes=MODES``) or, in the compile-lean
-  schedules, once per branch with ``lax.switch`` picking one at run time (three small Triton compiles instead of
-  one large one: compile time grows about quadratically with kernel size):
+  ``lax.while_loop``; the kernel is compiled once per branch (``modes=(mode,)``) with ``lax.switch`` picking one
+  at run time (three small Triton compiles instead of one large one: compile time grows about quadratically with
+  kernel size):
 
   - mode ``ACC``: the same segmented accumulation over XYZZ entries (general XYZZ addition) -- merges partials into
     buckets, sums rows into window sums, sums windows into the result. With ``final`` set (only one live segment)
@@ -27,18 +26,18 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
     ``m_r = (r mod K) L1`` (bucket reduction: the row's offset inside its window).
   - mode ``SHIFT``: per lane ``r``: ``2^(e0 + c (r mod W)) X_r`` by masked doublings (window combination: window
     ``w`` scaled by ``2^(c w)``, ``e0 = 0``; precomputed window tables: every lane by ``2^c``, ``e0 = c``,
-    ``W = 1``). This chain of ``c (W - 1)`` doublings on a handful of lanes is latency, not work (11 of 34 ms of a
-    G1 2^16 MSM on an H200 when it ran through the unified addition of WROW), so it has its own branch with the
-    dedicated doubling (dbl-2008-s-1: 9 products in 3 rounds against 15 in 4).
+    ``W = 1``). This chain of ``c (W - 1)`` doublings on a handful of lanes is latency, not work, so it has its own
+    branch with the dedicated doubling (dbl-2008-s-1: 9 products in 3 rounds against 15 in 4).
 
 Every loop holds one addition site (operands are selected per step): kernel 1 holds one copy of the mixed
 addition, kernel 2 one copy of the general addition per branch (ACC, WROW) and the doubling (SHIFT).
 
-Field representation inside kernels: on GPU the limb-list fields of :mod:`cuzk_jax.ops.pallas.limb_field` (every limb
-row a 1-D uint64 vector of ``block`` lanes -- Triton only handles power-of-two tensors); in interpret mode the limb
-rows are stacked into ``(12, block)`` arrays (the :mod:`cuzk_jax.ops.field` layout) handled by the constant-free
-:class:`~cuzk_jax.ops.pallas.limb_field.ArrayField` (same values, same formulas), which compiles much faster on CPU;
-``rep="limb"`` interprets the GPU form instead.
+Field representation inside kernels: compiled for a GPU, the PTX fields of :mod:`cuzk_jax.ops.pallas.ptx_field`
+(every limb row a 1-D uint32 vector of ``block`` lanes -- Triton only handles power-of-two tensors; every Fq product,
+sum and difference one PTX carry-chain block, every Fq2 product one block; the products of a formula round through
+ONE product block in a loop, and row loads/stores in loops: the compile-lean form); in interpret mode the limb rows
+are stacked into ``(12, block)`` arrays (the :mod:`cuzk_jax.ops.field` layout) handled by the constant-free
+:class:`~cuzk_jax.ops.pallas.limb_field.ArrayField` (same values, same formulas), which compiles fast on CPU.
 
 Memory layout: points are uint32 "row" arrays ``(4 Lc, K)``: coordinate ``k`` of XYZZ occupies rows
 ``k Lc .. k Lc + Lc - 1`` with ``Lc = 12`` (G1) or 24 (G2: c0 limbs then c1 limbs); Montgomery form. Bucket /
@@ -77,49 +76,17 @@ DEFAULT_NUM_WARPS = 2
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def compile_lean(mul_schedule: str) -> bool:
-    """The ``"*_loop"`` kernel schedules are the compile-lean family: one multiplier per round, carry chains and
-    row loads/stores in loops, and one general kernel per mode (see :func:`cuzk_jax.ops.msm._pallas_pass`)."""
-    return str(mul_schedule).endswith("_loop")
-
-
-def _schedule(mul_schedule: str, interpret: bool) -> str:
-    """The interpreter has no inline PTX: there the ``*_ptx*`` schedules run with jnp products and the ``asm_*``
-    ones (whole field operations in PTX, :mod:`~cuzk_jax.ops.pallas.ptx_field`) as ``rolled_loop`` (same
-    function)."""
-    if not interpret:
-        return mul_schedule
-    return "rolled_loop" if str(mul_schedule).startswith("asm") else str(mul_schedule).replace("_ptx", "")
-
-
 class _Rep:
-    """How a kernel turns limb rows into field elements: ``"limb"`` (GPU) or ``"array"`` (interpret mode)."""
+    """How a kernel turns limb rows into field elements: ``"limb"`` (compiled: PTX fields on uint32 limb lists) or
+    ``"array"`` (interpret mode: stacked arrays)."""
 
-    def __init__(self, curve, kind: str, mul_schedule: str = "rolled"):
+    def __init__(self, curve, kind: str):
         self.curve = curve
         self.kind = kind
-        self.rolled_rows = compile_lean(mul_schedule)
         self.g2 = curve.coord_ndim == 2
         self.Lc = 24 if self.g2 else 12
         if kind == "limb":
-            fields = {
-                "rolled": (limb_field.fq, limb_field.fq2),
-                "unrolled": (limb_field.fq_unrolled, limb_field.fq2_unrolled),
-                "rolled_ptx": (limb_field.fq_ptx, limb_field.fq2_ptx),
-                "unrolled_ptx": (limb_field.fq_unrolled_ptx, limb_field.fq2_unrolled_ptx),
-                "rolled_loop": (limb_field.fq_loop, limb_field.fq2_loop),
-                "unrolled_loop": (limb_field.fq_unrolled_loop, limb_field.fq2_unrolled_loop),
-                "rolled_ptx_loop": (limb_field.fq_ptx_loop, limb_field.fq2_ptx_loop),
-                "rolled_k_loop": (limb_field.fq_loop, limb_field.fq2_kloop),
-                "rolled_ptx_k_loop": (limb_field.fq_ptx_loop, limb_field.fq2_ptx_kloop),
-                # whole Montgomery products / additions as single PTX carry-chain blocks, uint32 limbs
-                "asm_loop": (ptx_field.fq_loop, ptx_field.fq2_loop),
-                "asm_flat_loop": (ptx_field.fq, ptx_field.fq2),
-                "asm_fq2_loop": (ptx_field.fq_loop, ptx_field.fq2_lazy_loop),  # G2: one block per Fq2 product
-            }
-            if mul_schedule not in fields:
-                raise ValueError(f"unknown kernel mul schedule {mul_schedule!r}; expected one of {sorted(fields)}")
-            self.F = fields[mul_schedule][1 if self.g2 else 0]
+            self.F = ptx_field.fq2_lazy_loop if self.g2 else ptx_field.fq_loop
         elif kind == "array":
             self.F = limb_field.array_fq2 if self.g2 else limb_field.array_fq
         else:
@@ -166,26 +133,19 @@ def _is_ident_rows(rep, rows):
     return acc == 0
 
 
-def _load_rows(ref, nrows, idx, rolled=False, first=0, major="row"):
-    """Rows ``first .. first + nrows - 1`` of ``ref`` at columns ``idx`` (``major="point"``: ``ref[idx, r]``).
-
-    ``rolled``: one ``lax.fori_loop`` whose carry holds the rows and shifts by one each iteration (each iteration
-    loads one row with a dynamic row index), so the program holds ONE load site instead of ``nrows`` -- the
-    compile-lean form (Triton's compile time grows about quadratically with kernel size; see ops/msm.py)."""
+def _load_rows(ref, nrows, idx, major="row"):
+    """Rows ``0 .. nrows - 1`` of ``ref`` at columns ``idx`` (``major="point"``: ``ref[idx, r]``) as ONE
+    ``lax.fori_loop`` whose carry holds the rows and shifts by one each iteration (each iteration loads one row with
+    a dynamic row index), so the program holds ONE load site instead of ``nrows`` -- the compile-lean form
+    (Triton's compile time grows about quadratically with kernel size)."""
     get = (lambda r: ref[idx, r]) if major == "point" else (lambda r: ref[r, idx])
-    if not rolled:
-        return [get(first + r) for r in range(nrows)]
     init = tuple(jnp.zeros(idx.shape, ref.dtype) for _ in range(nrows))
-    rows = lax.fori_loop(0, nrows, lambda r, c: c[1:] + (get(first + r),), init)
+    rows = lax.fori_loop(0, nrows, lambda r, c: c[1:] + (get(r),), init)
     return list(rows)
 
 
-def _store_rows(ref, rows, idx, mask, rolled=False):
-    """``ref[r, idx] = rows[r]`` where ``mask``; ``rolled``: one store site in a loop (see :func:`_load_rows`)."""
-    if not rolled:
-        for r, v in enumerate(rows):
-            plt.store(ref.at[r, idx], v, mask=mask)
-        return
+def _store_rows(ref, rows, idx, mask):
+    """``ref[r, idx] = rows[r]`` where ``mask``: one store site in a loop (see :func:`_load_rows`)."""
 
     def body(r, carry):
         plt.store(ref.at[r, idx], carry[0], mask=mask)
@@ -220,9 +180,9 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, 
         is_first = first != 0
         to_first = flush & is_first & ~final
         to_bucket = flush & (~is_first | final) & ~_is_ident_rows(rep, acc_rows)
-        _store_rows(p_ref, acc_rows, 2 * lanes, to_first, rep.rolled_rows)
+        _store_rows(p_ref, acc_rows, 2 * lanes, to_first)
         plt.store(pk_ref.at[2 * lanes], run_key, mask=to_first)
-        _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket, rep.rolled_rows)
+        _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
         first = jnp.where(flush, 0, first)
         a = rep.point(_sel_rows(new_run, ident, acc_rows))
         r = add(a, operand)
@@ -233,11 +193,11 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, 
     is_first = first != 0
     # the last run: straight to its bucket when final, else to the partial slots
     to_bucket = final & ~_is_ident_rows(rep, acc_rows)
-    _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket, rep.rolled_rows)
+    _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
     m0 = is_first | final
-    _store_rows(p_ref, _sel_rows(final, ident, acc_rows), 2 * lanes, m0, rep.rolled_rows)
+    _store_rows(p_ref, _sel_rows(final, ident, acc_rows), 2 * lanes, m0)
     plt.store(pk_ref.at[2 * lanes], jnp.where(final, SENT, run_key), mask=m0)
-    _store_rows(p_ref, _sel_rows(final | is_first, ident, acc_rows), 2 * lanes + 1, lanes >= 0, rep.rolled_rows)
+    _store_rows(p_ref, _sel_rows(final | is_first, ident, acc_rows), 2 * lanes + 1, lanes >= 0)
     plt.store(pk_ref.at[2 * lanes + 1], jnp.where(final, SENT, run_key), mask=lanes >= 0)
 
 
@@ -246,8 +206,7 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, 
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, seg,
-                      point_major):
+def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, seg):
     del yin_ref  # aliased with y_ref
     pid = pl.program_id(0)
     lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
@@ -261,9 +220,8 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
         v = vals_ref[ee]
         idx = v & jnp.int32(0x7FFFFFFF)
         neg = v < 0
-        # point-major b_ref (num_bases, 2 Lc): one base is 2 Lc consecutive words; else limb-major rows
-        major = "point" if point_major else "row"
-        xy = _load_rows(b_ref, 2 * Lc, idx, rep.rolled_rows, major=major)
+        # point-major b_ref (num_bases, 2 Lc): one base is 2 Lc consecutive words
+        xy = _load_rows(b_ref, 2 * Lc, idx, major="point")
         x, y = rep.elem(xy[:Lc]), rep.elem(xy[Lc:])
         y = F.select(neg, F.neg(y), y)
         return Affine(x, y, ~live)
@@ -299,7 +257,7 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
 
     # ---- ACC ----
     def get_point(ee, live):
-        return rep.point(_sel_rows(live, _load_rows(x_ref, nrows, ee, rep.rolled_rows), rep.ident_rows(block)))
+        return rep.point(_sel_rows(live, _load_rows(x_ref, nrows, ee), rep.ident_rows(block)))
 
     if "acc" in modes:
         @pl.when((mode == MODE_ACC) & (pid * block * s < n))
@@ -329,7 +287,7 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
                 even = (u % 2) == 0
                 v = u - 2 * L1
                 j = jnp.maximum(L1 - 1 - u // 2, 0)
-                xj = _load_rows(x_ref, nrows, base + j, rep.rolled_rows)
+                xj = _load_rows(x_ref, nrows, base + j)
                 dbl2 = in2 & even  # phase-2 doubling D + D
                 add2 = in2 & ~even  # phase-2 addition D + S, kept where the bit is set
                 bit = ((m_rows >> jnp.maximum(mbits - 1 - v // 2, 0)) & 1) == 1
@@ -347,7 +305,7 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
                 return S_n, T_n, D_n
 
             S_, T_, D_ = lax.fori_loop(0, nsteps, body, (ident, ident, ident))
-            _store_rows(y_ref, T_, jnp.where(live, lanes, trash), live, rep.rolled_rows)
+            _store_rows(y_ref, T_, jnp.where(live, lanes, trash), live)
 
     # ---- SHIFT ----
     if "shift" in modes:
@@ -357,14 +315,14 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
             live = lanes < n
             trash = y_ref.shape[1] - 1
             e_lane = prm_ref[5] + prm_ref[6] * (lanes % jnp.maximum(prm_ref[7], 1))
-            D0 = _load_rows(x_ref, nrows, jnp.where(live, lanes, 0), rep.rolled_rows)
+            D0 = _load_rows(x_ref, nrows, jnp.where(live, lanes, 0))
 
             def body(u, D_):  # infinity doubles to infinity (ZZ = 0), so no special case
                 r = rep.point_rows(curve.xyzz_double(rep.point(D_), F=F))
                 return tuple(_sel_rows(u < e_lane, r, D_))
 
             D_ = lax.fori_loop(0, mbits, body, tuple(D0))
-            _store_rows(y_ref, list(D_), jnp.where(live, lanes, trash), live, rep.rolled_rows)
+            _store_rows(y_ref, list(D_), jnp.where(live, lanes, trash), live)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -388,22 +346,18 @@ _ANY = pl.BlockSpec(memory_space=pl.ANY)
 
 
 @x64
-def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, point_major=True,
-                     block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False, mul_schedule="rolled",
-                     rep=None):
+def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, block=DEFAULT_BLOCK,
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False):
     """Level-1 accumulation (kernel 1).
 
     ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
     (then every run goes straight to its bucket); ``keys``/``vals``: sorted int32 pairs of length
     ``nseg * seg`` with ``nseg`` a multiple of ``block``; ``bases``: the affine bases as uint32
-    ``(num_bases, 2 Lc)`` (``point_major``: x limbs then y limbs of one base are consecutive, so a gathered base
-    is a few cache lines) or ``(2 Lc, num_bases)`` (limb-major rows); ``buckets``: rows ``(4 Lc, NY)`` (last
-    column trash), updated in place. ``rep``: the field representation inside the kernel (``"limb"``: limb
-    lists, the GPU form; ``"array"``: stacked arrays, the default in interpret mode; ``"limb"`` can be
-    interpreted too, to check the GPU form on CPU). Returns ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,),
+    ``(num_bases, 2 Lc)``, point-major (x limbs then y limbs of one base are consecutive, so a gathered base is a
+    few cache lines); ``buckets``: rows ``(4 Lc, NY)`` (last column trash), updated in place. Returns ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,),
     buckets)``.
     """
-    rep = _Rep(curve, rep or ("array" if interpret else "limb"), _schedule(mul_schedule, interpret))
+    rep = _Rep(curve, "array" if interpret else "limb")
     nrows = 4 * rep.Lc
     size = keys.shape[0]
     if size % (seg * block):
@@ -411,7 +365,7 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, po
     nseg = size // seg
     prm = jnp.stack([jnp.int32(MODE_ACC), jnp.asarray(count, jnp.int32), jnp.int32(seg),
                      jnp.asarray(final, jnp.int32)] + [jnp.int32(0)] * (NPRM - 4))
-    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg, point_major=point_major)
+    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg)
     return pl.pallas_call(
         kernel,
         out_shape=(
@@ -430,7 +384,7 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, po
 
 @x64
 def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False,
-                 mul_schedule="rolled", rep=None, modes=MODES):
+                 modes=MODES):
     """One call of kernel 2 over buffers of ``N`` entries: ``keys`` (N,), ``x`` rows ``(4 Lc, N)``, ``y`` rows
     ``(4 Lc, N)`` (trash = last column), updated in place. Grid: ``N / 2`` lanes. Returns
     ``(partials (4 Lc, N), partial keys (N,), y)`` (partials are only meaningful in mode ACC). ``modes``: the
@@ -438,7 +392,7 @@ def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAU
     :func:`cuzk_jax.ops.msm._pallas_pass`)."""
     if not modes or set(modes) - set(MODES):
         raise ValueError(f"modes must be a non-empty subset of {MODES}, got {modes!r}")
-    rep = _Rep(curve, rep or ("array" if interpret else "limb"), _schedule(mul_schedule, interpret))
+    rep = _Rep(curve, "array" if interpret else "limb")
     nrows = 4 * rep.Lc
     N = x.shape[1]
     assert N % (2 * block) == 0

@@ -21,16 +21,13 @@ Representation (the invariant of every element here):
 uint64 words are used so that the 32x32 -> 64-bit partial products of CIOS need no casts; callers hold 64-bit
 types enabled (``jax.enable_x64`` / :func:`cuzk_jax.ops.field.x64`) while building programs with these fields.
 
-Arithmetic is the limb code of :mod:`cuzk_jax.ops.field` (``cios_limbs`` -- no-carry Montgomery CIOS, Koc, Acar and
+Arithmetic is the limb code of :mod:`cuzk_jax.ops.field` (the no-carry Montgomery CIOS step -- Koc, Acar and
 Kaliski 1996, in gnark-crypto's form -- ``add_limbs``, ``sub_limbs``, ``cond_sub_limbs``), so every layer computes
-bit-identical results. ``mul_many`` stacks independent products along a new leading axis and runs ONE
-multiplication when ``stack=True`` (the XLA use: one copy of the multiplier per round of a formula); kernels use
-``stack=False`` (Triton wants no extra non-power-of-two tensor axis), where products are simply computed in turn.
-``schedule="rolled"`` runs the outer CIOS loop as a ``lax.fori_loop`` (L times smaller program; for XLA on CPU where
-compile time dominates); kernels use the straight-line ``"unrolled"`` schedule.
-
-``wide="ptx"`` computes every 32x32->64-bit product of CIOS with one PTX ``mad.wide.u32`` (inline assembly,
-Triton on NVIDIA GPUs only), which the jnp form on uint64 registers does not get from the compiler; same results.
+bit-identical results. The outer CIOS loop is a ``lax.fori_loop`` (the rolled schedule: L times smaller program);
+``mul_many`` computes independent products in turn (Triton wants no extra non-power-of-two tensor axis). Users: the
+NTT kernel under the interpreter (:mod:`cuzk_jax.ops.pallas.ntt`); :class:`LimbLists` and :func:`_product_loop` are
+shared with the PTX fields of :mod:`cuzk_jax.ops.pallas.ptx_field`; :class:`ArrayField` / :class:`ArrayFq2` are the
+MSM kernels' fields in interpret mode.
 
 Helpers :func:`to_limbs` / :func:`from_limbs` convert between the array layout of :mod:`cuzk_jax.ops.field`
 (``(L, *batch)`` / ``(2, L, *batch)`` uint32) and these lists.
@@ -45,8 +42,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from cuzk_jax.ops import field as ops_field
-from cuzk_jax.ops.field import (MASK32, _cios_step, add_limbs, cios_limbs, cond_sub_limbs, mul_small_by_additions,
-                                 sub_limbs)
+from cuzk_jax.ops.field import MASK32, _cios_step, add_limbs, cond_sub_limbs, mul_small_by_additions, sub_limbs
 
 U64 = jnp.uint64
 
@@ -94,81 +90,30 @@ class LimbLists:
 
 
 class LimbField(LimbLists):
-    """A prime field (Fq or Fr) on limb lists (see the module docstring for the representation).
+    """A prime field (Fq or Fr) on limb lists (see the module docstring for the representation), rolled CIOS.
 
     ``base`` is the :class:`cuzk_jax.ops.field.PrimeField` whose modulus / Montgomery constants are used.
     """
 
     dtype = U64  # of every limb array
 
-    def __init__(self, base: ops_field.PrimeField, *, stack: bool = False, schedule: str = "unrolled",
-                 wide: str = "jnp", mul_loop: bool = False):
-        if schedule not in ("unrolled", "rolled"):
-            raise ValueError(f"unknown schedule {schedule!r}")
-        if wide not in ("jnp", "ptx"):
-            raise ValueError(f"unknown wide-multiply form {wide!r}")
+    def __init__(self, base: ops_field.PrimeField):
         self.base = base
         self.name = base.name
         self.limbs = base.limbs
         self.p_limbs = base.p_limbs
         self.pinv = base.pinv
         self.one_limbs = tuple(ops_field.int_to_limbs(base.r_mod, base.limbs))  # Montgomery form of 1
-        self.stack = stack
-        self.schedule = schedule
-        self.wide = wide
-        self.mul_loop = mul_loop
-        self._step = _cios_step if wide == "jnp" else _cios_step_ptx
 
     def __repr__(self) -> str:
-        return (f"LimbField({self.name}, stack={self.stack}, schedule={self.schedule!r}, wide={self.wide!r}, "
-                f"mul_loop={self.mul_loop})")
+        return f"LimbField({self.name})"
 
     # -- ring operations -----------------------------------------------------------------------------------------
     def add(self, a, b):
-        if self.mul_loop:
-            return self._addsub_rolled(a, b, subtract=False)
         return add_limbs(a, b, self.p_limbs)
 
     def sub(self, a, b):
-        if self.mul_loop:
-            return self._addsub_rolled(a, b, subtract=True)
         return sub_limbs(a, b, self.p_limbs)
-
-    def _addsub_rolled(self, a, b, subtract: bool):
-        """``a + b`` / ``a - b`` mod p as ONE loop over the limbs (the compile-lean form that goes with
-        ``mul_loop``): the operands' and the modulus' limbs ride in the carry and shift by one per iteration, so no
-        dynamic indexing is needed (Triton lowers it as is). One pass computes both candidates -- add: ``a + b`` and
-        ``a + b - p``; sub: ``a - b`` and ``a - b + p`` -- and the final carries pick one (the same function as
-        ``add_limbs`` / ``sub_limbs``)."""
-        n = self.limbs
-        shape = jnp.broadcast_shapes(*[x.shape for x in a], *[x.shape for x in b])
-        a = tuple(jnp.broadcast_to(x, shape) for x in a)
-        b = tuple(jnp.broadcast_to(x, shape) for x in b)
-        p = tuple(jnp.full(shape, v, U64) for v in self.p_limbs)
-        zero = jnp.zeros(shape, U64)
-
-        def body(_, carry):
-            a, b, p, v_out, w_out, c1, c2 = carry
-            if subtract:
-                v = a[0] - b[0] - c1  # wraps modulo 2^64 when negative
-                c1 = v >> 63
-                v = v & MASK32
-                w = v + p[0] + c2
-                c2 = w >> 32
-            else:
-                v = a[0] + b[0] + c1
-                c1 = v >> 32
-                v = v & MASK32
-                w = v - p[0] - c2
-                c2 = w >> 63
-            return (a[1:] + a[:1], b[1:] + b[:1], p[1:] + p[:1], v_out[1:] + (v,), w_out[1:] + ((w & MASK32),), c1,
-                    c2)
-
-        init = (a, b, p, (zero,) * n, (zero,) * n, zero, zero)
-        _, _, _, v, w, c1, c2 = lax.fori_loop(0, n, body, init)
-        # add: keep v = a + b unless v - p did not borrow; sub: take w = d + p when a < b
-        use_w = (c1 != 0) if subtract else (c2 == 0)
-        return [jnp.where(use_w, wj, vj) for vj, wj in zip(v, w)]
 
     def neg(self, a):
         return sub_limbs(self.zeros_like(a), a, self.p_limbs)
@@ -177,59 +122,27 @@ class LimbField(LimbLists):
         return add_limbs(a, a, self.p_limbs)
 
     def mul(self, a, b):
-        """Montgomery product ``a b / R mod p`` (fully reduced)."""
-        if self.schedule == "unrolled":
-            if self.wide == "jnp":
-                return cios_limbs(a, b, self.p_limbs, self.pinv)
-            t = [jnp.zeros_like(a[0]) for _ in range(self.limbs)]
-            for i in range(self.limbs):
-                t = self._step(t, a, b[i], self.p_limbs, self.pinv)
-            return cond_sub_limbs(t, self.p_limbs)
-        return self._mul_rolled(a, b)
-
-    def _mul_rolled(self, a, b):
-        """The outer CIOS loop as a ``lax.fori_loop`` (L times less code). ``b``'s limbs ride in the loop carry
-        and rotate by one each iteration, so iteration ``i`` reads ``b[i]`` as the carry's first limb -- no dynamic
-        indexing and no stacked (non-power-of-two) tensor, so the same code lowers to Triton."""
+        """Montgomery product ``a b / R mod p`` (fully reduced). The outer CIOS loop is a ``lax.fori_loop``;
+        ``b``'s limbs ride in the loop carry and rotate by one each iteration, so iteration ``i`` reads ``b[i]`` as
+        the carry's first limb -- no dynamic indexing and no stacked (non-power-of-two) tensor, so the same code
+        lowers to Triton."""
         n = self.limbs
-        a = list(a)
         shape = jnp.broadcast_shapes(*[x.shape for x in a], *[x.shape for x in b])
         a = [jnp.broadcast_to(x, shape) for x in a]
         b = [jnp.broadcast_to(x, shape) for x in b]
 
         def body(_, carry):
             t, bq = carry
-            t = self._step(list(t), a, bq[0], self.p_limbs, self.pinv)
+            t = _cios_step(list(t), a, bq[0], self.p_limbs, self.pinv)
             return tuple(t), tuple(bq[1:]) + (bq[0],)
 
         t0 = tuple(jnp.zeros(shape, a[0].dtype) for _ in range(n))
         t, _ = lax.fori_loop(0, n, body, (t0, tuple(b)))
-        if self.mul_loop:  # the final t - p as a loop too (t + 0 with the "- p" candidate is exactly cond_sub)
-            return self._addsub_rolled(list(t), list(t0), subtract=False)
         return cond_sub_limbs(list(t), self.p_limbs)
 
     def mul_many(self, pairs):
-        """Independent products; one stacked multiplication when ``stack`` (see the module docstring)."""
-        pairs = list(pairs)
-        if self.mul_loop and len(pairs) > 1:
-            return self._mul_loop(pairs)
-        if not self.stack or len(pairs) == 1:
-            return [self.mul(x, y) for x, y in pairs]
-        k = len(pairs)
-        xs = [jnp.stack(jnp.broadcast_arrays(*[p[0][l] for p in pairs])) for l in range(self.limbs)]
-        ys = [jnp.stack(jnp.broadcast_arrays(*[p[1][l] for p in pairs])) for l in range(self.limbs)]
-        xs, ys = _broadcast_lists(xs, ys)
-        prod = self.mul(xs, ys)
-        return [[prod[l][j] for l in range(self.limbs)] for j in range(k)]
-
-    def _mul_loop(self, pairs):
-        """``k`` independent products through ONE multiplier (:func:`_product_loop`).
-
-        Why: Triton's compile time grows about quadratically with the kernel's size (an H200 compiled a 13.4k-line
-        bucket kernel in 117 s and a 27.2k-line one in 511 s, 2026-11-30), and each multiplier is the bulk of a
-        formula's code; this keeps one per ``mul_many`` round at the cost of ``3 k L`` selects -- no stacked
-        tensor axis, which Triton cannot slice."""
-        return _product_loop(self, pairs, self.mul)
+        """Independent products, in turn."""
+        return [self.mul(x, y) for x, y in pairs]
 
 
 def _product_loop(field, pairs, product):
@@ -260,71 +173,21 @@ def _product_loop(field, pairs, product):
     return list(lax.fori_loop(0, k, body, (zero,) * k))
 
 
-def _mad_wide(a32, b32, c64):
-    """``a * b + c`` for uint32 ``a, b`` and uint64 ``c`` as ONE PTX ``mad.wide.u32`` (Triton on NVIDIA only).
-
-    Written in jnp, a 32x32->64-bit product of limbs held in uint64 registers compiles to a full 64-bit multiply
-    (several IMADs), because the compiler cannot see that the high halves are zero once they went through a mask.
-    """
-    from jax.experimental.pallas import triton as plt
-
-    (out,) = plt.elementwise_inline_asm(
-        "mad.wide.u32 $0, $1, $2, $3;",
-        args=[a32, b32, c64],
-        constraints="=l,r,r,l",
-        pack=1,
-        # int64, not uint64: Pallas types a uint64 result as MLIR ``ui64``, which Triton's parser rejects (H200,
-        # 2026-11-30); the operands are signless i32/i64 already, and the same-width cast back is free
-        result_shape_dtypes=[jax.ShapeDtypeStruct(c64.shape, jnp.int64)],
-    )
-    return out.astype(jnp.uint64)
-
-
-def _cios_step_ptx(t, a, bi, p_limbs, pinv):
-    """:func:`cuzk_jax.ops.field._cios_step` with every 32x32->64 product a ``mad.wide.u32`` (same results)."""
-    n = len(p_limbs)
-    u32 = jnp.uint32
-    b32 = bi.astype(u32)
-    a32 = [x.astype(u32) for x in a]
-    s = _mad_wide(a32[0], b32, t[0])
-    A = s >> 32
-    t0 = s & MASK32
-    m32 = t0.astype(u32) * u32(pinv)  # m = t0 * pinv mod 2^32
-    C = _mad_wide(m32, jnp.full_like(m32, p_limbs[0]), t0) >> 32
-    out = [None] * n
-    for j in range(1, n):
-        s = _mad_wide(a32[j], b32, t[j]) + A
-        A = s >> 32
-        s2 = _mad_wide(m32, jnp.full_like(m32, p_limbs[j]), s & MASK32) + C
-        C = s2 >> 32
-        out[j - 1] = s2 & MASK32
-    out[n - 1] = C + A
-    return out
-
-
-def _broadcast_lists(xs, ys):
-    shape = jnp.broadcast_shapes(*[x.shape for x in xs], *[y.shape for y in ys])
-    return [jnp.broadcast_to(x, shape) for x in xs], [jnp.broadcast_to(y, shape) for y in ys]
-
-
 class LimbFq2:
     """Fq2 = Fq[u]/(u^2 + 1) on pairs ``(c0, c1)`` of :class:`LimbField` elements.
 
     Multiplication is Karatsuba (3 base products); ``mul_many`` gathers the base products of all pairs into one
-    base-field ``mul_many`` call (so with ``stack=True`` a whole round is one multiplication).
+    base-field ``mul_many`` call.
     """
 
     name = "fq2"
 
-    def __init__(self, base: LimbField, unrolled_karatsuba: bool = False):
+    def __init__(self, base):
         self.base = base
         self.limbs = base.limbs
-        # with a looping base (mul_loop): each Fq2 product of the loop runs its three base products as three
-        # multipliers instead of a nested loop of one (no inner select chains; more code)
-        self.unrolled_karatsuba = unrolled_karatsuba
 
     def __repr__(self) -> str:
-        return f"LimbFq2({self.base!r}, unrolled_karatsuba={self.unrolled_karatsuba})"
+        return f"LimbFq2({self.base!r})"
 
     @property
     def dtype(self):
@@ -360,16 +223,11 @@ class LimbFq2:
     def mul_many(self, pairs):
         f = self.base
         pairs = list(pairs)
-        if getattr(f, "mul_loop", False) and len(pairs) > 1:
-            return self._mul_loop(pairs)
         base_pairs = []
         for a, b in pairs:
             # Karatsuba: v0 = a0 b0, v1 = a1 b1, v2 = (a0 + a1)(b0 + b1)
             base_pairs += [(a[0], b[0]), (a[1], b[1]), (f.add(a[0], a[1]), f.add(b[0], b[1]))]
-        if self.unrolled_karatsuba:
-            prods = [f.mul(x, y) for x, y in base_pairs]
-        else:
-            prods = f.mul_many(base_pairs)
+        prods = f.mul_many(base_pairs)
         out = []
         for j in range(len(pairs)):
             v0, v1, v2 = prods[3 * j : 3 * j + 3]
@@ -378,11 +236,6 @@ class LimbFq2:
 
     def mul(self, a, b):
         return self.mul_many([(a, b)])[0]
-
-    def _mul_loop(self, pairs):
-        """``k`` Fq2 products through ONE Karatsuba product (its three base products one ``mul_many`` round; see
-        :func:`_product_loop`), for the compile-lean kernels."""
-        return _product_loop(self, pairs, lambda a, b: self.mul_many([(a, b)])[0])
 
     def square(self, a):
         return self.mul(a, a)
@@ -571,8 +424,6 @@ class ArrayFq2:
     def mul_many(self, pairs):
         f = self.base
         pairs = list(pairs)
-        if getattr(f, "mul_loop", False) and len(pairs) > 1:
-            return self._mul_loop(pairs)
         base_pairs = []
         for a, b in pairs:
             a, b = jnp.broadcast_arrays(a, b)
@@ -613,34 +464,10 @@ array_fq = ArrayField(ops_field.fq)
 array_fq2 = ArrayFq2(array_fq)
 
 
-def fields(*, stack: bool = False, schedule: str = "unrolled") -> dict:
-    """``{"fq": LimbField, "fr": LimbField, "fq2": LimbFq2}`` with the given stacking / schedule."""
-    fq = LimbField(ops_field.fq, stack=stack, schedule=schedule)
-    return {"fq": fq, "fr": LimbField(ops_field.fr, stack=stack, schedule=schedule), "fq2": LimbFq2(fq)}
-
-
-# kernel fields (products in turn); the default rolls the outer CIOS loop (code size / compile time), the
-# "unrolled" ones are straight-line code
-fq = LimbField(ops_field.fq, schedule="rolled")
-fr = LimbField(ops_field.fr, schedule="rolled")
+# the NTT kernel's field under the interpreter, and its Fq / Fq2 twins (tests)
+fq = LimbField(ops_field.fq)
+fr = LimbField(ops_field.fr)
 fq2 = LimbFq2(fq)
-fq_unrolled = LimbField(ops_field.fq, schedule="unrolled")
-fq2_unrolled = LimbFq2(fq_unrolled)
-# the same with PTX mad.wide.u32 products (GPU kernels only: inline assembly has no interpreter)
-fq_ptx = LimbField(ops_field.fq, schedule="rolled", wide="ptx")
-fq2_ptx = LimbFq2(fq_ptx)
-fq_unrolled_ptx = LimbField(ops_field.fq, schedule="unrolled", wide="ptx")
-fq2_unrolled_ptx = LimbFq2(fq_unrolled_ptx)
-# one multiplier per mul_many round (see LimbField._mul_loop): the compile-time-lean kernel fields
-fq_loop = LimbField(ops_field.fq, schedule="rolled", mul_loop=True)
-fq2_loop = LimbFq2(fq_loop)
-fq_unrolled_loop = LimbField(ops_field.fq, schedule="unrolled", mul_loop=True)
-fq2_unrolled_loop = LimbFq2(fq_unrolled_loop)
-# compile-lean and PTX mad.wide.u32 products together
-fq_ptx_loop = LimbField(ops_field.fq, schedule="rolled", wide="ptx", mul_loop=True)
-fq2_ptx_loop = LimbFq2(fq_ptx_loop)
-fq2_ptx_kloop = LimbFq2(fq_ptx_loop, unrolled_karatsuba=True)  # G2 only: three base multipliers per round
-fq2_kloop = LimbFq2(fq_loop, unrolled_karatsuba=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,9 +1,8 @@
 """Whole field operations as single PTX inline-assembly blocks with 32-bit carry chains (Triton on NVIDIA GPUs).
 
 Why: the limb fields of :mod:`cuzk_jax.ops.pallas.limb_field` hold 32-bit words in uint64 registers, so every
-carry step of a Montgomery product is several emulated 64-bit operations (add, shift, mask), and even with PTX
-``mad.wide.u32`` products (``wide="ptx"``) a 12-limb product runs far below the GPU's integer rate (BUILD.md: the
-G2 2^20 MSM reaches ~15 % of the IMAD peak). GPU provers (sppark's ``mont_t``, ICICLE) instead write the product
+carry step of a Montgomery product is several emulated 64-bit operations (add, shift, mask), far below the GPU's
+integer rate (BUILD.md). GPU provers (sppark's ``mont_t``, ICICLE) instead write the product
 as one PTX chain of ``mad.lo.cc`` / ``madc.hi.cc`` instructions on 32-bit registers, where the carry flag does the
 carry propagation for free. This module generates that code.
 
@@ -282,7 +281,7 @@ def _block_primitive():
     def _impl(*args, asm, n_out):
         raise ValueError("PTX field blocks (ops/pallas/ptx_field.py) run only inside Pallas kernels compiled by "
                          "Triton for an NVIDIA GPU; interpreted or outside a kernel use the jnp limb fields "
-                         "(the asm_* kernel schedules do that under interpret=True)")
+                         "(the Pallas kernels do that under interpret=True)")
 
     @prim.def_abstract_eval
     def _abstract(*avals, asm, n_out):
@@ -362,7 +361,7 @@ class PtxFq2(LimbFq2):
     Everything else is :class:`~cuzk_jax.ops.pallas.limb_field.LimbFq2`'s."""
 
     def __init__(self, base: PtxField):
-        super().__init__(base, unrolled_karatsuba=True)
+        super().__init__(base)
 
     def __repr__(self) -> str:
         return f"PtxFq2({self.base!r})"
@@ -379,12 +378,8 @@ class PtxFq2(LimbFq2):
         return [self._mul1(a, b) for a, b in pairs]
 
 
-# kernel fields: products in turn (``asm_flat_loop``) or through one product block per formula round (``asm_loop``);
-# Fq2 runs its three Karatsuba base products as three blocks either way (each block is one IR op)
-fq = PtxField(ops_field.fq)
+# kernel fields: the MSM kernels' (one product block per formula round through a loop; G2: one block per Fq2
+# product) and the NTT kernel's (products in turn)
 fq_loop = PtxField(ops_field.fq, mul_loop=True)
-fr = PtxField(ops_field.fr)  # the NTT kernel's (ms=asm)
-
-fq2 = LimbFq2(fq, unrolled_karatsuba=True)
-fq2_loop = LimbFq2(fq_loop, unrolled_karatsuba=True)
-fq2_lazy_loop = PtxFq2(fq_loop)  # one block per Fq2 product (schedule "asm_fq2_loop")
+fq2_lazy_loop = PtxFq2(fq_loop)
+fr = PtxField(ops_field.fr)
