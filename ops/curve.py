@@ -37,7 +37,6 @@ of ``steps`` slices then a log-depth pairwise tree, in one ``lax.fori_loop`` hol
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax

@@ -78,9 +78,13 @@ SCALAR_BITS = 256  # scalars are 8 x 32-bit limbs; canonical ones are < r < 2^25
 MIN_PADDED = 64
 MAX_WINDOW = 22
 DEFAULT_MAX_PAIRS = 1 << 28
-# The step machine's one addition and the final XYZZ -> Jacobian conversion use the rolled multiplication on every
-# platform: unrolled, the addition takes minutes to compile on a GPU (BUILD.md has the measurements).
-XLA_SCHEDULE = "rolled"
+
+
+def rolled(curve: curve_mod.Curve) -> curve_mod.Curve:
+    """The group over the rolled multiplication, which the XLA parts of every MSM kernel use on every platform (the
+    step machine's one addition, the final XYZZ -> Jacobian conversion, the window tables): unrolled, the addition
+    takes minutes to compile on a GPU (BUILD.md), and on GPU the hot work is in the Pallas kernels."""
+    return curve.with_schedule("rolled")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -590,8 +594,7 @@ def run_pass(curve, plan: Plan, config: MsmConfig, bases: Affine, keys, vals, co
              lanes=None) -> XYZZ:
     """Steps 4-6 for one pass of sorted pairs with ``config`` (shared with :mod:`cuzk_jax.ops.msm_precomputed`)."""
     if config.kernel == "xla":
-        return _xla_pass(curve.with_schedule(XLA_SCHEDULE), plan, machine_shape(plan, lanes), bases, keys, vals,
-                         count, prev)
+        return _xla_pass(rolled(curve), plan, machine_shape(plan, lanes), bases, keys, vals, count, prev)
     return _pallas_pass(curve, plan, bases, keys, vals, count, prev, config)
 
 
@@ -732,9 +735,7 @@ def msm(
             res = lax.map(run_group, (bx_g, by_g, sc_g))
         res = XYZZ(*[jnp.moveaxis(r, 0, nd) for r in res])  # (*coord, n_groups, G)
     res = XYZZ(*[r.reshape(r.shape[:nd] + (P,)) for r in res])
-    # P points: the rolled multiplication keeps this conversion from adding unrolled Fq programs to the compile
-    # (on GPU the hot work is in the kernels; see "What the GPU runs taught" in BUILD.md)
-    jac = curve.with_schedule(XLA_SCHEDULE).xyzz_to_jacobian(res)
+    jac = rolled(curve).xyzz_to_jacobian(res)
     return jac if batched else Jacobian(*[c[..., 0] for c in jac])
 
 

@@ -108,7 +108,7 @@ def precompute(bases: Affine, group="g1", *, c: int, config: MsmConfig | None = 
 @functools.partial(jax.jit, static_argnames=("group", "c"))
 def _precompute_xla(bases: Affine, group, c: int) -> Affine:
     """The table of :func:`precompute`, coords ``(*coord, W, N)``."""
-    curve = M._curve(group).with_schedule(M.XLA_SCHEDULE)
+    curve = M.rolled(M._curve(group))
     W = M.num_windows(c)
 
     def step(pt, _):
@@ -173,7 +173,7 @@ def _precompute_pallas(bases: Affine, group, c: int, interpret: bool, block: int
     block = block or pk.DEFAULT_BLOCK
     # the general kernel runs N_buf / 2 lanes per call: buffers of 2 N_pad columns, the last one the trash slot
     n_pad = max(2 * block, M._pow2_ceil(N + 1))
-    rows0 = M._rows(curve, curve.with_schedule(M.XLA_SCHEDULE).affine_to_xyzz(bases))
+    rows0 = M._rows(curve, M.rolled(curve).affine_to_xyzz(bases))
     rows0 = jnp.pad(rows0, ((0, 0), (0, 2 * n_pad - N)))
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     prm = jnp.stack([i32(pk.MODE_SHIFT), i32(N), i32(1), i32(0), i32(c), i32(c), i32(0), i32(1)])
@@ -185,7 +185,7 @@ def _precompute_pallas(bases: Affine, group, c: int, interpret: bool, block: int
         return nxt, M._unrows(curve, rows[:, :N], N)
 
     _, stack = lax.scan(step, rows0, None, length=W)  # XYZZ coords (W, *coord, N)
-    return _windows_to_affine(curve.with_schedule(M.XLA_SCHEDULE), stack)
+    return _windows_to_affine(M.rolled(curve), stack)
 
 
 @x64
@@ -231,7 +231,7 @@ def msm(table: Affine, scalars, group="g1", *, c: int, config: MsmConfig | None 
     else:
         res = lax.map(run_group, digits.reshape(P // G, G, W * N))
         res = type(res)(*[jnp.moveaxis(v, 0, nd).reshape(v.shape[1:nd + 1] + (P,)) for v in res])
-    jac = curve.with_schedule(M.XLA_SCHEDULE).xyzz_to_jacobian(res)
+    jac = M.rolled(curve).xyzz_to_jacobian(res)
     return jac if batched else Jacobian(*[v[..., 0] for v in jac])
 
 

@@ -461,16 +461,16 @@ def ntt(x, *, inverse: bool = False, coset: int | None = None, generator: int = 
     return y.reshape(x.shape)
 
 
-def intt(x, **kwargs):
+def intt(x, *, generator: int = GENERATOR, config: NttConfig | None = None):
     """Inverse NTT (see :func:`ntt`)."""
-    return ntt(x, inverse=True, **kwargs)
+    return ntt(x, inverse=True, generator=generator, config=config)
 
 
-def coset_ntt(x, g: int = COSET_GENERATOR, **kwargs):
+def coset_ntt(x, g: int = COSET_GENERATOR, *, generator: int = GENERATOR, config: NttConfig | None = None):
     """Evaluations at ``g w^i`` of the polynomials with coefficients ``x`` (default g = 7)."""
-    return ntt(x, coset=g, **kwargs)
+    return ntt(x, coset=g, generator=generator, config=config)
 
 
-def coset_intt(x, g: int = COSET_GENERATOR, **kwargs):
+def coset_intt(x, g: int = COSET_GENERATOR, *, generator: int = GENERATOR, config: NttConfig | None = None):
     """Coefficients of the polynomials whose evaluations at ``g w^i`` are ``x`` (default g = 7)."""
-    return ntt(x, inverse=True, coset=g, **kwargs)
+    return ntt(x, inverse=True, coset=g, generator=generator, config=config)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 import re
 
-import jax
 import jax.numpy as jnp
 
 from cuzk_jax.ops import field as ops_field
