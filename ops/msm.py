@@ -70,7 +70,7 @@ import numpy as np
 from jax import lax
 
 from . import curve as curve_mod
-from .config import KERNELS, MsmConfig
+from .config import MsmConfig
 from .curve import Affine, Jacobian, XYZZ, select_point
 from .field import x64
 
@@ -596,14 +596,6 @@ def run_pass(curve, plan: Plan, config: MsmConfig, bases: Affine, keys, vals, co
     if config.kernel == "xla":
         return _xla_pass(rolled(curve), plan, machine_shape(plan, lanes), bases, keys, vals, count, prev)
     return _pallas_pass(curve, plan, bases, keys, vals, count, prev, config)
-
-
-IMPLS = KERNELS  # the MsmConfig kernel names (kept for callers not yet on configs)
-
-
-def default_impl() -> str:
-    """The kernel name of :meth:`MsmConfig.default` (a thin wrapper kept for callers not yet on configs)."""
-    return MsmConfig.default().kernel
 
 
 def _curve(group):

@@ -73,3 +73,20 @@ def test_configs_key_the_jit_cache():
     assert MP.msm_jit("g1", 8, MsmConfig("xla")) is not MP.msm_jit("g1", 8, MsmConfig("pallas_interpret"))
     if MsmConfig.default().kernel == "xla":
         assert M.msm_jit("g1") is a
+
+
+def test_ntt_configs_key_the_jit_cache():
+    """The NTT's stage program is jitted with the config static: a second config compiles a second program (even
+    one whose fields the XLA kernel ignores), the same config reuses it; both compute the same transform."""
+    import jax.numpy as jnp
+
+    from cuzk_jax.ops import ntt as N
+
+    x = jnp.zeros((8, 8), jnp.uint32).at[0, 1].set(1)
+    a, b = NttConfig("xla", schedule="rolled"), NttConfig("xla", block=64, schedule="rolled")
+    size = N._stages_jit._cache_size()
+    ya = N.ntt(x, config=a)
+    after_a = N._stages_jit._cache_size()
+    assert bool(jnp.all(N.ntt(x, config=a) == ya)) and N._stages_jit._cache_size() == after_a
+    assert bool(jnp.all(N.ntt(x, config=b) == ya))
+    assert N._stages_jit._cache_size() == after_a + 1 and after_a in (size, size + 1)
