@@ -2,8 +2,9 @@
 
 ``jax.export.export(jax.jit(f), platforms=["tpu"])`` traces and lowers to StableHLO for TPU without a TPU (no
 compilation): it fails on anything with no TPU lowering (a Triton/Pallas GPU kernel, a CPU/GPU-only custom call).
-Every op is exported with the configuration its TPU default gives (:mod:`cuzk_jax.ops.config`, where present;
-``impl="xla"`` before it). The modules contain 64-bit integer types (``ui64`` partial products and carries of the
+Every op is exported with the configuration its TPU default gives (:mod:`cuzk_jax.ops.config`), and so is the
+whole prover: the device programs of the one prove pipeline (evaluate, H, the G1 and G2 MSMs) for a small
+circuit. The modules contain 64-bit integer types (``ui64`` partial products and carries of the
 limb arithmetic, ``i64`` loop indices): recorded as the ``int64_types`` property of each test (see "Portability
 (TPU)" in BUILD.md); this test asserts only that the ops lower.
 """
@@ -19,10 +20,7 @@ import pytest
 from cuzk_jax.ops import curve, field, msm, ntt, qap
 from cuzk_jax.ops import r1cs as ops_r1cs
 
-try:  # the config objects replace ops' impl= strings (in progress): use them where they exist
-    from cuzk_jax.ops import config as ops_config
-except ImportError:
-    ops_config = None
+from cuzk_jax.ops import config as ops_config
 
 PLATFORM = "tpu"
 U32 = jnp.uint32
@@ -31,22 +29,17 @@ N_NTT = 1 << 10
 
 
 def _ntt_kw() -> dict:
-    return {"config": ops_config.NttConfig.default(PLATFORM)} if ops_config else {"impl": "xla"}
+    return {"config": ops_config.NttConfig.default(PLATFORM)}
 
 
 def _msm_kw() -> dict:
-    return {"config": ops_config.MsmConfig.default(PLATFORM)} if ops_config else {"impl": "xla"}
-
-
-def _schedule() -> str:
-    """The TPU field-multiplication schedule (``"unrolled"`` off CPU); explicit, since a ``"platform"`` schedule
-    would resolve to the *host's* choice while tracing here."""
-    return ops_config.default_schedule(PLATFORM) if ops_config else "unrolled"
+    return {"config": ops_config.MsmConfig.default(PLATFORM)}
 
 
 def _on_tpu_schedule(obj):
-    with_schedule = getattr(obj, "with_schedule", None)
-    return with_schedule(_schedule()) if with_schedule else obj
+    """The TPU field-multiplication schedule, explicit: a ``"platform"`` schedule would resolve to the *host's*
+    choice while tracing here."""
+    return obj.with_schedule(ops_config.default_schedule(PLATFORM))
 
 
 def _spec(shape, dtype=U32):
@@ -107,16 +100,41 @@ def test_msm_lowers_for_tpu(record_property):
     _lower(record_property, lambda b, s: msm.msm(b, s, "g1", **kw), bases, _spec((8, N_MSM)))
 
 
-@pytest.mark.skipif(ops_config is None, reason="cuzk_jax.ops.config not present yet")
 def test_tpu_defaults_are_the_portable_path():
     """A Pallas/Triton kernel is never the only path: on TPU the defaults pick the XLA programs."""
     assert ops_config.MsmConfig.default(PLATFORM).kernel == "xla"
     assert ops_config.NttConfig.default(PLATFORM).kernel == "xla"
 
 
-@pytest.mark.skipif(ops_config is None, reason="cuzk_jax.ops.config not present yet")
 def test_a_gpu_kernel_does_not_lower_for_tpu():
     """The twin of the tests above: the export really checks the platform (the Pallas/Triton NTT is GPU-only)."""
     with pytest.raises(Exception):
         jax.export.export(jax.jit(lambda x: ntt.ntt(x, config=ops_config.NttConfig("pallas"))),
                           platforms=[PLATFORM])(_spec((8, N_NTT)))
+
+
+def test_whole_prover_lowers_for_tpu(record_property):
+    """The pipeline's device programs (cuzk_jax.groth16.pipeline.device_programs: evaluate with the satisfaction
+    check, H, the G1 and G2 MSMs) with the TPU prover config, for the cube circuit: every program the prover runs
+    on a device lowers for TPU."""
+    from cuzk_jax.circuits import get_circuit
+    from cuzk_jax.groth16 import pipeline
+
+    cfg = pipeline.ProverConfig(msm=ops_config.MsmConfig.default(PLATFORM),
+                                ntt=ops_config.NttConfig.default(PLATFORM), tables="off").resolved()
+    ext = get_circuit("cube").r1cs().with_input_constraints()
+    n = 1 << max(1, (ext.num_constraints - 1).bit_length())
+    progs = pipeline.device_programs(None, "bellman", n, cfg.ntt, cfg.msm)
+    P, m, v = 2, ext.num_constraints, ext.num_vars
+    dr = jax.tree.map(lambda x: _spec(x.shape, x.dtype), ops_r1cs.to_device(ext))
+    exported = {}
+    for name, fn, args in (
+            ("evaluate", progs["evaluate"], (dr, _spec((8, P, v)))),
+            ("h", progs["h"], (_spec((8, P, m)),) * 3),
+            ("g1", progs["g1"], (curve.Affine(_spec((12, v)), _spec((12, v)), _spec((v,), jnp.bool_)),
+                                 _spec((8, P, v)))),
+            ("g2", progs["g2"], (curve.Affine(_spec((2, 12, v)), _spec((2, 12, v)), _spec((v,), jnp.bool_)),
+                                 _spec((8, P, v))))):
+        exported[name] = jax.export.export(fn, platforms=[PLATFORM])(*args)
+        assert tuple(exported[name].platforms) == (PLATFORM,), name
+    record_property("programs", ",".join(sorted(exported)))

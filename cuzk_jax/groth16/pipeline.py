@@ -358,7 +358,7 @@ def _h_body(az, bz, cz, n: int, qap: str, ntt):
 
 
 @functools.lru_cache(maxsize=None)
-def _device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
+def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
     """The jitted phase programs for one mesh (or None), QAP form, domain and config; shard_map'ed over the
     partition axis when sharded (each device runs the single-device program on its partitions)."""
     evaluate = functools.partial(_evaluate_body, qap=qap)
@@ -383,7 +383,7 @@ def _device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
 
 
 def _programs(rk: ResidentKey) -> dict:
-    return _device_programs(rk.mesh, rk.qap, rk.domain_size, rk.config.ntt, rk.config.msm)
+    return device_programs(rk.mesh, rk.qap, rk.domain_size, rk.config.ntt, rk.config.msm)
 
 
 def evaluate(rk: ResidentKey, z):
