@@ -9,6 +9,7 @@ input values (partitions of one circuit share ONE R1CS), which is what lets the 
 
 from __future__ import annotations
 
+import copy
 import importlib
 import random
 from typing import Any, ClassVar
@@ -72,6 +73,13 @@ class Circuit:
             self.synthesize(cs, None)
             self._r1cs = cs.to_r1cs()
         return self._r1cs
+
+    def without_r1cs(self) -> "Circuit":
+        """A shallow copy without the cached R1CS: name, preset and parameters only (what a synthesis worker
+        process needs; cheap to pickle)."""
+        c = copy.copy(self)
+        c._r1cs = None
+        return c
 
     def witness(self, inputs: dict, check_shape: bool = True) -> Witness:
         """The assignment for ``inputs`` (witness-only synthesis: no constraints recorded)."""

@@ -87,10 +87,10 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
     res["upload_z_s"] = wall
     with jax.enable_x64(True):
         t0 = time.perf_counter()
-        ev = ops_r1cs._evaluate_jit.lower(dr, zd, method=method, chunk=partition_chunk).compile()
+        ev = ops_r1cs.evaluate_program.lower(dr, zd, method=method, chunk=partition_chunk).compile()
         res["compile_evaluate_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ck = ops_r1cs._check_jit.lower(dr, zd, method=method, chunk=partition_chunk).compile()
+        ck = ops_r1cs.check_program.lower(dr, zd, method=method, chunk=partition_chunk).compile()
         res["compile_check_s"] = time.perf_counter() - t0
     for _ in range(warmup):
         jax.block_until_ready(ev(dr, zd))

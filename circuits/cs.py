@@ -25,7 +25,7 @@ Speed: synthesis of 2^20 constraints must take seconds, not minutes, so nothing 
 except appends to flat ``array.array`` buffers (column, coefficient id) and to a per-row namespace/label id.
 Coefficients are interned in a table (most are 1, -1 or powers of two), so the stored matrices are integer arrays;
 the device evaluator gathers coefficient limbs from the small table. Gadgets use the raw fast path
-(``_enforce_raw`` with lists of ``(index, coeff)`` pairs; duplicate indices are allowed and simply add up); users
+(``enforce_raw`` with lists of ``(index, coeff)`` pairs; duplicate indices are allowed and simply add up); users
 get :class:`LinearCombination` with operator overloading.
 """
 
@@ -232,6 +232,10 @@ class ConstraintSystem:
     Public API: :meth:`alloc`, :meth:`alloc_input`, :meth:`enforce`, :meth:`namespace`, :meth:`value`,
     :meth:`to_r1cs`, :meth:`witness`, :meth:`check`. Properties ``num_inputs`` (incl. ONE), ``num_aux``,
     ``num_constraints``.
+
+    Gadget API (the raw fast path of :mod:`cuzk_jax.circuits.gadgets`: encoded variable indices -- ``i >= 0`` input
+    ``i``, ``-1 - j`` aux ``j`` -- no validation): :meth:`alloc_raw`, :meth:`enforce_raw`, :meth:`label_id`,
+    :meth:`enforce_boolean_raw`, :meth:`enforce_xor_raw`, :meth:`value_raw`.
     """
 
     def __init__(self, mode: str = "full"):
@@ -309,7 +313,7 @@ class ConstraintSystem:
         """A new private variable. ``value`` (int, or a zero-argument callable evaluated only when values are
         recorded) is reduced mod r; it is ignored in structure mode and required otherwise."""
         v = self._resolve(value, name, "alloc")
-        return Variable(self._aux(v))
+        return Variable(self.alloc_raw(v))
 
     def alloc_input(self, value: int | Callable[[], int] | None = None, name: str = "") -> Variable:
         """A new public input (its column is ``1 + (number of inputs allocated before it)``)."""
@@ -321,8 +325,9 @@ class ConstraintSystem:
         self.input_names.append(f"{self.current_namespace}/{name}".strip("/") or f"input_{i}")
         return Variable(i)
 
-    def _aux(self, value: int | None) -> int:
-        """Fast path: allocate a private variable, return its encoded index (``value`` trusted canonical)."""
+    def alloc_raw(self, value: int | None) -> int:
+        """Gadget API: allocate a private variable, return its encoded index (``value``: trusted canonical, ignored
+        in structure mode)."""
         j = self.num_aux
         self.num_aux = j + 1
         if self.has_values:
@@ -337,7 +342,7 @@ class ConstraintSystem:
             raise SynthesisError(f"constraint name must be a str, got {type(name).__name__}")
         la, lb, lc = LinearCombination.of(a), LinearCombination.of(b), LinearCombination.of(c)
         self._check_indices(la, lb, lc)
-        self._enforce_raw(list(la.terms.items()), list(lb.terms.items()), list(lc.terms.items()), name)
+        self.enforce_raw(list(la.terms.items()), list(lb.terms.items()), list(lc.terms.items()), name)
 
     def _check_indices(self, *lcs) -> None:
         for lc in lcs:
@@ -347,6 +352,8 @@ class ConstraintSystem:
                                          f"constraint system did not allocate")
 
     def label_id(self, label: str) -> int:
+        """Gadget API: the interned id of constraint label ``label`` (for :meth:`enforce_boolean_raw` and
+        :meth:`enforce_xor_raw`)."""
         li = self._label_index.get(label)
         if li is None:
             li = len(self._labels)
@@ -356,8 +363,9 @@ class ConstraintSystem:
             self._label_index[label] = li
         return li
 
-    def _enforce_raw(self, a, b, c, label: str = "") -> None:
-        """Fast path: ``a, b, c`` are sequences of ``(encoded index, int coeff)``; coefficients any ints."""
+    def enforce_raw(self, a, b, c, label: str = "") -> None:
+        """Gadget API: the constraint ``a * b = c``, each side a sequence of ``(encoded index, int coeff)`` pairs
+        (coefficients any ints, indices not checked); ``label`` names it within the current namespace."""
         self.num_constraints += 1
         if not self.keep:
             return
@@ -379,8 +387,9 @@ class ConstraintSystem:
             li = self.label_id(label)
         self._row_name.append((self._ns_id << 24) | li)
 
-    def _enforce_boolean(self, v: int, li: int) -> None:
-        """Fast path for ``v * (1 - v) = 0`` (``li`` = label id); caller checks ``self.keep``."""
+    def enforce_boolean_raw(self, v: int, li: int) -> None:
+        """Gadget API: the constraint ``v * (1 - v) = 0`` on encoded index ``v`` (``li``: a :meth:`label_id`);
+        records unconditionally, so the caller checks ``self.keep``."""
         self.num_constraints += 1
         self._ca.append(v)
         self._ia.append(0)
@@ -391,8 +400,9 @@ class ConstraintSystem:
         self._pc.append(len(self._cc))
         self._row_name.append((self._ns_id << 24) | li)
 
-    def _enforce_xor(self, x: int, y: int, z: int, li: int) -> None:
-        """Fast path for ``(2x) * y = x + y - z`` (``li`` = label id); caller checks ``self.keep``."""
+    def enforce_xor_raw(self, x: int, y: int, z: int, li: int) -> None:
+        """Gadget API: the constraint ``(2x) * y = x + y - z`` on encoded indices (``li``: a :meth:`label_id`);
+        records unconditionally, so the caller checks ``self.keep``."""
         self.num_constraints += 1
         self._ca.append(x)
         self._ia.append(self.ID_2)
@@ -406,7 +416,8 @@ class ConstraintSystem:
         self._row_name.append((self._ns_id << 24) | li)
 
     # -- values ------------------------------------------------------------------------------------------------------
-    def _val(self, idx: int) -> int:
+    def value_raw(self, idx: int) -> int:
+        """Gadget API: the recorded value of encoded index ``idx`` (witness or full mode; not checked)."""
         return self.input_values[idx] if idx >= 0 else self.aux_values[-1 - idx]
 
     def value(self, x) -> int:
@@ -414,9 +425,9 @@ class ConstraintSystem:
         if not self.has_values:
             raise SynthesisError("values are not recorded in structure mode")
         if isinstance(x, Variable):
-            return self._val(x.index)
+            return self.value_raw(x.index)
         lc = LinearCombination.of(x)
-        return sum(k * self._val(i) for i, k in lc.terms.items()) % R
+        return sum(k * self.value_raw(i) for i, k in lc.terms.items()) % R
 
     # -- outputs -----------------------------------------------------------------------------------------------------
     def constraint_name(self, i: int) -> str:

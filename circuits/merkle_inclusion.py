@@ -29,7 +29,7 @@ class MerkleInclusion(Circuit):
 
     def _validate(self):
         p = self.params
-        merkle._check_tree_args(p["hash"], p["arity"], p["levels"])
+        merkle.check_tree_args(p["hash"], p["arity"], p["levels"])
 
     @property
     def index_bits(self) -> int:

@@ -77,8 +77,9 @@ def _limbs_to_be48(limbs: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(le[:, ::-1])
 
 
-def _coord_to_limbs(raw: np.ndarray, degree: int) -> np.ndarray:
-    """(N, 48*degree) bytes of one coordinate -> (12, N) or (2, 12, N) canonical limbs (c0 first)."""
+def coord_to_limbs(raw: np.ndarray, degree: int) -> np.ndarray:
+    """(N, 48*degree) big-endian bytes of one coordinate (flag bits cleared) -> (12, N) or (2, 12, N) canonical
+    limbs (c0 first); no range check."""
     if degree == 1:
         return _be48_to_limbs(raw)
     c1 = _be48_to_limbs(raw[:, :_FQ_BYTES])
@@ -139,7 +140,10 @@ def _largest_device(curve, y_mont):
 
 
 @functools.lru_cache(maxsize=None)
-def _decode_program(group: str, compressed: bool, check: bool):
+def decode_program(group: str, compressed: bool, check: bool):
+    """The jitted device half of :func:`decode` (cached per arguments): canonical limbs ``x, y`` (``y`` ignored when
+    ``compressed``), infinity and sort flags -> ``(Affine point, ok, in_subgroup)``; ``check=False`` skips the
+    subgroup test (``in_subgroup`` all true)."""
     curve = _group(group)
     if check:
         # The subgroup test is 64-128 curve doublings per point: with the rolled products its program compiles in
@@ -235,8 +239,8 @@ def decode(data, group: str = "g1", compressed: bool = True, check: bool = True)
         if bad.any():
             raise ValueError(f"{what}: sort flag set on an uncompressed encoding{where(_first(bad))}")
     half = _FQ_BYTES * deg
-    x = _coord_to_limbs(body[:, :half], deg)
-    y = _coord_to_limbs(body[:, half:], deg) if not compressed else np.zeros_like(x)
+    x = coord_to_limbs(body[:, :half], deg)
+    y = coord_to_limbs(body[:, half:], deg) if not compressed else np.zeros_like(x)
     bad = ~_canonical_mask(x, deg) | ~_canonical_mask(y, deg)
     if bad.any():
         raise ValueError(f"{what}: coordinate is not a canonical field element (>= p){where(_first(bad))}")
@@ -247,7 +251,7 @@ def decode(data, group: str = "g1", compressed: bool = True, check: bool = True)
     ys = jnp.asarray(np.pad(y, pad))
     infs = jnp.asarray(np.pad(i_flag, (0, m - n), constant_values=True))
     sorts = jnp.asarray(np.pad(s_flag, (0, m - n)))
-    pt, ok, insub = _decode_program(group, compressed, check)(xs, ys, infs, sorts)
+    pt, ok, insub = decode_program(group, compressed, check)(xs, ys, infs, sorts)
     ok = np.asarray(ok)[:n]
     if not ok.all():
         i = _first(~ok)

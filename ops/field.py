@@ -76,12 +76,13 @@ def cios_limbs(a: Sequence, b: Sequence, p_limbs: Sequence[int], pinv: int) -> l
     n = len(p_limbs)
     t = [jnp.zeros_like(a[0]) for _ in range(n)]
     for i in range(n):
-        t = _cios_step(t, a, b[i], p_limbs, pinv)
+        t = cios_step(t, a, b[i], p_limbs, pinv)
     return cond_sub_limbs(t, p_limbs)
 
 
-def _cios_step(t, a, bi, p_limbs, pinv):
-    """One outer CIOS iteration: t = (t + a*bi + m*p) / 2^32."""
+def cios_step(t, a, bi, p_limbs, pinv):
+    """One outer CIOS Montgomery iteration on limb lists: ``t = (t + a*bi + m*p) / 2^32`` (``m`` chosen so the
+    division is exact; ``pinv = -p^-1 mod 2^32``); ``n`` iterations over the words ``bi`` of ``b`` give ``a b R^-1``."""
     n = len(p_limbs)
     s = t[0] + a[0] * bi
     A = s >> 32
@@ -310,7 +311,7 @@ class PrimeField:
             m = (t0 * pinv) & MASK32
             C = (t0 + m * p_l[0]) >> 32
 
-            def inner(carry, xs):  # one j of _cios_step
+            def inner(carry, xs):  # one j of cios_step
                 A, C = carry
                 tj, aj, pj = xs
                 s = tj + aj * bi + A
@@ -475,7 +476,7 @@ class Fq2:
         self.limbs = base.limbs
 
     def __repr__(self) -> str:
-        return "ops.field.fq2" + ("" if self.base._schedule == "platform" else f"_{self.base._schedule}")
+        return "ops.field.fq2" + repr(self.base).removeprefix(f"ops.field.{self.base.name}")
 
     @property
     def schedule(self) -> str:

@@ -114,7 +114,8 @@ def padded_size(n: int) -> int:
     return max(MIN_PADDED, 1 << (n - 1).bit_length())
 
 
-def _pow2_ceil(x: int) -> int:
+def pow2_ceil(x: int) -> int:
+    """The least power of two ``>= x`` (1 for ``x <= 1``)."""
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
 
@@ -262,12 +263,12 @@ class MachineShape:
 
 def machine_shape(plan: Plan, lanes: int | None = None) -> MachineShape:
     if lanes is None:
-        lanes = _pow2_ceil(-(-plan.M // 256))
-    lanes = max(lanes, 64, _pow2_ceil(plan.G * plan.W))
-    lanes = min(lanes, max(1 << 17, _pow2_ceil(plan.G * plan.W)))
+        lanes = pow2_ceil(-(-plan.M // 256))
+    lanes = max(lanes, 64, pow2_ceil(plan.G * plan.W))
+    lanes = min(lanes, max(1 << 17, pow2_ceil(plan.G * plan.W)))
     seg = max(1, -(-plan.M // lanes))
     levels = (2 * lanes - 1).bit_length()  # d = 1, 2, ..., lanes covers 2 Lw entries
-    row = min(plan.H, _pow2_ceil(-(-plan.NB // lanes)))
+    row = min(plan.H, pow2_ceil(-(-plan.NB // lanes)))
     rows = plan.NB // row
     assert rows <= lanes
     return MachineShape(lanes, seg, levels, row, rows, plan.H // row)
@@ -472,12 +473,14 @@ def _horner(curve, plan: Plan, window_sums: XYZZ, prev: XYZZ) -> XYZZ:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _rows(curve, pt: XYZZ):
-    """XYZZ in the ops layout ``(*coord, K)`` -> kernel rows ``(4 Lc, K)``."""
+def xyzz_to_rows(curve, pt: XYZZ):
+    """XYZZ in the ops layout ``(*coord, K)`` -> the Pallas kernels' rows ``(4 Lc, K)`` (x, y, zz, zzz stacked;
+    ``Lc`` limbs per coordinate); inverse of :func:`rows_to_xyzz`."""
     return jnp.concatenate([c.reshape((-1,) + c.shape[curve.coord_ndim :]) for c in pt], axis=0)
 
 
-def _unrows(curve, rows, K: int) -> XYZZ:
+def rows_to_xyzz(curve, rows, K: int) -> XYZZ:
+    """The first ``K`` columns of kernel rows ``(4 Lc, >= K)`` -> XYZZ in the ops layout ``(*coord, K)``."""
     Lc = rows.shape[0] // 4
     shape = (2, 12) if curve.coord_ndim == 2 else (12,)
     return XYZZ(*[rows[k * Lc : (k + 1) * Lc, :K].reshape(shape + (K,)) for k in range(4)])
@@ -485,7 +488,7 @@ def _unrows(curve, rows, K: int) -> XYZZ:
 
 def pallas_seg(M: int) -> int:
     """Pairs per lane in the level-1 kernel: about 2^18 lanes (enough to fill an H200), 8 .. 256 pairs each."""
-    return int(min(256, max(8, _pow2_ceil(-(-M // (1 << 18))))))
+    return int(min(256, max(8, pow2_ceil(-(-M // (1 << 18))))))
 
 
 def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, config: MsmConfig) -> XYZZ:
@@ -519,7 +522,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     L1 = int(min(H, max(2, 1 << -(-(c - 1) // 3))))
     K = H // L1
     R1 = NB // L1
-    nbuf = _pow2_ceil(max(2 * nseg, NB + 2, 2 * block))
+    nbuf = pow2_ceil(max(2 * nseg, NB + 2, 2 * block))
     kopts = dict(block=block, num_warps=num_warps, interpret=interpret)
 
     # point-major (n, 2 Lc): a gathered base is 2 Lc consecutive words
@@ -533,7 +536,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
 
     ar = jnp.arange(nbuf, dtype=jnp.int32)
     zeros = jnp.zeros((nrows, nbuf), jnp.uint32)
-    prev_rows = _rows(curve, prev)  # (nrows, G)
+    prev_rows = xyzz_to_rows(curve, prev)  # (nrows, G)
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
 
     def params(stage, cnt):
@@ -582,7 +585,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
 
     carry = (i32(0), cnt0, E, EK, buckets)
     _, _, _, _, Y = lax.while_loop(cond, body, carry)
-    return _unrows(curve, Y, G)
+    return rows_to_xyzz(curve, Y, G)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -598,7 +601,9 @@ def run_pass(curve, plan: Plan, config: MsmConfig, bases: Affine, keys, vals, co
     return _pallas_pass(curve, plan, bases, keys, vals, count, prev, config)
 
 
-def _curve(group):
+def curve_of(group):
+    """The :class:`~cuzk_jax.ops.curve.Curve` for ``group`` (``"g1"``/``"g2"`` or a Curve, returned as is);
+    ``ValueError`` for anything else."""
     if isinstance(group, curve_mod.Curve):
         return group
     try:
@@ -607,8 +612,9 @@ def _curve(group):
         raise ValueError(f"unknown group {group!r}; expected 'g1' or 'g2'") from None
 
 
-def _group_and_chunk(P: int, n: int, W: int, max_pairs: int) -> tuple[int, int]:
-    """(partitions per pass, points per chunk): all partitions at once if their pairs fit, else groups of a
+def group_and_chunk(P: int, n: int, W: int, max_pairs: int) -> tuple[int, int]:
+    """(partitions per pass, points per chunk) for ``P`` partitions of ``n`` points and ``W`` windows under
+    ``max_pairs`` pairs per pass: all partitions at once if their pairs fit, else groups of a
     divisor of ``P``; a single partition longer than the budget is cut into power-of-two chunks."""
     if P * n * W <= max_pairs:
         return P, n
@@ -657,7 +663,7 @@ def msm(
     :func:`msm_jit`); shapes are padded to :func:`padded_size` inside, but callers that want one compiled
     program per size bucket should pad before calling a jitted function (as :func:`cuzk_jax.msm` does).
     """
-    curve = _curve(group)
+    curve = curve_of(group)
     F = curve.field
     nd = curve.coord_ndim
     config, scalars, batched = check_args(config, scalars)
@@ -683,10 +689,10 @@ def msm(
         bases = Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc),
                        jnp.pad(bases.inf, padc[nd:], constant_values=True))
     c = window or window_bits(n)
-    G, chunk = _group_and_chunk(P, n, num_windows(c), max_pairs)
+    G, chunk = group_and_chunk(P, n, num_windows(c), max_pairs)
     if chunk < n and window is None:  # one partition in several passes: size the window for a pass
         c = window_bits(chunk)
-        G, chunk = _group_and_chunk(P, n, num_windows(c), max_pairs)
+        G, chunk = group_and_chunk(P, n, num_windows(c), max_pairs)
     n_chunks = n // chunk
     plan = Plan(G=G, n=chunk, c=c, shared_bases=shared)
 

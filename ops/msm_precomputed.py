@@ -74,7 +74,7 @@ def precompute(bases: Affine, group="g1", *, c: int, config: MsmConfig | None = 
     time by one compiled program (the last chunk padded with points at infinity) and joined, so the build's
     scratch stays that of one chunk; peak memory is then about twice the table (the chunks and the joined
     table)."""
-    curve = M._curve(group)
+    curve = M.curve_of(group)
     nd = curve.coord_ndim
     if bases.x.ndim != nd + 1:
         raise ValueError(f"precompute: bases must have one batch axis (shared bases), got {bases.x.shape}")
@@ -108,7 +108,7 @@ def precompute(bases: Affine, group="g1", *, c: int, config: MsmConfig | None = 
 @functools.partial(jax.jit, static_argnames=("group", "c"))
 def _precompute_xla(bases: Affine, group, c: int) -> Affine:
     """The table of :func:`precompute`, coords ``(*coord, W, N)``."""
-    curve = M.rolled(M._curve(group))
+    curve = M.rolled(M.curve_of(group))
     W = M.num_windows(c)
 
     def step(pt, _):
@@ -167,13 +167,13 @@ def _precompute_pallas(bases: Affine, group, c: int, interpret: bool, block: int
     """The table of :func:`precompute`, coords ``(*coord, W, N)``."""
     from .pallas import bucket as pk
 
-    curve = M._curve(group)
+    curve = M.curve_of(group)
     W = M.num_windows(c)
     N = bases.x.shape[-1]
     block = block or pk.DEFAULT_BLOCK
     # the general kernel runs N_buf / 2 lanes per call: buffers of 2 N_pad columns, the last one the trash slot
-    n_pad = max(2 * block, M._pow2_ceil(N + 1))
-    rows0 = M._rows(curve, M.rolled(curve).affine_to_xyzz(bases))
+    n_pad = max(2 * block, M.pow2_ceil(N + 1))
+    rows0 = M.xyzz_to_rows(curve, M.rolled(curve).affine_to_xyzz(bases))
     rows0 = jnp.pad(rows0, ((0, 0), (0, 2 * n_pad - N)))
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
     prm = jnp.stack([i32(pk.MODE_SHIFT), i32(N), i32(1), i32(0), i32(c), i32(c), i32(0), i32(1)])
@@ -182,7 +182,7 @@ def _precompute_pallas(bases: Affine, group, c: int, interpret: bool, block: int
 
     def step(rows, _):  # emits window w = 2^(c w) B, then shifts (the W-th shift is wasted: one traced body)
         _, _, nxt = pk.general_step(curve, prm, keys, rows, jnp.zeros_like(rows), **kw)
-        return nxt, M._unrows(curve, rows[:, :N], N)
+        return nxt, M.rows_to_xyzz(curve, rows[:, :N], N)
 
     _, stack = lax.scan(step, rows0, None, length=W)  # XYZZ coords (W, *coord, N)
     return _windows_to_affine(M.rolled(curve), stack)
@@ -198,8 +198,7 @@ def msm(table: Affine, scalars, group="g1", *, c: int, config: MsmConfig | None 
     :func:`cuzk_jax.ops.msm.msm`. Partitions run together while their ``P W N`` pairs fit ``max_pairs``, else in
     groups (``lax.map``); a single partition above it is a ``ValueError`` (chunk the bases instead).
     """
-    curve = M._curve(group)
-    F = curve.field
+    curve = M.curve_of(group)
     nd = curve.coord_ndim
     config, scalars, batched = M.check_args(config, scalars)
     _check_window(c)
@@ -211,7 +210,7 @@ def msm(table: Affine, scalars, group="g1", *, c: int, config: MsmConfig | None 
     if N == 0:
         res = curve.jacobian_identity((P,))
         return res if batched else type(res)(*[v[..., 0] for v in res])
-    G, chunk = M._group_and_chunk(P, N, W, max_pairs)
+    G, chunk = M.group_and_chunk(P, N, W, max_pairs)
     if chunk < N:
         raise ValueError(f"{W} x {N} pairs per partition exceed max_pairs={max_pairs}")
     plan = M.Plan(G=G, n=W * N, c=c, shared_bases=True, windows=1)
@@ -224,7 +223,7 @@ def msm(table: Affine, scalars, group="g1", *, c: int, config: MsmConfig | None 
         keys, vals = M.bucket_keys(d[None], plan)
         keys, vals, count = M.sort_pairs(keys, vals, plan)
         return M.run_pass(curve, plan, config, Affine(table.x, table.y, None), keys, vals, count,
-                          M._ident(F, (G,)), lanes=lanes)
+                          curve.xyzz_identity((G,)), lanes=lanes)
 
     if G == P:
         res = run_group(digits)

@@ -180,7 +180,8 @@ def constant(v: int) -> jax.Array:
     return _cached(("const", v % R), lambda: jnp.asarray(_mont([v % R])))
 
 
-def _inv(v: int) -> int:
+def inv_mod_r(v: int) -> int:
+    """``v^-1 mod r`` as a Python int (Fermat; ``v`` must not be 0 mod r)."""
     return pow(v % R, R - 2, R)
 
 
@@ -212,7 +213,8 @@ def _add(a, b, schedule: str):
     return _addsub(a, b, schedule, False)
 
 
-def _sub(a, b, schedule: str):
+def limb_sub(a, b, schedule: str):
+    """``a - b mod r`` on limb lists (8 uint64 arrays of 32-bit words, broadcast to one shape) under ``schedule``."""
     return _addsub(a, b, schedule, True)
 
 
@@ -242,8 +244,8 @@ def _addsub_many(pairs, schedule: str, subtract: bool):
     return _unstack(_addsub(a, b, schedule, subtract), len(pairs))
 
 
-def _mul_many(pairs, schedule: str):
-    """Products of several (a, b) limb-list pairs, stacked into ONE field multiplication (small programs).
+def limb_mul_many(pairs, schedule: str):
+    """Montgomery products of several (a, b) limb-list pairs, stacked into ONE field multiplication (small programs).
 
     Operands of a pair are broadcast to a common shape; all pairs must then agree in shape.
     """
@@ -267,7 +269,8 @@ def _bitrev(i, bits: int):
     return x >> (32 - bits)
 
 
-def _gather(a, idx):
+def gather(a, idx):
+    """``a[..., idx]`` (indices promised in bounds: no clamping in the program)."""
     return a.at[..., idx].get(mode="promise_in_bounds")
 
 
@@ -279,7 +282,7 @@ def _gather(a, idx):
 def _xla_twiddle_getter(W):
     def get(taus):
         idx = jnp.stack(taus)  # (m, Q)
-        g = _gather(W, idx)  # (8, m, Q)
+        g = gather(W, idx)  # (8, m, Q)
         return [[g[l, j].astype(U64) for l in range(LIMBS)] for j in range(len(taus))]
 
     return get
@@ -293,7 +296,7 @@ def _xla_step_stacked(X, W, stage, log_n: int, k: int, schedule: str):
     V = X.reshape(B, LIMBS, Q, 1 << k)
     xs = [[V[:, l, :, d].astype(U64) for l in range(LIMBS)] for d in range(1 << k)]
     q = lax.iota(U32, Q)
-    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W), lambda pairs: _mul_many(pairs, schedule),
+    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W), lambda pairs: limb_mul_many(pairs, schedule),
                  lambda pairs, subtract: _addsub_many(pairs, schedule, subtract))
     out = [zs[C][l].astype(U32) for l in range(LIMBS) for C in range(1 << k)]
     return jnp.stack(out, axis=1).reshape(B, LIMBS, n)
@@ -330,19 +333,21 @@ _stages_jit = jax.jit(_stages_impl, static_argnames=("log_n", "config"))
 _stages_jit_donate = jax.jit(_stages_impl, static_argnames=("log_n", "config"), donate_argnums=0)
 
 
-def _stage0(a, b, schedule: str):
+def stage0(a, b, schedule: str):
     """The first DIT stage: twiddles are all 1. a, b: limb lists of x[2i], x[2i+1] -> (u, v) for y[i], y[i+n/2]."""
-    return _add(a, b, schedule), _sub(a, b, schedule)
+    return _add(a, b, schedule), limb_sub(a, b, schedule)
 
 
-def _pack_stage0(u, v, B: int, n: int):
+def pack_stage0(u, v, B: int, n: int):
+    """Limb lists ``(u, v)`` of :func:`stage0` (limbs ``(B, n/2)``) -> the internal layout ``(B, 8, n)``: ``u`` in
+    positions ``[0, n/2)``, ``v`` in ``[n/2, n)``."""
     planes = []
     for l in range(LIMBS):
         planes += [u[l].astype(U32), v[l].astype(U32)]
     return jnp.stack(planes, axis=1).reshape(B, LIMBS, n)
 
 
-def _pre_indices(log_n: int):
+def pre_indices(log_n: int):
     """Source positions of the first stage's pairs: x[rev(2i)] and x[rev(2i+1)] = x[rev'(i)], x[rev'(i) + n/2]."""
     h = 1 << (log_n - 1)
     r = _bitrev(lax.iota(U32, h), log_n - 1)
@@ -356,8 +361,8 @@ def _pre_impl(x, scale, *, log_n: int, layout: str, scale_kind: str, schedule: s
     ``scale_kind``: 'none', 'const' (``scale`` is ``(8, 1)``) or 'table' (``scale`` is ``(8, n)``, natural order).
     """
     n = 1 << log_n
-    idx = _pre_indices(log_n)
-    g = _gather(x, idx)  # (8, B, 2, h) or (B, 8, 2, h)
+    idx = pre_indices(log_n)
+    g = gather(x, idx)  # (8, B, 2, h) or (B, 8, 2, h)
     if layout == "ext":
         B = x.shape[1]
         vals = [g[l].astype(U64) for l in range(LIMBS)]
@@ -366,14 +371,14 @@ def _pre_impl(x, scale, *, log_n: int, layout: str, scale_kind: str, schedule: s
         vals = [g[:, l].astype(U64) for l in range(LIMBS)]
     if scale_kind == "const":
         s = [scale[l].astype(U64) for l in range(LIMBS)]  # shape (1,), broadcasts
-        vals = _mul_many([(vals, s)], schedule)[0]
+        vals = limb_mul_many([(vals, s)], schedule)[0]
     elif scale_kind == "table":
-        sg = _gather(scale, idx)  # (8, 2, h)
-        vals = _mul_many([(vals, [sg[l].astype(U64) for l in range(LIMBS)])], schedule)[0]
+        sg = gather(scale, idx)  # (8, 2, h)
+        vals = limb_mul_many([(vals, [sg[l].astype(U64) for l in range(LIMBS)])], schedule)[0]
     elif scale_kind != "none":
         raise ValueError(scale_kind)
-    u, v = _stage0([x[:, 0] for x in vals], [x[:, 1] for x in vals], schedule)
-    return _pack_stage0(u, v, B, n)
+    u, v = stage0([x[:, 0] for x in vals], [x[:, 1] for x in vals], schedule)
+    return pack_stage0(u, v, B, n)
 
 
 _pre_jit = jax.jit(_pre_impl, static_argnames=("log_n", "layout", "scale_kind", "schedule"))
@@ -385,7 +390,7 @@ def _post_impl(Y, scale, *, scale_kind: str, schedule: str):
         return jnp.transpose(Y, (1, 0, 2))
     vals = [Y[:, l].astype(U64) for l in range(LIMBS)]  # (B, n)
     s = [scale[l].astype(U64) for l in range(LIMBS)]  # (n,) or (1,)
-    out = _mul_many([(vals, s)], schedule)[0]
+    out = limb_mul_many([(vals, s)], schedule)[0]
     return jnp.stack([x.astype(U32) for x in out])
 
 
@@ -404,10 +409,19 @@ def pre(x, log_n: int, config: NttConfig, layout: str = "ext", scale=None):
     return _pre_jit(x, scale, log_n=log_n, layout=layout, scale_kind=kind, schedule=config.schedule)
 
 
-def stages(X, W, log_n: int, config: NttConfig):
+def _stages_program(X):
     # donate the intermediate buffer on accelerators (halves peak memory at 2^26 x partitions); not inside a trace
-    fn = _stages_jit_donate if (jax.default_backend() != "cpu" and not isinstance(X, _Tracer)) else _stages_jit
-    return fn(X, W, log_n=log_n, config=config)
+    return _stages_jit_donate if (jax.default_backend() != "cpu" and not isinstance(X, _Tracer)) else _stages_jit
+
+
+def stages(X, W, log_n: int, config: NttConfig):
+    return _stages_program(X)(X, W, log_n=log_n, config=config)
+
+
+def lower_stages(X, W, log_n: int, config: NttConfig):
+    """The program :func:`stages` runs for these arguments (arrays or ``jax.ShapeDtypeStruct``), lowered and not
+    compiled (``.compile().as_text()`` for its HLO)."""
+    return _stages_program(X).lower(X, W, log_n=log_n, config=config)
 
 
 def post(Y, config: NttConfig, scale=None):
@@ -451,13 +465,13 @@ def ntt(x, *, inverse: bool = False, coset: int | None = None, generator: int = 
             X = stages(X, W, log_n, config)
             y = post(X, config)
         elif coset is None:
-            X = pre(xb, log_n, config, "ext", constant(_inv(n)))
+            X = pre(xb, log_n, config, "ext", constant(inv_mod_r(n)))
             X = stages(X, W, log_n, config)
             y = post(X, config)
         else:
             X = pre(xb, log_n, config, "ext")
             X = stages(X, W, log_n, config)
-            y = post(X, config, scale_table(n, _inv(n), _inv(coset)))
+            y = post(X, config, scale_table(n, inv_mod_r(n), inv_mod_r(coset)))
     return y.reshape(x.shape)
 
 

@@ -64,7 +64,7 @@ def _check(a, b, c):
 
 def _abc_at(E, idx, nb: int):
     """Limb lists of A, B, C gathered at positions ``idx`` from the internal ``(3 nb, 8, n)`` evaluations."""
-    g = E if idx is None else N._gather(E, idx)  # (3nb, 8, ...)
+    g = E if idx is None else N.gather(E, idx)  # (3nb, 8, ...)
     parts = (g[:nb], g[nb:2 * nb], g[2 * nb:])
     return [[p[:, l].astype(U64) for l in range(LIMBS)] for p in parts]
 
@@ -72,16 +72,16 @@ def _abc_at(E, idx, nb: int):
 def _combine_pre_impl(E, *, log_n: int, nb: int, schedule: str):
     """``P = A B - C`` read in bit-reversed order + the first inverse stage; output internal ``(nb, 8, n)``."""
     n = 1 << log_n
-    A, B, C = _abc_at(E, N._pre_indices(log_n), nb)  # each limb (nb, 2, h)
-    P = N._sub(N._mul_many([(A, B)], schedule)[0], C, schedule)
-    u, v = N._stage0([x[:, 0] for x in P], [x[:, 1] for x in P], schedule)
-    return N._pack_stage0(u, v, nb, n)
+    A, B, C = _abc_at(E, N.pre_indices(log_n), nb)  # each limb (nb, 2, h)
+    P = N.limb_sub(N.limb_mul_many([(A, B)], schedule)[0], C, schedule)
+    u, v = N.stage0([x[:, 0] for x in P], [x[:, 1] for x in P], schedule)
+    return N.pack_stage0(u, v, nb, n)
 
 
 def _combine_out_impl(E, *, nb: int, schedule: str):
     """``P = A B - C`` in natural order, public layout ``(8, nb, n)``."""
     A, B, C = _abc_at(E, None, nb)
-    P = N._sub(N._mul_many([(A, B)], schedule)[0], C, schedule)
+    P = N.limb_sub(N.limb_mul_many([(A, B)], schedule)[0], C, schedule)
     return jnp.stack([x.astype(U32) for x in P])
 
 
@@ -94,7 +94,7 @@ def _coset_evals(abc, log_n: int, shift: int, generator: int, config: NttConfig)
     n = 1 << log_n
     X = N.pre(abc, log_n, config, "ext")
     X = N.stages(X, N.twiddles(n, True, generator), log_n, config)  # n * coefficients
-    X = N.pre(X, log_n, config, "int", N.scale_table(n, N._inv(n), shift))  # / n, * shift^k, bit-reverse, stage 0
+    X = N.pre(X, log_n, config, "int", N.scale_table(n, N.inv_mod_r(n), shift))  # / n, * shift^k, bit-reverse, stage 0
     return N.stages(X, N.twiddles(n, False, generator), log_n, config)
 
 
@@ -110,8 +110,8 @@ def compute_h(a, b, c, *, g: int = COSET_GENERATOR, config: NttConfig | None = N
         E = _coset_evals(abc, log_n, g, N.GENERATOR, config)
         P = _combine_pre(E, log_n=log_n, nb=nb, schedule=config.schedule)
         P = N.stages(P, N.twiddles(n, True), log_n, config)
-        zinv = N._inv(pow(g, n, R) - 1)
-        h = N.post(P, config, N.scale_table(n, N._inv(n) * zinv % R, N._inv(g)))  # / n, / Z_H(g), * g^-k
+        zinv = N.inv_mod_r(pow(g, n, R) - 1)
+        h = N.post(P, config, N.scale_table(n, N.inv_mod_r(n) * zinv % R, N.inv_mod_r(g)))  # / n, / Z_H(g), * g^-k
     return h.reshape(shape)
 
 

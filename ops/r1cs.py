@@ -149,14 +149,17 @@ def _abc_chunked(dr: DeviceR1CS, z: jax.Array, method: str, chunk: int | None) -
 
 
 @functools.partial(jax.jit, static_argnames=("method", "chunk"))
-def _evaluate_jit(dr, z, method, chunk=None):
+def evaluate_program(dr, z, method, chunk=None):
+    """The jitted program of :func:`evaluate`, without its input checks or x64 scope (``.lower`` it to time the
+    compile; call it under ``jax.enable_x64``)."""
     abc = _abc_chunked(dr, z, method, chunk)
     m = (dr.indptr.shape[0] - 1) // 3
     return abc[..., :m], abc[..., m:2 * m], abc[..., 2 * m:]
 
 
 @functools.partial(jax.jit, static_argnames=("method", "chunk"))
-def _check_jit(dr, z, method, chunk=None):
+def check_program(dr, z, method, chunk=None):
+    """The jitted program of :func:`check`, without its input checks or x64 scope (as :func:`evaluate_program`)."""
     abc = _abc_chunked(dr, z, method, chunk)
     m = (dr.indptr.shape[0] - 1) // 3
     az, bz, cz = abc[..., :m], abc[..., m:2 * m], abc[..., 2 * m:]
@@ -174,7 +177,7 @@ def evaluate(dr: DeviceR1CS, z, method: str = "scatter", chunk: int | None = Non
     to bound device memory; ``None`` evaluates all at once.
     """
     _check_z(dr, z, chunk)
-    return _evaluate_jit(dr, z, method, chunk)
+    return evaluate_program(dr, z, method, chunk)
 
 
 @x64
@@ -182,7 +185,7 @@ def check(dr: DeviceR1CS, z, method: str = "scatter", chunk: int | None = None):
     """``(ok, first_bad)``: per batch element, whether every constraint holds, and the index of the first one that
     does not (``-1`` when ``ok``). Shapes ``batch``."""
     _check_z(dr, z, chunk)
-    return _check_jit(dr, z, method, chunk)
+    return check_program(dr, z, method, chunk)
 
 
 def assert_satisfied(r1cs, z, dr: DeviceR1CS | None = None, method: str = "scatter") -> None:

@@ -96,7 +96,7 @@ def test_fq2_mul_add(which, rng):
 
 
 def test_product_loop(rng):
-    """``_product_loop`` (the GPU MSM kernels' one-product-block-per-round form: products in a loop, operands picked
+    """``product_loop`` (the GPU MSM kernels' one-product-block-per-round form: products in a loop, operands picked
     by selects) gives the reference products for Fq (3 products, edge values) and Fq2 (2 products), here with the
     jnp limb field's product in the loop (the PTX blocks run only in compiled kernels)."""
     a_int = _vals(rng)
@@ -111,9 +111,9 @@ def test_product_loop(rng):
         with jax.enable_x64(True):
             Fk, F2 = lf.fq, lf.fq2
             x, y, z = (lf.to_limbs(v, Fk) for v in (a, b, c))
-            p = [lf.from_limbs(v, Fk) for v in lf._product_loop(Fk, [(x, y), (x, x), (z, y)], Fk.mul)]
+            p = [lf.from_limbs(v, Fk) for v in lf.product_loop(Fk, [(x, y), (x, x), (z, y)], Fk.mul)]
             u, w = (x, z), (y, x)
-            q = [lf.from_limbs(v, F2) for v in lf._product_loop(F2, [(u, w), (w, w)], F2.mul)]
+            q = [lf.from_limbs(v, F2) for v in lf.product_loop(F2, [(u, w), (w, w)], F2.mul)]
             return p, q
 
     (pxy, pxx, pzy), (quw, qww) = run(a, b, c)

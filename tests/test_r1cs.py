@@ -174,9 +174,9 @@ def _random_system(seed=7, n_inputs=4, n_aux=40, m=60):
         sizes = [rng.choice([0, 1, 1, 2, 3, 5]) for _ in range(3)]
         if i == 5:
             sizes = [200, 0, 70]  # long rows exercise the wide (unreduced) accumulation
-        cs._enforce_raw(terms(sizes[0]), terms(sizes[1]), terms(sizes[2]), f"row{i}")
+        cs.enforce_raw(terms(sizes[0]), terms(sizes[1]), terms(sizes[2]), f"row{i}")
     # a row of 300 products equal to r - 1 (the largest sum a row can build)
-    cs._enforce_raw([(aux[0].index, 1)] * 300, [(ONE.index, R - 1)] * 3, [], "max")
+    cs.enforce_raw([(aux[0].index, 1)] * 300, [(ONE.index, R - 1)] * 3, [], "max")
     r1cs = cs.to_r1cs()
     zs = []
     for p in range(3):
@@ -240,7 +240,7 @@ def test_partition_chunks_equal_all_at_once(system):
 def test_vmap_equals_broadcast(system):
     r1cs, zs, dr = system
     z = jnp.asarray(stack_z(zs))
-    vm = x64(jax.vmap(lambda zz: ops_r1cs._evaluate_jit(dr, zz, "scatter"), in_axes=1, out_axes=1))(z)
+    vm = x64(jax.vmap(lambda zz: ops_r1cs.evaluate_program(dr, zz, "scatter"), in_axes=1, out_axes=1))(z)
     direct = ops_r1cs.evaluate(dr, z)
     for a, b in zip(vm, direct):
         assert np.array_equal(np.asarray(a), np.asarray(b))

@@ -69,9 +69,9 @@ def alloc_bit(cs: ConstraintSystem, value: int | None, label: str = "boolean") -
         value = int(value)
     else:
         value = None
-    v = cs._aux(value)
+    v = cs.alloc_raw(value)
     if cs.keep:
-        cs._enforce_boolean(v, cs.label_id(label))
+        cs.enforce_boolean_raw(v, cs.label_id(label))
     else:
         cs.num_constraints += 1
     return Boolean(v, False, value)
@@ -91,9 +91,9 @@ def alloc_bits(cs: ConstraintSystem, values, n: int, label: str = "boolean") -> 
             if val not in (0, 1):
                 raise ValueError(f"alloc_bits: value must be 0 or 1, got {val!r}")
             val = int(val)
-        v = cs._aux(val)
+        v = cs.alloc_raw(val)
         if keep:
-            cs._enforce_boolean(v, li)
+            cs.enforce_boolean_raw(v, li)
         else:
             cs.num_constraints += 1
         out.append(Boolean(v, False, val))
@@ -108,9 +108,9 @@ def and_(cs: ConstraintSystem, a: Boolean, b: Boolean, label: str = "and") -> Bo
     if a.var == b.var:
         return a if a.neg == b.neg else FALSE
     value = None if a.value is None else a.value & b.value
-    c = cs._aux(value)
+    c = cs.alloc_raw(value)
     if cs.keep:
-        cs._enforce_raw(a.terms(), b.terms(), [(c, 1)], label)
+        cs.enforce_raw(a.terms(), b.terms(), [(c, 1)], label)
     else:
         cs.num_constraints += 1
     return Boolean(c, False, value)
@@ -134,9 +134,9 @@ def xor(cs: ConstraintSystem, a: Boolean, b: Boolean, label: str = "xor") -> Boo
     else:
         value = a.value ^ b.value
         uv = value ^ neg
-    c = cs._aux(uv)
+    c = cs.alloc_raw(uv)
     if cs.keep:
-        cs._enforce_xor(a.var, b.var, c, cs.label_id(label))
+        cs.enforce_xor_raw(a.var, b.var, c, cs.label_id(label))
     else:
         cs.num_constraints += 1
     return Boolean(c, neg, value)
@@ -163,9 +163,9 @@ def ch(cs: ConstraintSystem, e: Boolean, f: Boolean, g: Boolean, label: str = "c
     if g.var is None:
         return not_(and_(cs, e, not_(f), label)) if g.value else and_(cs, e, f, label)
     value = None if e.value is None else (f.value if e.value else g.value)
-    out = cs._aux(value)
+    out = cs.alloc_raw(value)
     if cs.keep:
-        cs._enforce_raw(e.terms(), f.terms() + g.terms(-1), [(out, 1)] + g.terms(-1), label)
+        cs.enforce_raw(e.terms(), f.terms() + g.terms(-1), [(out, 1)] + g.terms(-1), label)
     else:
         cs.num_constraints += 1
     return Boolean(out, False, value)
@@ -181,10 +181,10 @@ def maj(cs: ConstraintSystem, a: Boolean, b: Boolean, c: Boolean, label: str = "
             return x if x.neg == y.neg else z
     bc = and_(cs, b, c, label)
     value = None if a.value is None else (a.value & b.value) | (a.value & c.value) | (b.value & c.value)
-    out = cs._aux(value)
+    out = cs.alloc_raw(value)
     if cs.keep:
         # maj = bc + a (b + c - 2 bc)
-        cs._enforce_raw(a.terms(), b.terms() + c.terms() + bc.terms(-2), [(out, 1)] + bc.terms(-1), label)
+        cs.enforce_raw(a.terms(), b.terms() + c.terms() + bc.terms(-2), [(out, 1)] + bc.terms(-1), label)
     else:
         cs.num_constraints += 1
     return Boolean(out, False, value)

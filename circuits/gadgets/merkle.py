@@ -53,7 +53,9 @@ def node_native(hash_name: str, children) -> int:
     return poseidon_node_native(children)
 
 
-def _check_tree_args(hash_name: str, arity: int, levels: int) -> int:
+def check_tree_args(hash_name: str, arity: int, levels: int) -> int:
+    """Validate a Merkle tree's shape (``ValueError`` naming the problem); returns ``log2(arity)``, the index bits
+    per level."""
     if hash_name not in HASHES:
         raise ValueError(f"unknown Merkle hash {hash_name!r}; expected one of {HASHES}")
     if arity < 2 or arity & (arity - 1):
@@ -72,7 +74,7 @@ class SparseMerkleTree:
 
     def __init__(self, hash_name: str, arity: int, levels: int, leaves: dict, rng: _random.Random,
                  bound: int | None = None):
-        _check_tree_args(hash_name, arity, levels)
+        check_tree_args(hash_name, arity, levels)
         n = arity ** levels
         for i in leaves:
             if not 0 <= i < n:
@@ -134,7 +136,7 @@ def root_from_path(cs: ConstraintSystem, hash_name: str, arity: int, leaf: Num, 
                    index_bits: list) -> Num:
     """The root reached from ``leaf`` along ``path`` (per level a list of ``arity - 1`` sibling Nums) with the
     position given by ``index_bits`` (``log2(arity) * len(path)`` Booleans, least significant first)."""
-    k = _check_tree_args(hash_name, arity, len(path))
+    k = check_tree_args(hash_name, arity, len(path))
     if len(index_bits) != k * len(path):
         raise ValueError(f"root_from_path: need {k * len(path)} index bits, got {len(index_bits)}")
     cur = leaf

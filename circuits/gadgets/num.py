@@ -82,13 +82,13 @@ class Num:
 def alloc_num(cs: ConstraintSystem, value, name: str = "num") -> Num:
     """A new private field element (no constraint)."""
     var = cs.alloc(value, name)
-    return Num.of_variable(var, cs._val(var.index) if cs.has_values else None)
+    return Num.of_variable(var, cs.value_raw(var.index) if cs.has_values else None)
 
 
 def alloc_input_num(cs: ConstraintSystem, value, name: str = "input") -> Num:
     """A new public input (no constraint)."""
     var = cs.alloc_input(value, name)
-    return Num.of_variable(var, cs._val(var.index) if cs.has_values else None)
+    return Num.of_variable(var, cs.value_raw(var.index) if cs.has_values else None)
 
 
 def mul(cs: ConstraintSystem, a: Num, b: Num, label: str = "mul") -> Num:
@@ -99,8 +99,8 @@ def mul(cs: ConstraintSystem, a: Num, b: Num, label: str = "mul") -> Num:
     if cb is not None:
         return a * cb
     value = None if a.value is None or b.value is None else a.value * b.value % R
-    out = cs._aux(value)
-    cs._enforce_raw(a.terms(), b.terms(), [(out, 1)], label)
+    out = cs.alloc_raw(value)
+    cs.enforce_raw(a.terms(), b.terms(), [(out, 1)], label)
     return Num.of_variable(out, value)
 
 
@@ -110,7 +110,7 @@ def square(cs: ConstraintSystem, a: Num, label: str = "square") -> Num:
 
 def enforce_equal(cs: ConstraintSystem, a: Num, b: Num, label: str = "equal") -> None:
     """``(a - b) * 1 = 0`` (1 constraint)."""
-    cs._enforce_raw((a - b).terms(), [(ONE_INDEX, 1)], (), label)
+    cs.enforce_raw((a - b).terms(), [(ONE_INDEX, 1)], (), label)
 
 
 def to_bits_le(cs: ConstraintSystem, a: Num, nbits: int, label: str = "bits") -> list:
@@ -125,7 +125,7 @@ def to_bits_le(cs: ConstraintSystem, a: Num, nbits: int, label: str = "bits") ->
     vals = None if a.value is None else [(a.value >> i) & 1 for i in range(nbits)]
     bits = B.alloc_bits(cs, vals, nbits, label + "/boolean")
     if cs.keep:
-        cs._enforce_raw(B.pack_terms(bits), [(ONE_INDEX, 1)], a.terms(), label + "/pack")
+        cs.enforce_raw(B.pack_terms(bits), [(ONE_INDEX, 1)], a.terms(), label + "/pack")
     else:
         cs.num_constraints += 1
     return bits
@@ -143,8 +143,8 @@ def conditional_swap(cs: ConstraintSystem, a: Num, b: Num, bit: B.Boolean, label
     value = None
     if a.value is not None:
         value = b.value if bit.value else a.value
-    left = cs._aux(value)
-    cs._enforce_raw(bit.terms(), (b - a).terms(), [(left, 1)] + (-a).terms(), label)
+    left = cs.alloc_raw(value)
+    cs.enforce_raw(bit.terms(), (b - a).terms(), [(left, 1)] + (-a).terms(), label)
     left_n = Num.of_variable(left, value)
     return left_n, a + b - left_n
 

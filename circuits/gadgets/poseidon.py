@@ -109,14 +109,14 @@ def permutation_lanes(cs: ConstraintSystem, inputs: list, capacity: int = 0, lab
             x2 = value * value % R
             x4 = x2 * x2 % R
             y = x4 * value % R
-            v2, v4, v5 = cs._aux(x2), cs._aux(x4), cs._aux(y)
+            v2, v4, v5 = cs.alloc_raw(x2), cs.alloc_raw(x4), cs.alloc_raw(y)
             out_val.append(y)
         else:
-            v2, v4, v5 = cs._aux(None), cs._aux(None), cs._aux(None)
+            v2, v4, v5 = cs.alloc_raw(None), cs.alloc_raw(None), cs.alloc_raw(None)
         if keep:
-            cs._enforce_raw(terms, terms, [(v2, 1)], label + "/x2")
-            cs._enforce_raw([(v2, 1)], [(v2, 1)], [(v4, 1)], label + "/x4")
-            cs._enforce_raw([(v4, 1)], terms, [(v5, 1)], label + "/x5")
+            cs.enforce_raw(terms, terms, [(v2, 1)], label + "/x2")
+            cs.enforce_raw([(v2, 1)], [(v2, 1)], [(v4, 1)], label + "/x4")
+            cs.enforce_raw([(v4, 1)], terms, [(v5, 1)], label + "/x5")
         else:
             cs.num_constraints += 3
         out_var.append(v5)

@@ -105,7 +105,7 @@ def add_many(cs: ConstraintSystem, operands, label: str = "add") -> UInt32:
         lhs = [(ONE_INDEX, const)] if const else []
         for op in variable:
             lhs.extend(B.pack_terms(op.bits))
-        cs._enforce_raw(lhs, [(ONE_INDEX, 1)], B.pack_terms(sbits), label + "/pack")
+        cs.enforce_raw(lhs, [(ONE_INDEX, 1)], B.pack_terms(sbits), label + "/pack")
     else:
         cs.num_constraints += 1
     return UInt32(sbits[:32], None if total is None else total & MASK32)

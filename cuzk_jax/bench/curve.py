@@ -100,9 +100,9 @@ def run(cfg) -> list[dict]:
                     compiled, row["compile_s"] = bench.compile_timed(fn, *args)
                     t = bench.time_runs(compiled, args, reps=reps, warmup=warmup)
                 elif impl == "decode_device":
-                    prog = pts._decode_program(g, True, True)
+                    prog = pts.decode_program(g, True, True)
                     deg = 1 if g == "g1" else 2
-                    x = jnp.asarray(pts._coord_to_limbs(np.where(np.arange(comp.shape[1]) == 0, comp & 0x1F, comp), deg))
+                    x = jnp.asarray(pts.coord_to_limbs(np.where(np.arange(comp.shape[1]) == 0, comp & 0x1F, comp), deg))
                     inf = jnp.zeros((n,), bool)
                     sort = jnp.asarray(((comp[:, 0] >> 5) & 1).astype(bool))
                     compiled, row["compile_s"] = bench.compile_timed(prog, x, x, inf, sort)

@@ -150,7 +150,7 @@ def run(cfg) -> list[dict]:
     batch = int(getattr(cfg, "batch", 1) or 1)
     rows = []
     for group in cfg.group:
-        curve = M._curve(group)
+        curve = M.curve_of(group)
         for log_n in map(int, cfg.log_n):
             bases, scalars = device_inputs(group, log_n, batch)
             outs, tables = {}, {}

@@ -50,10 +50,8 @@ class SynthOutput:
 def portable_circuit(circuit):
     """A shallow copy of ``circuit`` without its cached R1CS (what is pickled to a worker process: name, preset and
     parameters only; the worker never needs the constraint matrices)."""
-    c = copy.copy(circuit)
-    if hasattr(c, "_r1cs"):
-        c._r1cs = None
-    return c
+    strip = getattr(circuit, "without_r1cs", None)  # circuits.base.Circuit
+    return strip() if strip is not None else copy.copy(circuit)
 
 
 def synthesize_partition(circuit, spec) -> SynthOutput:

@@ -292,7 +292,7 @@ class ProvingKey:
                    circuit_digest=digest, **fields)
 
     def save(self, path: str) -> None:
-        _atomic_write(path, self.to_bytes())
+        atomic_write(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: str, subgroup_check: bool = True) -> "ProvingKey":
@@ -300,7 +300,7 @@ class ProvingKey:
             return cls.from_bytes(fh.read(), subgroup_check=subgroup_check)
 
 
-def _atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, data: bytes) -> None:
     """Write via a temporary file and rename, so a crash never leaves a partial key or proof file."""
     import os
 

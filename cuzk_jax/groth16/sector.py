@@ -18,7 +18,7 @@ import os
 import time
 
 from . import prover, verifier
-from .data_structures import Proof, _atomic_write, proofs_from_bytes, proofs_to_bytes
+from .data_structures import Proof, atomic_write, proofs_from_bytes, proofs_to_bytes
 
 
 @dataclasses.dataclass
@@ -64,10 +64,10 @@ def write_sector(out_dir: str, circuit, result: SectorResult) -> tuple[str, str]
     os.makedirs(out_dir, exist_ok=True)
     proof_path = os.path.join(out_dir, f"sector-{result.sector}.proofs")
     pub_path = os.path.join(out_dir, f"sector-{result.sector}.public.json")
-    _atomic_write(proof_path, result.proof_bytes())
+    atomic_write(proof_path, result.proof_bytes())
     doc = {"circuit": circuit.name, "preset": circuit.preset, "sector": result.sector,
            "public_inputs": [[str(x) for x in xs] for xs in result.public_inputs]}
-    _atomic_write(pub_path, json.dumps(doc, indent=1).encode())
+    atomic_write(pub_path, json.dumps(doc, indent=1).encode())
     return proof_path, pub_path
 
 

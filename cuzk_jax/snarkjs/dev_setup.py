@@ -30,7 +30,7 @@ import struct
 from cuzk_jax.reference import constants as C
 
 from . import binfile
-from .points import g1_to_zkey_bytes, g1_from_ark, g2_to_zkey_bytes, g2_from_ark, _ark
+from .points import g1_to_zkey_bytes, g1_from_ark, g2_to_zkey_bytes, g2_from_ark, ark_module
 from .r1cs import R1cs
 
 R = C.R
@@ -76,7 +76,7 @@ def coefficient_section(r1cs: R1cs) -> tuple[bytes, list[tuple[int, int, int, in
 
 def insecure_zkey(r1cs: R1cs, seed: int = 0, log=None) -> bytes:
     """The ``.zkey`` bytes (see the module docstring). INSECURE: the seed determines the toxic waste."""
-    ark = _ark()
+    ark = ark_module()
     m, n_pub, n_vars = r1cs.n_constraints, r1cs.n_public, r1cs.n_wires
     power = (m + n_pub).bit_length()
     if power >= C.FR_TWO_ADICITY:

@@ -177,7 +177,8 @@ def g2_to_zkey_bytes(p: G2Affine) -> bytes:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _ark():
+def ark_module():
+    """The ``py_arkworks_bls12381`` module, imported on first use (an ``ImportError`` saying how to install it)."""
     try:
         import py_arkworks_bls12381 as ark
     except ImportError as e:  # pragma: no cover - a test dependency
@@ -187,7 +188,7 @@ def _ark():
 
 def g1_to_ark(p: G1Affine, *, checked: bool = True):
     """Host G1 -> ``G1Point``. ``checked`` also verifies curve and subgroup membership (arkworks)."""
-    ark = _ark()
+    ark = ark_module()
     if p is None:
         return ark.G1Point.identity()
     b = p[0].to_bytes(FQ_BYTES, "little") + p[1].to_bytes(FQ_BYTES, "little")
@@ -195,7 +196,7 @@ def g1_to_ark(p: G1Affine, *, checked: bool = True):
 
 
 def g2_to_ark(p: G2Affine, *, checked: bool = True):
-    ark = _ark()
+    ark = ark_module()
     if p is None:
         return ark.G2Point.identity()
     b = b"".join(v.to_bytes(FQ_BYTES, "little") for v in (*p[0], *p[1]))
@@ -216,14 +217,14 @@ def g2_from_ark(pt) -> G2Affine:
 
 def g1_array_to_ark(arr: G1Array) -> list:
     """Zkey-form G1 array -> ``G1Point`` list (unchecked: the reader already checked the curve equation)."""
-    ark = _ark()
+    ark = ark_module()
     xs, ys = _coord_ints(arr.x), _coord_ints(arr.y)
     make = ark.G1Point.from_xy_bytes_unchecked_le
     return [make(x.to_bytes(48, "little") + y.to_bytes(48, "little")) for x, y in zip(xs, ys)]
 
 
 def g2_array_to_ark(arr: G2Array) -> list:
-    ark = _ark()
+    ark = ark_module()
     cs = [_coord_ints(c) for c in (arr.x[0], arr.x[1], arr.y[0], arr.y[1])]
     make = ark.G2Point.from_xy_bytes_unchecked_le
     return [make(b"".join(v.to_bytes(48, "little") for v in vals)) for vals in zip(*cs)]

@@ -44,7 +44,7 @@ from cuzk_jax.reference import constants as C
 from . import binfile
 from .jsonio import Proof
 from .points import G1Array, G2Array, g1_array_to_ark, g1_from_ark, g1_to_ark, g2_array_to_ark, g2_from_ark, \
-    g2_to_ark, _ark
+    g2_to_ark, ark_module
 from .zkey import Zkey
 
 R = C.R
@@ -97,13 +97,13 @@ class HostBackend:
         return compute_h_snarkjs(a, b, c)
 
     def msm_g1(self, bases: G1Array, scalars: list[int]):
-        ark = _ark()
+        ark = ark_module()
         if len(bases) == 0:
             return None
         return g1_from_ark(ark.G1Point.multiexp_unchecked(g1_array_to_ark(bases), [ark.Scalar(s) for s in scalars]))
 
     def msm_g2(self, bases: G2Array, scalars: list[int]):
-        ark = _ark()
+        ark = ark_module()
         if len(bases) == 0:
             return None
         return g2_from_ark(ark.G2Point.multiexp_unchecked(g2_array_to_ark(bases), [ark.Scalar(s) for s in scalars]))
@@ -178,7 +178,7 @@ def prove(zkey: Zkey, witness, *, backend="host", insecure_test_seed: int | None
 
 def combine(zkey: Zkey, msm_a, msm_b1, msm_b2, msm_c, msm_h, r: int, s: int) -> Proof:
     """The final Groth16 combination of ``groth16_prove.js`` (host points in, host points out)."""
-    ark = _ark()
+    ark = ark_module()
     rs, ss = ark.Scalar(r % R), ark.Scalar(s % R)
     delta1 = g1_to_ark(zkey.delta1, checked=False)
     # Compute A

@@ -18,12 +18,12 @@ from cuzk_jax.reference import constants as C
 
 from . import jsonio
 from .jsonio import Proof, VerificationKey
-from .points import g1_on_curve, g1_to_ark, g2_on_curve, g2_to_ark, _ark
+from .points import g1_on_curve, g1_to_ark, g2_on_curve, g2_to_ark, ark_module
 
 
 def verification_key_from_zkey(zkey) -> VerificationKey:
     """The verification key snarkjs's ``zkey export verificationkey`` writes, including ``vk_alphabeta_12``."""
-    ark = _ark()
+    ark = ark_module()
     gt = ark.GT.pairing(g1_to_ark(zkey.alpha1), g2_to_ark(zkey.beta2))
     raw = bytes.fromhex(str(gt))  # 12 Fq coefficients, 48 bytes LE each, in snarkjs's (c0, c1, c2) x (c0, c1) order
     alphabeta = tuple(int.from_bytes(raw[48 * i:48 * (i + 1)], "little") for i in range(12))
@@ -37,7 +37,7 @@ def check(vk: VerificationKey, public: Sequence[int], proof: Proof) -> str | Non
     Raises ``ValueError`` if the public-signal count does not match the key or a key point is off its curve
     (a bad key or a usage error, not a bad proof).
     """
-    ark = _ark()
+    ark = ark_module()
     if len(public) != vk.n_public:
         raise ValueError(f"public.json has {len(public)} signals, the verification key expects {vk.n_public}")
     for name, p, on_curve in [("vk_alpha_1", vk.alpha1, g1_on_curve), ("vk_beta_2", vk.beta2, g2_on_curve),

@@ -25,7 +25,7 @@ Arithmetic is the limb code of :mod:`cuzk_jax.ops.field` (the no-carry Montgomer
 Kaliski 1996, in gnark-crypto's form -- ``add_limbs``, ``sub_limbs``, ``cond_sub_limbs``), so every layer computes
 bit-identical results. The outer CIOS loop is a ``lax.fori_loop`` (the rolled schedule: L times smaller program);
 ``mul_many`` computes independent products in turn (Triton wants no extra non-power-of-two tensor axis). Users: the
-NTT kernel under the interpreter (:mod:`cuzk_jax.ops.pallas.ntt`); :class:`LimbLists` and :func:`_product_loop` are
+NTT kernel under the interpreter (:mod:`cuzk_jax.ops.pallas.ntt`); :class:`LimbLists` and :func:`product_loop` are
 shared with the PTX fields of :mod:`cuzk_jax.ops.pallas.ptx_field`; :class:`ArrayField` / :class:`ArrayFq2` are the
 MSM kernels' fields in interpret mode.
 
@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from cuzk_jax.ops import field as ops_field
-from cuzk_jax.ops.field import MASK32, _cios_step, add_limbs, cond_sub_limbs, mul_small_by_additions, sub_limbs
+from cuzk_jax.ops.field import MASK32, add_limbs, cios_step, cond_sub_limbs, mul_small_by_additions, sub_limbs
 
 U64 = jnp.uint64
 
@@ -133,7 +133,7 @@ class LimbField(LimbLists):
 
         def body(_, carry):
             t, bq = carry
-            t = _cios_step(list(t), a, bq[0], self.p_limbs, self.pinv)
+            t = cios_step(list(t), a, bq[0], self.p_limbs, self.pinv)
             return tuple(t), tuple(bq[1:]) + (bq[0],)
 
         t0 = tuple(jnp.zeros(shape, a[0].dtype) for _ in range(n))
@@ -145,7 +145,7 @@ class LimbField(LimbLists):
         return [self.mul(x, y) for x, y in pairs]
 
 
-def _product_loop(field, pairs, product):
+def product_loop(field, pairs, product):
     """``[product(x, y) for x, y in pairs]`` with ONE ``product`` in the program: a ``lax.fori_loop`` over the
     pairs whose body picks pair ``j`` by a select chain (``field.select``) and stores its product into slot ``j``
     by selects. Elements take the structure of the first operand (limb list, or pair of limb lists for Fq2) with

@@ -31,7 +31,7 @@ import re
 import jax.numpy as jnp
 
 from cuzk_jax.ops import field as ops_field
-from cuzk_jax.ops.pallas.limb_field import LimbFq2, LimbLists, _product_loop
+from cuzk_jax.ops.pallas.limb_field import LimbFq2, LimbLists, product_loop
 
 U32 = jnp.uint32
 MASK = (1 << 32) - 1
@@ -314,7 +314,7 @@ class PtxField(LimbLists):
     loads and stores limb rows without widening. The interface is LimbField's (shared parts in
     :class:`~cuzk_jax.ops.pallas.limb_field.LimbLists`; the curve formulas of
     :mod:`cuzk_jax.ops.curve` run unchanged). ``mul_loop``: ``mul_many`` sends its products through ONE product
-    block in a ``fori_loop`` (:func:`~cuzk_jax.ops.pallas.limb_field._product_loop`; smaller machine code), else
+    block in a ``fori_loop`` (:func:`~cuzk_jax.ops.pallas.limb_field.product_loop`; smaller machine code), else
     products are computed in turn. Only Triton on NVIDIA GPUs compiles inline PTX; there is no interpreter form.
     """
 
@@ -350,7 +350,7 @@ class PtxField(LimbLists):
     def mul_many(self, pairs):
         pairs = list(pairs)
         if self.mul_loop and len(pairs) > 1:
-            return _product_loop(self, pairs, self.mul)
+            return product_loop(self, pairs, self.mul)
         return [self.mul(x, y) for x, y in pairs]
 
 
@@ -373,7 +373,7 @@ class PtxFq2(LimbFq2):
     def mul_many(self, pairs):
         pairs = list(pairs)
         if self.base.mul_loop and len(pairs) > 1:
-            return _product_loop(self, pairs, self._mul1)
+            return product_loop(self, pairs, self._mul1)
         return [self._mul1(a, b) for a, b in pairs]
 
 
