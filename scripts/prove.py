@@ -30,9 +30,9 @@ flags.DEFINE_integer("first_sector", 0, "seed/index of the first sector")
 cli.define_path("out", "proofs", "output directory for proofs and public inputs ('' = do not write)")
 cli.define_path("key_dir", "", "proving-key cache directory (default ~/.cache/cuzk_jax/keys)")
 flags.DEFINE_bool("verify", True, "verify every proof (pairing check through py_arkworks_bls12381)")
-flags.DEFINE_string("msm_impl", "", "MSM implementation override: xla, pallas, or pre[:impl][:c=K] (precomputed "
-                    "window tables of the key, W-fold its device memory); default: pre:pallas on a GPU when the "
-                    "tables fit a quarter of its memory, else the plain MSM")
+flags.DEFINE_string("prover", "", "prover config, comma-separated key=value: msm=xla|pallas[:block=B:warps=W...], "
+                    "ntt=xla|pallas[...], tables=auto|on|off (precomputed MSM window tables of the key, W-fold its "
+                    "device memory; auto: on a GPU when they fit a quarter of its memory), window=K; '' = defaults")
 cli.define_path("timings_json", "", "write per-sector timings to this JSON file")
 flags.DEFINE_enum("mode", "auto", ["auto", "sequential", "engine"], "how several sectors are proved (see above)")
 flags.DEFINE_integer("max_batch", 0, "engine: partitions per device batch (0 = 2 sectors' worth)")
@@ -76,21 +76,20 @@ def _sequential(circuit, pk, sectors):
     out = []
     for k in sectors:
         print(f"sector {k}: proving {FLAGS.partitions} partitions ...", flush=True)
-        res = sector.prove_sector(circuit, pk, FLAGS.partitions, k, verify=FLAGS.verify,
-                                  msm_impl=FLAGS.msm_impl or None)
+        res = sector.prove_sector(circuit, pk, FLAGS.partitions, k, verify=FLAGS.verify)
         _report(circuit, res)
         out.append(res)
     return out
 
 
-def _engine(circuit, pk, sectors):
+def _engine(circuit, pk, sectors, config):
     from cuzk_jax.engine import Engine
     from cuzk_jax.groth16 import verifier
 
     max_batch = FLAGS.max_batch or 2 * FLAGS.partitions
     print(f"engine: {len(sectors)} sectors x {FLAGS.partitions} partitions, batches of up to {max_batch}", flush=True)
     out = []
-    with Engine(max_batch=max_batch, synthesis_workers=FLAGS.workers or None, msm_impl=FLAGS.msm_impl or None) as eng:
+    with Engine(max_batch=max_batch, synthesis_workers=FLAGS.workers or None, prover=config) as eng:
         eng.preload(circuit, pk)
         futures = [eng.submit_sector(circuit, sector=k, partitions=FLAGS.partitions) for k in sectors]
         for fut in futures:
@@ -114,9 +113,9 @@ def main(argv):
 
     if FLAGS.sectors < 1 or FLAGS.partitions < 1:
         raise app.UsageError("--sectors and --partitions must be at least 1")
-    from cuzk_jax.groth16 import prover
+    from cuzk_jax.groth16 import pipeline, prover
 
-    prover.parse_msm_impl(FLAGS.msm_impl or None)  # a bad --msm_impl fails before synthesis and setup
+    config = pipeline.ProverConfig.parse(FLAGS.prover)  # a bad --prover fails before synthesis and setup
     circuit = base.get_circuit(FLAGS.circuit, FLAGS.preset)
     print(f"circuit {circuit}: synthesizing structure ...", flush=True)
     r1cs = circuit.r1cs()
@@ -124,11 +123,18 @@ def main(argv):
     t_key = time.perf_counter()
     pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True))
     t_key = time.perf_counter() - t_key
-    msm_impl = prover.resolve_msm_impl(pk, FLAGS.msm_impl or None)
-    print(f"MSM: {msm_impl}" + ("" if FLAGS.msm_impl else " (default for this key and device)"), flush=True)
     sectors = list(range(FLAGS.first_sector, FLAGS.first_sector + FLAGS.sectors))
     mode = FLAGS.mode if FLAGS.mode != "auto" else ("engine" if len(sectors) > 1 else "sequential")
-    results = (_engine if mode == "engine" else _sequential)(circuit, pk, sectors)
+    if mode == "engine":
+        used = str(config)
+        results = _engine(circuit, pk, sectors, config)
+    else:
+        t_res = time.perf_counter()
+        rk = prover.resident(pk, r1cs, config)  # device arrays and, if chosen, window tables: once for all sectors
+        used = str(rk.config) + (f" (window tables built in {time.perf_counter() - t_res:.1f} s, "
+                                 f"{rk.table_bytes / 2**30:.2f} GiB)" if rk.tables else " (no window tables)")
+        print(f"prover: {used}", flush=True)
+        results = _sequential(circuit, rk, sectors)
     rows = [{"sector": r.sector, **r.timings.as_dict(), "synthesis": r.synthesis_s, "verified": r.verified}
             for r in results]
     if FLAGS.timings_json:
@@ -136,7 +142,7 @@ def main(argv):
             json.dump({"circuit": FLAGS.circuit, "preset": FLAGS.preset, "partitions": FLAGS.partitions,
                        "constraints": r1cs.num_constraints, "domain": pk.domain_size, "mode": mode,
                        "key_s": round(t_key, 3),  # setup (first run) or loading the cached key
-                       "msm_impl": msm_impl,
+                       "prover": used,
                        "sectors": rows}, fh, indent=1)
     if any(r.verified is False for r in results):
         raise SystemExit("some proofs did not verify")

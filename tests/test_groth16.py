@@ -295,8 +295,8 @@ def test_finish_in_arkworks_equals_python_int_formulas(cube):
         b2 = lc(rg2, [(vk.beta_g2, 1), (mb2, 1), (vk.delta_g2, s)])
         b1 = lc(rg1, [(pk.beta_g1, 1), (mb1, 1), (pk.delta_g1, s)])
         c = lc(rg1, [(ml, 1), (mh, 1), (a, s), (b1, r), (rg1.neg(pk.delta_g1), r * s % R)])
-        out = pipeline.BatchOutput(ok=np.ones(1, bool), first=-np.ones(1, int), points={})
-        out._host = {name: [pt] for name, pt in zip(pipeline.MSMS, (ma, mb1, mb2, ml, mh))}
+        out = pipeline.BatchOutput(ok=np.ones(1, bool), first=-np.ones(1, int), points={},
+                                   host={name: [pt] for name, pt in zip(pipeline.MSMS, (ma, mb1, mb2, ml, mh))})
         fin = types.SimpleNamespace(finish=pipeline.finish_points(pk))
         assert pipeline.finish(fin, out, 0, r, s) == (a, b2, c), case
     for curve, p in ((rg1, None), (rg2, None), (rg1, rg1.generator), (rg2, rg2.generator)):

@@ -61,8 +61,9 @@ def test_prove_unknown_circuit_and_preset():
     _one_error_line(_run("prove.py", "--circuit=cube", "--preset=zzz"), "unknown preset 'zzz'")
 
 
-def test_prove_bad_msm_impl():
-    _one_error_line(_run("prove.py", "--circuit=cube", "--msm_impl=pre:c=99"), "bad MSM impl 'pre:c=99'")
+def test_prove_bad_prover_config():
+    _one_error_line(_run("prove.py", "--circuit=cube", "--prover=tables=on,window=99"), "window must be in 2..")
+    _one_error_line(_run("prove.py", "--circuit=cube", "--prover=msm=cuda"), "unknown MsmConfig kernel 'cuda'")
 
 
 def test_bench_keyload_without_cached_key(tmp_path):
@@ -136,3 +137,8 @@ def test_console_scripts_name_the_mains():
     for c in COMMANDS:  # the modules define flags: check the attribute without importing them into this process
         assert "\ndef run():" in (ROOT / "scripts" / f"{c}.py").read_text()
     assert importlib.util.find_spec("cuzk_jax.scripts.prove") is not None
+
+
+def test_bench_refuses_unknown_kernel(tmp_path):
+    _one_error_line(_run("bench.py", "--op=kernel-compile", "--kernel=nope", f"--out={tmp_path / 'k.json'}",
+                         "--cache_dir="), "unknown --kernel nope")

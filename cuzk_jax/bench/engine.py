@@ -46,7 +46,7 @@ def _verify(pk, publics, proofs) -> bool:
     return bool(verifier.verify_batch(pk.vk, publics, proofs))
 
 
-def sequential(circuit, r1cs, pk, sectors, partitions, msm_impl=None):
+def sequential(circuit, r1cs, pk, sectors, partitions, prover_config=None):
     """Prove ``sectors`` one after another (serial synthesis, one batch per sector). Returns (row, events,
     per-sector (publics, proofs))."""
     from cuzk_jax.engine.timeline import Timeline
@@ -64,7 +64,7 @@ def sequential(circuit, r1cs, pk, sectors, partitions, msm_impl=None):
             publics.append(circuit.public_inputs(inputs))
             tl.add("main", "synthesis", t0, time.perf_counter(), job=k)
         t0 = time.perf_counter()
-        proofs, timings = prover.prove(pk, r1cs, ws, msm_impl=msm_impl)
+        proofs, timings = prover.prove(pk, r1cs, ws, config=prover_config)
         # phases ran back to back (each ends with block_until_ready): lay them out from the prove start
         t = t0
         for name, sec in timings.phases.items():
@@ -84,7 +84,7 @@ def sequential(circuit, r1cs, pk, sectors, partitions, msm_impl=None):
 
 
 def engine_run(circuit, pk, sectors, partitions, max_batch, *, synthesis="process", workers=None,
-               max_wait_s=1.0, msm_impl=None, devices=None):
+               max_wait_s=1.0, prover_config=None, devices=None):
     """Warm the engine (workers, the ``max_batch`` shape), then submit every sector at once and wait.
 
     Returns (row, events shifted to the measurement start, per-sector (publics, proofs), warm-up seconds).
@@ -92,7 +92,7 @@ def engine_run(circuit, pk, sectors, partitions, max_batch, *, synthesis="proces
     from cuzk_jax.engine import Engine
 
     with Engine(max_batch=max_batch, max_wait_s=max_wait_s, synthesis=synthesis, synthesis_workers=workers,
-                msm_impl=msm_impl, devices=devices) as eng:
+                prover=prover_config, devices=devices) as eng:
         eng.preload(circuit, pk)
         t0 = time.perf_counter()
         eng.warm_up([circuit])
@@ -141,7 +141,7 @@ def synth_throughput(circuit, n: int, kind: str, workers: int) -> dict:
 
 def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: int = 4, partitions: int = 10,
             max_batches=(20,), *, synthesis: str = "process", workers: int | None = None, max_wait_s: float = 30.0,
-            msm_impl: str | None = None, key_dir: str | None = None, out_dir: str | None = None,
+            prover_config: str | None = None, key_dir: str | None = None, out_dir: str | None = None,
             name: str | None = None, synth_compare: bool = False, first_sector: int = 0) -> list[dict]:
     """Sequential vs engine (one run per ``max_batches`` entry); writes JSON + PNG under ``out_dir`` if given."""
     from cuzk_jax.circuits import base
@@ -182,11 +182,11 @@ def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: in
     # warm-up: the sequential shape (P = partitions); the engine shapes are warmed inside engine_run
     t0 = time.perf_counter()
     ws = [circuit.witness(circuit.sample_inputs(p, -1)) for p in range(partitions)]
-    prover.prove(pk, r1cs, ws, msm_impl=msm_impl)
+    prover.prove(pk, r1cs, ws, config=prover_config)
     rows.append({"mode": "compile", "max_batch": partitions, "wall_s": time.perf_counter() - t0})
     _say(f"  warm-up P={partitions}: {rows[-1]['wall_s']:.1f}s")
 
-    seq_row, seq_events, seq_out = sequential(circuit, r1cs, pk, ks, partitions, msm_impl)
+    seq_row, seq_events, seq_out = sequential(circuit, r1cs, pk, ks, partitions, prover_config)
     seq_row["verified"] = all(_verify(pk, pub, prf) for pub, prf in seq_out)
     rows.append(seq_row)
     _say(f"  sequential: {seq_row['wall_s']:.2f}s, {seq_row['proofs_per_min']:.1f} proofs/min")
@@ -195,7 +195,7 @@ def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: in
 
     for mb in max_batches:
         row, events, out, warm = engine_run(circuit, pk, ks, partitions, mb, synthesis=synthesis, workers=workers,
-                                            max_wait_s=max_wait_s, msm_impl=msm_impl)
+                                            max_wait_s=max_wait_s, prover_config=prover_config)
         rows.append({"mode": "compile", "max_batch": row["max_batch"], "wall_s": warm})
         row["speedup"] = seq_row["wall_s"] / row["wall_s"]
         row["verified"] = all(_verify(pk, pub, prf) for pub, prf in out)
@@ -219,14 +219,14 @@ def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: in
 
 def run(cfg) -> list[dict]:
     """``cuzk-bench --op=engine``: :func:`compare` with ``--circuit --preset --sectors --partitions --max_batch
-    (default 2 x partitions) --synthesis --workers --max_wait_s --msm_impl --synth_compare --key_dir
+    (default 2 x partitions) --synthesis --workers --max_wait_s --prover --synth_compare --key_dir
     --first_sector``; the timeline JSON and PNG go beside ``--out``."""
     partitions = int(cfg.partitions)
     max_batch = tuple(int(x) for x in cfg.max_batch) or (2 * partitions,)
     out = cfg.out or ""
     return compare(cfg.circuit, cfg.preset or "tiny", int(cfg.sectors), partitions, max_batch,
                    synthesis=cfg.synthesis, workers=cfg.workers or None, max_wait_s=cfg.max_wait_s,
-                   msm_impl=cfg.msm_impl or None, key_dir=cfg.key_dir or None,
+                   prover_config=cfg.prover or None, key_dir=cfg.key_dir or None,
                    out_dir=os.path.dirname(out) or os.path.join("bench", "results"),
                    name=os.path.splitext(os.path.basename(out))[0] + "-timeline" if out else None,
                    synth_compare=cfg.synth_compare, first_sector=cfg.first_sector)

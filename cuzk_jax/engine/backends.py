@@ -156,9 +156,7 @@ class HostBackend:
             return {name: [host_curve.linear_combination(curves[name], list(zip(q[name], scalars[name](zz, h))))
                            if good else None for zz, h, good in zip(zs, hs, ok)] for name in MSMS}
 
-        out = BatchOutput(ok=ok, first=first, points={})
-        out._host = phase("msm", msms)  # already host affine points
-        return out
+        return BatchOutput(ok=ok, first=first, points={}, host=phase("msm", msms))
 
     def finish(self, resident: HostResident, out: BatchOutput, i: int, r: int, s: int) -> Proof:
         return Proof(*pipeline.finish(resident, out, i, r, s))

@@ -415,20 +415,21 @@ def msm(rk: ResidentKey, name: str, scalars):
 
 @dataclasses.dataclass
 class BatchOutput:
-    """One batch's device results on the host: ``ok`` (bool, P), ``first`` (int, P: first failing constraint or
-    -1) and ``points`` (MSM phase name -> host Jacobian limb arrays, converted lazily by :func:`host_points`)."""
+    """One batch's results on the host: ``ok`` (bool, P), ``first`` (int, P: first failing constraint or -1),
+    ``points`` (MSM phase name -> Jacobian limb arrays) and ``host`` (MSM phase name -> list of host affine points:
+    given by a backend that computes them on the host, else converted from ``points`` on first use)."""
 
     ok: np.ndarray
     first: np.ndarray
     points: dict
-    _host: dict | None = None
+    host: dict | None = None
 
     def host_points(self) -> dict:
         """MSM phase name -> list of host affine points (one batched conversion per MSM, done once)."""
-        if self._host is None:
-            self._host = {name: host_curve.from_device(g2 if MSMS[name] == "g2" else g1, jac)
-                          for name, jac in self.points.items()}
-        return self._host
+        if self.host is None:
+            self.host = {name: host_curve.from_device(g2 if MSMS[name] == "g2" else g1, jac)
+                         for name, jac in self.points.items()}
+        return self.host
 
 
 def timed(name: str, fn: Callable, record: dict | None):
