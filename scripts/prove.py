@@ -23,7 +23,7 @@ from absl import app, flags
 from cuzk_jax import cli
 
 flags.DEFINE_string("circuit", "porep_like", "circuit name (cube, merkle_inclusion, porep_like)")
-flags.DEFINE_string("preset", "tiny", "circuit preset")
+flags.DEFINE_string("preset", "", "circuit preset (default: the circuit's own, e.g. tiny for porep_like)")
 flags.DEFINE_integer("partitions", 10, "partitions per sector (proved in one batch)")
 flags.DEFINE_integer("sectors", 1, "number of sectors to prove")
 flags.DEFINE_integer("first_sector", 0, "seed/index of the first sector")
@@ -139,7 +139,7 @@ def main(argv):
             for r in results]
     if FLAGS.timings_json:
         with open(FLAGS.timings_json, "w") as fh:
-            json.dump({"circuit": FLAGS.circuit, "preset": FLAGS.preset, "partitions": FLAGS.partitions,
+            json.dump({"circuit": FLAGS.circuit, "preset": circuit.preset, "partitions": FLAGS.partitions,
                        "constraints": r1cs.num_constraints, "domain": pk.domain_size, "mode": mode,
                        "key_s": round(t_key, 3),  # setup (first run) or loading the cached key
                        "prover": used,

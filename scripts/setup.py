@@ -8,7 +8,7 @@ from absl import flags
 from cuzk_jax import cli
 
 flags.DEFINE_string("circuit", "porep_like", "circuit name")
-flags.DEFINE_string("preset", "tiny", "circuit preset")
+flags.DEFINE_string("preset", "", "circuit preset (default: the circuit's own, e.g. tiny for porep_like)")
 cli.define_path("key_dir", "", "key directory (default: the key cache, ~/.cache/cuzk_jax/keys)")
 cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
