@@ -5,9 +5,9 @@
 * :func:`define_path`: a string flag whose value has ``~`` expanded.
 * :func:`run`: ``app.run(main)`` for the same main however it is started (``python scripts/prove.py``, the
   ``cuzk-prove`` console script, ``python -m cuzk_jax prove``): ``--help`` prints the script's docstring and its own
-  flags and exits 0 (``--helpfull``: every flag); an unknown or malformed flag, a :class:`absl.app.UsageError` or bad input (a ``ValueError`` or
-  missing file: unknown circuit or preset, unreadable or corrupt file, unsatisfied witness) ends with one
-  ``error: ...`` line on stderr and exit status 2, not a traceback.
+  flags and exits 0 (``--helpfull``: every flag); an unknown or malformed flag, a :class:`absl.app.UsageError` or
+  bad input (a ``ValueError`` or missing file: unknown circuit or preset, unreadable or corrupt file, unsatisfied
+  witness) ends with one ``error: ...`` line on stderr and exit status 2, not a traceback.
 """
 
 from __future__ import annotations

@@ -6,10 +6,13 @@
   python scripts/bench.py --op=keyload --preset=domain20             # a cached key, with / without subgroup checks
   python scripts/bench.py --op=synth --circuit=porep_like --preset=large --partitions=10
   python scripts/bench.py --op=snarkjs --log_n=12,16 --impl=snarkjs,device --export_dir=bench/snarkjs_artifacts
+  python scripts/bench.py --op=kernel-compile --kernel=acc,general_acc --group=g1,g2   # Pallas kernel compile time
+  python scripts/bench.py --op=check-msm --group=g1,g2 --log_n=12 --impl=pallas    # the MSM against arkworks
 
-Each op lives in cuzk_jax/bench/<op>.py (``run(cfg) -> rows``; an op's ``DEFAULTS`` replace the defaults of the
-flags not given); this main only parses flags and reports. Every finished row reaches the JSON at once, so a run
-stopped by a time limit keeps what it measured.
+Each op lives in cuzk_jax/bench/<op>.py (``-`` read as ``_``; ``run(cfg) -> rows``; an op's ``DEFAULTS`` replace
+the defaults of the flags not given); this main only parses flags and reports. Every finished row reaches the JSON
+at once, so a run stopped by a time limit keeps what it measured. Exit status 1 when a row has ``ok: false`` (a
+failed check).
 """
 
 import importlib
@@ -20,7 +23,7 @@ from absl import app, flags
 
 from cuzk_jax import cli
 
-OPS = ("field", "curve", "msm", "ntt", "h", "engine", "keyload", "synth", "snarkjs")
+OPS = ("field", "curve", "msm", "ntt", "h", "engine", "keyload", "synth", "snarkjs", "kernel-compile", "check-msm")
 
 flags.DEFINE_list("op", ["field"], f"ops to benchmark, from {OPS}")
 flags.DEFINE_list("field", ["fq"], "fields for --op=field (fq, fr, fq2)")
@@ -44,7 +47,7 @@ flags.DEFINE_list("max_batch", [], "engine: batch sizes to compare, one engine r
 flags.DEFINE_enum("synthesis", "process", ["process", "thread"], "engine: synthesis worker kind")
 flags.DEFINE_integer("workers", 0, "engine: synthesis workers (0 = cores - 1)")
 flags.DEFINE_float("max_wait_s", 30.0, "engine: longest wait of a ready partition for its batch to fill")
-flags.DEFINE_string("msm_impl", "", "engine: MSM implementation, passed to the prover as given (see prove --help)")
+flags.DEFINE_string("prover", "", "engine: prover configuration, passed through as given (see prove --help)")
 flags.DEFINE_bool("synth_compare", False, "engine: also measure synthesis throughput of thread vs process pools")
 # --op=keyload
 flags.DEFINE_list("modes", ["cache", "full"], "keyload: cache = no subgroup test (the key cache), full = every check")
@@ -62,6 +65,14 @@ cli.define_path("artifacts_dir", "", "snarkjs: use exported circuit files from h
 cli.define_path("export_dir", "", "snarkjs: copy the built circuit files here (to carry them to another machine)")
 flags.DEFINE_bool("export_zkey", True, "snarkjs: export the zkey (else, for insecure keys, the r1cs)")
 flags.DEFINE_list("baseline", [], "snarkjs: JSONs of earlier runs whose snarkjs rows give the ratio")
+# --op=kernel-compile
+flags.DEFINE_list("kernel", ["acc"], "kernel-compile: acc, general, general_acc, general_wrow, general_shift (MSM, per "
+                  "--group), ntt_r2, ntt_r4 (NTT step, per --log_n)")
+flags.DEFINE_integer("block", 64, "kernel-compile: lanes per program of the MSM kernels")
+flags.DEFINE_bool("lower_only", False, "kernel-compile: lower for CUDA (works on a CPU) and count the Triton IR only")
+# --op=check-msm
+flags.DEFINE_bool("check_batch", True, "check-msm: also check a 3-partition MSM (per-partition bases)")
+flags.DEFINE_bool("check_xla", False, "check-msm: also compare with the XLA fallback (on a GPU: minutes of compiling)")
 cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
@@ -86,7 +97,8 @@ def main(argv):
     cli.use_cache_dir(FLAGS.cache_dir)
     env = bench.environment()
     print(f"environment: {env}", flush=True)
-    out = FLAGS.out or os.path.join("bench", "results", f"{'-'.join(FLAGS.op)}-{env['backend']}-{env['date'][:10]}.json")
+    name = f"{'-'.join(FLAGS.op)}-{env['backend']}-{env['date'][:10]}.json"
+    out = FLAGS.out or os.path.join("bench", "results", name)
     flag_values: dict = {"op": FLAGS.op}  # and each op's configuration
     rows: list[dict] = []
 
@@ -96,7 +108,7 @@ def main(argv):
 
     bench.add_row_sink(write_partial)
     for op in FLAGS.op:
-        module = importlib.import_module(f"cuzk_jax.bench.{op}")
+        module = importlib.import_module(f"cuzk_jax.bench.{op.replace('-', '_')}")
         cfg = op_config(op, module)
         cfg.out = out
         flag_values[op] = {k: v for k, v in vars(cfg).items() if k not in ("op", "out", "cache_dir")}
@@ -104,10 +116,15 @@ def main(argv):
         for r in op_rows:
             r.setdefault("op", op)
         rows += [r for r in op_rows if not any(r is seen for seen in rows)]  # those not already emitted
-        print(bench.format_table([{k: v for k, v in r.items() if not isinstance(v, (list, dict))} for r in op_rows]),
-              flush=True)
+        short = [{k: v for k, v in r.items() if not (isinstance(v, dict) or isinstance(v, list) and len(v) > 4)}
+                 for r in op_rows]  # long lists and nested results go to the JSON only
+        print(bench.format_table(short), flush=True)
     bench.write_json(out, {"environment": env, "flags": flag_values, "rows": rows, "complete": True})
     print(f"wrote {out}")
+    failed = sum(r.get("ok") is False for r in rows)
+    if failed:
+        print(f"{failed} row(s) not ok", flush=True)
+        return 1
 
 
 def run():

@@ -1,42 +1,40 @@
-"""One-call GPU check of the MSM: Pallas kernels vs the XLA path (and arkworks), then the benchmark.
+"""``--op=check-msm``: the MSM on the device against py_arkworks_bls12381's multiexp (and optionally the XLA path).
 
-  python scripts/gpu_check_msm.py                                  # check at 2^12, then bench g1,g2 at 16..24
-  python scripts/gpu_check_msm.py --bench_log_n=16,20 --group=g1   # a shorter run
-  python scripts/gpu_check_msm.py --skip_bench                     # correctness only
-  python scripts/gpu_check_msm.py --skip_check --impl=pallas,pallas:seg=32:block=128:warps=4
+  python scripts/bench.py --op=check-msm --group=g1,g2 --log_n=12 --impl=pallas      # the defaults
+  python scripts/bench.py --op=check-msm,msm --log_n=16                            # check, then benchmark
 
-The check runs random inputs and edge cases (all-zero scalars, zeros and ones, one repeated scalar, bases at
-infinity) at ``2^check_log_n`` points through both implementations and compares the points exactly (and with
-py_arkworks_bls12381's multiexp when it is installed). The bench is cuzk_jax/bench/msm.py; its rows are printed as
-a table and written as JSON (default bench/results/msm-<backend>-<date>.json).
+Random inputs and edge cases (all-zero scalars, zeros and ones, one repeated scalar, bases at infinity, scalars
+r - 1) at ``2^log_n`` points through each ``--impl`` spec (:func:`cuzk_jax.bench.msm.parse_spec`), compared exactly;
+``--check_batch`` adds a 3-partition MSM with per-partition bases, ``--check_xla`` the XLA fallback (on a GPU its
+compile takes minutes). Every row has ``ok``; the bench main exits 1 when a row is not ok.
 """
 
-import os
+from __future__ import annotations
+
 import random
 import time
 
-from absl import app, flags
+from cuzk_jax import bench
 
-from cuzk_jax import cli
-
-flags.DEFINE_list("group", ["g1", "g2"], "groups")
-flags.DEFINE_integer("check_log_n", 12, "log2 of the point count for the correctness check")
-flags.DEFINE_list("bench_log_n", ["16", "18", "20", "22", "24"], "log2 sizes for the benchmark")
-flags.DEFINE_list("impl", [], "bench impl specs (default pallas,xla); see cuzk_jax/bench/msm.py")
-flags.DEFINE_list("check_impl", ["pallas"], "impl specs checked against xla")
-flags.DEFINE_integer("batch", 1, "partitions per MSM in the bench")
-flags.DEFINE_integer("reps", 5, "timed repetitions")
-flags.DEFINE_integer("warmup", 2, "warm-up runs")
-flags.DEFINE_bool("skip_check", False, "skip the correctness check")
-flags.DEFINE_bool("check_batch", True, "also check a 3-partition MSM (per-partition bases)")
-flags.DEFINE_bool("check_xla", False, "also compare with the XLA fallback (on GPU its compile takes minutes)")
-flags.DEFINE_bool("skip_bench", False, "skip the benchmark")
-flags.DEFINE_string("out", "", "JSON output path")
-cli.define_cache_dir_flag()
-FLAGS = flags.FLAGS
+DEFAULTS = {"group": ["g1", "g2"], "log_n": ["12"], "impl": ["pallas"]}
 
 
-def check(group: str, log_n: int, specs, results: list) -> bool:
+def _add(results: list, row: dict) -> None:
+    row["ok"] = "error" not in row and row.get("arkworks") is not False and row.get("matches_xla") is not False
+    bench.emit(results, row)
+
+
+def run(cfg) -> list[dict]:
+    rows: list[dict] = []
+    for group in cfg.group:
+        for log_n in map(int, cfg.log_n):
+            ok = check(group, log_n, list(cfg.impl), rows, check_batch=cfg.check_batch, check_xla=cfg.check_xla)
+            print(f"CHECK {group} 2^{log_n}", "PASSED" if ok else "FAILED", flush=True)
+    return rows
+
+
+def check(group: str, log_n: int, specs, results: list, *, check_batch: bool = True, check_xla: bool = False) -> bool:
+    """Check each MSM spec at ``2^log_n`` points of ``group``; rows go to ``results`` (and the row sinks)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -67,7 +65,7 @@ def check(group: str, log_n: int, specs, results: list) -> bool:
         "inf_bases": (inf_bases, inf_mask, [rng.randrange(R) for _ in range(n)]),
         "max_scalar": (bases, no_inf, [R - 1] * (n // 2) + [rng.randrange(R) for _ in range(n - n // 2)]),
     }
-    xla = M.msm_jit(group, MsmConfig("xla")) if FLAGS.check_xla else None
+    xla = M.msm_jit(group, MsmConfig("xla")) if check_xla else None
     ok = True
     for spec in specs:
         config, window = bmsm.parse_spec(spec)
@@ -81,7 +79,7 @@ def check(group: str, log_n: int, specs, results: list) -> bool:
             except Exception as e:  # report and go on with the other groups
                 row["error"] = f"{type(e).__name__}: {str(e)[:2000]}"
                 print(f"[check] {group} 2^{log_n} {spec:<24} {name:<12} FAILED TO RUN: {row['error']}", flush=True)
-                results.append(row)
+                _add(results, row)
                 ok = False
                 break
             row["first_call_s"] = round(time.perf_counter() - t0, 2)  # includes compilation on the first case
@@ -91,9 +89,9 @@ def check(group: str, log_n: int, specs, results: list) -> bool:
                 want = jax.block_until_ready(xla(b, s))
                 row["matches_xla"] = host_curve.from_device(curve, got) == host_curve.from_device(curve, want)
                 ok &= row["matches_xla"]
-            results.append(row)
+            _add(results, row)
             print(f"[check] {row}", flush=True)
-    if FLAGS.check_batch:
+    if check_batch:
         P = 3
         bx = jnp.stack([bases.x, jnp.roll(bases.x, 1, axis=-1), jnp.roll(bases.x, 2, axis=-1)], axis=-2)
         by = jnp.stack([bases.y, jnp.roll(bases.y, 1, axis=-1), jnp.roll(bases.y, 2, axis=-1)], axis=-2)
@@ -111,7 +109,7 @@ def check(group: str, log_n: int, specs, results: list) -> bool:
             except Exception as e:
                 row["error"] = f"{type(e).__name__}: {str(e)[:500]}"
                 print(f"[check] {row}", flush=True)
-                results.append(row)
+                _add(results, row)
                 ok = False
                 continue
             # partition p uses the bases rolled by p (refs rolled the same way) and its own infinity mask
@@ -119,7 +117,7 @@ def check(group: str, log_n: int, specs, results: list) -> bool:
                 _arkworks(group, refs[-p:] + refs[:-p] if p else refs, sc[p], infs[p], got[p]) is not False
                 for p in range(P))
             ok &= row["arkworks"]
-            results.append(row)
+            _add(results, row)
             print(f"[check] {row}", flush=True)
     return ok
 
@@ -133,7 +131,6 @@ def _arkworks(group, refs, scalars, inf, got):
         return None
     from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
-
     P = pa.G1Point if group == "g1" else pa.G2Point
     pts, sc = [], []
     for p, s, i in zip(refs, scalars, inf):
@@ -145,54 +142,3 @@ def _arkworks(group, refs, scalars, inf, got):
         sc.append(pa.Scalar.from_le_bytes(s.to_bytes(32, "little")))
     want = P.multiexp_unchecked(pts, sc).to_compressed_bytes()
     return (ref_g1 if group == "g1" else ref_g2).encode(got) == want
-
-
-def main(argv):
-    del argv
-    from cuzk_jax import bench
-    from cuzk_jax.bench import msm as bmsm
-
-    cli.use_cache_dir(FLAGS.cache_dir)
-    env = bench.environment()
-    print("environment:", env, flush=True)
-    out = FLAGS.out or os.path.join("bench", "results", f"msm-{env['backend']}-{env['date'][:10]}.json")
-    checks: list[dict] = []
-    rows: list[dict] = []
-    state = {"check_passed": None}
-
-    def write(complete=False):  # rewritten after every row: a run stopped by a time limit keeps its results
-        bench.write_json(out, {"environment": env, "check_passed": state["check_passed"],
-                               "flags": {k: FLAGS[k].value for k in ("group", "bench_log_n", "impl", "batch", "reps",
-                                                                     "warmup", "check_log_n", "check_impl")},
-                               "checks": checks, "rows": rows, "complete": complete})
-
-    bench.add_row_sink(lambda row: (rows.append(row), write()))
-    ok = True
-    if not FLAGS.skip_check:
-        for g in FLAGS.group:
-            ok &= check(g, FLAGS.check_log_n, FLAGS.check_impl, checks)
-            write()
-        state["check_passed"] = bool(ok)
-        print("CHECK", "PASSED" if ok else "FAILED", flush=True)
-        write()
-    if not FLAGS.skip_bench:
-
-        class Cfg:
-            group = FLAGS.group
-            log_n = FLAGS.bench_log_n
-            impl = FLAGS.impl
-            batch = FLAGS.batch
-            reps = FLAGS.reps
-            warmup = FLAGS.warmup
-
-        bmsm.run(Cfg)  # its rows reach `rows` through the sink
-        for r in rows:
-            r.setdefault("op", "msm")
-        print(bench.format_table(rows), flush=True)
-    write(complete=True)
-    print(f"wrote {out}", flush=True)
-    return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    app.run(main)
