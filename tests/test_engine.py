@@ -245,7 +245,13 @@ def test_key_manager_lru_by_bytes():
         time.sleep(0.05)  # concurrent requests must still load once
         return FakeKey(circuit, {"a": 40, "b": 50, "c": 30, "huge": 500}[circuit])
 
-    km = KeyManager(place=lambda pk, r1cs: pk, size=lambda res: res.size, loader=loader, budget_bytes=100)
+    headrooms = {}
+
+    def place(pk, r1cs, headroom):  # the budget left beside the other resident keys (window tables must fit it)
+        headrooms[pk.circuit_digest] = headroom
+        return pk
+
+    km = KeyManager(place=place, size=lambda res: res.size, loader=loader, budget_bytes=100)
     threads = [threading.Thread(target=km.get, args=("a", "a")) for _ in range(4)]
     for t in threads:
         t.start()
@@ -254,19 +260,21 @@ def test_key_manager_lru_by_bytes():
     assert loads == ["a"] and km.stats.hits == 3
     km.get("b", "b")
     assert list(km.resident()) == ["a", "b"] and km.resident_bytes() == 90
+    assert headrooms == {"a": 100, "b": 60}
     km.get("a", "a")  # a becomes most recently used
     km.get("c", "c")  # 120 > 100: evict the LRU (b)
+    assert headrooms["c"] == 10
     assert list(km.resident()) == ["a", "c"] and km.stats.evictions == 1
     km.get("huge", "huge")  # larger than the budget: admitted alone
     assert list(km.resident()) == ["huge"]
     assert km.evict("huge") and not km.evict("huge") and km.resident() == {}
     with pytest.raises(ValueError):
         KeyManager(place=None, size=None, budget_bytes=0)
-    bad = KeyManager(place=lambda pk, r: pk, size=lambda r: 1, loader=lambda c, r: FakeKey("zzz", 1))
+    bad = KeyManager(place=lambda pk, r, h: pk, size=lambda r: 1, loader=lambda c, r: FakeKey("zzz", 1))
     with pytest.raises(ValueError, match="another circuit"):
         bad.get("a", "a")
     with pytest.raises(KeyError):
-        KeyManager(place=lambda pk, r: pk, size=lambda r: 1).get("a", "a")
+        KeyManager(place=lambda pk, r, h: pk, size=lambda r: 1).get("a", "a")
 
 
 # ---------------------------------------------------------------------------------------------------------------
