@@ -526,7 +526,7 @@ def test_dev_setup_zkey_works_with_snarkjs(art, zk, wit, work):
     assert verifier.verify(vk, work / "dev-sj-public.json", work / "dev-sj-proof.json")
 
     # the benchmark's GPU hand-off: an exported r1cs + witness + vk regenerates the byte-identical key
-    from cuzk_jax.snarkjs import bench
+    from cuzk_jax.bench import snarkjs as bench
 
     exp = work / "export" / "chain-dev"
     exp.mkdir(parents=True)
