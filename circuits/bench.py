@@ -1,4 +1,4 @@
-"""Synthesis-only benchmark (the logic behind ``scripts/synth_bench.py``; cuzk's "synth-only bench").
+"""Synthesis-only benchmark (the logic behind ``bench --op=synth``; cuzk's "synth-only bench").
 
 Phases, each timed separately (wall seconds; synthesis also in process CPU seconds):
 

@@ -60,7 +60,8 @@ def parse_spec(spec: str) -> tuple[MsmConfig, int | None]:
     return MsmConfig.parse(":".join(parts)), window
 
 
-def _host_points(group: str, count: int, seed: int) -> list:
+def host_points(group: str, count: int, seed: int) -> list:
+    """``count`` random reference affine points of ``group`` (seeded; multiples of the generator by arkworks)."""
     rng = random.Random(seed)
     try:
         import py_arkworks_bls12381 as pa
@@ -79,7 +80,8 @@ def _host_points(group: str, count: int, seed: int) -> list:
         return [curve.mul(curve.generator, rng.randrange(1, C.R)) for _ in range(min(count, 64))]
 
 
-def _affine(group: str, refs) -> cv.Affine:
+def device_affine(group: str, refs) -> cv.Affine:
+    """Reference affine points (none at infinity) -> a device :class:`~cuzk_jax.ops.curve.Affine` (Montgomery)."""
     if group == "g1":
         x = enc.ints_to_limbs([p[0] for p in refs], "fq", montgomery=True)
         y = enc.ints_to_limbs([p[1] for p in refs], "fq", montgomery=True)
@@ -92,7 +94,7 @@ def _affine(group: str, refs) -> cv.Affine:
 def device_inputs(group: str, log_n: int, batch: int = 1, seed: int = 0):
     """Resident bases (tiled from a distinct set, see the module docstring) and random canonical scalars."""
     n = 1 << log_n
-    base = _affine(group, _host_points(group, 1 << min(log_n, MAX_DISTINCT_LOG), seed))
+    base = device_affine(group, host_points(group, 1 << min(log_n, MAX_DISTINCT_LOG), seed))
     m = base.inf.shape[0]
     reps = -(-n // m)
     tile = lambda a: jnp.tile(a, (1,) * (a.ndim - 1) + (reps,))[..., :n]  # noqa: E731
