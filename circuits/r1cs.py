@@ -5,13 +5,17 @@ Layout (fixed; the device evaluator :mod:`cuzk_jax.ops.r1cs` and the Groth16 pro
 * Columns index ``z = [1, public..., private...]`` (see :mod:`cuzk_jax.circuits.cs`): ``num_inputs = 1 +
   num_public`` leading columns, then ``num_aux`` private ones; ``num_vars = num_inputs + num_aux``.
 * Each of A, B, C is a :class:`SparseMatrix` in CSR form over the ``m = num_constraints`` rows:
-  ``indptr`` (int64, ``m + 1``), ``cols`` (int32, nnz) and ``coeff_ids`` (int32, nnz) indexing the shared
+  ``indptr`` (int64, ``m + 1``; int32 in an R1CS loaded from a compiled file whose nnz fit, see
+  :mod:`.compiled`), ``cols`` (int32, nnz) and ``coeff_ids`` (int32, nnz) indexing the shared
   coefficient table ``R1CS.coeffs`` (canonical Python ints in ``[0, r)``; ``coeffs[0] == 1``). Rows appear in
   synthesis order, terms within a row in the order the circuit wrote them; a column may repeat within a row (the
   terms add up).
 * ``R1CS.coeff_limbs()`` gives the table as Fr limbs ``(8, K)`` uint32 (Montgomery form by default), the device
   representation; canonical ints (``coeffs``) are the reference representation.
-* Constraint ``i`` is named ``namespaces[row_namespace[i]] + "/" + labels[row_label[i]]``.
+* Constraint ``i`` is named ``namespaces[row_namespace[i]] + "/" + labels[row_label[i]]`` (the id arrays are int32
+  from the builder, the narrowest unsigned type that holds the table's ids when loaded from a compiled file).
+* Arrays may be read-only views of a memory-mapped file (:func:`cuzk_jax.circuits.compiled.load`): treat them as
+  immutable (every method here builds new arrays).
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ LIMBS_FR = 8  # uint32 limbs of an Fr element
 
 @dataclasses.dataclass(frozen=True)
 class SparseMatrix:
-    """CSR rows of one R1CS matrix: ``indptr`` (int64, m+1), ``cols`` (int32, nnz), ``coeff_ids`` (int32, nnz)."""
+    """CSR rows of one R1CS matrix: ``indptr`` (int64 -- or int32, see the module docstring -- m+1), ``cols``
+    (int32, nnz), ``coeff_ids`` (int32, nnz)."""
 
     indptr: np.ndarray
     cols: np.ndarray
@@ -70,6 +75,9 @@ class R1CS:
     row_label: np.ndarray
     input_names: tuple = ()
     appended_constraints: int = 0  # rows added after synthesis (with_input_constraints)
+    # digest() of an R1CS whose arrays cannot change (read-only views of a checksummed compiled file); not an init
+    # argument, so dataclasses.replace() never carries it over to a different structure
+    _digest: str | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     # -- sizes -------------------------------------------------------------------------------------------------------
     @property
@@ -126,12 +134,19 @@ class R1CS:
         return tuple(out)
 
     def digest(self) -> str:
-        """SHA-256 over the whole structure (sizes, matrices, coefficients): equal digests = same R1CS shape."""
+        """SHA-256 over the whole structure (sizes, matrices, coefficients): equal digests = same R1CS shape.
+
+        ``indptr`` is hashed as int64 whatever its stored width, so an R1CS loaded from a compiled file has the
+        builder's digest; arrays are hashed in place (no copy of a memory-mapped matrix).
+        """
+        if self._digest is not None:
+            return self._digest
         h = hashlib.sha256()
         h.update(np.array([self.num_inputs, self.num_aux, self.num_constraints], np.int64).tobytes())
         for m in self.matrices():
-            for arr in (m.indptr, m.cols, m.coeff_ids):
-                h.update(np.ascontiguousarray(arr).tobytes())
+            _hash_array(h, m.indptr, np.int64)
+            for arr in (m.cols, m.coeff_ids):
+                _hash_array(h, arr, None)
         h.update(b"".join(c.to_bytes(32, "little") for c in self.coeffs))
         return h.hexdigest()
 
@@ -197,6 +212,23 @@ class R1CS:
         except Unsatisfied:
             return False
         return True
+
+
+_HASH_CHUNK = 1 << 22  # elements per converted chunk in _hash_array
+
+
+def _hash_array(h, arr: np.ndarray, dtype) -> None:
+    """Feed ``arr``'s native little-endian bytes (as ``dtype`` if given) to ``h`` without copying a contiguous array
+    of that dtype; other widths are converted a bounded chunk at a time."""
+    arr = np.asarray(arr)
+    if dtype is None or arr.dtype == np.dtype(dtype):
+        if arr.flags.c_contiguous:
+            h.update(memoryview(arr).cast("B") if arr.size else b"")
+        else:
+            h.update(np.ascontiguousarray(arr).tobytes())
+        return
+    for i in range(0, arr.size, _HASH_CHUNK):
+        h.update(arr[i:i + _HASH_CHUNK].astype(dtype).tobytes())
 
 
 @dataclasses.dataclass

@@ -1,0 +1,432 @@
+"""The compiled circuit form on disk: an :class:`~cuzk_jax.circuits.r1cs.R1CS` as one memory-mappable file.
+
+``save(r1cs, path, meta)`` writes it (atomically: a temporary file in the same directory, fsync, ``os.replace``);
+``load(path)`` maps it back without copying the matrices (read-only ``np.frombuffer`` views of an ``mmap``) and
+returns an R1CS equal to the one saved (same :meth:`~cuzk_jax.circuits.r1cs.R1CS.digest`, matrices, coefficient
+table and constraint names). :meth:`cuzk_jax.circuits.Circuit.r1cs` keeps these files in a cache directory so the
+structure of a circuit shape is synthesized once, not on every run.
+
+Format (version 1; every integer little-endian, ``u32`` / ``u64`` unsigned). A fixed 160-byte header:
+
+======  ====  =====================================================================================================
+offset  size  field
+======  ====  =====================================================================================================
+0       8     magic ``b"CUZKR1CS"``
+8       4     u32 format version (1)
+12      4     u32 indptr width in bytes: 4 (int32, when nnz_a + nnz_b + nnz_c < 2^31) or 8 (int64)
+16      8     u64 file size in bytes (everything, checksum included)
+24      8     u64 data offset D = 160 + J rounded up to 64 (where the first array starts)
+32      8     u64 num_inputs (ONE + public inputs)
+40      8     u64 num_aux (private variables)
+48      8     u64 num_constraints m (appended ones included)
+56      8     u64 appended_constraints (rows added after synthesis, ``R1CS.with_input_constraints``; usually 0)
+64      24    3 x u64 nnz of A, B, C
+88      8     u64 K, coefficient-table size
+96      4     u32 namespace-id width in bytes (1, 2 or 4)
+100     4     u32 label-id width in bytes (1, 2 or 4)
+104     8     u64 N, names-blob size in bytes
+112     8     u64 J, metadata size in bytes (at most 1 MiB)
+120     8     reserved (zero)
+128     32    the R1CS digest (raw SHA-256 of ``R1CS.digest()``)
+160     J     metadata: UTF-8 JSON object, e.g. ``{"circuit": ..., "preset": ..., "params": {...}, "code": ...}``
+======  ====  =====================================================================================================
+
+Then the arrays, each starting at the next multiple of 64 bytes (zero padding between), in this order:
+
+=========================  ======================  ================================================================
+section                    size                    contents
+=========================  ======================  ================================================================
+A.indptr                   (m + 1) x indptr width  CSR row pointers (int32 or int64)
+A.cols                     nnz_a x 4               int32 column (wire) of each term
+A.coeff_ids                nnz_a x 4               int32 index into the coefficient table (small and large
+                                                   coefficients alike)
+B.indptr, B.cols, ...      as for A
+C.indptr, C.cols, ...      as for A
+coefficients               K x 32                  Fr elements, canonical, 32-byte little-endian each
+row namespace ids          m x namespace width     uint8 / uint16 (or int32) index into the namespace table
+row label ids              m x label width         uint8 / uint16 (or int32) index into the label table
+names                      N                       UTF-8 JSON ``{"namespaces": [...], "labels": [...],
+                                                   "input_names": [...]}`` (constraint ``i`` is named
+                                                   ``namespaces[ns[i]] + "/" + labels[label[i]]``)
+checksum                   32                      SHA-256 of every byte before it (starts at a multiple of 64)
+=========================  ======================  ================================================================
+
+The id widths are the narrowest that hold the table (uint8 up to 256 entries, uint16 up to 65,536), so names cost
+2-4 bytes per constraint; the rest is ``12`` (int32 indptr) + 8 x nnz per constraint: :func:`bytes_per_constraint`.
+
+Loading reads the 160-byte header and the metadata, checks the magic, the version, every count and width, and
+that the layout they imply has exactly the file's size BEFORE it maps or allocates anything (a header claiming
+2^40 entries in a small file is one error, not a 2^40-byte allocation); then it maps the file, streams the checksum
+(16 MiB at a time over the mapping), decodes the coefficient table and the names, and range-checks the arrays
+(indptr monotone from 0 to nnz, columns < num_vars, coefficient ids < K, name ids inside their tables). Any failure
+is ONE :class:`~cuzk_jax.errors.FormatError` naming the file and what is wrong (truncated, corrupt, bad magic,
+unsupported version, inconsistent header). A loaded R1CS keeps the mapping open for as long as its arrays live; its
+digest is the header's when the checksum was verified (the file is then byte for byte what :func:`save` wrote from
+an R1CS with that digest), else recomputed on first use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import mmap
+import os
+import struct
+import tempfile
+
+import numpy as np
+
+from cuzk_jax.errors import FormatError
+from cuzk_jax.reference.constants import R
+
+from .r1cs import R1CS, SparseMatrix
+
+__all__ = ["MAGIC", "VERSION", "Header", "save", "load", "load_with_header", "read_header", "file_size",
+           "bytes_per_constraint", "summary"]
+
+MAGIC = b"CUZKR1CS"
+VERSION = 1
+ALIGN = 64
+FIXED = struct.Struct("<8sIIQQQQQQ3QQIIQQQ32s")  # the 160-byte fixed header of the table above
+assert FIXED.size == 160
+MAX_META = 1 << 20
+_CHUNK = 16 << 20  # bytes per checksum step
+_CHECK_CHUNK = 1 << 22  # elements per range-check step
+_INT32_MAX = (1 << 31) - 1
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def _id_width(table_len: int) -> int:
+    return 1 if table_len <= 1 << 8 else 2 if table_len <= 1 << 16 else 4
+
+
+_ID_DTYPE = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<i4")}
+_PTR_DTYPE = {4: np.dtype("<i4"), 8: np.dtype("<i8")}
+_I32 = np.dtype("<i4")
+
+
+@dataclasses.dataclass(frozen=True)
+class Header:
+    """The decoded header of a compiled circuit file (sizes, widths, metadata, digest)."""
+
+    version: int
+    ptr_width: int
+    file_size: int
+    data_offset: int
+    num_inputs: int
+    num_aux: int
+    num_constraints: int
+    appended_constraints: int
+    nnz: tuple
+    num_coeffs: int
+    ns_width: int
+    label_width: int
+    names_bytes: int
+    meta: dict
+    digest: str
+
+    def sections(self) -> list[tuple[str, int, int, np.dtype]]:
+        """``[(name, offset, count, dtype)]`` of every array section, then the checksum offset as ``("checksum",
+        offset, 32, uint8)``; pure arithmetic on the header (Python ints: no overflow on absurd counts)."""
+        m = self.num_constraints
+        out, off = [], self.data_offset
+        items = []
+        for mat, nnz in zip("ABC", self.nnz):
+            items += [(f"{mat}.indptr", m + 1, _PTR_DTYPE[self.ptr_width]), (f"{mat}.cols", nnz, _I32),
+                      (f"{mat}.coeff_ids", nnz, _I32)]
+        items += [("coeffs", self.num_coeffs * 32, np.dtype("u1")), ("row_namespace", m, _ID_DTYPE[self.ns_width]),
+                  ("row_label", m, _ID_DTYPE[self.label_width]), ("names", self.names_bytes, np.dtype("u1"))]
+        for name, count, dtype in items:
+            off = _align(off)
+            out.append((name, off, count, dtype))
+            off += count * dtype.itemsize
+        out.append(("checksum", _align(off), 32, np.dtype("u1")))
+        return out
+
+    def expected_size(self) -> int:
+        return self.sections()[-1][1] + 32
+
+    @property
+    def num_vars(self) -> int:
+        return self.num_inputs + self.num_aux
+
+
+def _meta_bytes(meta: dict | None) -> bytes:
+    return json.dumps(meta or {}, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+def _header_for(r1cs: R1CS, meta: dict | None, names: bytes) -> Header:
+    nnz = tuple(int(x) for x in r1cs.nnz)
+    meta_b = _meta_bytes(meta)
+    if len(meta_b) > MAX_META:
+        raise ValueError(f"compiled circuit metadata is {len(meta_b)} bytes; at most {MAX_META}")
+    if r1cs.num_vars > _INT32_MAX:
+        raise ValueError(f"R1CS has {r1cs.num_vars} variables: columns must fit int32")
+    h = Header(version=VERSION, ptr_width=4 if sum(nnz) <= _INT32_MAX else 8, file_size=0,
+               data_offset=_align(FIXED.size + len(meta_b)), num_inputs=r1cs.num_inputs, num_aux=r1cs.num_aux,
+               num_constraints=r1cs.num_constraints, appended_constraints=r1cs.appended_constraints, nnz=nnz,
+               num_coeffs=len(r1cs.coeffs), ns_width=_id_width(len(r1cs.namespaces)),
+               label_width=_id_width(len(r1cs.labels)), names_bytes=len(names), meta=json.loads(meta_b),
+               digest=r1cs.digest())
+    return dataclasses.replace(h, file_size=h.expected_size())
+
+
+def _names_blob(r1cs: R1CS) -> bytes:
+    return json.dumps({"namespaces": list(r1cs.namespaces), "labels": list(r1cs.labels),
+                       "input_names": list(r1cs.input_names)}, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def file_size(r1cs: R1CS, meta: dict | None = None) -> int:
+    """Bytes of the compiled file of ``r1cs`` (computed, nothing written)."""
+    return _header_for(r1cs, meta, _names_blob(r1cs)).file_size
+
+
+def bytes_per_constraint(r1cs: R1CS, meta: dict | None = None) -> float:
+    """File bytes per constraint of ``r1cs`` in the compiled form (the issue's figure of merit)."""
+    return file_size(r1cs, meta) / max(r1cs.num_constraints, 1)
+
+
+# -- writing ---------------------------------------------------------------------------------------------------------
+class _Writer:
+    """Writes to a file object, hashing every byte, keeping track of the offset (for the 64-byte alignment)."""
+
+    def __init__(self, fh):
+        self.fh, self.h, self.off = fh, hashlib.sha256(), 0
+
+    def write(self, data) -> None:
+        mv = memoryview(data).cast("B")
+        if not mv.nbytes:
+            return
+        self.fh.write(mv)
+        self.h.update(mv)
+        self.off += mv.nbytes
+
+    def pad_to(self, off: int) -> None:
+        if off < self.off:
+            raise AssertionError(f"compiled writer: offset {self.off} past section start {off}")
+        self.write(b"\0" * (off - self.off))
+
+    def array(self, arr: np.ndarray, dtype: np.dtype) -> None:
+        arr = np.asarray(arr)
+        if arr.dtype == dtype and arr.flags.c_contiguous:
+            self.write(arr)
+            return
+        for i in range(0, arr.size, _CHECK_CHUNK):  # convert a bounded chunk at a time (e.g. int64 -> int32 indptr)
+            chunk = arr[i:i + _CHECK_CHUNK]
+            conv = chunk.astype(dtype)
+            if not np.array_equal(conv, chunk):
+                raise ValueError(f"compiled writer: values do not fit {dtype}")
+            self.write(conv)
+
+
+def save(r1cs: R1CS, path: str | os.PathLike, meta: dict | None = None) -> Header:
+    """Write ``r1cs`` to ``path`` in the compiled format (atomically); ``meta`` is a small JSON-able dict stored in
+    the header (the circuit name, preset, parameters). Returns the header written."""
+    path = os.fspath(path)
+    names = _names_blob(r1cs)
+    hdr = _header_for(r1cs, meta, names)
+    meta_b = _meta_bytes(meta)
+    fixed = FIXED.pack(MAGIC, VERSION, hdr.ptr_width, hdr.file_size, hdr.data_offset, hdr.num_inputs, hdr.num_aux,
+                       hdr.num_constraints, hdr.appended_constraints, *hdr.nnz, hdr.num_coeffs, hdr.ns_width,
+                       hdr.label_width, hdr.names_bytes, len(meta_b), 0, bytes.fromhex(hdr.digest))
+    arrays = []
+    for mat in r1cs.matrices():
+        arrays += [mat.indptr, mat.cols, mat.coeff_ids]
+    coeffs = np.frombuffer(b"".join(int(c).to_bytes(32, "little") for c in r1cs.coeffs), np.uint8)
+    arrays += [coeffs, r1cs.row_namespace, r1cs.row_label, np.frombuffer(names, np.uint8)]
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            w = _Writer(fh)
+            w.write(fixed)
+            w.write(meta_b)
+            for (name, off, count, dtype), arr in zip(hdr.sections()[:-1], arrays):
+                if np.asarray(arr).size != count:
+                    raise AssertionError(f"compiled writer: {name} has {np.asarray(arr).size} entries, not {count}")
+                w.pad_to(off)
+                w.array(arr, dtype)
+            w.pad_to(hdr.sections()[-1][1])
+            fh.write(w.h.digest())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename durable (best effort: not every filesystem lets a directory be fsynced)
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+    return hdr
+
+
+# -- reading ---------------------------------------------------------------------------------------------------------
+def _parse_header(fh, path: str, size: int) -> Header:
+    def bad(what: str) -> FormatError:
+        return FormatError(f"compiled circuit {path}: {what}")
+
+    raw = fh.read(FIXED.size)
+    if len(raw) >= len(MAGIC) and raw[:len(MAGIC)] != MAGIC:
+        raise bad(f"not a compiled circuit file (magic {raw[:len(MAGIC)]!r}, expected {MAGIC!r})")
+    if len(raw) < FIXED.size:
+        raise bad(f"truncated inside the header ({size} bytes, the fixed header alone is {FIXED.size})")
+    (_, version, ptr_w, fsize, data_off, n_in, n_aux, m, appended, nnz_a, nnz_b, nnz_c, k, ns_w, lb_w, names_b,
+     meta_len, reserved, digest) = FIXED.unpack(raw)
+    if version != VERSION:
+        raise bad(f"format version {version}; this cuzk_jax reads version {VERSION} (rebuild the file)")
+    if fsize != size:
+        kind = "truncated" if size < fsize else "longer than its header says"
+        raise bad(f"{kind}: the header says {fsize} bytes, the file holds {size}")
+    if ptr_w not in _PTR_DTYPE or ns_w not in _ID_DTYPE or lb_w not in _ID_DTYPE:
+        raise bad(f"corrupt header: widths indptr={ptr_w}, namespace ids={ns_w}, label ids={lb_w}")
+    if reserved != 0 or meta_len > MAX_META or data_off != _align(FIXED.size + meta_len):
+        raise bad(f"corrupt header (metadata {meta_len} bytes, data offset {data_off}, reserved {reserved})")
+    if n_in < 1 or n_in + n_aux > _INT32_MAX or appended > m:
+        raise bad(f"corrupt header: inputs={n_in}, aux={n_aux}, constraints={m}, appended={appended}")
+    if ptr_w == 4 and nnz_a + nnz_b + nnz_c > _INT32_MAX:
+        raise bad(f"corrupt header: int32 row pointers for {nnz_a + nnz_b + nnz_c} nonzeros")
+    hdr = Header(version=version, ptr_width=ptr_w, file_size=fsize, data_offset=data_off, num_inputs=n_in,
+                 num_aux=n_aux, num_constraints=m, appended_constraints=appended, nnz=(nnz_a, nnz_b, nnz_c),
+                 num_coeffs=k, ns_width=ns_w, label_width=lb_w, names_bytes=names_b, meta={}, digest=digest.hex())
+    need = hdr.expected_size()
+    if need != size:
+        raise bad(f"corrupt header: its counts (constraints={m}, nnz={hdr.nnz}, coefficients={k}) need {need} "
+                  f"bytes, the file holds {size}")
+    meta_raw = fh.read(meta_len)
+    try:
+        meta = json.loads(meta_raw.decode()) if meta_len else {}
+        if not isinstance(meta, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as e:
+        raise bad(f"corrupt metadata ({e})") from None
+    return dataclasses.replace(hdr, meta=meta)
+
+
+def read_header(path: str | os.PathLike) -> Header:
+    """The validated header of a compiled circuit file (reads 160 bytes + the metadata; no checksum)."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            return _parse_header(fh, path, os.fstat(fh.fileno()).st_size)
+    except OSError as e:
+        raise FormatError(f"compiled circuit {path}: cannot read ({e.strerror or e})") from None
+
+
+def _check_range(arr: np.ndarray, lo: int, hi: int) -> bool:
+    """``lo <= arr < hi`` for every element, a bounded chunk at a time (no whole-array temporaries)."""
+    for i in range(0, arr.size, _CHECK_CHUNK):
+        c = arr[i:i + _CHECK_CHUNK]
+        if c.size and (int(c.min()) < lo or int(c.max()) >= hi):
+            return False
+    return True
+
+
+def _monotone(indptr: np.ndarray) -> bool:
+    for i in range(0, indptr.size - 1, _CHECK_CHUNK):
+        c = indptr[i:i + _CHECK_CHUNK + 1]
+        if np.any(c[1:] < c[:-1]):
+            return False
+    return True
+
+
+def load_with_header(path: str | os.PathLike, verify_checksum: bool = True) -> tuple[R1CS, Header]:
+    """``(R1CS, Header)`` of a compiled circuit file; see :func:`load`."""
+    path = os.fspath(path)
+
+    def bad(what: str) -> FormatError:
+        return FormatError(f"compiled circuit {path}: {what}")
+
+    try:
+        fh = open(path, "rb")
+    except OSError as e:
+        raise bad(f"cannot read ({e.strerror or e})") from None
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        hdr = _parse_header(fh, path, size)  # everything checked against the size before anything is mapped
+        try:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as e:
+            raise bad(f"cannot map ({e})") from None
+    sections = hdr.sections()
+    csum_off = sections[-1][1]
+    if verify_checksum:
+        h = hashlib.sha256()
+        view = memoryview(mm)
+        try:
+            for i in range(0, csum_off, _CHUNK):
+                h.update(view[i:min(i + _CHUNK, csum_off)])
+            ok = h.digest() == bytes(view[csum_off:csum_off + 32])
+        finally:
+            view.release()
+        if not ok:
+            raise bad("checksum mismatch: the file is corrupt")
+    arrs = {name: np.frombuffer(mm, dtype=dtype, count=count, offset=off)
+            for name, off, count, dtype in sections[:-1]}
+    m, nv, k = hdr.num_constraints, hdr.num_vars, hdr.num_coeffs
+    try:
+        names = json.loads(arrs.pop("names").tobytes().decode())
+        namespaces, labels, input_names = (tuple(names[key]) for key in ("namespaces", "labels", "input_names"))
+        if not all(isinstance(s, str) for s in namespaces + labels + input_names):
+            raise ValueError("names must be strings")
+    except (ValueError, KeyError, TypeError) as e:
+        raise bad(f"corrupt names section ({e})") from None
+    raw = arrs.pop("coeffs").tobytes()
+    coeffs = tuple(int.from_bytes(raw[i:i + 32], "little") for i in range(0, len(raw), 32))
+    if any(c >= R for c in coeffs):
+        raise bad("corrupt coefficient table: an entry is not a canonical Fr element (>= r)")
+    mats = []
+    for mat, nnz in zip("ABC", hdr.nnz):
+        ptr, cols, cids = arrs[f"{mat}.indptr"], arrs[f"{mat}.cols"], arrs[f"{mat}.coeff_ids"]
+        if int(ptr[0]) != 0 or int(ptr[-1]) != nnz or not _monotone(ptr):
+            raise bad(f"corrupt {mat}.indptr (must rise from 0 to nnz={nnz})")
+        if not _check_range(cols, 0, nv):
+            raise bad(f"corrupt {mat}.cols: a column outside [0, {nv})")
+        if not _check_range(cids, 0, k):
+            raise bad(f"corrupt {mat}.coeff_ids: an id outside the coefficient table [0, {k})")
+        mats.append(SparseMatrix(indptr=ptr, cols=cols, coeff_ids=cids))
+    if m and not _check_range(arrs["row_namespace"], 0, len(namespaces)):
+        raise bad("corrupt row namespace ids: outside the namespace table")
+    if m and not _check_range(arrs["row_label"], 0, len(labels)):
+        raise bad("corrupt row label ids: outside the label table")
+    r1cs = R1CS(num_inputs=hdr.num_inputs, num_aux=hdr.num_aux, A=mats[0], B=mats[1], C=mats[2], coeffs=coeffs,
+                namespaces=namespaces, labels=labels, row_namespace=arrs["row_namespace"],
+                row_label=arrs["row_label"], input_names=input_names,
+                appended_constraints=hdr.appended_constraints)
+    if verify_checksum:  # the bytes are what save() wrote from an R1CS with this digest (read-only views)
+        object.__setattr__(r1cs, "_digest", hdr.digest)
+    return r1cs, hdr
+
+
+def load(path: str | os.PathLike, verify_checksum: bool = True) -> R1CS:
+    """The R1CS of a compiled circuit file, its matrices memory-mapped (read-only, not copied).
+
+    Raises one :class:`~cuzk_jax.errors.FormatError` naming the file and the problem for a missing, truncated,
+    corrupt (checksum), wrong-magic, wrong-version or inconsistent file. ``verify_checksum=False`` skips the
+    SHA-256 pass over the file (the header, layout and range checks still run; the digest is then recomputed from
+    the arrays when asked for).
+    """
+    return load_with_header(path, verify_checksum)[0]
+
+
+def summary(path: str | os.PathLike) -> dict:
+    """Header figures of a compiled file: counts, widths, metadata, file bytes and bytes per constraint."""
+    hdr = read_header(path)
+    m = hdr.num_constraints
+    return {"version": hdr.version, "constraints": m, "inputs": hdr.num_inputs, "aux": hdr.num_aux,
+            "appended_constraints": hdr.appended_constraints, "nnz": list(hdr.nnz), "coeffs": hdr.num_coeffs,
+            "indptr_bytes": hdr.ptr_width, "namespace_id_bytes": hdr.ns_width, "label_id_bytes": hdr.label_width,
+            "meta": hdr.meta, "digest": hdr.digest, "file_bytes": hdr.file_size,
+            "bytes_per_constraint": hdr.file_size / max(m, 1)}
