@@ -361,3 +361,68 @@ def test_sharded_over_four_host_devices_equals_unsharded(cube_key, sequential, t
     proofs = [Proof.from_bytes(bytes.fromhex(h)) for h in d["proofs"]]
     assert all(same(p, q) for p, q in zip(proofs, sequential["proofs"]))
     assert verifier.verify_batch(pk.vk, sequential["publics"], proofs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reliability (issue 21): the futures contract, prompt shutdown, dead workers, verify before return
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _shutdown_within(eng, seconds, **kw):
+    t = threading.Thread(target=eng.shutdown, kwargs=kw, daemon=True)
+    t0 = time.time()
+    t.start()
+    t.join(timeout=seconds)
+    assert not t.is_alive(), f"shutdown({kw}) still running after {seconds} s"
+    return time.time() - t0
+
+
+def test_cancelled_futures_follow_the_futures_contract(cube_key):
+    """A cancelled ProofFuture is cancelled() and done(), and wait / as_completed report it (waiters woken)."""
+    circuit, r1cs, pk = cube_key
+    eng = Engine(backend=HostBackend(), max_batch=2, max_wait_s=0.05, synthesis="thread", synthesis_workers=1)
+    try:
+        eng.preload(circuit, pk)
+        eng.pause()
+        futs = [eng.submit(circuit, [circuit.sample_inputs(p, 21)]) for p in range(3)]
+        waiter = {}
+
+        def wait_in_thread():  # a waiter installed before the cancel must be woken by it
+            waiter["done"] = cf.wait([futs[0]], timeout=30).done
+
+        t = threading.Thread(target=wait_in_thread)
+        t.start()
+        time.sleep(0.1)
+        assert futs[0].cancel() and futs[0].cancel()  # cancelling twice is harmless
+        t.join(timeout=30)
+        assert waiter["done"] == {futs[0]}
+        assert futs[0].cancelled() and futs[0].done()
+        assert eng.cancel(futs[1].job_id)
+        done, not_done = cf.wait(futs[:2], timeout=5)
+        assert done == set(futs[:2]) and not not_done
+        assert set(cf.as_completed(futs[:2], timeout=5)) == set(futs[:2])
+        eng.resume()
+        assert len(futs[2].result(timeout=120).proofs) == 1
+    finally:
+        _shutdown_within(eng, 60, wait=False)
+
+
+def test_shutdown_cancel_pending_returns_promptly(cube_key):
+    circuit, r1cs, pk = cube_key
+    eng = Engine(backend=HostBackend(), max_batch=2, max_wait_s=0.05, synthesis="thread", synthesis_workers=1)
+    eng.preload(circuit, pk)
+    eng.pause()  # the jobs stay queued: shutdown must cancel them, not wait for them
+    futs = [eng.submit(circuit, [circuit.sample_inputs(p, 22)]) for p in range(3)]
+    wait_ready(eng, 3)
+    assert _shutdown_within(eng, 60, cancel_pending=True) < 60
+    assert all(f.cancelled() and f.done() for f in futs)
+    assert not any(t.is_alive() for t in eng._threads)
+    assert eng.status()["jobs"]["cancelled"] == 3
+    # and as a context manager leaving on an exception (shutdown(wait=False, cancel_pending=True))
+    with pytest.raises(ZeroDivisionError):
+        with Engine(backend=HostBackend(), max_batch=2, synthesis="thread", synthesis_workers=1) as eng2:
+            eng2.preload(circuit, pk)
+            eng2.pause()
+            f = eng2.submit(circuit, [circuit.sample_inputs(0, 22)])
+            1 / 0
+    assert f.cancelled() and cf.wait([f], timeout=5).done == {f}

@@ -108,6 +108,21 @@ class ProofFuture(cf.Future):
     def __init__(self, job_id: int):
         super().__init__()
         self.job_id = job_id
+        self._notify_lock = threading.Lock()
+        self._notified = False
+
+    def cancel(self) -> bool:
+        """Cancel the job unless it already completed. As ``concurrent.futures`` executors do for a cancelled
+        task, the future then moves on to "cancelled and notified" (``set_running_or_notify_cancel``), so
+        ``concurrent.futures.wait`` / ``as_completed`` report it done and wake their waiters (a bare
+        ``Future.cancel()`` leaves it invisible to them: they only count notified cancellations)."""
+        if not super().cancel():
+            return False
+        with self._notify_lock:
+            if not self._notified:
+                self._notified = True
+                self.set_running_or_notify_cancel()
+        return True
 
 
 @dataclasses.dataclass
