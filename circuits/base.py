@@ -5,19 +5,62 @@ A circuit describes one R1CS *shape*. ``synthesize(cs, inputs)`` writes its cons
 ``sample_inputs``) or ``None`` for structure-only synthesis. Synthesis must emit the same constraints whatever the
 input values (partitions of one circuit share ONE R1CS), which is what lets the prover build the structure once
 (:meth:`Circuit.r1cs`) and only the witness per partition (:meth:`Circuit.witness`).
+
+**Compiled-circuit cache.** ``circuit.r1cs(cache=True)`` keeps the structure in a compiled file
+(:mod:`.compiled`) under ``$CUZK_JAX_CIRCUIT_DIR`` or ``~/.cache/cuzk_jax/circuits``, named
+``<name>-<preset>-<hash16>.r1cs`` where the hash covers the name, preset, parameters, the compiled-format version
+and a fingerprint of the circuit code (the ``circuits`` package sources and the circuit's own module), so editing a
+gadget never reuses a stale structure. Present: it is memory-mapped (no synthesis); absent: synthesized once and
+saved. A file whose header metadata does not match the circuit is rebuilt; a corrupt or truncated one is rebuilt
+too, with a logged warning (as the key cache does; :func:`.compiled.load` itself raises FormatError). A cache
+directory that cannot be written only logs a warning. The file cache is opt-in for library calls: plain
+``r1cs()`` uses it only when ``cache_dir`` is given or ``$CUZK_JAX_CIRCUIT_DIR`` is set, so tests and library users
+never write into the home directory unasked; the scripts pass ``cache=True``.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import hashlib
 import importlib
+import inspect
+import json
+import logging
+import os
 import random
 from typing import Any, ClassVar
 
-from cuzk_jax.errors import BadInput
+from cuzk_jax.errors import BadInput, FormatError
 
 from .cs import ConstraintSystem
 from .r1cs import R1CS, Witness
+
+log = logging.getLogger(__name__)
+CIRCUIT_DIR_ENV = "CUZK_JAX_CIRCUIT_DIR"
+
+
+def circuit_cache_dir() -> str:
+    """Where compiled circuits are cached: ``$CUZK_JAX_CIRCUIT_DIR`` or ``~/.cache/cuzk_jax/circuits``."""
+    return os.environ.get(CIRCUIT_DIR_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax", "circuits")
+
+
+@functools.lru_cache(maxsize=None)
+def _source_fingerprint(extra: tuple) -> str:
+    """SHA-256 (16 hex digits) of the ``circuits`` package's .py sources plus the files in ``extra``."""
+    h = hashlib.sha256()
+    root = os.path.dirname(os.path.abspath(__file__))
+    files = []
+    for d, _, names in os.walk(root):
+        files += [os.path.join(d, n) for n in names if n.endswith(".py")]
+    for f in sorted(set(files)) + [f for f in extra if f not in files]:
+        h.update(os.path.relpath(f, root).encode() + b"\0")
+        try:
+            with open(f, "rb") as fh:
+                h.update(fh.read())
+        except OSError:  # no source (frozen / zip install): the name alone
+            h.update(b"<unreadable>")
+    return h.hexdigest()[:16]
 
 
 class Circuit:
@@ -66,13 +109,77 @@ class Circuit:
         # str seeding is deterministic across runs (hashed with SHA-512 by the random module)
         return random.Random(f"{self.name}:{self.preset}:{sorted(self.params.items())}:{seed}:{partition}")
 
-    def r1cs(self) -> R1CS:
-        """The R1CS (structure-only synthesis; cached on the instance)."""
-        if self._r1cs is None:
-            cs = ConstraintSystem("structure")
-            self.synthesize(cs, None)
-            self._r1cs = cs.to_r1cs()
+    def code_fingerprint(self) -> str:
+        """A hash of the code that synthesizes this circuit (the ``circuits`` sources and the class's module)."""
+        try:
+            own = inspect.getsourcefile(type(self))
+        except TypeError:
+            own = None
+        return _source_fingerprint((os.path.abspath(own),) if own else ())
+
+    def compiled_meta(self) -> dict:
+        """The metadata a compiled file of this circuit carries (and must match to be reused)."""
+        from . import compiled
+
+        return json.loads(json.dumps({"circuit": self.name, "preset": self.preset, "params": self.params,
+                                      "code": self.code_fingerprint(), "format": compiled.VERSION},
+                                     sort_keys=True, default=str))
+
+    def compiled_path(self, cache_dir: str | os.PathLike | None = None) -> str:
+        """``<cache_dir>/<name>-<preset>-<hash16>.r1cs`` (default directory: :func:`circuit_cache_dir`)."""
+        key = hashlib.sha256(json.dumps(self.compiled_meta(), sort_keys=True).encode()).hexdigest()[:16]
+        return os.path.join(os.fspath(cache_dir) if cache_dir else circuit_cache_dir(),
+                            f"{self.name}-{self.preset}-{key}.r1cs")
+
+    def r1cs(self, cache_dir: str | os.PathLike | None = None, cache: bool | None = None) -> R1CS:
+        """The R1CS (structure-only synthesis; cached on the instance, and in a compiled file when asked).
+
+        ``cache=True``: load the compiled file from ``cache_dir`` (default :func:`circuit_cache_dir`) or synthesize
+        and save it; ``cache=False``: never touch files; ``cache=None`` (default): as ``True`` when ``cache_dir``
+        is given or ``$CUZK_JAX_CIRCUIT_DIR`` is set, else ``False`` (see the module docstring).
+        """
+        if cache is None:
+            cache = bool(cache_dir) or bool(os.environ.get(CIRCUIT_DIR_ENV))
+        path = self.compiled_path(cache_dir) if cache else None
+        if self._r1cs is not None:  # already in memory: only make sure the file exists when asked for
+            if path is not None and not os.path.exists(path):
+                self._save_compiled(path)
+            return self._r1cs
+        if path is not None:
+            self._r1cs = self._load_compiled(path)
+            if self._r1cs is not None:
+                return self._r1cs
+        cs = ConstraintSystem("structure")
+        self.synthesize(cs, None)
+        self._r1cs = cs.to_r1cs()
+        if path is not None:  # absent, or unusable and rebuilt: (re)write it
+            self._save_compiled(path)
         return self._r1cs
+
+    def _load_compiled(self, path: str) -> R1CS | None:
+        from . import compiled
+
+        if not os.path.exists(path):
+            return None
+        try:
+            r1cs, hdr = compiled.load_with_header(path)
+        except FormatError as e:
+            log.warning("rebuilding unusable compiled circuit: %s", e)
+            return None
+        if hdr.meta != self.compiled_meta():
+            log.warning("rebuilding compiled circuit %s: it was built for %s, not %s", path, hdr.meta,
+                        self.compiled_meta())
+            return None
+        return r1cs
+
+    def _save_compiled(self, path: str) -> None:
+        from . import compiled
+
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            compiled.save(self._r1cs, path, self.compiled_meta())
+        except OSError as e:
+            log.warning("cannot save compiled circuit %s: %s", path, e)
 
     def without_r1cs(self) -> "Circuit":
         """A shallow copy without the cached R1CS: name, preset and parameters only (what a synthesis worker
