@@ -4,19 +4,25 @@
   namespaces; structure / witness / full modes), :class:`LinearCombination`, :class:`Variable`.
 * :mod:`.r1cs` -- :class:`R1CS` (sparse A, B, C in CSR over ``z = [1, public..., private...]``) and
   :class:`Witness`.
+* :mod:`.compiled` -- the compiled circuit form on disk: ``save(r1cs, path)`` / ``load(path)`` (memory-mapped,
+  checksummed; one :class:`~cuzk_jax.errors.FormatError` for a damaged file), ``bytes_per_constraint``;
+  ``Circuit.r1cs(cache=True)`` keeps one file per circuit shape under :func:`circuit_cache_dir`.
 * :mod:`.gadgets` -- boolean, num (Fr arithmetic), uint32, sha256, poseidon, merkle.
 * :mod:`.poseidon`, :mod:`.sha256_native` -- plain-Python oracles (Poseidon parameters from the Grain LFSR).
 * Circuits: ``get_circuit(name, preset)`` for ``cube``, ``merkle_inclusion``, ``porep_like`` (:mod:`.base`: the
   :class:`Circuit` API and the catalog, which imports a circuit module on first lookup).
 * Errors (:mod:`cuzk_jax.errors`, re-exported): :class:`SynthesisError`, :class:`Unsatisfied`.
 
-Imports within the package go one way: ``cs -> r1cs``; gadgets -> ``cs``; circuit modules -> ``base``, gadgets;
-the package imports only the base layer (and ``cuzk_jax.ops`` inside functions that evaluate on the device).
+Imports within the package go one way: ``cs -> r1cs``; ``compiled -> r1cs``; ``base -> compiled``; gadgets ->
+``cs``; circuit modules -> ``base``, gadgets; the package imports only the base layer (and ``cuzk_jax.ops`` inside
+functions that evaluate on the device).
 """
 
-from .base import CATALOG, Circuit, get_circuit, list_circuits, presets, register
+from . import compiled
+from .base import CATALOG, Circuit, circuit_cache_dir, get_circuit, list_circuits, presets, register
 from .cs import ONE, ConstraintSystem, LinearCombination, SynthesisError, Unsatisfied, Variable
 from .r1cs import R1CS, SparseMatrix, Witness, stack_z
 
-__all__ = ["CATALOG", "Circuit", "get_circuit", "list_circuits", "presets", "register", "ONE", "ConstraintSystem",
-           "LinearCombination", "SynthesisError", "Unsatisfied", "Variable", "R1CS", "SparseMatrix", "Witness", "stack_z"]
+__all__ = ["compiled", "circuit_cache_dir", "CATALOG", "Circuit", "get_circuit", "list_circuits", "presets",
+           "register", "ONE", "ConstraintSystem", "LinearCombination", "SynthesisError", "Unsatisfied", "Variable",
+           "R1CS", "SparseMatrix", "Witness", "stack_z"]

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 from cuzk_jax.errors import BadInput, FormatError
 
+from . import compiled
 from .cs import ConstraintSystem
 from .r1cs import R1CS, Witness
 
@@ -119,8 +120,6 @@ class Circuit:
 
     def compiled_meta(self) -> dict:
         """The metadata a compiled file of this circuit carries (and must match to be reused)."""
-        from . import compiled
-
         return json.loads(json.dumps({"circuit": self.name, "preset": self.preset, "params": self.params,
                                       "code": self.code_fingerprint(), "format": compiled.VERSION},
                                      sort_keys=True, default=str))
@@ -157,8 +156,6 @@ class Circuit:
         return self._r1cs
 
     def _load_compiled(self, path: str) -> R1CS | None:
-        from . import compiled
-
         if not os.path.exists(path):
             return None
         try:
@@ -173,8 +170,6 @@ class Circuit:
         return r1cs
 
     def _save_compiled(self, path: str) -> None:
-        from . import compiled
-
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             compiled.save(self._r1cs, path, self.compiled_meta())

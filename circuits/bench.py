@@ -4,6 +4,12 @@ Phases, each timed separately (wall seconds; synthesis also in process CPU secon
 
 0. warm-up: sample and synthesize partition 0 once (Poseidon parameters and programs are generated on first use);
 1. structure synthesis (``ConstraintSystem("structure")``, once per circuit: setup's view);
+1b. the compiled form (:mod:`.compiled`, unless ``compiled=False``): save the structure to a compiled file in
+   ``compiled_dir`` (default: a temporary directory, removed afterwards) -- ``compiled_compile_s`` = structure
+   synthesis + save, what a first run pays -- then ``Circuit.r1cs(cache_dir=...)`` of a fresh circuit instance,
+   which maps the file (header checks, streamed SHA-256, range checks; the page cache is warm from the save):
+   ``compiled_load_s``, what every later run pays instead of ``structure_s``; also the load without the checksum,
+   the file's bytes and bytes per constraint;
 2. input sampling per partition (native hashing of the sparse trees -- not synthesis, reported apart);
 3. witness synthesis per partition (``ConstraintSystem("witness")``): constraints/s = constraints / time;
 4. host packing of ``z`` into ``(8, P, n_vars)`` Montgomery limbs;
@@ -13,10 +19,13 @@ Phases, each timed separately (wall seconds; synthesis also in process CPU secon
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 
 import numpy as np
 
+from . import compiled as compiled_form
 from .base import get_circuit
 from .r1cs import stack_z
 
@@ -29,7 +38,8 @@ def _timed(fn, *args):
 
 def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, reps: int = 5, warmup: int = 1,
         device_eval: bool = True, method: str = "scatter", reference_check_max: int = 0,
-        partition_chunk: int | None = None, log=print) -> dict:
+        partition_chunk: int | None = None, log=print, compiled: bool = True,
+        compiled_dir: str | None = None) -> dict:
     """Run the benchmark; returns a flat-ish dict of results (see the module docstring)."""
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions}")
@@ -50,6 +60,12 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
                 "coeff_table": len(r1cs.coeffs), "digest": r1cs.digest(),
                 "structure_s": wall, "structure_cpu_s": cpu, "structure_constraints_per_s": m / wall})
     log(f"[synth] {circuit_name}/{preset}: {m} constraints (2^{res['log2_constraints']}), structure {wall:.2f}s")
+    if compiled:
+        res.update(_compiled_phase(circuit_name, preset, r1cs, res["structure_s"], compiled_dir))
+        log(f"[synth] compiled file: {res['compiled_bytes'] / 2**20:.1f} MiB "
+            f"({res['compiled_bytes_per_constraint']:.1f} B/constraint), save {res['compiled_save_s']:.2f}s, "
+            f"load {res['compiled_load_s']:.3f}s ({res['structure_s'] / res['compiled_load_s']:.0f}x faster than "
+            f"structure synthesis)")
 
     sample_s, witness_s, witness_cpu_s, witnesses = [], [], [], []
     for p in range(partitions):
@@ -113,3 +129,21 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
     log(f"[device] evaluate A.z, B.z, C.z for {partitions} partitions: {med * 1e3:.2f} ms "
         f"(compile {res['compile_evaluate_s']:.1f}s), satisfied={res['all_satisfied']}")
     return res
+
+
+def _compiled_phase(circuit_name: str, preset: str, r1cs, structure_s: float, compiled_dir: str | None) -> dict:
+    """Save ``r1cs`` as a compiled file and load it back as a later run would (phase 1b of the module docstring)."""
+    with tempfile.TemporaryDirectory(dir=compiled_dir, prefix="synth-bench-") as d:
+        circuit = get_circuit(circuit_name, preset)
+        path = circuit.compiled_path(d)
+        hdr, save_s, _ = _timed(compiled_form.save, r1cs, path, circuit.compiled_meta())
+        fresh = get_circuit(circuit_name, preset)
+        loaded, load_s, load_cpu = _timed(fresh.r1cs, d)
+        ok = loaded.digest() == r1cs.digest() and fresh.r1cs(cache=False) is loaded
+        loaded2, nocheck_s, _ = _timed(compiled_form.load, path, False)
+        size = os.path.getsize(path)
+        del loaded, loaded2, fresh  # release the mapping before the directory goes
+    return {"compiled_bytes": size, "compiled_bytes_per_constraint": size / max(r1cs.num_constraints, 1),
+            "compiled_indptr_bytes": hdr.ptr_width, "compiled_save_s": save_s,
+            "compiled_compile_s": structure_s + save_s, "compiled_load_s": load_s, "compiled_load_cpu_s": load_cpu,
+            "compiled_load_nocheck_s": nocheck_s, "compiled_digest_ok": ok}
