@@ -426,3 +426,30 @@ def test_shutdown_cancel_pending_returns_promptly(cube_key):
             f = eng2.submit(circuit, [circuit.sample_inputs(0, 22)])
             1 / 0
     assert f.cancelled() and cf.wait([f], timeout=5).done == {f}
+
+
+def test_dead_synthesis_worker_is_replaced_and_its_job_retried_once(cube_key, tmp_path):
+    """A worker process that exits (as if OOM-killed) breaks its pool: the engine replaces the pool, retries the
+    job's partitions once (the job then proves), fails a job that kills its worker again with WorkerDied naming
+    it, and keeps proving later jobs."""
+    from cuzk_jax.engine import WorkerDied
+    from cuzk_jax.engine.faults import FaultyCube
+
+    circuit, r1cs, pk = cube_key
+    faulty = FaultyCube()
+    marker = tmp_path / "exited-once"
+    with Engine(backend=HostBackend(), max_batch=2, max_wait_s=0.05, synthesis="process",
+                synthesis_workers=1) as eng:
+        eng.preload(circuit, pk)
+        once = eng.submit(faulty, [dict(circuit.sample_inputs(1, 23), fault=("exit_once", str(marker)))])
+        res = once.result(timeout=180)
+        assert marker.exists()
+        assert verifier.verify(pk.vk, res.public_inputs[0], res.proofs[0])
+        assert eng.status()["synthesis"]["pool_restarts"] == 1
+        always = eng.submit(faulty, [dict(circuit.sample_inputs(2, 23), fault=("exit", None))])
+        with pytest.raises(WorkerDied, match=f"job {always.job_id}: partition 0: a synthesis worker process died"):
+            always.result(timeout=180)
+        later = eng.submit(circuit, [circuit.sample_inputs(3, 23)]).result(timeout=180)
+        assert verifier.verify(pk.vk, later.public_inputs[0], later.proofs[0])
+        st = eng.status()
+    assert st["synthesis"]["pool_restarts"] == 3 and st["jobs"]["done"] == 2 and st["jobs"]["failed"] == 1

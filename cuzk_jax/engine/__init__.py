@@ -25,7 +25,8 @@ import importlib
 
 _LAZY = {
     "Engine": ".core", "EngineConfig": ".core", "JobResult": ".core", "ProofFuture": ".core",
-    "EngineShutdown": ".core", "KeyManager": ".keys", "DeviceBackend": ".backends", "HostBackend": ".backends",
+    "EngineShutdown": ".core", "WorkerDied": ".core", "KeyManager": ".keys", "DeviceBackend": ".backends",
+    "HostBackend": ".backends",
     "Timeline": ".timeline", "plot_timeline": ".timeline",
 }
 

@@ -20,7 +20,10 @@ Data flow (one arrow = one hand-off; every stage runs concurrently with the othe
 * **Faults**: a partition whose synthesis raises fails its job with that exception; a witness that does not
   satisfy the R1CS fails its job with :class:`~cuzk_jax.circuits.cs.Unsatisfied` (partition and constraint named;
   detected per partition in the batch's evaluate phase, so batch-mates are unaffected); an exception in a device
-  phase fails the jobs of that batch only. Every other job completes.
+  phase fails the jobs of that batch only. Every other job completes. A synthesis worker process that dies (OOM
+  killer, signal, exit) breaks its ``ProcessPoolExecutor`` and every task queued in it: the engine replaces the
+  pool and queues those partitions again, once per job; a job whose partitions meet a second broken pool fails
+  with :class:`WorkerDied` (job and cause named). Later jobs use the new pool.
 * **Cancel**: ``future.cancel()`` (or :meth:`Engine.cancel`) withdraws a job at any point before it completes:
   queued synthesis is cancelled, ready partitions are dropped, in-flight results are discarded.
 * **Shutdown**: :meth:`Engine.shutdown` (or leaving the ``with`` block) waits for submitted jobs (or cancels them),
@@ -47,6 +50,7 @@ from typing import Sequence
 import jax
 import numpy as np
 
+from cuzk_jax.errors import CuzkError, ProofRejected
 from cuzk_jax.groth16 import pipeline, prover
 from cuzk_jax.groth16.data_structures import proofs_to_bytes
 
@@ -176,6 +180,7 @@ class _Job:
     remaining: int = 0
     state: str = "active"  # active | done | failed | cancelled
     synth_futures: list = dataclasses.field(default_factory=list)
+    broken_pools: set = dataclasses.field(default_factory=set)  # generations of pools that broke under the job
     synth_s: float = 0.0
     phases: dict = dataclasses.field(default_factory=lambda: collections.defaultdict(float))
     batches: list = dataclasses.field(default_factory=list)
@@ -224,6 +229,15 @@ class EngineShutdown(RuntimeError):
     """The engine stopped before this job could complete."""
 
 
+class WorkerDied(CuzkError, RuntimeError):
+    """A synthesis worker process died (killed by the OOM killer or a signal, or it exited) while partitions of
+    this job were queued or running in its pool, again after the job's one retry. ``job_id`` names the job."""
+
+    def __init__(self, message: str, job_id: int | None = None):
+        super().__init__(message)
+        self.job_id = job_id
+
+
 # --------------------------------------------------------------------------------------------------------------
 # The engine
 # --------------------------------------------------------------------------------------------------------------
@@ -249,6 +263,9 @@ class Engine:
         self.timeline = Timeline(self.t0, config.timeline_limit, config.timeline)
         workers = config.synthesis_workers or synthesis.default_workers()
         self._pool = synthesis.make_pool(config.synthesis, workers)
+        self._pool_gen = 0  # bumped each time a broken pool is replaced
+        self._pool_lock = threading.Lock()  # guards _pool, _pool_gen, _closing (never taken inside self._lock)
+        self._closing = False
         self._workers = workers
 
         self._lock = threading.Lock()
@@ -318,7 +335,72 @@ class Engine:
     def warm_up(self, circuits=()) -> None:
         """Start every synthesis worker now and let each synthesize one partition of each of ``circuits`` (worker
         processes build per-process tables lazily: seconds for porep_like), instead of on the first jobs."""
-        synthesis.warm_pool(self._pool, self._workers, circuits)
+        synthesis.warm_pool(self._current_pool()[0], self._workers, circuits)
+
+    # -- the synthesis pool ------------------------------------------------------------------------------------------
+    def _current_pool(self):
+        with self._pool_lock:
+            return self._pool, self._pool_gen
+
+    def _renew_pool(self, gen: int) -> bool:
+        """Replace the pool of generation ``gen`` (broken: a worker process died) by a fresh one, once however
+        many tasks report it; False when the engine is shutting down (no new pool then)."""
+        with self._pool_lock:
+            if self._closing:
+                return False
+            if self._pool_gen != gen:
+                return True  # already replaced
+            old = self._pool
+            self._pool = synthesis.make_pool(self.config.synthesis, self._workers)
+            self._pool_gen += 1
+        with self._lock:
+            self._stats["pool_restarts"] += 1
+        log.warning("synthesis pool broken (a worker process died); replaced by a new pool")
+        # never shut the old pool down here: this may run in that pool's own manager thread (a task's callback)
+        threading.Thread(target=old.shutdown, kwargs={"cancel_futures": True}, name="engine-old-pool",
+                         daemon=True).start()
+        return True
+
+    def _synth_submit(self, entry: _Circuit, spec):
+        """Queue one synthesis task: ``(future, pool generation)``; a pool found broken is replaced once."""
+        for attempt in range(2):
+            pool, gen = self._current_pool()
+            try:
+                return pool.submit(synthesis.synthesize_partition, entry.portable, spec), gen
+            except cf.BrokenExecutor:
+                if attempt or not self._renew_pool(gen):
+                    raise
+
+    def _resynthesize(self, job: _Job, index: int, gen: int, exc: BaseException):
+        """A task of ``job`` died with its pool (generation ``gen``): replace the pool and queue the partition
+        again, the first time a pool breaks under this job. None when queued again (the new task takes over the
+        partition's place in ``_synthesizing``), else the exception to fail the job with."""
+        with self._lock:
+            if not job.active:
+                return exc
+            job.broken_pools.add(gen)
+            retry = len(job.broken_pools) == 1
+        if not retry:
+            return WorkerDied(f"job {job.id}: partition {index}: a synthesis worker process died (killed by the OOM "
+                              f"killer or a signal, or it exited) while the job was synthesized, again after its "
+                              f"one retry", job.id)
+        if not self._renew_pool(gen):
+            return EngineShutdown(f"job {job.id}: a synthesis worker died while the engine was shutting down")
+        try:
+            fut, new_gen = self._synth_submit(job.entry, job.specs[index])
+        except RuntimeError as e:  # shut down meanwhile, or the new pool broke already
+            return EngineShutdown(f"job {job.id}: synthesis pool unavailable: {e}")
+        with self._lock:
+            taken = job.active
+            if taken:
+                job.synth_futures.append(fut)
+                self._stats["resynthesized"] += 1
+        if not taken:  # cancelled or failed meanwhile: the old task's callback releases the partition
+            fut.cancel()
+            return exc
+        log.info("job %d: partition %d queued again after its synthesis worker died", job.id, index)
+        fut.add_done_callback(lambda f, job=job, index=index, g=new_gen: self._on_synthesized(job, index, f, g))
+        return None
 
     # -- submission --------------------------------------------------------------------------------------------------
     def submit(self, circuit, inputs: Sequence[dict] | None = None, *, witnesses: Sequence | None = None,
@@ -368,7 +450,7 @@ class Engine:
         job.future.add_done_callback(lambda f, job=job: self._on_future_done(job))
         for index, spec in enumerate(specs):
             try:
-                fut = self._pool.submit(synthesis.synthesize_partition, entry.portable, spec)
+                fut, gen = self._synth_submit(entry, spec)
             except RuntimeError as e:  # pool shut down under us
                 with self._lock:
                     self._synthesizing[entry.digest] -= P - index  # these tasks were never queued
@@ -376,7 +458,7 @@ class Engine:
                 break
             with self._lock:
                 job.synth_futures.append(fut)
-            fut.add_done_callback(lambda f, job=job, index=index: self._on_synthesized(job, index, f))
+            fut.add_done_callback(lambda f, job=job, index=index, g=gen: self._on_synthesized(job, index, f, g))
         return job.future
 
     def submit_sector(self, circuit, sector: int, partitions: int = 10, randomness=None) -> ProofFuture:
@@ -437,10 +519,14 @@ class Engine:
         log.info("job %d failed: %s", job.id, exc)
         _settle(job.future, exc=exc)
 
-    def _on_synthesized(self, job: _Job, index: int, fut: cf.Future) -> None:
+    def _on_synthesized(self, job: _Job, index: int, fut: cf.Future, gen: int = 0) -> None:
         if fut.cancelled():
             return  # accounted for by whoever cancelled it
         exc = fut.exception()
+        if isinstance(exc, cf.BrokenExecutor):  # a worker process died: every task queued in its pool gets this
+            exc = self._resynthesize(job, index, gen, exc)
+            if exc is None:
+                return
         out = None if exc is not None else fut.result()
         if out is not None:
             self.timeline.add(out.worker, "synthesis", out.t_start, out.t_end, job=job.id)
@@ -681,7 +767,8 @@ class Engine:
                       "budget_bytes": self.keys.budget_bytes, **self.keys.stats.as_dict()}
         st["backend"] = {"name": self.backend.name, "devices": self.backend.num_devices,
                          "batch_sizes": list(self.batch_sizes)}
-        st["synthesis"] = {"kind": self.config.synthesis, "workers": self._workers}
+        st["synthesis"] = {"kind": self.config.synthesis, "workers": self._workers,
+                           "pool_restarts": self._stats["pool_restarts"], "resynthesized": self._stats["resynthesized"]}
         return st
 
     def events(self):
@@ -715,4 +802,7 @@ class Engine:
             t.join(timeout=30)
             if t.is_alive():
                 log.warning("engine thread %s did not stop within 30 s", t.name)
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._pool_lock:
+            self._closing = True  # a pool breaking from now on is not replaced
+            pool = self._pool
+        pool.shutdown(wait=True, cancel_futures=True)
