@@ -67,15 +67,15 @@ an R1CS with that digest), else recomputed on first use.
 Measured on this project's 2-core CPU (``bench --op=synth``; load = ``Circuit.r1cs(cache_dir=...)`` with a warm page
 cache, checksum included):
 
-==========================  ==========  =========  =========  ========  ========  ===============  ============
-porep_like preset           constraints  B/constr.  file       structure save      load (checksum)  load (none)
-==========================  ==========  =========  =========  ========  ========  ===============  ============
-tiny (Poseidon)             1,422       252.4      0.36 MB    0.02 s    0.007 s   0.001 s          0.0003 s
-small (Poseidon, arity 8)   12,549      250.4      3.1 MB     0.14 s    0.06 s    0.009 s          0.001 s
-medium (SHA-256)            422,401     62.8       26.5 MB    1.70 s    0.15 s    0.039 s          0.009 s
-large (SHA-256)             1,122,332   62.7       70.4 MB    4.69 s    0.40 s    0.10 s           0.011 s
-xlarge (SHA-256)            2,800,236   62.7       175.7 MB   15.1 s    0.95 s    0.21 s           0.037 s
-==========================  ==========  =========  =========  ========  ========  ===============  ============
+=========================  ===========  =========  ========  =========  =======  ===============  ===========
+porep_like preset          constraints  B/constr.  file      structure  save     load (checksum)  load (none)
+=========================  ===========  =========  ========  =========  =======  ===============  ===========
+tiny (Poseidon)            1,422        252.4      0.36 MB   0.02 s     0.007 s  0.001 s          0.0003 s
+small (Poseidon, arity 8)  12,549       250.4      3.1 MB    0.14 s     0.06 s   0.009 s          0.001 s
+medium (SHA-256)           422,401      62.8       26.5 MB   1.70 s     0.15 s   0.039 s          0.009 s
+large (SHA-256)            1,122,332    62.7       70.4 MB   4.69 s     0.40 s   0.10 s           0.011 s
+xlarge (SHA-256)           2,800,236    62.7       175.7 MB  15.1 s     0.95 s   0.21 s           0.037 s
+=========================  ===========  =========  ========  =========  =======  ===============  ===========
 
 SHA-256-heavy shapes have ~6 nonzeros per constraint (48 B of cols + coeff_ids, 12 B of int32 row pointers, 2 B
 of name ids); Poseidon rows are dense (~28 nonzeros). A 130M-constraint SHA-256 partition would be ~8.2 GB; the
