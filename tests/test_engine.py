@@ -443,7 +443,7 @@ def test_dead_synthesis_worker_is_replaced_and_its_job_retried_once(cube_key, tm
         eng.preload(circuit, pk)
         once = eng.submit(faulty, [dict(circuit.sample_inputs(1, 23), fault=("exit_once", str(marker)))])
         res = once.result(timeout=180)
-        assert marker.exists()
+        assert marker.exists() and res.verified
         assert verifier.verify(pk.vk, res.public_inputs[0], res.proofs[0])
         assert eng.status()["synthesis"]["pool_restarts"] == 1
         always = eng.submit(faulty, [dict(circuit.sample_inputs(2, 23), fault=("exit", None))])
@@ -453,3 +453,44 @@ def test_dead_synthesis_worker_is_replaced_and_its_job_retried_once(cube_key, tm
         assert verifier.verify(pk.vk, later.public_inputs[0], later.proofs[0])
         st = eng.status()
     assert st["synthesis"]["pool_restarts"] == 3 and st["jobs"]["done"] == 2 and st["jobs"]["failed"] == 1
+
+
+class _TamperingBackend(HostBackend):
+    """The host backend, but the partition proved with randomness ``r == bad_r`` gets A and C swapped (valid curve
+    points, an invalid proof): what a prover bug would return."""
+
+    def __init__(self, bad_r):
+        self.bad_r = bad_r
+
+    def finish(self, resident, out, i, r, s):
+        proof = super().finish(resident, out, i, r, s)
+        return Proof(proof.c, proof.b, proof.a) if r == self.bad_r else proof
+
+
+def test_invalid_proof_is_never_returned(cube_key):
+    """verify (default on): a job whose proof does not verify fails with ProofRejected naming the partition; its
+    batch-mate completes verified; verify=False (benchmarks) returns what the prover made, unchecked."""
+    from cuzk_jax.errors import ProofRejected
+
+    circuit, r1cs, pk = cube_key
+    assert EngineConfig().verify is True
+    rs = prover.insecure_randomness_for_tests(5, 3)
+    inputs = [circuit.sample_inputs(p, 24) for p in range(3)]
+    with Engine(backend=_TamperingBackend(rs[1][0]), max_batch=4, max_wait_s=30, synthesis="thread",
+                synthesis_workers=1) as eng:
+        eng.preload(circuit, pk)
+        eng.pause()
+        bad = eng.submit(circuit, inputs[:2], randomness=rs[:2])
+        good = eng.submit(circuit, inputs[2:], randomness=rs[2:])
+        wait_ready(eng, 3)
+        eng.resume()
+        with pytest.raises(ProofRejected, match=f"job {bad.job_id}: the proof of partition 1 does not verify") as e:
+            bad.result(timeout=120)
+        assert e.value.partitions == [1] and e.value.exit_code == 1
+        res = good.result(timeout=120)
+        assert res.verified is True and res.timings.phases["verify"] > 0
+    with Engine(backend=_TamperingBackend(rs[1][0]), verify=False, max_batch=2, synthesis="thread",
+                synthesis_workers=1) as eng:
+        eng.preload(circuit, pk)
+        res = eng.submit(circuit, inputs[:2], randomness=rs[:2]).result(timeout=120)
+    assert res.verified is None and not verifier.verify(pk.vk, res.public_inputs[1], res.proofs[1])

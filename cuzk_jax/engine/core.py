@@ -24,6 +24,9 @@ Data flow (one arrow = one hand-off; every stage runs concurrently with the othe
   killer, signal, exit) breaks its ``ProcessPoolExecutor`` and every task queued in it: the engine replaces the
   pool and queues those partitions again, once per job; a job whose partitions meet a second broken pool fails
   with :class:`WorkerDied` (job and cause named). Later jobs use the new pool.
+* **Verify before return** (``verify``, on by default): each job's proofs are pairing-checked before its future
+  completes; a proof that does not verify fails the job with :class:`~cuzk_jax.errors.ProofRejected` (partition
+  named) -- an invalid proof never leaves the engine.
 * **Cancel**: ``future.cancel()`` (or :meth:`Engine.cancel`) withdraws a job at any point before it completes:
   queued synthesis is cancelled, ready partitions are dropped, in-flight results are discarded.
 * **Shutdown**: :meth:`Engine.shutdown` (or leaving the ``with`` block) waits for submitted jobs (or cancels them),
@@ -74,8 +77,11 @@ class EngineConfig:
     ``(max_batch,)``: one compiled shape; when given, its largest entry is the maximum batch). max_wait_s: how long the oldest ready partition may wait for its batch to
     fill. synthesis: ``"process"`` or ``"thread"`` workers; synthesis_workers: their number (default: cores - 1).
     prefetch: batches staged on the device while one runs. key_budget_bytes: LRU limit of resident keys (None: no
-    limit). devices / prover / sync_phases: for the default :class:`DeviceBackend`. verify: pairing-check each
-    job's proofs before completing it (``JobResult.verified``). timeline: record events (``timeline_limit`` max).
+    limit). devices / prover / sync_phases: for the default :class:`DeviceBackend`. verify (default True):
+    pairing-check each job's proofs (arkworks, one batched check per job) before completing it; a proof that does
+    not verify fails its job with :class:`~cuzk_jax.errors.ProofRejected` naming the partition, so no invalid proof
+    is ever returned (``JobResult.verified`` True); False (benchmarks) skips it (``verified`` None).
+    timeline: record events (``timeline_limit`` max).
     """
 
     max_batch: int = 10
@@ -88,7 +94,7 @@ class EngineConfig:
     devices: Sequence | None = None
     prover: object = None  # pipeline.ProverConfig or its text form
     sync_phases: bool = True
-    verify: bool = False
+    verify: bool = True
     timeline: bool = True
     timeline_limit: int = 200_000
 
@@ -553,12 +559,22 @@ class Engine:
             self._fail(job, exc)
 
     def _complete(self, job: _Job, resident) -> None:
-        now = time.perf_counter()
         verified = None
         if self.config.verify:
-            from cuzk_jax.groth16 import verifier
-
-            verified = verifier.verify_batch(resident.pk.vk, job.publics, job.proofs)
+            t0 = time.perf_counter()
+            try:
+                self._verify(job, resident.pk.vk)
+            except Exception as e:  # noqa: BLE001 -- ProofRejected, or inputs the verifier refuses: this job only
+                self._fail(job, e)
+                return
+            verified = True
+            t1 = time.perf_counter()
+            job.phases["verify"] += t1 - t0
+            self.timeline.add("finish", "verify", t0, t1, job=job.id)
+            with self._lock:
+                self._phase_s["verify"] += t1 - t0
+                self._phase_n["verify"] += 1
+        now = time.perf_counter()
         with self._lock:
             if not self._retire(job, "done"):
                 return
@@ -570,6 +586,20 @@ class Engine:
         _settle(job.future, JobResult(job_id=job.id, sector=job.sector, proofs=list(job.proofs),
                                       public_inputs=list(job.publics), timings=timings, synthesis_s=job.synth_s,
                                       batches=list(job.batches), verified=verified))
+
+    @staticmethod
+    def _verify(job: _Job, vk) -> None:
+        """Raise :class:`ProofRejected` naming the partitions whose proofs do not verify under ``vk``."""
+        from cuzk_jax.groth16 import verifier
+
+        if verifier.verify_batch(vk, job.publics, job.proofs):
+            return
+        bad = [i for i, ok in enumerate(verifier.verify_each(vk, job.publics, job.proofs)) if not ok]
+        which = f"partition {bad[0]}" if len(bad) == 1 else f"partitions {bad}"
+        err = ProofRejected(f"job {job.id}: the proof of {which} does not verify (the prover made an invalid proof; "
+                            f"it is not returned)")
+        err.job_id, err.partitions = job.id, bad
+        raise err
 
     # -- collector ---------------------------------------------------------------------------------------------------
     def _pick(self, now: float):
