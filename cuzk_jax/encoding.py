@@ -159,3 +159,39 @@ def limbs_to_ints_unchecked(limbs: np.ndarray) -> list[int]:
     buf = np.ascontiguousarray(limbs.reshape(L, -1).T).astype("<u4").tobytes()
     n = 4 * L
     return [int.from_bytes(buf[i : i + n], "little") for i in range(0, len(buf), n)]
+
+
+_MAX_DECIMAL_DIGITS = 160  # far above any field element here (r has 77 digits, p 116); bounds int() on hostile text
+
+
+def parse_field_element(value, what: str, *, field="fr", allow_int: bool = True, error=ValueError) -> int:
+    """One user-supplied number (a public input, a JSON value) -> a canonical element of ``field`` (int in [0, p)).
+
+    Accepted: a canonical decimal string (ASCII digits only: ``"0"`` or no leading zero; no sign, no whitespace,
+    no underscores, no exponent, no ``0x``) and, if ``allow_int`` (JSON integers), a Python ``int``. Refused: bool,
+    float, any other type, any other spelling, a value ``>= p``. ``what`` names the value in the message (e.g.
+    ``"public.json[3]"``); ``error`` is the exception class raised (callers above the base layer pass
+    :class:`cuzk_jax.errors.BadInput` / ``FormatError``, both ``ValueError`` subclasses).
+
+    The one parser every reader of public inputs uses, so ``35.9``, ``true``, ``"3_5"``, ``" 35"``, ``"+35"``
+    and ``"035"`` mean the same thing everywhere: an error.
+    """
+    f = _field(field)
+    if isinstance(value, bool):
+        raise error(f"{what}: expected a decimal string, got the boolean {value!r}")
+    if isinstance(value, (int, np.integer)):
+        if not allow_int:
+            raise error(f"{what}: expected a decimal string, got the integer {value!r}")
+        x = int(value)
+    elif isinstance(value, str):
+        if not (value.isascii() and value.isdigit()) or (len(value) > 1 and value[0] == "0"):
+            raise error(f"{what}: expected a decimal string (canonical: digits only, no sign, no leading zero), "
+                        f"got {value[:40]!r}{'...' if len(value) > 40 else ''}")
+        if len(value) > _MAX_DECIMAL_DIGITS:
+            raise error(f"{what}: {len(value)}-digit value out of range: not a canonical {f.name} element")
+        x = int(value)
+    else:
+        raise error(f"{what}: expected a decimal string, got {type(value).__name__} {str(value)[:40]!r}")
+    if not 0 <= x < f.modulus:
+        raise error(f"{what}: value {str(x)[:80]} out of range: not a canonical {f.name} element in [0, modulus)")
+    return x

@@ -8,6 +8,7 @@ import pytest
 
 from cuzk_jax.circuits import base
 from cuzk_jax.circuits.cs import Unsatisfied
+from cuzk_jax.errors import ProofRejected
 from cuzk_jax.groth16 import generator, pipeline, prover, verifier
 from cuzk_jax.groth16.data_structures import (KeyFormatError, Proof, ProvingKey, VerifyingKey, proofs_from_bytes,
                                               proofs_to_bytes)
@@ -165,7 +166,11 @@ def test_precomputed_window_msms_give_the_same_proofs(cube, cube_proofs):
     got, _ = prover.prove(rk, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert got == proofs
     swapped = dataclasses.replace(rk, tables={**rk.tables, "msm_a": rk.tables["msm_b1"]})
-    bad, _ = prover.prove(swapped, cube["r1cs"], cube["witnesses"], randomness=rs)
+    # no invalid proof leaves the prover: every proof is verified before it is returned
+    with pytest.raises(ProofRejected, match="partitions 0, 1 does not verify"):
+        prover.prove(swapped, cube["r1cs"], cube["witnesses"], randomness=rs)
+    bad, timings = prover.prove(swapped, cube["r1cs"], cube["witnesses"], randomness=rs, verify=False)
+    assert "verify" not in timings.phases
     assert bad[0].a != proofs[0].a
     assert not verifier.verify(pk.vk, cube["witnesses"][0].public_inputs, bad[0])
     with pytest.raises(ValueError, match="window"):
@@ -335,3 +340,77 @@ def test_from_device_batch_with_infinity_and_random_z():
         jac = C.Jacobian(*(limbs([c[k] for c in cols]) for k in range(3)))
         assert host_curve.from_device(dev, jac) == pts
         assert host_curve.from_device(dev, C.Jacobian(*(a[..., 1] for a in jac))) == [pts[1]]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# issue 21: degenerate verifying keys, public inputs read strictly, proof bytes errors
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _degenerate_vk(vk: VerifyingKey, field: str) -> VerifyingKey:
+    """``vk`` with one point (``alpha_g1``, ..., ``ic<i>``) replaced by the point at infinity."""
+    import dataclasses
+
+    if field.startswith("ic"):
+        i = int(field[2:])
+        return dataclasses.replace(vk, ic=[None if k == i else p for k, p in enumerate(vk.ic)])
+    return dataclasses.replace(vk, **{field: None})
+
+
+@pytest.mark.parametrize("field", ["alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic0", "ic1"])
+def test_verifying_key_with_identity_point_refused(cube, field):
+    """The point at infinity as alpha, beta, gamma, delta or an IC point makes the pairing equation degenerate
+    (identity gamma drops the public inputs): the file is refused, naming the point (accepted before). The files
+    carry a correct checksum, so only the point check can catch it, alone and inside a proving key."""
+    import dataclasses
+
+    bad = _degenerate_vk(cube["pk"].vk, field)
+    name = rf"ic\[{field[2:]}\]" if field.startswith("ic") else field
+    with pytest.raises(KeyFormatError, match=f"{name} is the point at infinity"):
+        VerifyingKey.from_bytes(bad.to_bytes())
+    with pytest.raises(KeyFormatError, match=f"{name} is the point at infinity"):
+        ProvingKey.from_bytes(dataclasses.replace(cube["pk"], vk=bad).to_bytes())
+
+
+def test_verifier_public_inputs_strict(cube, cube_proofs):
+    proofs, _, _ = cube_proofs
+    vk = cube["pk"].vk
+    y = cube["circuit"].public_inputs(cube["circuit"].sample_inputs(0))[0]
+    assert verifier.verify(vk, [y], proofs[0])
+    from cuzk_jax.errors import BadInput
+
+    for bad in ([float(y)], [True], [y + R], [-1], ["3_5"], [" 1"], [None]):
+        with pytest.raises(BadInput, match="public input 0"):
+            verifier.verify(vk, bad, proofs[0])
+
+
+def test_proof_bytes_errors_are_format_errors(cube_proofs):
+    from cuzk_jax.errors import FormatError
+
+    data = bytearray(proofs_to_bytes(cube_proofs[0]))
+    data[192 + 10] ^= 0x5A
+    with pytest.raises(FormatError, match="proof 1"):
+        proofs_from_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("value,match", [
+    (35.9, "decimal string"), (True, "boolean"), ("3_5", "decimal string"), (" 35", "decimal string"),
+    ("+35", "decimal string"), ("-1", "decimal string"), ("035", "decimal string"), (35, "integer"),
+    (str(R), "out of range"), (None, "decimal string"),
+])
+def test_read_sector_public_inputs_strict(cube_proofs, tmp_path, value, match):
+    """Sector public JSON: only canonical decimal strings in [0, r); anything else is one FormatError naming the
+    file, the vector and the index (before: 35.9 -> 35, true -> 1, "3_5" -> 35, values >= r kept)."""
+    import json
+
+    from cuzk_jax.errors import FormatError
+    from cuzk_jax.groth16 import sector
+
+    proofs = cube_proofs[0]
+    (tmp_path / "s.proofs").write_bytes(proofs_to_bytes(proofs))
+    good = [["35"]] * len(proofs)
+    (tmp_path / "s.json").write_text(json.dumps({"public_inputs": good}))
+    assert sector.read_sector(str(tmp_path / "s.proofs"), str(tmp_path / "s.json"))[1] == [[35]] * len(proofs)
+    (tmp_path / "s.json").write_text(json.dumps({"public_inputs": good[:-1] + [[value]]}))
+    with pytest.raises(FormatError, match=rf"public_inputs\[{len(proofs) - 1}\]\[0\]: .*{match}"):
+        sector.read_sector(str(tmp_path / "s.proofs"), str(tmp_path / "s.json"))

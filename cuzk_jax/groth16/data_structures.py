@@ -50,7 +50,7 @@ from typing import Optional
 import jax
 import numpy as np
 
-from cuzk_jax.errors import KeyFormatError  # noqa: F401  (re-exported: the key-file error)
+from cuzk_jax.errors import FormatError, KeyFormatError  # noqa: F401  (KeyFormatError re-exported: the key-file error)
 from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
 PROOF_BYTES = 192
@@ -76,14 +76,16 @@ class Proof:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Proof":
-        """Parse 192 bytes; ValueError on a wrong length or an invalid point."""
+        """Parse 192 bytes; :class:`~cuzk_jax.errors.FormatError` (a ValueError) on a wrong length or an invalid
+        point (not canonical, off the curve, outside the subgroup)."""
         if not isinstance(data, (bytes, bytearray)) or len(data) != PROOF_BYTES:
-            raise ValueError(f"a proof is {PROOF_BYTES} bytes, got {len(data) if hasattr(data, '__len__') else data!r}")
+            raise FormatError(f"a proof is {PROOF_BYTES} bytes, got "
+                              f"{len(data) if hasattr(data, '__len__') else type(data).__name__}")
         data = bytes(data)
         try:
             return cls(ref_g1.decode(data[:48]), ref_g2.decode(data[48:144]), ref_g1.decode(data[144:]))
         except ValueError as e:
-            raise ValueError(f"invalid proof encoding: {e}") from None
+            raise FormatError(f"invalid proof encoding: {e}") from None
 
     def arkworks(self):
         """The three points as py_arkworks_bls12381 objects (for pairing checks)."""
@@ -100,9 +102,18 @@ def proofs_to_bytes(proofs) -> bytes:
 
 
 def proofs_from_bytes(data: bytes) -> list[Proof]:
+    """Split and parse concatenated proofs; FormatError naming the proof index on a bad one."""
+    if not isinstance(data, (bytes, bytearray)):
+        raise FormatError(f"proof bytes expected, got {type(data).__name__}")
     if len(data) % PROOF_BYTES:
-        raise ValueError(f"proof bytes must be a multiple of {PROOF_BYTES}, got {len(data)}")
-    return [Proof.from_bytes(data[i:i + PROOF_BYTES]) for i in range(0, len(data), PROOF_BYTES)]
+        raise FormatError(f"proof bytes must be a multiple of {PROOF_BYTES}, got {len(data)}")
+    out = []
+    for k, i in enumerate(range(0, len(data), PROOF_BYTES)):
+        try:
+            out.append(Proof.from_bytes(data[i:i + PROOF_BYTES]))
+        except FormatError as e:
+            raise FormatError(f"proof {k}: {e}") from None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -179,10 +190,25 @@ class VerifyingKey:
         n = rd.u32("header")
         alpha = _decode_ref(ref_g1, rd.take(96, "alpha_g1"), "alpha_g1", what)
         beta, gamma, delta = (_decode_ref(ref_g2, rd.take(192, s), s, what) for s in ("beta_g2", "gamma_g2", "delta_g2"))
+        if n < 1 or 96 * n != len(body) - rd.pos:
+            raise KeyFormatError(f"{what}: header declares {n} IC points, the file holds "
+                                 f"{(len(body) - rd.pos) / 96:g} (at least 1 needed)")
         ic = [_decode_ref(ref_g1, rd.take(96, "ic"), f"ic[{i}]", what) for i in range(n)]
-        if rd.pos != len(body):
-            raise KeyFormatError(f"{what}: {len(body) - rd.pos} trailing bytes")
-        return cls(alpha, beta, gamma, delta, ic)
+        vk = cls(alpha, beta, gamma, delta, ic)
+        vk.check_points()
+        return vk
+
+    def check_points(self) -> None:
+        """Refuse a key with the point at infinity as alpha, beta, gamma, delta or any IC point (KeyFormatError).
+
+        Curve and subgroup membership are checked where the points are decoded; an identity here would make the
+        pairing equation degenerate (e.g. identity gamma drops the public inputs from it), and no honest setup
+        produces one (every public input has its own independence row, so its IC point is never zero)."""
+        names = [("alpha_g1", self.alpha_g1), ("beta_g2", self.beta_g2), ("gamma_g2", self.gamma_g2),
+                 ("delta_g2", self.delta_g2)] + [(f"ic[{i}]", p) for i, p in enumerate(self.ic)]
+        for name, p in names:
+            if p is None:
+                raise KeyFormatError(f"verifying key: {name} is the point at infinity")
 
     def arkworks(self) -> dict:
         """The key's points as py_arkworks_bls12381 objects (cached)."""
@@ -271,6 +297,9 @@ class ProvingKey:
         vk = VerifyingKey.from_bytes(rd.take(rd.u64("vk length"), "verifying key"))
         beta = _decode_ref(ref_g1, rd.take(96, "beta_g1"), "beta_g1", what)
         delta = _decode_ref(ref_g1, rd.take(96, "delta_g1"), "delta_g1", what)
+        for name, p in (("beta_g1", beta), ("delta_g1", delta)):
+            if p is None:
+                raise KeyFormatError(f"{what}: {name} is the point at infinity")
         expected = {"a_query": num_inputs + num_aux, "b_g1_query": num_inputs + num_aux,
                     "b_g2_query": num_inputs + num_aux, "h_query": domain - 1, "l_query": num_aux}
         fields = {}
@@ -301,13 +330,38 @@ class ProvingKey:
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    """Write via a temporary file and rename, so a crash never leaves a partial key or proof file."""
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part: a unique
+    temporary file in the same folder (``tempfile.mkstemp``, so concurrent writers never share one), ``fsync``,
+    ``os.replace``, then ``fsync`` of the folder. On any failure the temporary file is removed."""
     import os
+    import tempfile
 
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dfd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
 
 
 jax.tree_util.register_dataclass(

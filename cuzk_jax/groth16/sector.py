@@ -17,6 +17,9 @@ import json
 import os
 import time
 
+from cuzk_jax.encoding import parse_field_element
+from cuzk_jax.errors import FormatError
+
 from . import prover, verifier
 from .data_structures import Proof, atomic_write, proofs_from_bytes, proofs_to_bytes
 
@@ -72,15 +75,38 @@ def write_sector(out_dir: str, circuit, result: SectorResult) -> tuple[str, str]
 
 
 def read_sector(proof_path: str, public_path: str) -> tuple[list[Proof], list[list[int]]]:
-    """Proofs and public inputs written by :func:`write_sector`; ValueError on malformed files."""
-    with open(proof_path, "rb") as fh:
-        proofs = proofs_from_bytes(fh.read())
-    with open(public_path) as fh:
-        try:
-            doc = json.load(fh)
-            publics = [[int(x) for x in xs] for xs in doc["public_inputs"]]
-        except (ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"{public_path}: malformed public-input file ({e})") from None
+    """Proofs and public inputs written by :func:`write_sector`.
+
+    Public inputs must be canonical decimal strings of field elements in ``[0, r)``
+    (:func:`cuzk_jax.encoding.parse_field_element`: no floats, booleans, JSON numbers, signs, underscores or
+    spaces). Malformed files raise :class:`~cuzk_jax.errors.FormatError` (a ``ValueError``) naming the file, the
+    field and the index."""
+    try:
+        with open(proof_path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise FormatError(f"{proof_path}: cannot read file ({e.strerror or e})") from None
+    try:
+        proofs = proofs_from_bytes(data)
+    except ValueError as e:
+        raise FormatError(f"{proof_path}: {e}") from None
+    try:
+        with open(public_path, "rb") as fh:
+            raw = fh.read()
+    except OSError as e:
+        raise FormatError(f"{public_path}: cannot read file ({e.strerror or e})") from None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as e:  # RecursionError: hostile deeply nested JSON
+        msg = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        raise FormatError(f"{public_path}: not valid JSON ({msg})") from None
+    if not isinstance(doc, dict) or "public_inputs" not in doc:
+        raise FormatError(f"{public_path}: malformed public-input file (expected an object with 'public_inputs')")
+    rows = doc["public_inputs"]
+    if not isinstance(rows, list) or not all(isinstance(xs, list) for xs in rows):
+        raise FormatError(f"{public_path}: public_inputs must be a list of lists of decimal strings")
+    publics = [[parse_field_element(x, f"{public_path}: public_inputs[{k}][{i}]", allow_int=False, error=FormatError)
+                for i, x in enumerate(xs)] for k, xs in enumerate(rows)]
     if len(publics) != len(proofs):
-        raise ValueError(f"{len(proofs)} proofs in {proof_path} but {len(publics)} public-input vectors")
+        raise FormatError(f"{len(proofs)} proofs in {proof_path} but {len(publics)} public-input vectors")
     return proofs, publics

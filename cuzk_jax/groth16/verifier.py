@@ -15,6 +15,8 @@ from __future__ import annotations
 import secrets
 from typing import Sequence
 
+from cuzk_jax.encoding import parse_field_element
+from cuzk_jax.errors import BadInput
 from cuzk_jax.reference.constants import R
 
 from .data_structures import Proof, VerifyingKey
@@ -33,13 +35,13 @@ def _scalar(ark, v: int):
 
 
 def _check_inputs(vk: VerifyingKey, public_inputs: Sequence[int]) -> list[int]:
-    xs = [int(x) for x in public_inputs]
-    if len(xs) != len(vk.ic) - 1:
-        raise ValueError(f"expected {len(vk.ic) - 1} public inputs, got {len(xs)}")
-    for x in xs:
-        if not 0 <= x < R:
-            raise ValueError(f"public input {x} is not a canonical Fr element in [0, r)")
-    return xs
+    """Public inputs as canonical ints; BadInput (a ValueError) for a wrong count or any value that is not an int
+    (or canonical decimal string) in [0, r): no floats, booleans or values >= r (never reduced silently)."""
+    if isinstance(public_inputs, (str, bytes)) or not hasattr(public_inputs, "__len__"):
+        raise BadInput(f"public inputs must be a sequence of ints, got {type(public_inputs).__name__}")
+    if len(public_inputs) != len(vk.ic) - 1:
+        raise BadInput(f"expected {len(vk.ic) - 1} public inputs, got {len(public_inputs)}")
+    return [parse_field_element(x, f"public input {i}", error=BadInput) for i, x in enumerate(public_inputs)]
 
 
 def _ic_combination(ark, vk_ark, xs, weight: int = 1):
