@@ -8,6 +8,7 @@ import pytest
 
 from cuzk_jax.circuits import base
 from cuzk_jax.circuits.cs import Unsatisfied
+from cuzk_jax.errors import ProofRejected
 from cuzk_jax.groth16 import generator, pipeline, prover, verifier
 from cuzk_jax.groth16.data_structures import (KeyFormatError, Proof, ProvingKey, VerifyingKey, proofs_from_bytes,
                                               proofs_to_bytes)
@@ -165,7 +166,11 @@ def test_precomputed_window_msms_give_the_same_proofs(cube, cube_proofs):
     got, _ = prover.prove(rk, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert got == proofs
     swapped = dataclasses.replace(rk, tables={**rk.tables, "msm_a": rk.tables["msm_b1"]})
-    bad, _ = prover.prove(swapped, cube["r1cs"], cube["witnesses"], randomness=rs)
+    # no invalid proof leaves the prover: every proof is verified before it is returned
+    with pytest.raises(ProofRejected, match="partitions 0, 1 does not verify"):
+        prover.prove(swapped, cube["r1cs"], cube["witnesses"], randomness=rs)
+    bad, timings = prover.prove(swapped, cube["r1cs"], cube["witnesses"], randomness=rs, verify=False)
+    assert "verify" not in timings.phases
     assert bad[0].a != proofs[0].a
     assert not verifier.verify(pk.vk, cube["witnesses"][0].public_inputs, bad[0])
     with pytest.raises(ValueError, match="window"):

@@ -233,9 +233,17 @@ def test_tampered_proofs_rejected_by_both(art, host_proof, snarkjs_proof, work, 
 
 
 def test_unsatisfied_witness_gives_rejected_proof(art, zk, wit, work):
+    """An unsatisfied witness: the prover refuses to return the proof (ProofRejected, host and device paths);
+    forced out with verify=False, the proof is rejected by our verifier and by snarkjs."""
+    from cuzk_jax.errors import ProofRejected
+    from cuzk_jax.snarkjs import device
+
     bad = list(wit)
     bad[10] = (bad[10] + 1) % C.R  # an internal wire: the public signals are unchanged
-    res = prover.prove(zk, bad, backend="host", insecure_test_seed=SEED)
+    for be in ("host", device.DeviceBackend()):
+        with pytest.raises(ProofRejected, match="does not verify"):
+            prover.prove(zk, bad, backend=be, insecure_test_seed=SEED)
+    res = prover.prove(zk, bad, backend="host", insecure_test_seed=SEED, verify=False)
     jsonio.write_proof(work / "unsat-proof.json", res.proof)
     jsonio.write_public(work / "unsat-public.json", res.public)
     assert not verifier.verify(art.vk, work / "unsat-public.json", work / "unsat-proof.json")
@@ -255,7 +263,7 @@ class _WrongCosetBackend(prover.HostBackend):
 
 
 def test_h_form_matters(art, zk, wit, work):
-    res = prover.prove(zk, wit, backend=_WrongCosetBackend(), insecure_test_seed=SEED)
+    res = prover.prove(zk, wit, backend=_WrongCosetBackend(), insecure_test_seed=SEED, verify=False)
     assert not verifier.verify(art.vk, res.public, res.proof)
 
 

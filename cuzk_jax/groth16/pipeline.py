@@ -42,7 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cuzk_jax.errors import BadInput, Unsatisfied
+from cuzk_jax import encoding
+from cuzk_jax.errors import BadInput, ProofRejected, Unsatisfied
 from cuzk_jax.ops import config as ops_config
 from cuzk_jax.ops import field as ops_field
 from cuzk_jax.ops import msm as ops_msm
@@ -53,9 +54,10 @@ from cuzk_jax.ops.curve import Affine, Jacobian, g1, g2
 from cuzk_jax.reference.constants import R
 from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
-from . import host_curve, sharding
+from . import host_curve, sharding, verifier
+from .data_structures import Proof
 
-PHASES = ("stage", "evaluate", "h", "msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h", "fetch", "finish")
+PHASES = ("stage", "evaluate", "h", "msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h", "fetch", "finish", "verify")
 # phase name -> group; also finish's argument order
 MSMS = {"msm_a": "g1", "msm_b1": "g1", "msm_b2": "g2", "msm_l": "g1", "msm_h": "g1"}
 QAP_FORMS = ("bellman", "snarkjs")
@@ -176,6 +178,8 @@ class ResidentKey:
     * ``finish``: :class:`FinishPoints`; ``qap``: ``"bellman"`` or ``"snarkjs"`` (see the module docstring);
     * ``config``: the resolved :class:`ProverConfig`; ``mesh``: a partition mesh when sharded over devices;
     * ``constraint_name``: index -> gadget name of a constraint (unsatisfied-witness errors), or None;
+    * ``verifier``: ``(public inputs per partition, (A, B, C) per partition) -> [ok per partition]``, the check
+      :func:`prove_batch` runs on every proof before returning it (None: no verifying key, nothing checked);
     * ``pk``: the host-side key object it was made from (a ``ProvingKey`` or a ``Zkey``), ``digest`` its circuit.
 
     Invariant: ``nbytes`` counts every device array held here (queries, tables, R1CS tables) -- the number the
@@ -194,6 +198,7 @@ class ResidentKey:
     digest: str
     pk: object = None
     constraint_name: Callable[[int], str] | None = None
+    verifier: Callable[[list, list], list] | None = None
     mesh: object = None
 
     @property
@@ -247,7 +252,7 @@ def _place(tree, mesh):
 
 
 def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int, num_vars: int, domain_size: int,
-                   qap: str, digest: str, config=None, pk=None, constraint_name=None, mesh=None,
+                   qap: str, digest: str, config=None, pk=None, constraint_name=None, verifier=None, mesh=None,
                    headroom: int | None = None) -> ResidentKey:
     """Upload a key's bases and R1CS tables and build its window tables when the config asks for them.
 
@@ -269,7 +274,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
             tables[name] = WindowTable(c, jax.block_until_ready(pts))
     return ResidentKey(queries=queries, tables=tables, r1cs=r1cs, finish=finish, num_inputs=num_inputs,
                        num_vars=num_vars, domain_size=domain_size, qap=qap, config=config, digest=digest, pk=pk,
-                       constraint_name=constraint_name, mesh=mesh)
+                       constraint_name=constraint_name, verifier=verifier, mesh=mesh)
 
 
 def finish_points(pk) -> FinishPoints:
@@ -279,6 +284,19 @@ def finish_points(pk) -> FinishPoints:
     return FinishPoints(alpha_g1=vk["alpha_g1"], beta_g1=host_curve.to_arkworks(ref_g1, pk.beta_g1),
                         beta_g2=vk["beta_g2"], delta_g1=host_curve.to_arkworks(ref_g1, pk.delta_g1),
                         delta_g2=vk["delta_g2"])
+
+
+def proof_checker(vk) -> Callable[[list, list], list]:
+    """The :attr:`ResidentKey.verifier` of a bellman-form verifying key: one batched pairing check (random
+    weights) for the whole batch, and per-proof checks only to name the culprits when it fails
+    (:mod:`cuzk_jax.groth16.verifier`)."""
+    def check(publics: list, points: list) -> list:
+        proofs = [Proof(*p) for p in points]
+        if verifier.verify_batch(vk, publics, proofs):
+            return [True] * len(proofs)
+        return verifier.verify_each(vk, publics, proofs)
+
+    return check
 
 
 def make_resident(pk, r1cs, config=None, *, mesh=None, headroom: int | None = None) -> ResidentKey:
@@ -292,7 +310,8 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, headroom: int | None = No
                "msm_h": pk.h_query}
     return build_resident(queries=queries, r1cs=ops_r1cs.to_device(ext), finish=finish_points(pk), num_inputs=pk.num_inputs,
                           num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
-                          config=config, pk=pk, constraint_name=ext.constraint_name, mesh=mesh, headroom=headroom)
+                          config=config, pk=pk, constraint_name=ext.constraint_name, verifier=proof_checker(pk.vk),
+                          mesh=mesh, headroom=headroom)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -495,21 +514,33 @@ def finish(rk, out: BatchOutput, i: int, r: int, s: int) -> tuple:
             host_curve.from_arkworks(ref_g1, c))
 
 
+def public_inputs(rk: ResidentKey, z: np.ndarray) -> list[list[int]]:
+    """The public inputs of every partition of a host batch ``z`` (Montgomery ``(8, P, num_vars)``): columns
+    ``1 .. num_inputs - 1`` (column 0 is the constant one)."""
+    return [encoding.limbs_to_ints(np.asarray(z[:, p, 1:rk.num_inputs]), "fr", montgomery=True)
+            for p in range(z.shape[1])]
+
+
 def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, int]] | None = None,
-                timings: Timings | None = None) -> list[tuple]:
+                timings: Timings | None = None, *, verify: bool = True, sync_phases: bool = True) -> list[tuple]:
     """Stage, run and finish one batch ``z`` (``(8, P, num_vars)`` Montgomery limbs): the ``(A, B, C)`` host
-    points of every partition, in order. Raises :class:`~cuzk_jax.errors.Unsatisfied` naming the first
-    partition whose witness does not satisfy the R1CS (bellman form), before any finishing."""
+    points of every partition, in order.
+
+    Raises :class:`~cuzk_jax.errors.Unsatisfied` naming the first partition whose witness does not satisfy the
+    R1CS (bellman form), before any finishing; with ``verify`` (the default) every proof is checked with the key's
+    :attr:`~ResidentKey.verifier` before it is returned, and :class:`~cuzk_jax.errors.ProofRejected` names the
+    partitions whose proofs do not verify -- no invalid proof leaves the prover (``verify=False`` for benchmarks)."""
     t_start = time.perf_counter()
     timings = timings if timings is not None else Timings()
-    P = int(np.shape(z)[1])
+    z = np.asarray(z)
+    P = int(z.shape[1]) if z.ndim == 3 else 0
     randomness = list(randomness) if randomness is not None else random_randomness(P)
     if len(randomness) != P:
         raise BadInput(f"{P} witnesses but {len(randomness)} (r, s) pairs")
     t0 = time.perf_counter()
     zd = jax.block_until_ready(stage(rk, z))
     timings.phases["stage"] = timings.phases.get("stage", 0.0) + time.perf_counter() - t0
-    out = run(rk, zd, lambda name, fn: timed(name, fn, timings.phases))
+    out = run(rk, zd, lambda name, fn: timed(name, fn, timings.phases), sync_phases=sync_phases)
     for i in range(P):
         err = unsatisfied(rk, out, i)
         if err is not None:
@@ -517,6 +548,16 @@ def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, 
     t0 = time.perf_counter()
     proofs = [finish(rk, out, i, r, s) for i, (r, s) in enumerate(randomness)]
     timings.phases["finish"] = time.perf_counter() - t0
+    if verify and rk.verifier is not None:
+        t0 = time.perf_counter()
+        ok = rk.verifier(public_inputs(rk, z), proofs)
+        timings.phases["verify"] = time.perf_counter() - t0
+        bad = [i for i, good in enumerate(ok) if not good]
+        if bad:
+            why = ("the key or a device result is wrong" if rk.qap == "bellman" else
+                   "the witness does not satisfy the circuit, or the zkey does not belong to it")
+            raise ProofRejected(f"proof of partition{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))} does "
+                                f"not verify ({why}); nothing was returned")
     timings.total = time.perf_counter() - t_start
     timings.partitions = P
     return proofs

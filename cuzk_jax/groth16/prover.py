@@ -66,14 +66,16 @@ def resident(pk: ProvingKey, r1cs, config: ProverConfig | str | None = None) -> 
 
 def prove(pk: ProvingKey | ResidentKey, r1cs, witnesses: Sequence, *,
           randomness: Sequence[tuple[int, int]] | None = None,
-          config: ProverConfig | str | None = None) -> tuple[list[Proof], Timings]:
+          config: ProverConfig | str | None = None, verify: bool = True) -> tuple[list[Proof], Timings]:
     """Prove every partition in ``witnesses`` (``circuits.r1cs.Witness``, one R1CS shape) in one batch.
 
     ``pk``: a :class:`ProvingKey` (made resident by :func:`resident` with ``config``) or a
     :class:`~cuzk_jax.groth16.pipeline.ResidentKey` (then ``config`` must be None). Returns the proofs (one per
     witness, in order) and the per-phase :class:`Timings`. Raises :class:`~cuzk_jax.errors.BadInput` if the key
     was made for another circuit or a witness has the wrong shape, and :class:`~cuzk_jax.errors.Unsatisfied`
-    naming the partition and constraint if a witness does not satisfy the R1CS.
+    naming the partition and constraint if a witness does not satisfy the R1CS. Every proof is verified before it
+    is returned (``verify=False`` skips that, for benchmarks): :class:`~cuzk_jax.errors.ProofRejected` if one
+    does not verify.
     """
     from cuzk_jax.circuits.r1cs import stack_z
 
@@ -96,7 +98,7 @@ def prove(pk: ProvingKey | ResidentKey, r1cs, witnesses: Sequence, *,
     timings = Timings()
     z = stack_z(witnesses, montgomery=True)  # (8, P, num_vars), host
     timings.phases["stage"] = time.perf_counter() - t_start  # host conversion; pipeline adds the copy
-    points = pipeline.prove_batch(rk, z, randomness, timings)
+    points = pipeline.prove_batch(rk, z, randomness, timings, verify=verify)
     timings.total = time.perf_counter() - t_start
     log.info("prove: %s", timings)
     return [Proof(a, b, c) for a, b, c in points], timings

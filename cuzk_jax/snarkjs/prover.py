@@ -39,12 +39,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cuzk_jax.errors import ProofRejected
 from cuzk_jax.reference import constants as C
 
 from . import binfile
 from .jsonio import Proof
 from .points import G1Array, G2Array, g1_array_to_ark, g1_from_ark, g1_to_ark, g2_array_to_ark, g2_from_ark, \
     g2_to_ark, ark_module
+from .verifier import check, verification_key_from_zkey
 from .zkey import Zkey
 
 R = C.R
@@ -109,9 +111,11 @@ class HostBackend:
         return g2_from_ark(ark.G2Point.multiexp_unchecked(g2_array_to_ark(bases), [ark.Scalar(s) for s in scalars]))
 
 
-    def prove(self, zkey: Zkey, w: list[int], r: int, s: int, sync_phases: bool = True) -> tuple[Proof, dict]:
+    def prove(self, zkey: Zkey, w: list[int], r: int, s: int, sync_phases: bool = True,
+              verify: bool = True) -> tuple[Proof, dict]:
         """``(proof, wall times)``: the steps of ``groth16_prove.js`` one after another (``sync_phases`` has no
-        effect on the host)."""
+        effect on the host). With ``verify`` the proof is checked against the zkey's verifying key first
+        (:class:`~cuzk_jax.errors.ProofRejected` if it does not verify)."""
         t = {}
         t0 = time.perf_counter()
         # --- QAP evaluations and the H scalars ---------------------------------------------------------------
@@ -129,6 +133,12 @@ class HostBackend:
         t1 = time.perf_counter()
         proof = combine(zkey, *msms, r, s)
         t["combine"] = time.perf_counter() - t1
+        if verify:
+            t1 = time.perf_counter()
+            if check(verification_key_from_zkey(zkey), w[1:zkey.n_public + 1], proof) is not None:
+                raise ProofRejected("the proof does not verify: the witness does not satisfy the circuit, or the "
+                                    "zkey does not belong to it; nothing was returned")
+            t["verify"] = time.perf_counter() - t1
         t["total"] = time.perf_counter() - t0
         return proof, t
 
@@ -156,14 +166,17 @@ class ProveResult:
 
 
 def prove(zkey: Zkey, witness, *, backend="host", insecure_test_seed: int | None = None,
-          sync_phases: bool = True) -> ProveResult:
+          sync_phases: bool = True, verify: bool = True) -> ProveResult:
     """Prove with a snarkjs Groth16 zkey and a circom witness (ints or ``(8, N)`` canonical limbs).
 
     ``backend`` is ``"host"`` (the oracle, :class:`HostBackend`), ``"device"`` (the one prove pipeline,
     :class:`cuzk_jax.snarkjs.device.DeviceBackend`) or a backend object. Returns the proof, the public signals
     ``w[1..nPublic]`` and wall times (seconds). With ``sync_phases`` (default) every device phase finishes before
     the next starts (true per-phase times); ``sync_phases=False`` queues all device work and waits once, so only
-    ``total`` is meaningful -- the faster mode for throughput.
+    ``total`` is meaningful -- the faster mode for throughput. Every proof is verified against the zkey's
+    verifying key before it is returned (``verify=False`` skips it, for benchmarks and tests of invalid proofs):
+    :class:`~cuzk_jax.errors.ProofRejected` when it does not verify -- the zkey holds no C matrix, so an
+    unsatisfied witness is caught here.
     """
     be = get_backend(backend) if isinstance(backend, str) else backend
     w = witness_ints(witness)
@@ -172,7 +185,7 @@ def prove(zkey: Zkey, witness, *, backend="host", insecure_test_seed: int | None
                          "(witness and zkey are for different circuits)")
     if w[0] != 1:
         raise ValueError("witness value 0 (the constant wire) must be 1")
-    proof, t = be.prove(zkey, w, *random_r_s(insecure_test_seed), sync_phases=sync_phases)
+    proof, t = be.prove(zkey, w, *random_r_s(insecure_test_seed), sync_phases=sync_phases, verify=verify)
     return ProveResult(proof, w[1:zkey.n_public + 1], t)
 
 
