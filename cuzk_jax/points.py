@@ -409,3 +409,47 @@ __all__ = [
     "from_reference",
     "to_reference",
 ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# batched checks of points already in device form (zkey sections: Montgomery limbs, infinity = zeros)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def check_program(group: str, subgroup: bool):
+    """Jitted ``(x, y, inf) -> (on_curve, in_subgroup)`` masks for Montgomery-form affine points (one program per
+    group and mode, shapes bucketed by the caller); ``subgroup=False`` returns an all-true subgroup mask."""
+    curve = _group(group)
+    if subgroup:
+        curve = curve.with_schedule("rolled")  # as decode_program: the subgroup test compiles fast rolled
+
+    def run(x, y, inf):
+        pt = Affine(x, y, inf)
+        ok = curve.is_on_curve(pt) | inf
+        insub = (curve.in_subgroup(pt) | inf) if subgroup else jnp.ones_like(inf)
+        return ok, insub
+
+    return jax.jit(run)
+
+
+def check_montgomery(x: np.ndarray, y: np.ndarray, inf: np.ndarray, group: str = "g1",
+                     subgroup: bool = True) -> tuple[int | None, int | None]:
+    """Curve equation and (``subgroup``) prime-order subgroup test of N affine points given as limb-major
+    Montgomery coordinates (``(12, N)`` / ``(2, 12, N)``, fully reduced: callers check ``< p`` first) and an
+    ``inf`` mask, in ONE device program over the batch (padded to a power of two with infinity).
+
+    Returns ``(first index off the curve, first index outside the subgroup)``, ``None`` where all pass."""
+    _group(group)
+    n = int(np.shape(inf)[0])
+    if n == 0:
+        return None, None
+    m = _bucket(n)
+    pad = [(0, 0)] * (np.ndim(x) - 1) + [(0, m - n)]
+    ok, insub = check_program(group, subgroup)(
+        jnp.asarray(np.pad(np.asarray(x, np.uint32), pad)), jnp.asarray(np.pad(np.asarray(y, np.uint32), pad)),
+        jnp.asarray(np.pad(np.asarray(inf, bool), (0, m - n), constant_values=True)))
+    ok, insub = np.asarray(ok)[:n], np.asarray(insub)[:n]
+    bad_curve = None if ok.all() else _first(~ok)
+    bad_sub = None if insub.all() else _first(~insub)
+    return bad_curve, bad_sub

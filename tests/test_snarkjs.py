@@ -548,3 +548,94 @@ def test_dev_setup_zkey_works_with_snarkjs(art, zk, wit, work):
         verifier.verification_key_from_zkey(zkey.read_zkey(work / "seed0.zkey")))))
     zkey_p, _, _, _ = bench.load_artifacts(exp, log=None)
     assert zkey_p.read_bytes() == (work / "seed0.zkey").read_bytes()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# issue 21: hostile sizes, points outside the subgroup, verification keys, strict public signals
+# ------------------------------------------------------------------------------------------------------------
+
+
+def test_r1cs_hostile_constraint_count_is_one_format_error():
+    """nConstraints = 2^32 - 1 in a 200-byte file: one FormatError before any allocation (was a 96 GiB
+    MemoryError: the reader sized its arrays from the header)."""
+    hdr = struct.pack("<I", 32) + C.R.to_bytes(32, "little") + struct.pack("<IIIIQI", 4, 1, 1, 1, 4, 0xFFFFFFFF)
+    with pytest.raises(FormatError, match="declares 4294967295 constraints"):
+        r1cs.read_r1cs(binfile.build("r1cs", 1, [(1, hdr), (2, b"\0" * 100)]))
+    # a term count past the end of the section is caught at that linear combination
+    body = struct.pack("<I", 0xFFFFFFF0) + b"\0" * 20
+    hdr = struct.pack("<I", 32) + C.R.to_bytes(32, "little") + struct.pack("<IIIIQI", 4, 1, 1, 1, 4, 1)
+    with pytest.raises(FormatError, match="truncated in constraint 0"):
+        r1cs.read_r1cs(binfile.build("r1cs", 1, [(1, hdr), (2, body)]))
+
+
+def test_zkey_point_outside_subgroup_refused(art):
+    """An A point on the curve but outside the prime-order subgroup (the file otherwise intact): refused by the
+    batched device check, naming the section and index (the per-point host check tested only the curve)."""
+    import random
+
+    from cuzk_jax.reference.curve import g1 as ref_g1
+
+    data = art.zkey.read_bytes()
+    p = ref_g1.random_curve_point(random.Random(5))
+    assert not ref_g1.in_subgroup(p)
+    bad = _patch_section(data, 5, 3 * 96, points.g1_to_zkey_bytes(p))
+    with pytest.raises(FormatError, match="A points: point 3 is not in the prime-order G1 subgroup"):
+        zkey.read_zkey(bad)
+    assert zkey.read_zkey(bad, check_points=False).n_vars > 0  # the opt-out still reads it
+    # the same in a header point (always checked: it is part of the verification key)
+    f = binfile.parse(data, "zkey", 1)
+    alpha_off = 8 + 48 + 32 + 12
+    bad = _patch_section(data, 2, alpha_off, points.g1_to_zkey_bytes(p))
+    with pytest.raises(FormatError, match="alpha1 is not in the prime-order subgroup"):
+        zkey.read_zkey(bad)
+    bad = _patch_section(data, 2, alpha_off, bytes(96))
+    with pytest.raises(FormatError, match="alpha1 is the point at infinity"):
+        zkey.read_zkey(bad)
+    assert f.sections[2][1] > alpha_off
+
+
+def test_verification_key_checks(zk, host_proof):
+    """vk_alphabeta_12 must be e(alpha, beta); identity / non-subgroup points are refused (all accepted before)."""
+    import dataclasses
+    import random
+
+    from cuzk_jax.reference.curve import g1 as ref_g1
+
+    vk = verifier.verification_key_from_zkey(zk)
+    res = host_proof[0]
+    assert verifier.verify(vk, res.public, res.proof)
+    ab = list(vk.alphabeta)
+    ab[3] = (ab[3] + 1) % C.P
+    bad = jsonio.read_vk(jsonio.vk_to_json(dataclasses.replace(vk, alphabeta=tuple(ab))))
+    with pytest.raises(FormatError, match="vk_alphabeta_12 is not e"):
+        verifier.verify(bad, res.public, res.proof)
+    other = verifier.verification_key_from_zkey(dataclasses.replace(zk, alpha1=zk.beta1))
+    with pytest.raises(FormatError, match="vk_alphabeta_12"):  # alphabeta of another alpha
+        verifier.verify(dataclasses.replace(vk, alphabeta=other.alphabeta), res.public, res.proof)
+    for field, value, match in (("alpha1", None, r"vk_alpha_1 is the point at infinity"),
+                                ("gamma2", None, r"vk_gamma_2 is the point at infinity"),
+                                ("ic", [vk.ic[0], None] + vk.ic[2:], r"IC\[1\] is the point at infinity"),
+                                ("ic", [ref_g1.random_curve_point(random.Random(6))] + vk.ic[1:],
+                                 r"IC\[0\] is not in the prime-order subgroup")):
+        bad = dataclasses.replace(vk, alphabeta=None, **{field: value})
+        with pytest.raises(FormatError, match=match):
+            verifier.verify(jsonio.read_vk(jsonio.vk_to_json(bad)), res.public, res.proof)
+
+
+@pytest.mark.parametrize("value,match", [
+    (35.9, "decimal string"), (True, "boolean"), ("3_5", "decimal string"), (" 35", "decimal string"),
+    ("+35", "decimal string"), ("0x23", "decimal string"), (str(C.R), "out of range"), (None, "decimal string"),
+])
+def test_public_json_strict(value, match):
+    """public.json: decimal strings / JSON integers of elements in [0, r) only (35.9 -> 35, true -> 1, "3_5" -> 35
+    and values >= r were accepted); one FormatError naming the index."""
+    assert jsonio.read_public(json.dumps(["1", 35, "0"])) == [1, 35, 0]
+    with pytest.raises(FormatError, match=rf"\[1\]: .*{match}"):
+        jsonio.read_public(json.dumps(["1", value]))
+
+
+def test_json_nested_too_deeply_is_a_format_error():
+    deep = "[" * 100_000 + "]" * 100_000
+    for read in (jsonio.read_public, jsonio.read_proof, jsonio.read_vk):
+        with pytest.raises(FormatError, match="nested too deeply"):
+            read(deep)

@@ -13,8 +13,10 @@ numbers are decimal strings; points are written projectively with ``z = 1`` (``[
   as ``[c0, c1]`` of ``[c0, c1, c2]`` of ``[c0, c1]`` decimal strings -- the same coefficient order as
   py_arkworks_bls12381's GT bytes), ``IC`` (nPublic + 1 G1 points).
 
-Malformed files (missing keys, non-decimal numbers, values out of range, wrong shapes, another protocol or curve)
-raise ``ValueError`` naming the file and the field. Points are *not* checked against the curve here: that is the
+Malformed files (missing keys, non-decimal numbers, values out of range, wrong shapes, another protocol or curve,
+JSON nested too deeply) raise :class:`~cuzk_jax.errors.FormatError` (a ``ValueError``) naming the file and the
+field. Numbers go through :func:`cuzk_jax.encoding.parse_field_element` (decimal strings or JSON integers of
+canonical elements; public signals must be below r). Points are *not* checked against the curve here: that is the
 verifier's job (an off-curve proof point is an invalid proof, not a malformed file).
 """
 
@@ -25,6 +27,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from cuzk_jax.encoding import parse_field_element
+from cuzk_jax.errors import FormatError
 from cuzk_jax.reference import constants as C
 from cuzk_jax.reference.field import fq, fq2
 
@@ -80,21 +84,13 @@ class _Ctx:
     def __init__(self, name: str):
         self.name = name
 
-    def err(self, where: str, msg: str) -> ValueError:
-        return ValueError(f"{self.name}: {where}: {msg}")
+    def err(self, where: str, msg: str) -> FormatError:
+        return FormatError(f"{self.name}: {where}: {msg}")
 
-    def num(self, v: Any, where: str, bound: int) -> int:
-        if isinstance(v, bool):
-            raise self.err(where, f"expected a decimal string, got {v!r}")
-        if isinstance(v, int):
-            x = v
-        elif isinstance(v, str) and v.isascii() and v.isdigit():
-            x = int(v)
-        else:
-            raise self.err(where, f"expected a decimal string, got {v!r}")
-        if not 0 <= x < bound:
-            raise self.err(where, f"value {x} out of range [0, {bound})")
-        return x
+    def num(self, v: Any, where: str, field: str) -> int:
+        """A canonical element of ``field`` ("fq" / "fr"): a decimal string or a JSON integer (one shared rule,
+        :func:`cuzk_jax.encoding.parse_field_element`: no floats, booleans, signs, underscores or spaces)."""
+        return parse_field_element(v, f"{self.name}: {where}", field=field, error=FormatError)
 
     def seq(self, v: Any, where: str, lengths: Sequence[int]) -> list:
         if not isinstance(v, list) or len(v) not in lengths:
@@ -103,12 +99,12 @@ class _Ctx:
 
     def fq2(self, v: Any, where: str):
         a = self.seq(v, where, (2,))
-        return (self.num(a[0], where + "[0]", Q), self.num(a[1], where + "[1]", Q))
+        return (self.num(a[0], where + "[0]", "fq"), self.num(a[1], where + "[1]", "fq"))
 
     def g1(self, v: Any, where: str) -> G1Affine:
         a = self.seq(v, where, (2, 3))
-        x, y = self.num(a[0], where + "[0]", Q), self.num(a[1], where + "[1]", Q)
-        z = self.num(a[2], where + "[2]", Q) if len(a) == 3 else 1
+        x, y = self.num(a[0], where + "[0]", "fq"), self.num(a[1], where + "[1]", "fq")
+        z = self.num(a[2], where + "[2]", "fq") if len(a) == 3 else 1
         if z == 0:
             return None
         if z == 1:
@@ -130,16 +126,16 @@ class _Ctx:
 
     def key(self, obj: dict, k: str):
         if not isinstance(obj, dict):
-            raise ValueError(f"{self.name}: expected a JSON object, got {type(obj).__name__}")
+            raise FormatError(f"{self.name}: expected a JSON object, got {type(obj).__name__}")
         if k not in obj:
-            raise ValueError(f"{self.name}: missing key {k!r}")
+            raise FormatError(f"{self.name}: missing key {k!r}")
         return obj[k]
 
     def check_tag(self, obj: dict, key: str, want: str, required: bool = True):
         if key not in obj and not required:
             return
         v = self.key(obj, key)
-        if str(v).lower() != want:
+        if not isinstance(v, str) or v.lower() != want:
             raise self.err(key, f"is {v!r}; cuzk_jax handles {want!r} only")
 
 
@@ -153,16 +149,20 @@ def _load(source) -> tuple[str, Any]:
             with open(path) as fh:
                 text = fh.read()
         except OSError as e:
-            raise ValueError(f"{path}: cannot read file ({e.strerror or e})") from None
+            raise FormatError(f"{path}: cannot read file ({e.strerror or e})") from None
+        except UnicodeDecodeError as e:
+            raise FormatError(f"{path}: not valid JSON (not UTF-8 text: {e.reason})") from None
         name = path
     elif isinstance(source, (str, bytes, bytearray)):
         text, name = source, "<json>"
     else:
-        raise ValueError(f"expected a path, JSON text or parsed JSON, got {type(source).__name__}")
+        raise FormatError(f"expected a path, JSON text or parsed JSON, got {type(source).__name__}")
     try:
         return name, json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{name}: not valid JSON ({e})") from None
+    except RecursionError:  # hostile deeply nested arrays / objects
+        raise FormatError(f"{name}: not valid JSON (nested too deeply)") from None
+    except ValueError as e:  # JSONDecodeError, bytes that are not UTF-8 text
+        raise FormatError(f"{name}: not valid JSON ({e})") from None
 
 
 def _dump(path, obj) -> None:
@@ -205,13 +205,14 @@ def public_to_json(public: Sequence[int]) -> list[str]:
 
 
 def read_public(source) -> list[int]:
-    """Public signals as ints. Values must be decimal; values >= r are kept (the verifier rejects them, as
-    snarkjs does) so that such a file is reported as an invalid proof rather than a malformed file."""
+    """Public signals as ints: canonical decimal strings (or JSON integers) of field elements in ``[0, r)``.
+    Anything else -- a float, a boolean, ``"3_5"``, a value ``>= r`` -- is a malformed file
+    (:class:`~cuzk_jax.errors.FormatError` naming the index), a usage error rather than an invalid proof."""
     name, obj = _load(source)
     ctx = _Ctx(name)
     if not isinstance(obj, list):
-        raise ValueError(f"{name}: expected a JSON list of decimal strings")
-    return [ctx.num(v, f"[{i}]", 1 << 512) for i, v in enumerate(obj)]
+        raise FormatError(f"{name}: expected a JSON list of decimal strings")
+    return [ctx.num(v, f"[{i}]", "fr") for i, v in enumerate(obj)]
 
 
 def write_public(path, public: Sequence[int]) -> None:
@@ -240,7 +241,7 @@ def read_vk(source) -> VerificationKey:
     ctx.check_tag(obj, "protocol", "groth16")
     ctx.check_tag(obj, "curve", "bls12381")
     n_public = ctx.key(obj, "nPublic")
-    if isinstance(n_public, bool) or not isinstance(n_public, int) or n_public < 0:
+    if isinstance(n_public, bool) or not isinstance(n_public, int) or not 0 <= n_public < 1 << 32:
         raise ctx.err("nPublic", f"expected a non-negative integer, got {n_public!r}")
     ic_raw = ctx.key(obj, "IC")
     if not isinstance(ic_raw, list) or len(ic_raw) != n_public + 1:

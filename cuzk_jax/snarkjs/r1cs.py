@@ -125,6 +125,12 @@ def _read_constraints(f: binfile.BinFile, n_cons: int, n_wires: int) -> tuple[Sp
     sec = f.section(CONSTRAINTS, what="constraints")
     data = bytes(sec)
     size = len(data)
+    # Every count is checked against the bytes present BEFORE anything is allocated: each linear combination takes
+    # at least its 4-byte term count, so a hostile header (nConstraints = 2^32 - 1 in a few hundred bytes) is one
+    # FormatError here, not a 96 GiB allocation.
+    if 12 * n_cons > size:
+        raise f.error(f"header declares {n_cons} constraints but the constraints section has only {size} bytes "
+                      f"(at least {12 * n_cons} needed; truncated or corrupt file)")
     # One Python step per linear combination (3 per constraint) to find the variable-length blocks; the terms
     # themselves are then gathered with numpy.
     starts = np.empty(3 * n_cons, np.int64)
@@ -134,6 +140,8 @@ def _read_constraints(f: binfile.BinFile, n_cons: int, n_wires: int) -> tuple[Sp
     try:
         for k in range(3 * n_cons):
             n = unpack("<I", data, pos)[0]
+            if n > (size - pos - 4) // _TERM:
+                raise struct.error
             starts[k] = pos + 4
             counts[k] = n
             pos += 4 + _TERM * n

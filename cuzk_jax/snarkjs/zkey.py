@@ -36,7 +36,7 @@ from cuzk_jax.reference import constants as C
 
 from . import binfile
 from .points import G1_BYTES, G2_BYTES, G1Affine, G1Array, G2Affine, G2Array, g1_array_from_bytes, \
-    g1_ints, g2_array_from_bytes, g2_ints
+    g1_ints, g1_to_ark, g2_array_from_bytes, g2_ints, g2_to_ark
 
 PROTOCOLS = {1: "groth16", 2: "plonk", 10: "fflonk"}
 R2_MONT = pow(2, 512, C.R)
@@ -106,9 +106,11 @@ def read_zkey(source, *, check_points: bool = True) -> Zkey:
     """Read a Groth16 ``.zkey`` (path or bytes). Raises :class:`binfile.FormatError` (a ValueError) for another
     protocol or curve and for truncated or corrupt files.
 
-    ``check_points`` verifies that every point satisfies its curve equation (host Python ints: ~1 s per 10^5
-    points). Subgroup membership is not checked (the verifier checks proof points; key points come from the
-    setup, as in snarkjs).
+    Every count is checked against the bytes present before anything is allocated. The six header points are
+    always checked (on the curve, in the subgroup, not infinity: they make the verification key).
+    ``check_points`` (the default) also checks every point of the IC, A, B1, B2, C and H sections: curve equation
+    and prime-order subgroup, in one batched device program per group (:func:`cuzk_jax.points.check_montgomery`),
+    naming the section and the first bad point.
     """
     f = binfile.parse(source, "zkey", 1)
     sec1 = f.section(1, 4, "protocol header")
@@ -151,14 +153,26 @@ def read_zkey(source, *, check_points: bool = True) -> Zkey:
     alpha1, beta1, beta2, gamma2, delta1, delta2 = (
         g1("alpha1"), g1("beta1"), g2("beta2"), g2("gamma2"), g1("delta1"), g2("delta2"))
 
-    ic = g1_array_from_bytes(f.section(3, (n_public + 1) * G1_BYTES, "IC"), f, "IC", check_points)
+    for what, p, to_ark in (("alpha1", alpha1, g1_to_ark), ("beta1", beta1, g1_to_ark), ("beta2", beta2, g2_to_ark),
+                            ("gamma2", gamma2, g2_to_ark), ("delta1", delta1, g1_to_ark), ("delta2", delta2, g2_to_ark)):
+        if p is None:
+            raise f.error(f"Groth16 header: {what} is the point at infinity (corrupt file)")
+        try:
+            to_ark(p, checked=True)
+        except Exception:  # arkworks raises on a point outside the prime-order subgroup
+            raise f.error(f"Groth16 header: {what} is not in the prime-order subgroup (corrupt file)") from None
+
+    # Sizes were checked against the section lengths (binfile.section(size=...)) before any array is made.
+    ic = g1_array_from_bytes(f.section(3, (n_public + 1) * G1_BYTES, "IC"), f, "IC", False)
     coeffs = _read_coeffs(f, n_vars, domain)
-    a = g1_array_from_bytes(f.section(5, n_vars * G1_BYTES, "A points"), f, "A points", check_points)
-    b1 = g1_array_from_bytes(f.section(6, n_vars * G1_BYTES, "B1 points"), f, "B1 points", check_points)
-    b2 = g2_array_from_bytes(f.section(7, n_vars * G2_BYTES, "B2 points"), f, "B2 points", check_points)
-    c = g1_array_from_bytes(f.section(8, (n_vars - n_public - 1) * G1_BYTES, "C points"), f, "C points",
-                            check_points)
-    h = g1_array_from_bytes(f.section(9, domain * G1_BYTES, "H points"), f, "H points", check_points)
+    a = g1_array_from_bytes(f.section(5, n_vars * G1_BYTES, "A points"), f, "A points", False)
+    b1 = g1_array_from_bytes(f.section(6, n_vars * G1_BYTES, "B1 points"), f, "B1 points", False)
+    b2 = g2_array_from_bytes(f.section(7, n_vars * G2_BYTES, "B2 points"), f, "B2 points", False)
+    c = g1_array_from_bytes(f.section(8, (n_vars - n_public - 1) * G1_BYTES, "C points"), f, "C points", False)
+    h = g1_array_from_bytes(f.section(9, domain * G1_BYTES, "H points"), f, "H points", False)
+    if check_points:
+        _check_sections(f, "g1", [("IC", ic), ("A points", a), ("B1 points", b1), ("C points", c), ("H points", h)])
+        _check_sections(f, "g2", [("B2 points", b2)])
     contributions = bytes(f.section(10, what="contributions")) if f.has(10) else b""
     return Zkey(n_vars, n_public, domain, alpha1, beta1, beta2, gamma2, delta1, delta2, ic, coeffs,
                 a, b1, b2, c, h, contributions)
@@ -184,3 +198,31 @@ def _read_coeffs(f: binfile.BinFile, n_vars: int, domain: int) -> Coefficients:
     if count and not ok.all():
         raise f.error(f"coefficient {int(np.argmin(ok))}: value >= r (corrupt file)")
     return Coefficients(matrix, constraint, signal, value)
+
+
+def _check_sections(f: binfile.BinFile, group: str, sections) -> None:
+    """Curve and subgroup check of several point sections in one device call; FormatError naming the first bad
+    point's section and index."""
+    from cuzk_jax import points as device_points
+
+    sections = [(name, arr) for name, arr in sections if len(arr)]
+    if not sections:
+        return
+    x = np.concatenate([arr.x for _, arr in sections], axis=-1)
+    y = np.concatenate([arr.y for _, arr in sections], axis=-1)
+    inf = np.concatenate([arr.inf for _, arr in sections])
+    bad_curve, bad_sub = device_points.check_montgomery(x, y, inf, group, subgroup=True)
+
+    def where(i):
+        for name, arr in sections:
+            if i < len(arr):
+                return name, i
+            i -= len(arr)
+        raise AssertionError("index past the sections")  # pragma: no cover
+
+    if bad_curve is not None:
+        name, i = where(bad_curve)
+        raise f.error(f"{name}: point {i} is not on the BLS12-381 {group.upper()} curve (corrupt file)")
+    if bad_sub is not None:
+        name, i = where(bad_sub)
+        raise f.error(f"{name}: point {i} is not in the prime-order {group.upper()} subgroup (corrupt file)")
