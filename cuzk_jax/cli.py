@@ -44,9 +44,9 @@ def define_cache_dir_flag() -> None:
 def use_cache_dir(path: str) -> None:
     """Turn on JAX's persistent compilation cache at ``path`` (nothing when empty)."""
     if path:
-        import jax
+        from cuzk_jax.compile_cache import enable_compile_cache
 
-        jax.config.update("jax_compilation_cache_dir", path)
+        enable_compile_cache(path)
 
 
 def _prog() -> str:

@@ -8,6 +8,10 @@ per group on the device (:mod:`cuzk_jax.ops.fixed_base`).
 The toxic waste comes from the OS CSPRNG (``secrets``) and is dropped when :func:`setup` returns. For tests,
 :func:`insecure_toxic_waste_for_tests` derives it from a seed; keys made that way are forgeable by anyone who knows
 the seed, and the name says so.
+
+Progress: each phase (host scalars, G1 points, G2 points, key assembly) is logged (``logging``, logger
+``cuzk_jax.groth16.generator``; absl routes it) when it starts and ends, with its time; the fixed-base chunks show a
+``tqdm`` progress bar when there are several of them (a set-up long enough to wait for) and stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -15,9 +19,12 @@ from __future__ import annotations
 import logging
 import random
 import secrets
+import contextlib
+import sys
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from cuzk_jax import encoding
@@ -27,6 +34,8 @@ from cuzk_jax.reference import groth16 as ref
 from cuzk_jax.reference.constants import R
 from cuzk_jax.reference.field import fr
 from cuzk_jax.reference.groth16 import ToxicWaste
+
+from cuzk_jax.compile_cache import install_compile_hint
 
 from . import host_curve
 from .data_structures import ProvingKey, VerifyingKey
@@ -79,28 +88,79 @@ def _points(affine: C.Affine, start: int, stop: int) -> C.Affine:
     return jax.tree_util.tree_map(lambda a: a[..., start:stop], affine)
 
 
+# a progress bar when the fixed-base multiplication runs at least this many chunks (each chunk is ~1 s or more on a
+# CPU; fewer finish before a bar is worth drawing)
+BAR_MIN_CHUNKS = 4
+
+
+@contextlib.contextmanager
+def _phase(name: str, progress=None):
+    """Log ``name`` as it starts and ends (with its time); ``progress`` (e.g. ``print``) gets the start line too, so
+    a script shows what it is waiting for (the summary line at the end has every phase's time)."""
+    log.info("setup: %s ...", name)
+    if progress:
+        progress(f"  setup: {name} ...")
+    t0 = time.perf_counter()
+    yield
+    log.info("setup: %s done in %.2fs", name, time.perf_counter() - t0)
+
+
+def _progress_bar(total: int, desc: str):
+    """A tqdm bar over ``total`` chunks on stderr, or None (tqdm missing, few chunks, or stderr not a terminal)."""
+    if total < BAR_MIN_CHUNKS or not getattr(sys.stderr, "isatty", lambda: False)():
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency; the bar is optional all the same
+        return None
+    return tqdm(total=total, desc=desc, unit="chunk", leave=False)
+
+
+def _fixed_base(curve: C.Curve, scalars: list[int], desc: str) -> C.Affine:
+    """``fixed_base.mul`` over ``scalars`` one chunk at a time (the same compiled program per chunk as
+    ``fixed_base.mul`` itself), advancing a progress bar when the work is long enough for one."""
+    limbs = encoding.ints_to_limbs(scalars, "fr")
+    n = limbs.shape[1]
+    chunk = fixed_base.default_chunk(n)
+    starts = range(0, n, chunk)
+    bar = _progress_bar(len(starts), desc)
+    if bar is None:
+        return jax.block_until_ready(fixed_base.mul(curve, limbs, chunk=chunk))
+    outs = []
+    try:
+        for start in starts:
+            outs.append(jax.block_until_ready(fixed_base.mul(curve, limbs[:, start:start + chunk], chunk=chunk)))
+            bar.update(1)
+    finally:
+        bar.close()
+    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1), *outs)
+
+
 def setup(r1cs, toxic: ToxicWaste | None = None, progress=None) -> ProvingKey:
     """Circuit-specific setup for ``r1cs`` (a :class:`cuzk_jax.circuits.r1cs.R1CS`).
 
     ``toxic=None`` draws fresh toxic waste from the OS CSPRNG. Returns a :class:`ProvingKey` whose queries live on
-    the default device (``pk.vk`` is the verifying key). ``progress`` (e.g. ``print``) receives one line with the
-    time of each step.
+    the default device (``pk.vk`` is the verifying key). ``progress`` (e.g. ``print``) receives one line as each
+    phase starts and a summary line with their times; the phases are logged as they start and end either way.
     """
+    install_compile_hint()
     t0 = time.perf_counter()
     toxic = toxic or random_toxic_waste()
     ext = r1cs.with_input_constraints()
     n = ref.domain_size(ext.num_constraints)
     num_inputs, num_aux = r1cs.num_inputs, r1cs.num_aux
     num_vars = num_inputs + num_aux
-    lag = lagrange_at(n, toxic.tau)
-    u, v, w = (column_evals(m, ext.coeffs, num_vars, lag) for m in ext.matrices())
-    ginv, dinv = pow(toxic.gamma, R - 2, R), pow(toxic.delta, R - 2, R)
-    lin = [(toxic.beta * u[i] + toxic.alpha * v[i] + w[i]) % R for i in range(num_vars)]
-    zt = (pow(toxic.tau, n, R) - 1) % R
-    h_scalars, acc = [], zt * dinv % R
-    for _ in range(n - 1):
-        h_scalars.append(acc)
-        acc = acc * toxic.tau % R
+    log.info("setup: %d constraints, domain 2^%d, %d vars", r1cs.num_constraints, n.bit_length() - 1, num_vars)
+    with _phase("host scalars (Lagrange basis, column sums)", progress):
+        lag = lagrange_at(n, toxic.tau)
+        u, v, w = (column_evals(m, ext.coeffs, num_vars, lag) for m in ext.matrices())
+        ginv, dinv = pow(toxic.gamma, R - 2, R), pow(toxic.delta, R - 2, R)
+        lin = [(toxic.beta * u[i] + toxic.alpha * v[i] + w[i]) % R for i in range(num_vars)]
+        zt = (pow(toxic.tau, n, R) - 1) % R
+        h_scalars, acc = [], zt * dinv % R
+        for _ in range(n - 1):
+            h_scalars.append(acc)
+            acc = acc * toxic.tau % R
     t_host = time.perf_counter() - t0
 
     # One fixed-base batch per group; the order of the segments is recorded in `seg`.
@@ -109,24 +169,27 @@ def setup(r1cs, toxic: ToxicWaste | None = None, progress=None) -> ProvingKey:
                    ("ic", [x * ginv % R for x in lin[:num_inputs]]),
                    ("fixed", [toxic.alpha, toxic.beta, toxic.delta])]
     g1_scalars = [s for _, seg in g1_segments for s in seg]
-    g1_pts = jax.block_until_ready(fixed_base.mul(C.g1, encoding.ints_to_limbs(g1_scalars, "fr")))
+    with _phase(f"{len(g1_scalars)} G1 points (fixed-base)", progress):
+        g1_pts = _fixed_base(C.g1, g1_scalars, "setup G1")
     t_g1 = time.perf_counter() - t0 - t_host
     g2_scalars = v + [toxic.beta, toxic.gamma, toxic.delta]
-    g2_pts = jax.block_until_ready(fixed_base.mul(C.g2, encoding.ints_to_limbs(g2_scalars, "fr")))
+    with _phase(f"{len(g2_scalars)} G2 points (fixed-base)", progress):
+        g2_pts = _fixed_base(C.g2, g2_scalars, "setup G2")
     t_g2 = time.perf_counter() - t0 - t_host - t_g1
 
-    parts, start = {}, 0
-    for name, seg in g1_segments:
-        parts[name] = _points(g1_pts, start, start + len(seg))
-        start += len(seg)
-    ic = host_curve.affine_from_device(C.g1, parts["ic"])
-    alpha_g1, beta_g1, delta_g1 = host_curve.affine_from_device(C.g1, parts["fixed"])
-    beta_g2, gamma_g2, delta_g2 = host_curve.affine_from_device(C.g2, _points(g2_pts, num_vars, num_vars + 3))
-    vk = VerifyingKey(alpha_g1=alpha_g1, beta_g2=beta_g2, gamma_g2=gamma_g2, delta_g2=delta_g2, ic=ic)
-    pk = ProvingKey(vk=vk, beta_g1=beta_g1, delta_g1=delta_g1, a_query=parts["a_query"],
-                    b_g1_query=parts["b_g1_query"], b_g2_query=_points(g2_pts, 0, num_vars),
-                    h_query=parts["h_query"], l_query=parts["l_query"], num_inputs=num_inputs, num_aux=num_aux,
-                    domain_size=n, circuit_digest=r1cs.digest())
+    with _phase("keys (points to host)", progress):
+        parts, start = {}, 0
+        for name, seg in g1_segments:
+            parts[name] = _points(g1_pts, start, start + len(seg))
+            start += len(seg)
+        ic = host_curve.affine_from_device(C.g1, parts["ic"])
+        alpha_g1, beta_g1, delta_g1 = host_curve.affine_from_device(C.g1, parts["fixed"])
+        beta_g2, gamma_g2, delta_g2 = host_curve.affine_from_device(C.g2, _points(g2_pts, num_vars, num_vars + 3))
+        vk = VerifyingKey(alpha_g1=alpha_g1, beta_g2=beta_g2, gamma_g2=gamma_g2, delta_g2=delta_g2, ic=ic)
+        pk = ProvingKey(vk=vk, beta_g1=beta_g1, delta_g1=delta_g1, a_query=parts["a_query"],
+                        b_g1_query=parts["b_g1_query"], b_g2_query=_points(g2_pts, 0, num_vars),
+                        h_query=parts["h_query"], l_query=parts["l_query"], num_inputs=num_inputs,
+                        num_aux=num_aux, domain_size=n, circuit_digest=r1cs.digest())
     msg = (f"setup: {r1cs.num_constraints} constraints, domain 2^{n.bit_length() - 1}, {num_vars} vars: host "
            f"scalars {t_host:.1f}s, {len(g1_scalars)} G1 points {t_g1:.1f}s, {len(g2_scalars)} G2 points {t_g2:.1f}s,"
            f" total {time.perf_counter() - t0:.1f}s")
