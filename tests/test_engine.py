@@ -340,8 +340,18 @@ with Engine(backend=backend, max_batch=4, max_wait_s=60, synthesis="thread", syn
     eng.resume()
     res = [f.result(timeout=1800) for f in futs]
     st = eng.status()
+# one engine on a single device that is not the default one: the key and every batch live there
+one = DeviceBackend([jax.devices()[1]])
+with Engine(backend=one, max_batch=4, max_wait_s=60, synthesis="thread", synthesis_workers=2) as eng:
+    eng.preload(d["circuit"], pk)
+    rk = eng.keys.get(next(iter(eng.keys.resident())))
+    placed = sorted({str(dev) for dev in rk.queries["msm_a"].x.devices()})
+    res1 = [f.result(timeout=1800) for f in [eng.submit(d["circuit"], [x], randomness=[r])
+                                             for x, r in zip(d["inputs"], d["rs"])]]
 print(json.dumps({"devices": len(jax.devices()), "mesh": backend.mesh.shape["p"],
-                  "batch_sizes": st["batch_sizes"], "proofs": [r.proofs[0].to_bytes().hex() for r in res]}))
+                  "batch_sizes": st["batch_sizes"], "proofs": [r.proofs[0].to_bytes().hex() for r in res],
+                  "one_device": placed, "target": str(jax.devices()[1]),
+                  "proofs_one": [r.proofs[0].to_bytes().hex() for r in res1]}))
 """
 
 
@@ -360,6 +370,8 @@ def test_sharded_over_four_host_devices_equals_unsharded(cube_key, sequential, t
     assert d["devices"] == 4 and d["mesh"] == 4 and d["batch_sizes"] == {"4/4": 1}
     proofs = [Proof.from_bytes(bytes.fromhex(h)) for h in d["proofs"]]
     assert all(same(p, q) for p, q in zip(proofs, sequential["proofs"]))
+    assert d["one_device"] == [d["target"]]  # a single non-default device: the resident key lives there
+    assert d["proofs_one"] == d["proofs"]
     assert verifier.verify_batch(pk.vk, sequential["publics"], proofs)
 
 

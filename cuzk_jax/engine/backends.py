@@ -66,9 +66,6 @@ class DeviceBackend:
         self.mesh = sharding.partition_mesh(self.devices) if len(self.devices) > 1 else None
         if self.mesh is not None and self.config.tables == "on":
             raise BadInput("prover config tables=on: precomputed window tables run on one device only")
-        if self.mesh is None and self.devices[0] != jax.devices()[0]:
-            raise BadInput("DeviceBackend: a single device other than the default one is not supported; pass "
-                           "several devices to shard, or make it the default device")
 
     @property
     def num_devices(self) -> int:
@@ -79,7 +76,7 @@ class DeviceBackend:
         config = self.config
         if self.mesh is not None and config.tables == "auto":
             config = dataclasses.replace(config, tables="off")
-        return pipeline.make_resident(pk, r1cs, config, mesh=self.mesh, headroom=headroom)
+        return pipeline.make_resident(pk, r1cs, config, mesh=self.mesh, device=self.devices[0], headroom=headroom)
 
     @staticmethod
     def size(resident: pipeline.ResidentKey) -> int:

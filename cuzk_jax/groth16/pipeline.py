@@ -177,6 +177,8 @@ class ResidentKey:
       input constraints; snarkjs form: the zkey's A and B rows, no C);
     * ``finish``: :class:`FinishPoints`; ``qap``: ``"bellman"`` or ``"snarkjs"`` (see the module docstring);
     * ``config``: the resolved :class:`ProverConfig`; ``mesh``: a partition mesh when sharded over devices;
+      ``device``: the one device it lives on when that is not the default device (arrays committed there, so
+      every phase runs there; one engine per device is how several devices work without sharding);
     * ``constraint_name``: index -> gadget name of a constraint (unsatisfied-witness errors), or None;
     * ``verifier``: ``(public inputs per partition, (A, B, C) per partition) -> [ok per partition]``, the check
       :func:`prove_batch` runs on every proof before returning it (None: no verifying key, nothing checked);
@@ -200,6 +202,7 @@ class ResidentKey:
     constraint_name: Callable[[int], str] | None = None
     verifier: Callable[[list, list], list] | None = None
     mesh: object = None
+    device: object = None
 
     @property
     def vk(self):
@@ -241,11 +244,14 @@ def _want_tables(config: ProverConfig, queries: dict, headroom: int | None) -> b
     return table_bytes_estimate(queries, config.window) <= budget
 
 
-def _place(tree, mesh):
-    """Device placement of a key's arrays: replicated over ``mesh`` when sharded, else left uncommitted on the
-    default device (a committed argument changes the lowering and would not share compiled programs)."""
+def _place(tree, mesh, device=None):
+    """Device placement of a key's arrays (and of batches): replicated over ``mesh`` when sharded, committed to
+    ``device`` when it is given, else left uncommitted on the default device (a committed argument changes the
+    lowering and would not share compiled programs with ``prover.prove``)."""
     if mesh is not None:
         tree = jax.device_put(tree, sharding.replicated(mesh))
+    elif device is not None:
+        tree = jax.device_put(tree, device)
     else:
         tree = jax.tree_util.tree_map(jnp.asarray, tree)
     return jax.block_until_ready(tree)
@@ -253,17 +259,20 @@ def _place(tree, mesh):
 
 def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int, num_vars: int, domain_size: int,
                    qap: str, digest: str, config=None, pk=None, constraint_name=None, verifier=None, mesh=None,
-                   headroom: int | None = None) -> ResidentKey:
+                   device=None, headroom: int | None = None) -> ResidentKey:
     """Upload a key's bases and R1CS tables and build its window tables when the config asks for them.
 
     ``headroom``: device bytes the caller's memory budget leaves for this key (the key manager's); ``None``:
-    :data:`TABLE_FRACTION` of the device memory. Tables run on one device only (``mesh`` must be None)."""
+    :data:`TABLE_FRACTION` of the device memory. Tables run on one device only (``mesh`` must be None).
+    ``device``: a device other than the default one to live on (None: the default device, uncommitted)."""
     if qap not in QAP_FORMS:
         raise BadInput(f"unknown QAP form {qap!r}; expected one of {QAP_FORMS}")
     config = as_config(config).resolved()
     if set(queries) != set(MSMS):
         raise BadInput(f"resident key needs the bases of {tuple(MSMS)}, got {tuple(queries)}")
-    queries, r1cs = _place(({k: queries[k] for k in MSMS}, r1cs), mesh)
+    if device is not None and (mesh is not None or device == jax.devices()[0]):
+        device = None  # sharded, or the default device: nothing to commit to
+    queries, r1cs = _place(({k: queries[k] for k in MSMS}, r1cs), mesh, device)
     tables = {}
     if _want_tables(config, queries, headroom):
         if mesh is not None:
@@ -274,7 +283,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
             tables[name] = WindowTable(c, jax.block_until_ready(pts))
     return ResidentKey(queries=queries, tables=tables, r1cs=r1cs, finish=finish, num_inputs=num_inputs,
                        num_vars=num_vars, domain_size=domain_size, qap=qap, config=config, digest=digest, pk=pk,
-                       constraint_name=constraint_name, verifier=verifier, mesh=mesh)
+                       constraint_name=constraint_name, verifier=verifier, mesh=mesh, device=device)
 
 
 def finish_points(pk) -> FinishPoints:
@@ -299,7 +308,7 @@ def proof_checker(vk) -> Callable[[list, list], list]:
     return check
 
 
-def make_resident(pk, r1cs, config=None, *, mesh=None, headroom: int | None = None) -> ResidentKey:
+def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: int | None = None) -> ResidentKey:
     """The :class:`ResidentKey` of a :class:`~cuzk_jax.groth16.data_structures.ProvingKey` for ``r1cs`` (a
     ``circuits.r1cs.R1CS``; the device evaluates it extended with bellman's input constraints)."""
     digest = r1cs.digest()
@@ -311,7 +320,7 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, headroom: int | None = No
     return build_resident(queries=queries, r1cs=ops_r1cs.to_device(ext), finish=finish_points(pk), num_inputs=pk.num_inputs,
                           num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
                           config=config, pk=pk, constraint_name=ext.constraint_name, verifier=proof_checker(pk.vk),
-                          mesh=mesh, headroom=headroom)
+                          mesh=mesh, device=device, headroom=headroom)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -351,7 +360,7 @@ def stage(rk: ResidentKey, z: np.ndarray):
         if z.shape[1] % rk.mesh.size:
             raise BadInput(f"batch of {z.shape[1]} partitions is not a multiple of {rk.mesh.size} devices")
         return jax.device_put(z, sharding.batch_sharding(rk.mesh))
-    return jnp.asarray(z)
+    return _place(z, None, rk.device)
 
 
 def _evaluate_body(dr, z, qap: str):
