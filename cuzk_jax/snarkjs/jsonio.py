@@ -152,6 +152,8 @@ def _load(source) -> tuple[str, Any]:
             raise FormatError(f"{path}: cannot read file ({e.strerror or e})") from None
         except UnicodeDecodeError as e:
             raise FormatError(f"{path}: not valid JSON (not UTF-8 text: {e.reason})") from None
+        except ValueError as e:  # a path with a NUL byte
+            raise FormatError(f"{path[:80]!r}: cannot read file ({e})") from None
         name = path
     elif isinstance(source, (str, bytes, bytearray)):
         text, name = source, "<json>"
@@ -166,10 +168,24 @@ def _load(source) -> tuple[str, Any]:
 
 
 def _dump(path, obj) -> None:
-    tmp = os.fspath(path) + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(obj, fh, indent=1)  # snarkjs writes JSON.stringify(obj, null, 1)
-    os.replace(tmp, path)
+    """Write JSON atomically: a unique temporary file in the same folder, fsync, rename (never a torn file, and
+    two writers never share a temporary name)."""
+    import tempfile
+
+    path = os.fspath(path)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=os.path.basename(path) + ".",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(obj, fh, indent=1)  # snarkjs writes JSON.stringify(obj, null, 1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 # ------------------------------------------------------------------------------------------------------------
