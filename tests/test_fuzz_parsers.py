@@ -148,6 +148,34 @@ def test_zkey_fixture_parses(zkey_bytes):
     assert z.n_vars == 6 and z.n_public == 2
 
 
+@pytest.mark.parametrize("section,name,group", [(5, "A points", "g1"), (7, "B2 points", "g2"), (9, "H points", "g1")])
+def test_zkey_point_checks_name_the_section(zkey_bytes, section, name, group):
+    """One point off the curve / outside the subgroup (the rest of the file intact): the batched device check
+    refuses it, naming the section and the index (no node toolchain needed: an INSECURE dev zkey)."""
+    import random
+
+    from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
+    from cuzk_jax.snarkjs import points as zpoints
+
+    ref, enc = (ref_g1, zpoints.g1_to_zkey_bytes) if group == "g1" else (ref_g2, zpoints.g2_to_zkey_bytes)
+    size = 96 if group == "g1" else 192
+    p = ref.random_curve_point(random.Random(9))
+    assert not ref.in_subgroup(p)
+    f = binfile.parse(zkey_bytes, "zkey", 1)
+
+    def patched(raw: bytes, index: int) -> bytes:
+        pos = f.sections[section][0] + index * size
+        return zkey_bytes[:pos] + raw + zkey_bytes[pos + size:]
+
+    with pytest.raises(FormatError, match=rf"{name}: point 2 is not in the prime-order {group.upper()} subgroup"):
+        zkey.read_zkey(patched(enc(p), 2))
+    off = bytearray(enc(p))
+    off[0] ^= 1  # low byte of x (Montgomery, little-endian): off the curve, still < q
+    with pytest.raises(FormatError, match=rf"{name}: point 1 is not on the BLS12-381 {group.upper()} curve"):
+        zkey.read_zkey(patched(bytes(off), 1))
+    assert zkey.read_zkey(patched(enc(p), 2), check_points=False).n_vars == 6  # the opt-out
+
+
 @FUZZ
 @given(data=st.data())
 def test_zkey_fuzz_structure(zkey_bytes, data):
