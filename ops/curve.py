@@ -27,6 +27,13 @@ auto-shortw-jacobian-0.html, all for a = 0):
     by itself; ``a`` or ``b`` at infinity is selected at the end. Points of order 2 do not exist on E1/E2 (odd
     cofactors); were one doubled the result would still be infinity (U = 0).
 
+Argument checks: the :class:`Curve` methods check each point argument when they compute with the curve's own field
+(``F`` not given): its type (:class:`Affine` / :class:`Jacobian` / :class:`XYZZ` as the method expects) and that
+every coordinate is a ``uint32`` array with the field's limb axes leading (``(12, *batch)`` for G1, ``(2, 12,
+*batch)`` for G2; an Affine ``inf`` a bool mask), raising :class:`~cuzk_jax.errors.BadInput` naming the method.
+Shapes and dtypes are static: the checks cost nothing under ``jit``. With a kernel's limb-list field ``F`` nothing
+is checked (kernels call the formulas with lists of limb planes).
+
 Other operations (these use the curve's own field and are XLA-only): :meth:`Curve.to_affine` (Montgomery batch
 inversion, one inversion per batch), :meth:`Curve.is_on_curve`, :meth:`Curve.in_subgroup` (Scott's endomorphism
 test, eprint 2021/1130: ``sigma(P) == -x^2 P`` on G1, ``psi(P) == x P`` on G2; ``method="order"`` checks
@@ -44,6 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from cuzk_jax.errors import BadInput
 from cuzk_jax.reference import constants as C
 from cuzk_jax.reference import curve as ref_curve
 
@@ -281,6 +289,35 @@ def _static_chain(k: int) -> tuple[np.ndarray, int]:
     return np.asarray(gaps, np.int32), run
 
 
+_POINT_TYPES = {"Affine": (Affine,), "Jacobian": (Jacobian,), "XYZZ": (XYZZ,), "any": (Affine, Jacobian, XYZZ),
+                "projective": (Jacobian, XYZZ)}
+
+
+def _checked_points(**kinds):
+    """Decorator for a :class:`Curve` method: check the point arguments ``name=kind`` (kind: a key of
+    ``_POINT_TYPES``) with :meth:`Curve._check_point`, unless a kernel field ``F`` is passed."""
+
+    def deco(fn):
+        import functools
+        import inspect
+
+        params = list(inspect.signature(fn).parameters)[1:]
+        positions = [(params.index(n), n, k) for n, k in kinds.items()]
+
+        @functools.wraps(fn)
+        def wrapper(self, *args, **kwargs):
+            if kwargs.get("F") is None and ("F" not in params or len(args) <= params.index("F")
+                                              or args[params.index("F")] is None):
+                for i, n, k in positions:
+                    x = args[i] if i < len(args) else kwargs.get(n)
+                    self._check_point(fn.__name__, x, k)
+            return fn(self, *args, **kwargs)
+
+        return wrapper
+
+    return deco
+
+
 class Curve:
     """A BLS12-381 group on limb arrays (see the module docstring). Instances: :data:`g1`, :data:`g2`.
 
@@ -314,6 +351,25 @@ class Curve:
     def _F(self, F):
         return self.field if F is None else F
 
+    def _check_point(self, method: str, p, kind: str = "any", where: str | None = None) -> None:
+        """:class:`~cuzk_jax.errors.BadInput` unless ``p`` is a point of the expected type whose coordinates are
+        ``uint32`` limb arrays of this curve's field (static checks only); the message names ``where`` (default:
+        this curve's method)."""
+        types = _POINT_TYPES[kind]
+        where = where or f"{self!r}.{method}"
+        if not isinstance(p, types):
+            names = " / ".join(t.__name__ for t in types)
+            raise BadInput(f"{where}: expected a point as {names} (ops.curve), got {type(p).__name__}")
+        lead = (self.field.limbs,) if self.coord_ndim == 1 else (2, self.field.limbs)
+        for name, c in zip(p._fields, p):
+            if name == "inf":
+                dtype = getattr(c, "dtype", None)
+                if dtype is None or np.dtype(dtype) != np.bool_:
+                    raise BadInput(f"{where}: expected Affine.inf as a bool mask of the batch shape, got "
+                                   f"{ops_field._describe(c)}")
+            else:
+                ops_field.check_limbs(where, c, lead, f"{self.name} {type(p).__name__}.{name} coordinates")
+
     def batch_shape(self, pt) -> tuple:
         return tuple(pt[0].shape[self.coord_ndim :])
 
@@ -338,57 +394,74 @@ class Curve:
         return Affine(self.field.constant(gx, shape), self.field.constant(gy, shape), jnp.zeros(shape, bool))
 
     # -- generic formulas --------------------------------------------------------------------------------------
+    @_checked_points(acc="XYZZ", p="Affine")
     def xyzz_add_mixed(self, acc: XYZZ, p: Affine, F=None) -> XYZZ:
         return _xyzz_add_mixed(self._F(F), acc, p)
 
+    @_checked_points(a="XYZZ", b="XYZZ")
     def xyzz_add(self, a: XYZZ, b: XYZZ, F=None) -> XYZZ:
         return _xyzz_add(self._F(F), a, b)
 
+    @_checked_points(a="XYZZ")
     def xyzz_double(self, a: XYZZ, F=None) -> XYZZ:
         return _xyzz_double(self._F(F), a)
 
+    @_checked_points(a="XYZZ")
     def xyzz_neg(self, a: XYZZ, F=None) -> XYZZ:
         return XYZZ(a.x, self._F(F).neg(a.y), a.zz, a.zzz)
 
+    @_checked_points(a="XYZZ", b="XYZZ")
     def xyzz_eq(self, a: XYZZ, b: XYZZ, F=None):
         return _xyzz_eq(self._F(F), a, b)
 
+    @_checked_points(a="XYZZ")
     def xyzz_to_jacobian(self, a: XYZZ, F=None) -> Jacobian:
         return _xyzz_to_jacobian(self._F(F), a)
 
+    @_checked_points(a="Jacobian")
     def jacobian_to_xyzz(self, a: Jacobian, F=None) -> XYZZ:
         return _jacobian_to_xyzz(self._F(F), a)
 
+    @_checked_points(a="Jacobian", b="Jacobian")
     def jacobian_add(self, a: Jacobian, b: Jacobian, F=None) -> Jacobian:
         return _jacobian_add(self._F(F), a, b)
 
+    @_checked_points(a="Jacobian", p="Affine")
     def jacobian_add_mixed(self, a: Jacobian, p: Affine, F=None) -> Jacobian:
         return _jacobian_add_mixed(self._F(F), a, p)
 
+    @_checked_points(a="Jacobian")
     def jacobian_double(self, a: Jacobian, F=None) -> Jacobian:
         return _jacobian_double(self._F(F), a)
 
+    @_checked_points(a="Jacobian")
     def jacobian_neg(self, a: Jacobian, F=None) -> Jacobian:
         return Jacobian(a.x, self._F(F).neg(a.y), a.z)
 
+    @_checked_points(a="Jacobian", b="Jacobian")
     def jacobian_eq(self, a: Jacobian, b: Jacobian, F=None):
         return _jacobian_eq(self._F(F), a, b)
 
+    @_checked_points(p="Affine")
     def affine_neg(self, p: Affine, F=None) -> Affine:
         return Affine(p.x, self._F(F).neg(p.y), p.inf)  # -0 = 0, so infinity keeps zero coordinates
 
+    @_checked_points(p="Affine")
     def affine_to_xyzz(self, p: Affine, F=None) -> XYZZ:
         return _affine_to_xyzz(self._F(F), p)
 
+    @_checked_points(p="Affine")
     def affine_to_jacobian(self, p: Affine, F=None) -> Jacobian:
         return _affine_to_jacobian(self._F(F), p)
 
+    @_checked_points(a="Affine", b="Affine")
     def affine_eq(self, a: Affine, b: Affine):
         F = self.field
         same = F.eq(a.x, b.x) & F.eq(a.y, b.y)
         return (a.inf & b.inf) | (~a.inf & ~b.inf & same)
 
     # -- XLA-only operations (the curve's own field) --------------------------------------------------------------
+    @_checked_points(pt="any")
     def to_affine(self, pt) -> Affine:
         """Jacobian or XYZZ -> Affine with ONE field inversion per batch (Montgomery's trick, ``batch_inv``).
 
@@ -411,6 +484,7 @@ class Curve:
             return Affine(x, y, F.is_zero(pt.zz))
         raise TypeError(f"to_affine: expected Jacobian or XYZZ, got {type(pt).__name__}")
 
+    @_checked_points(p="Affine")
     def is_on_curve(self, p: Affine):
         """Mask: ``y^2 == x^3 + b`` or the point is at infinity."""
         F = self.field
@@ -427,6 +501,7 @@ class Curve:
         shape = x.shape[self.coord_ndim :]
         return F.sqrt(F.add(xxx, self.b_const(shape)))
 
+    @_checked_points(p="Affine")
     def endomorphism(self, p: Affine) -> Affine:
         """sigma (G1: ``(BETA x, y)``) or psi (G2: ``(conj(x) PSI_X, conj(y) PSI_Y)``); see reference/curve.py."""
         F = self.field
@@ -439,6 +514,7 @@ class Curve:
         )
         return Affine(x, y, p.inf)
 
+    @_checked_points(p="any")
     @x64
     def mul_static(self, p, k: int) -> Jacobian:
         """``k P`` for a static Python int ``k`` (any sign) and Affine/Jacobian/XYZZ ``P``; result Jacobian.
@@ -475,6 +551,7 @@ class Curve:
             return p, self.xyzz_add
         raise TypeError(f"expected Affine, Jacobian or XYZZ, got {type(p).__name__}")
 
+    @_checked_points(p="any")
     @x64
     def scalar_mul(self, p, scalar_limbs, nbits: int = 256) -> Jacobian:
         """``s P`` for scalars given as canonical (NOT Montgomery) uint32 limbs ``(8, *batch)`` (any 256-bit
@@ -499,6 +576,7 @@ class Curve:
         acc = lax.fori_loop(0, nbits, body, self.xyzz_identity(shape))
         return self.xyzz_to_jacobian(acc)
 
+    @_checked_points(p="Affine")
     def in_subgroup(self, p: Affine, method: str = "endomorphism"):
         """Mask: ``p`` is on the curve and in the order-r subgroup (infinity is).
 
@@ -516,6 +594,7 @@ class Curve:
         rhs = self.mul_static(p, self.ref.endomorphism_eigenvalue())
         return on & self.jacobian_eq(lhs, rhs)
 
+    @_checked_points(pts="any")
     @x64
     def sum(self, pts, axis: int = 0, steps: int = 32):
         """Sum of points along batch axis ``axis`` (Affine/XYZZ -> XYZZ, Jacobian -> Jacobian).

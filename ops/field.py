@@ -12,6 +12,14 @@ Limb-major was measured fastest for XLA on an H200 (DESIGN.md, "Representation")
 trailing, ``jax.vmap`` over a batch axis uses ``in_axes=1`` (or ``2`` for Fq2); every op also broadcasts over any
 batch shape directly, which is usually simpler.
 
+Argument checks: every public method of :class:`PrimeField` / :class:`Fq2` checks that each field-element argument
+is a ``uint32`` array whose leading axes are the limb axes (``(L,)``, or ``(2, 12)`` for Fq2), eagerly and when
+traced (dtype and shape are static, so the checks cost nothing at run time), and raises one
+:class:`~cuzk_jax.errors.BadInput` naming the method, the expected dtype and limb shape, and what it got (an int32,
+uint64 or float array would otherwise give a wrong answer without an error). The Pallas kernels compute with their
+own limb-list fields (``ops/pallas/limb_field.py``), not these methods; the module-level limb helpers below
+(``cios_limbs``, ``add_limbs``...) take limb lists and are not checked.
+
 64-bit partial products need 64-bit dtypes: every public function enters a ``jax.enable_x64(True)`` scope itself,
 so callers need not change global JAX configuration (it also works inside a caller's jit trace).
 
@@ -39,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from cuzk_jax.errors import BadInput
 from cuzk_jax.reference import field as ref_field
 
 from . import config as ops_config
@@ -56,6 +65,61 @@ def x64(fn):
             return fn(*args, **kwargs)
 
     return wrapper
+
+
+def _describe(x) -> str:
+    dtype, shape = getattr(x, "dtype", None), getattr(x, "shape", None)
+    if dtype is None or shape is None:
+        return f"a {type(x).__name__}"
+    return f"a {np.dtype(dtype).name} array of shape {tuple(shape)}"
+
+
+def check_limbs(where: str, x, lead: tuple, what: str = "field elements") -> None:
+    """Raise :class:`~cuzk_jax.errors.BadInput` unless ``x`` is a ``uint32`` array whose shape starts with ``lead``
+    (the limb axes). Only static properties are read, so it is free under ``jit``."""
+    dtype, shape = getattr(x, "dtype", None), getattr(x, "shape", None)
+    ok = dtype is not None and shape is not None and len(shape) >= len(lead) and tuple(shape[:len(lead)]) == lead
+    if ok:
+        try:
+            ok = np.dtype(dtype) == np.uint32
+        except TypeError:
+            ok = False
+    if not ok:
+        dims = ", ".join(str(d) for d in lead)
+        raise BadInput(f"{where}: expected {what} as a uint32 array of shape ({dims}, *batch) (limb-major, "
+                       f"{lead[-1]} x 32-bit limbs), got {_describe(x)}")
+
+
+def _checked(*names: str):
+    """Decorator for a field method: check the arguments called ``names`` (positional or keyword) with the field's
+    :meth:`_check` before running it. An argument named ``pairs`` is a sequence of ``(a, b)`` pairs."""
+
+    def deco(fn):
+        import inspect
+
+        params = list(inspect.signature(fn).parameters)[1:]  # without self
+        positions = [(params.index(n), n) for n in names]
+
+        @functools.wraps(fn)
+        def wrapper(self, *args, **kwargs):
+            for i, n in positions:
+                x = args[i] if i < len(args) else kwargs.get(n)
+                if n == "pairs":
+                    x = list(x)
+                    if i < len(args):
+                        args = args[:i] + (x,) + args[i + 1:]
+                    else:
+                        kwargs[n] = x
+                    for k, pr in enumerate(x):
+                        for v in pr:
+                            self._check(f"{fn.__name__} (pair {k})", v)
+                else:
+                    self._check(fn.__name__, x)
+            return fn(self, *args, **kwargs)
+
+        return wrapper
+
+    return deco
 
 
 def int_to_limbs(v: int, n: int) -> list[int]:
@@ -197,6 +261,9 @@ class PrimeField:
     def __repr__(self) -> str:
         return f"ops.field.{self.name}" + ("" if self._schedule == "platform" else f"_{self._schedule}")
 
+    def _check(self, method: str, x) -> None:
+        check_limbs(f"{self!r}.{method}", x, (self.limbs,), f"{self.name} elements")
+
     @property
     def schedule(self) -> str:
         """``"unrolled"`` or ``"rolled"``: the construction schedule, ``"platform"`` resolved by
@@ -226,6 +293,7 @@ class PrimeField:
         return self.constant(1, shape)
 
     # -- ring operations ---------------------------------------------------------------------------------------
+    @_checked('a', 'b')
     @x64
     def add(self, a, b):
         a, b = jnp.broadcast_arrays(a, b)
@@ -233,6 +301,7 @@ class PrimeField:
             return self._addsub_rolled(a, b, subtract=False)
         return _join(add_limbs(_split(a), _split(b), self.p_limbs))
 
+    @_checked('a', 'b')
     @x64
     def sub(self, a, b):
         a, b = jnp.broadcast_arrays(a, b)
@@ -276,12 +345,15 @@ class PrimeField:
         use_w = c1.astype(bool) if subtract else ~c2.astype(bool)
         return jnp.where(use_w[None], w, v).astype(jnp.uint32)
 
+    @_checked('a')
     def neg(self, a):
         return self.sub(jnp.zeros_like(a), a)
 
+    @_checked('a')
     def double(self, a):
         return self.add(a, a)
 
+    @_checked('a', 'b')
     @x64
     def mul(self, a, b):
         """Montgomery product ``a * b / R mod p`` (so Montgomery forms multiply to the Montgomery form)."""
@@ -332,9 +404,11 @@ class PrimeField:
         borrow, d = lax.scan(csub, jnp.zeros(a.shape[1:], jnp.uint64), (t, pc))
         return jnp.where(borrow.astype(bool)[None], t, d).astype(jnp.uint32)  # borrow <=> t < p: keep t
 
+    @_checked('a')
     def square(self, a):
         return self.mul(a, a)
 
+    @_checked('pairs')
     def mul_many(self, pairs):
         """Independent products ``[a0*b0, a1*b1, ...]`` computed by ONE :meth:`mul` over a stacked batch axis
         (one copy of the multiplier in the program instead of one per product). Operands broadcast together."""
@@ -347,32 +421,40 @@ class PrimeField:
         prod = self.mul(x, y)
         return [prod[:, k] for k in range(len(pairs))]
 
+    @_checked('a')
     def zeros_like(self, a):
         return jnp.zeros_like(a)
 
+    @_checked('a')
     def ones_like(self, a):
         return self.ones(a.shape[1:])
 
+    @_checked('a')
     def mul_small(self, a, k: int):
         """Multiply by a small non-negative int constant with additions (double-and-add, k static)."""
         return mul_small_by_additions(self, a, k)
 
     # -- comparisons and selection -----------------------------------------------------------------------------
+    @_checked('a', 'b')
     def eq(self, a, b):
         return jnp.all(a == b, axis=0)
 
+    @_checked('a')
     def is_zero(self, a):
         return jnp.all(a == 0, axis=0)
 
+    @_checked('a', 'b')
     def select(self, mask, a, b):
         """``where(mask, a, b)`` elementwise; ``mask`` has (or broadcasts to) the batch shape."""
         return jnp.where(jnp.asarray(mask)[None], a, b)
 
     # -- Montgomery conversion ---------------------------------------------------------------------------------
+    @_checked('a')
     def to_mont(self, a):
         """Canonical limbs -> Montgomery form (``a * R mod p``); input limbs must encode a value < p."""
         return self.mul(a, self.constant_raw(self.r2_mod, a.shape[1:]))
 
+    @_checked('a')
     def from_mont(self, a):
         """Montgomery form -> canonical limbs."""
         return self.mul(a, self.constant_raw(1, a.shape[1:]))
@@ -383,6 +465,7 @@ class PrimeField:
         return jnp.broadcast_to(jnp.asarray(limbs), (self.limbs,) + tuple(shape))
 
     # -- exponentiation and inversion --------------------------------------------------------------------------
+    @_checked('a')
     def pow(self, a, e: int):
         """``a^e`` for a static non-negative int ``e``: left-to-right square-and-multiply as one ``lax.scan``
         whose body holds a single multiplication (the operand is chosen per step), so the program stays small."""
@@ -405,10 +488,12 @@ class PrimeField:
         acc, _ = lax.scan(body, a, jnp.asarray(ops, jnp.int32))
         return acc
 
+    @_checked('a')
     def inv(self, a):
         """Inverse by Fermat (``a^(p-2)``); maps 0 to 0."""
         return self.pow(a, self.modulus - 2)
 
+    @_checked('a')
     def batch_inv(self, a, chunk: int = 64):
         """Inverse of every element of ``a`` with Montgomery's trick (zeros map to zeros).
 
@@ -448,6 +533,7 @@ class PrimeField:
         out = jnp.where(zero[None], jnp.zeros_like(out), out)
         return out.reshape((self.limbs,) + batch)
 
+    @_checked('a')
     def sqrt(self, a):
         """A square root for p = 3 mod 4 (``a^((p+1)/4)``) and a mask telling whether it is one."""
         if self.modulus % 4 != 3:
@@ -478,6 +564,9 @@ class Fq2:
     def __repr__(self) -> str:
         return "ops.field.fq2" + repr(self.base).removeprefix(f"ops.field.{self.base.name}")
 
+    def _check(self, method: str, x) -> None:
+        check_limbs(f"{self!r}.{method}", x, (2, self.limbs), "fq2 elements")
+
     @property
     def schedule(self) -> str:
         return self.base.schedule
@@ -501,17 +590,21 @@ class Fq2:
         return self.constant((1, 0), shape)
 
     # Componentwise ops: swap to (12, 2, *batch) so the component axis is a batch axis of ONE base-field op.
+    @_checked('a', 'b')
     def add(self, a, b):
         a, b = jnp.broadcast_arrays(a, b)
         return self.base.add(a.swapaxes(0, 1), b.swapaxes(0, 1)).swapaxes(0, 1)
 
+    @_checked('a', 'b')
     def sub(self, a, b):
         a, b = jnp.broadcast_arrays(a, b)
         return self.base.sub(a.swapaxes(0, 1), b.swapaxes(0, 1)).swapaxes(0, 1)
 
+    @_checked('a')
     def neg(self, a):
         return self.base.neg(a.swapaxes(0, 1)).swapaxes(0, 1)
 
+    @_checked('a')
     def double(self, a):
         return self.add(a, a)
 
@@ -522,18 +615,21 @@ class Fq2:
         prod = self.base.mul(x, y)
         return [prod[:, k] for k in range(len(xs))]
 
+    @_checked('a', 'b')
     def mul(self, a, b):
         a, b = jnp.broadcast_arrays(a, b)
         f = self.base
         v0, v1, v2 = self._bmul([a[0], a[1], f.add(a[0], a[1])], [b[0], b[1], f.add(b[0], b[1])])
         return jnp.stack([f.sub(v0, v1), f.sub(f.sub(v2, v0), v1)])
 
+    @_checked('a')
     def square(self, a):
         f = self.base
         # (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
         v0, v1 = self._bmul([f.add(a[0], a[1]), a[0]], [f.sub(a[0], a[1]), a[1]])
         return jnp.stack([v0, f.double(v1)])
 
+    @_checked('pairs')
     def mul_many(self, pairs):
         """Independent Fq2 products computed by one :meth:`mul` (hence one base-field ``mul``) over a stacked axis."""
         pairs = list(pairs)
@@ -545,43 +641,55 @@ class Fq2:
         prod = self.mul(x, y)
         return [prod[:, :, k] for k in range(len(pairs))]
 
+    @_checked('a')
     def mul_small(self, a, k: int):
         return self.base.mul_small(a.swapaxes(0, 1), k).swapaxes(0, 1)  # componentwise
 
+    @_checked('a')
     def zeros_like(self, a):
         return jnp.zeros_like(a)
 
+    @_checked('a')
     def ones_like(self, a):
         return self.ones(a.shape[2:])
 
+    @_checked('a')
     def mul_by_base(self, a, k):
         """Multiply by a base-field element ``k`` (12, *batch)."""
         v0, v1 = self._bmul([a[0], a[1]], [k, k])
         return jnp.stack([v0, v1])
 
+    @_checked('a')
     def conjugate(self, a):
         return jnp.stack([a[0], self.base.neg(a[1])])
 
+    @_checked('a')
     def mul_by_nonresidue_plus_one(self, a):
         """Multiply by (1 + u): (a0 - a1) + (a0 + a1) u (the G2 twist constant up to the factor 4)."""
         f = self.base
         return jnp.stack([f.sub(a[0], a[1]), f.add(a[0], a[1])])
 
+    @_checked('a', 'b')
     def eq(self, a, b):
         return jnp.all(a == b, axis=(0, 1))
 
+    @_checked('a')
     def is_zero(self, a):
         return jnp.all(a == 0, axis=(0, 1))
 
+    @_checked('a', 'b')
     def select(self, mask, a, b):
         return jnp.where(jnp.asarray(mask)[None, None], a, b)
 
+    @_checked('a')
     def to_mont(self, a):
         return self.base.to_mont(a.swapaxes(0, 1)).swapaxes(0, 1)  # componentwise, limbs leading
 
+    @_checked('a')
     def from_mont(self, a):
         return self.base.from_mont(a.swapaxes(0, 1)).swapaxes(0, 1)
 
+    @_checked('a')
     def inv(self, a):
         """1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2); maps 0 to 0."""
         f = self.base
@@ -590,6 +698,7 @@ class Fq2:
         r0, r1 = self._bmul([a[0], f.neg(a[1])], [ninv, ninv])
         return jnp.stack([r0, r1])
 
+    @_checked('a')
     def batch_inv(self, a, chunk: int = 64):
         f = self.base
         s0, s1 = self._bmul([a[0], a[1]], [a[0], a[1]])
@@ -597,6 +706,7 @@ class Fq2:
         r0, r1 = self._bmul([a[0], f.neg(a[1])], [ninv, ninv])
         return jnp.stack([r0, r1])
 
+    @_checked('a')
     def sqrt(self, a):
         """A square root in Fq2 and a mask telling whether it is one (``(r, ok)``, as :meth:`PrimeField.sqrt`).
 
@@ -617,6 +727,7 @@ class Fq2:
         r = self.select(is_m1, x_u, x_other)
         return r, self.eq(self.square(r), a)
 
+    @_checked('a')
     def pow(self, a, e: int):
         if e < 0:
             raise ValueError("pow: exponent must be non-negative")

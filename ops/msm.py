@@ -69,6 +69,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from cuzk_jax.errors import BadInput
+
 from . import curve as curve_mod
 from .config import MsmConfig
 from .curve import Affine, Jacobian, XYZZ, select_point
@@ -634,7 +636,8 @@ def check_args(config: MsmConfig | str | None, scalars):
     config = MsmConfig.coerce(config)
     scalars = jnp.asarray(scalars)
     if scalars.dtype != jnp.uint32 or scalars.ndim not in (2, 3) or scalars.shape[0] != 8:
-        raise ValueError(f"scalars must be uint32 of shape (8, N) or (8, P, N), got {scalars.dtype}{scalars.shape}")
+        raise BadInput(f"ops.msm.msm: scalars must be canonical Fr limbs, uint32 of shape (8, N) or (8, P, N), got "
+                       f"{scalars.dtype}{scalars.shape}")
     batched = scalars.ndim == 3
     return config, (scalars if batched else scalars[:, None]), batched
 
@@ -666,6 +669,7 @@ def msm(
     curve = curve_of(group)
     F = curve.field
     nd = curve.coord_ndim
+    curve._check_point("msm", bases, "Affine", where=f"ops.msm.msm ({curve.name} bases)")
     config, scalars, batched = check_args(config, scalars)
     _, P, N = scalars.shape
     bshape = tuple(bases.x.shape[nd:])

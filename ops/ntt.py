@@ -52,6 +52,7 @@ import numpy as np
 from jax import lax
 
 from cuzk_jax import encoding
+from cuzk_jax.errors import BadInput
 from cuzk_jax.ops import field as F
 from cuzk_jax.ops.config import NttConfig
 from cuzk_jax.ops.ntt_network import network
@@ -81,16 +82,25 @@ def log2_size(n: int) -> int:
     return ref_ntt.log2_size(int(n))
 
 
-def check_input(x, name: str = "x"):
-    """Validate a public-layout Fr array ``(8, *batch, n)`` (uint32); returns it as a jax array."""
+def check_input(x, name: str = "x", where: str = "ops.ntt"):
+    """Validate a public-layout Fr array ``(8, *batch, n)`` (uint32); returns it as a jax array.
+    :class:`~cuzk_jax.errors.BadInput` (a ValueError) naming ``where`` and the argument otherwise (dtype and shape
+    are static: free under ``jit``)."""
     shape = getattr(x, "shape", None)
     dtype = getattr(x, "dtype", None)
     if shape is None or dtype is None:
-        raise ValueError(f"{name} must be a uint32 array of shape (8, *batch, n), got {type(x).__name__}")
-    if dtype != np.uint32:
-        raise ValueError(f"{name} must have dtype uint32 (Montgomery-form Fr limbs), got {dtype}")
+        raise BadInput(f"{where}: {name} must be a uint32 array of shape (8, *batch, n) (Fr limbs), got "
+                       f"{type(x).__name__}")
+    try:
+        is_u32 = np.dtype(dtype) == np.uint32
+    except TypeError:
+        is_u32 = False
+    if not is_u32:
+        raise BadInput(f"{where}: {name} must have dtype uint32 (Montgomery-form Fr limbs, shape (8, *batch, n)), "
+                       f"got {dtype}")
     if len(shape) < 2 or shape[0] != LIMBS:
-        raise ValueError(f"{name} must have shape (8, *batch, n) with the domain axis last, got {tuple(shape)}")
+        raise BadInput(f"{where}: {name} must have shape (8, *batch, n) (8 uint32 Fr limbs leading, the domain axis "
+                       f"last), got {tuple(shape)}")
     log2_size(shape[-1])
     return jnp.asarray(x)
 
@@ -445,7 +455,7 @@ def ntt(x, *, inverse: bool = False, coset: int | None = None, generator: int = 
     inside a caller's ``jax.jit`` (tables are built eagerly and captured as constants).
     """
     config = NttConfig.coerce(config)
-    x = check_input(x)
+    x = check_input(x, "x", "ops.ntt.ntt")
     n = x.shape[-1]
     log_n = log2_size(n)
     if coset is not None:
