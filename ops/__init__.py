@@ -1,1 +1,28 @@
-"""jit/vmap XLA programs (imported as ``cuzk_jax.ops``): field, curve, NTT, MSM, R1CS evaluation, QAP."""
+"""jit/vmap XLA programs (imported as ``cuzk_jax.ops``): field, curve, NTT, MSM, R1CS evaluation, QAP.
+
+Submodules (loaded on first access, so ``import cuzk_jax.ops`` imports nothing heavy):
+
+* :mod:`.field` -- Fq / Fr / Fq2 on limb-major Montgomery uint32 arrays (:data:`~.field.fq`, ``fr``, ``fq2``);
+* :mod:`.curve` -- G1 / G2 point formulas (:data:`~.curve.g1`, ``g2``; ``Affine``, ``Jacobian``, ``XYZZ``);
+* :mod:`.ntt`, :mod:`.ntt_network` -- NTT over Fr; :mod:`.qap` -- the H polynomial;
+* :mod:`.msm`, :mod:`.msm_precomputed`, :mod:`.fixed_base` -- multi-scalar and fixed-base multiplication;
+* :mod:`.r1cs` -- constraint evaluation on the device; :mod:`.config` -- ``MsmConfig`` / ``NttConfig``;
+* :mod:`.pallas` -- the Pallas kernels beside their XLA paths.
+
+Public functions check dtype and limb shape of their array arguments and raise
+:class:`~cuzk_jax.errors.BadInput` (see :mod:`.field`).
+"""
+
+import importlib
+
+__all__ = ['config', 'curve', 'fixed_base', 'field', 'msm', 'msm_precomputed', 'ntt', 'ntt_network', 'pallas', 'qap', 'r1cs']
+
+
+def __getattr__(name):
+    if name in __all__:
+        return importlib.import_module(f".{name}", __name__)  # also binds the submodule on this package
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -21,6 +21,9 @@ from typing import Callable, Sequence
 
 import jax
 
+__all__ = ["add_row_sink", "block", "compile_timed", "emit", "environment", "format_table", "git_commit",
+           "time_runs", "write_json"]
+
 
 def compile_timed(fn, *args):
     """``jax.jit(fn)`` lowered and compiled for ``args``: returns (compiled, seconds)."""

@@ -30,6 +30,8 @@ _LAZY = {
     "Timeline": ".timeline", "plot_timeline": ".timeline",
 }
 
+__all__ = sorted(_LAZY)
+
 
 def __getattr__(name):
     if name in _LAZY:

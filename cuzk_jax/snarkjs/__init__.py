@@ -14,9 +14,12 @@ refusing other curves and truncated/corrupt files with :class:`FormatError`, a V
 (zkey point form = ops Montgomery limbs; host ints; py_arkworks), :mod:`.jsonio` (proof.json, public.json,
 verification_key.json), :mod:`.prover` (snarkjs's Groth16 equations; host oracle backend), :mod:`.device` (XLA
 backend), :mod:`.verifier` (pairing via py_arkworks), :mod:`.toolchain` (running circom2/snarkjs, cached
-set-up), :mod:`.dev_setup` (INSECURE known-tau zkeys for benchmarks), :mod:`.bench` (side-by-side benchmark).
+set-up), :mod:`.dev_setup` (INSECURE known-tau zkeys for benchmarks), :mod:`.export` (native cuzk_jax keys and
+proofs -> verification_key.json / proof.json / public.json; loaded on first access).
 Format facts are checked against snarkjs 0.7.6 / circom2 0.2.23 sources (see each module's docstring).
 """
+
+import importlib
 
 from .binfile import FormatError
 from .jsonio import Proof, VerificationKey, read_proof, read_public, read_vk, write_proof, write_public, write_vk
@@ -29,5 +32,13 @@ from .zkey import Zkey, read_zkey
 __all__ = [
     "FormatError", "Proof", "ProveResult", "R1cs", "VerificationKey", "Zkey", "check", "prove", "prove_files",
     "read_proof", "read_public", "read_r1cs", "read_vk", "read_wtns", "read_zkey", "verification_key_from_zkey",
-    "verify", "write_proof", "write_public", "write_vk", "write_wtns",
+    "verify", "write_proof", "write_public", "write_vk", "write_wtns", "export",
 ]
+
+_LAZY_SUBMODULES = ("export", "device", "dev_setup", "toolchain")
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)  # also binds the submodule on this package
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
