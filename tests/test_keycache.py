@@ -19,6 +19,13 @@ from cuzk_jax.groth16 import generator
 
 
 def _child(directory: str, barrier, queue) -> None:
+    import jax
+
+    # the test session's persistent XLA cache (conftest.py), so the setup's programs are loaded, not compiled
+    cache = os.environ.get("CUZK_JAX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax",
+                                                                  "xla-test")
+    jax.config.update("jax_compilation_cache_dir", cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     from cuzk_jax import keycache as kc
     from cuzk_jax.circuits import base as b
 
