@@ -32,7 +32,9 @@ Proving key file::
     sha256 of everything above  32
 
 Loading checks the magic, every length, the checksum, and every point (canonical coordinates, on the curve, in the
-prime-order subgroup); any failure is one :class:`KeyFormatError` (a ``ValueError``) naming the section.
+prime-order subgroup; the query points in one batched device program per query); the verifying key's alpha, beta,
+gamma, delta and IC points and the proving key's beta_g1 / delta_g1 must not be the point at infinity (a
+degenerate pairing equation). Any failure is one :class:`KeyFormatError` (a ``ValueError``) naming the section.
 ``ProvingKey.load(path, subgroup_check=False)`` skips only the subgroup test of the five big queries (the
 verifying key and the fixed points are always fully checked): a proving-key point outside the subgroup can only
 make the prover's own proofs fail verification, never make a bad proof pass, so for keys this library wrote itself
