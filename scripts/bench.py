@@ -8,6 +8,7 @@
   python scripts/bench.py --op=snarkjs --log_n=12,16 --impl=snarkjs,device --export_dir=bench/snarkjs_artifacts
   python scripts/bench.py --op=kernel-compile --kernel=acc,general_acc --group=g1,g2   # Pallas kernel compile time
   python scripts/bench.py --op=check-msm --group=g1,g2 --log_n=12 --impl=pallas    # the MSM against arkworks
+  python scripts/bench.py --op=soak --proofs=10000 --soak_faults=kill=0.01,cancel=0.02,unsat=0.02   # fault injection
 
 Each op lives in cuzk_jax/bench/<op>.py (``-`` read as ``_``; ``run(cfg) -> rows``; an op's ``DEFAULTS`` replace
 the defaults of the flags not given); this main only parses flags and reports. Every finished row reaches the JSON
@@ -23,7 +24,8 @@ from absl import app, flags
 
 from cuzk_jax import cli
 
-OPS = ("field", "curve", "msm", "ntt", "h", "engine", "keyload", "synth", "snarkjs", "kernel-compile", "check-msm")
+OPS = ("field", "curve", "msm", "ntt", "h", "engine", "keyload", "synth", "snarkjs", "kernel-compile", "check-msm",
+       "soak")
 
 flags.DEFINE_list("op", ["field"], f"ops to benchmark, from {OPS}")
 flags.DEFINE_list("field", ["fq"], "fields for --op=field (fq, fr, fq2)")
@@ -31,7 +33,8 @@ flags.DEFINE_list("group", ["g1"], "groups for --op=msm (g1, g2)")
 flags.DEFINE_list("log_n", ["20"], "log2 of the problem sizes (--op=snarkjs: 12,16)")
 flags.DEFINE_list("impl", [], "implementations to compare (op-specific; empty = all available; --op=snarkjs: "
                   "snarkjs, device, device_arkmsm, host)")
-flags.DEFINE_integer("batch", 1, "leading batch (partition) axis, where the op supports one")
+flags.DEFINE_integer("batch", 1, "leading batch (partition) axis, where the op supports one (soak: the engine's "
+                     "largest device batch, default 50)")
 flags.DEFINE_integer("reps", 5, "timed repetitions (median reported)")
 flags.DEFINE_integer("warmup", 2, "untimed warm-up runs")
 cli.define_path("out", "", "JSON output path (default: bench/results/<op>-<backend>-<date>.json)")
@@ -73,6 +76,14 @@ flags.DEFINE_bool("lower_only", False, "kernel-compile: lower for CUDA (works on
 # --op=check-msm
 flags.DEFINE_bool("check_batch", True, "check-msm: also check a 3-partition MSM (per-partition bases)")
 flags.DEFINE_bool("check_xla", False, "check-msm: also compare with the XLA fallback (on a GPU: minutes of compiling)")
+# --op=soak
+flags.DEFINE_integer("proofs", 10_000, "soak: proofs to make (jobs of 1..--partitions partitions; default 2 there)")
+flags.DEFINE_enum("soak_backend", "device", ["device", "host"], "soak: the engine's backend (device: the prove "
+                  "pipeline on the default JAX platform; host: Python ints)")
+flags.DEFINE_string("soak_faults", "kill=0.01,cancel=0.02,unsat=0.02", "soak: fault probabilities per job: kill (a "
+                    "synthesis worker exits), cancel (future.cancel()), unsat (a witness violates the R1CS)")
+flags.DEFINE_integer("soak_inflight", 0, "soak: most jobs outstanding at once (0 = 4 x --batch)")
+flags.DEFINE_string("soak_note", "", "soak: a note stored in the row (e.g. why --proofs is not the default)")
 cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 

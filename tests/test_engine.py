@@ -506,3 +506,20 @@ def test_invalid_proof_is_never_returned(cube_key):
         eng.preload(circuit, pk)
         res = eng.submit(circuit, inputs[:2], randomness=rs[:2]).result(timeout=120)
     assert res.verified is None and not verifier.verify(pk.vk, res.public_inputs[1], res.proofs[1])
+
+
+def test_soak_with_fault_injection_loses_nothing():
+    """bench --op=soak in small: killed workers, cancelled jobs and unsatisfied witnesses (seeded); every job ends
+    done, cancelled or failed with a project error; no job lost; every returned proof verifies."""
+    from cuzk_jax.bench import soak
+
+    row = soak.soak(20, backend="host", max_batch=4, max_partitions=2, faults="kill=0.2,cancel=0.2,unsat=0.2",
+                    seed=1, workers=1, max_wait_s=0.05)
+    assert all(row["faults_injected"][k] > 0 for k in soak.FAULT_KINDS), row
+    assert row["ok"] and row["jobs_lost"] == 0 and row["invalid_proofs_returned"] == 0, row
+    assert row["jobs_done"] + row["jobs_cancelled"] + row["jobs_failed"] == row["jobs_submitted"]
+    assert row["proofs_verified"] == row["proofs_returned"] > 0 and row["pool_restarts"] >= 1
+    assert 0 < row["failed_by_cause"].get("Unsatisfied", 0) <= row["faults_injected"]["unsat"]
+    assert set(row["failed_by_cause"]) <= {"Unsatisfied", "WorkerDied"} and not row["unexpected_failures"]
+    with pytest.raises(ValueError, match="soak_faults"):
+        soak.parse_faults("kill=2")

@@ -46,6 +46,7 @@ import dataclasses
 import itertools
 import logging
 import queue
+import sys
 import threading
 import time
 from typing import Sequence
@@ -185,7 +186,7 @@ class _Job:
     publics: list = None
     remaining: int = 0
     state: str = "active"  # active | done | failed | cancelled
-    synth_futures: list = dataclasses.field(default_factory=list)
+    open_synth: set = dataclasses.field(default_factory=set)  # queued synthesis tasks counted in _synthesizing
     broken_pools: set = dataclasses.field(default_factory=set)  # generations of pools that broke under the job
     synth_s: float = 0.0
     phases: dict = dataclasses.field(default_factory=lambda: collections.defaultdict(float))
@@ -273,6 +274,11 @@ class Engine:
         self._pool_lock = threading.Lock()  # guards _pool, _pool_gen, _closing (never taken inside self._lock)
         self._closing = False
         self._workers = workers
+        # Cancel queued synthesis tasks of a withdrawn job? Not in a process pool before Python 3.12: a worker dying
+        # while a cancelled task is still in the pool's queue crashes the pool's manager thread (CPython 3.11's
+        # terminate_broken calls set_exception on the cancelled future: InvalidStateError) and hangs every other
+        # task. Such tasks then run to completion and their results are dropped.
+        self._cancel_tasks = config.synthesis == "thread" or sys.version_info >= (3, 12)
 
         self._lock = threading.Lock()
         self._cv = threading.Condition(self._lock)
@@ -377,32 +383,34 @@ class Engine:
                 if attempt or not self._renew_pool(gen):
                     raise
 
-    def _resynthesize(self, job: _Job, index: int, gen: int, exc: BaseException):
-        """A task of ``job`` died with its pool (generation ``gen``): replace the pool and queue the partition
+    def _resynthesize(self, job: _Job, index: int, old: cf.Future, gen: int, exc: BaseException):
+        """Task ``old`` of ``job`` died with its pool (generation ``gen``): replace the pool and queue the partition
         again, the first time a pool breaks under this job. None when queued again (the new task takes over the
         partition's place in ``_synthesizing``), else the exception to fail the job with."""
         with self._lock:
-            if not job.active:
+            if not job.active or old not in job.open_synth:
                 return exc
             job.broken_pools.add(gen)
             retry = len(job.broken_pools) == 1
+        if not self._renew_pool(gen):  # whether or not this job is retried: later jobs need a pool
+            return EngineShutdown(f"job {job.id}: a synthesis worker died while the engine was shutting down")
         if not retry:
             return WorkerDied(f"job {job.id}: partition {index}: a synthesis worker process died (killed by the OOM "
                               f"killer or a signal, or it exited) while the job was synthesized, again after its "
                               f"one retry", job.id)
-        if not self._renew_pool(gen):
-            return EngineShutdown(f"job {job.id}: a synthesis worker died while the engine was shutting down")
         try:
             fut, new_gen = self._synth_submit(job.entry, job.specs[index])
         except RuntimeError as e:  # shut down meanwhile, or the new pool broke already
             return EngineShutdown(f"job {job.id}: synthesis pool unavailable: {e}")
         with self._lock:
-            taken = job.active
-            if taken:
-                job.synth_futures.append(fut)
+            taken = job.active and old in job.open_synth
+            if taken:  # the new task takes over the old one's place in _synthesizing
+                job.open_synth.discard(old)
+                job.open_synth.add(fut)
                 self._stats["resynthesized"] += 1
-        if not taken:  # cancelled or failed meanwhile: the old task's callback releases the partition
-            fut.cancel()
+        if not taken:  # cancelled or failed meanwhile (the release counted the old task): drop the new one
+            if self._cancel_tasks:
+                fut.cancel()
             return exc
         log.info("job %d: partition %d queued again after its synthesis worker died", job.id, index)
         fut.add_done_callback(lambda f, job=job, index=index, g=new_gen: self._on_synthesized(job, index, f, g))
@@ -463,7 +471,10 @@ class Engine:
                 self._fail(job, EngineShutdown(f"synthesis pool unavailable: {e}"))
                 break
             with self._lock:
-                job.synth_futures.append(fut)
+                if job.active:
+                    job.open_synth.add(fut)
+                else:  # failed or cancelled meanwhile: the release did not see this task
+                    self._synthesizing[entry.digest] -= 1
             fut.add_done_callback(lambda f, job=job, index=index, g=gen: self._on_synthesized(job, index, f, g))
         return job.future
 
@@ -492,10 +503,13 @@ class Engine:
 
     # -- job state transitions ---------------------------------------------------------------------------------------
     def _release_synthesis(self, job: _Job) -> None:
-        """Under the lock: forget the job's outstanding synthesis tasks (cancelled ones never call back)."""
-        for f in job.synth_futures:
-            if f.cancel():
-                self._synthesizing[job.entry.digest] -= 1
+        """Under the lock: forget the job's outstanding synthesis tasks (their results, if any, are dropped) and
+        cancel them where that is safe (see ``_cancel_tasks``)."""
+        for f in job.open_synth:
+            self._synthesizing[job.entry.digest] -= 1
+            if self._cancel_tasks:
+                f.cancel()
+        job.open_synth.clear()
 
     def _retire(self, job: _Job, state: str) -> bool:
         """Under the lock: move an active job to its final ``state`` ("done", "failed", "cancelled": counted in
@@ -527,10 +541,10 @@ class Engine:
 
     def _on_synthesized(self, job: _Job, index: int, fut: cf.Future, gen: int = 0) -> None:
         if fut.cancelled():
-            return  # accounted for by whoever cancelled it
+            return  # accounted for by whoever cancelled it (the release)
         exc = fut.exception()
         if isinstance(exc, cf.BrokenExecutor):  # a worker process died: every task queued in its pool gets this
-            exc = self._resynthesize(job, index, gen, exc)
+            exc = self._resynthesize(job, index, fut, gen, exc)
             if exc is None:
                 return
         out = None if exc is not None else fut.result()
@@ -547,9 +561,12 @@ class Engine:
         with self._lock:
             # leaving "synthesizing" and entering "ready" in one step: the collector must never see the circuit idle
             # (nothing synthesizing) while this partition is in neither state, or it would flush a short batch
-            self._synthesizing[job.entry.digest] -= 1
-            self._cv.notify_all()
-            if exc is None and job.active:
+            owned = fut in job.open_synth  # else released with its job (and counted) already
+            if owned:
+                job.open_synth.discard(fut)
+                self._synthesizing[job.entry.digest] -= 1
+                self._cv.notify_all()
+            if exc is None and job.active and owned:
                 job.publics[index] = out.public_inputs
                 job.synth_s += out.t_end - out.t_start
                 self._phase_s["synthesis"] += out.t_end - out.t_start
