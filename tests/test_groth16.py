@@ -107,6 +107,22 @@ def test_key_from_another_circuit_rejected(cube):
         prover.prove(cube["pk"], other, cube["witnesses"])
 
 
+def test_host_msm_default_on_cpu_equals_device_msm(cube, cube_proofs):
+    """On a CPU the prover's default MSMs are arkworks' multiexp on the host (msm=host): the same proofs, bit for
+    bit, as the XLA MSM programs (and so as the reference prover); not used when sharded or with tables."""
+    from cuzk_jax.ops.config import MsmConfig
+
+    proofs, rs, _ = cube_proofs
+    assert prover.resident(cube["pk"], cube["r1cs"]).config.msm == pipeline.HOST_MSM
+    assert pipeline.ProverConfig().resolved(sharded=True).msm == MsmConfig.default()
+    xla, _ = prover.prove(cube["pk"], cube["r1cs"], cube["witnesses"], randomness=rs, config="msm=xla")
+    assert xla == proofs
+    with pytest.raises(ValueError, match="msm=host runs on the host"):
+        pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=host,tables=on")
+    with pytest.raises(ValueError, match="MsmConfig or 'host'"):
+        pipeline.ProverConfig(msm="cuda")
+
+
 def test_prover_config_text_and_hash():
     """One grammar for the prover config: key=value pairs; frozen and hashable; bad tokens are named."""
     from cuzk_jax.ops.config import MsmConfig, NttConfig

@@ -61,6 +61,10 @@ PHASES = ("stage", "evaluate", "h", "msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h
 # phase name -> group; also finish's argument order
 MSMS = {"msm_a": "g1", "msm_b1": "g1", "msm_b2": "g2", "msm_l": "g1", "msm_h": "g1"}
 QAP_FORMS = ("bellman", "snarkjs")
+# ``msm=host``: the five MSMs by py_arkworks_bls12381's multiexp (Rust Pippenger) on the host, over bases converted
+# once when the key is made resident -- the prover's default on a CPU, where the XLA MSM (compiled limb code) is
+# the slow part of a proof; the device MSMs (``MsmConfig``) stay available and are what GPUs and TPUs run.
+HOST_MSM = "host"
 TABLE_MODES = ("auto", "on", "off")
 # Share of the device memory a resident key's window tables may take when ``tables="auto"`` and no key-manager
 # headroom is given (prover.prove without an engine).
@@ -76,7 +80,9 @@ TABLE_FRACTION = 0.25
 class ProverConfig:
     """Everything that changes what the prover compiles or runs; frozen and hashable.
 
-    * ``msm``: :class:`cuzk_jax.ops.config.MsmConfig` of the five MSMs (``None``: the platform default);
+    * ``msm``: :class:`cuzk_jax.ops.config.MsmConfig` of the five MSMs, or :data:`HOST_MSM` (``"host"``: arkworks
+      multiexp on the host); ``None``: the platform default -- ``"host"`` on a CPU (unsharded), the
+      ``MsmConfig`` default elsewhere;
     * ``ntt``: :class:`cuzk_jax.ops.config.NttConfig` of the H phase (``None``: the platform default);
     * ``tables``: precomputed window tables of the key's queries (:mod:`cuzk_jax.ops.msm_precomputed`, W-fold the
       queries' memory, built once when the key is made resident): ``"on"``, ``"off"``, or ``"auto"`` -- on when
@@ -88,7 +94,7 @@ class ProverConfig:
     ``"msm=pallas,ntt=xla,tables=on,window=16"``; ``""`` is the default.
     """
 
-    msm: ops_config.MsmConfig | None = None
+    msm: ops_config.MsmConfig | str | None = None
     ntt: ops_config.NttConfig | None = None
     tables: str = "auto"
     window: int | None = None
@@ -96,6 +102,8 @@ class ProverConfig:
     def __post_init__(self):
         if self.tables not in TABLE_MODES:
             raise BadInput(f"prover config: tables must be one of {TABLE_MODES}, got {self.tables!r}")
+        if isinstance(self.msm, str) and self.msm != HOST_MSM:
+            raise BadInput(f"prover config: msm must be an MsmConfig or {HOST_MSM!r}, got {self.msm!r}")
         if self.window is not None and not 2 <= self.window <= ops_msm.MAX_WINDOW:
             raise BadInput(f"prover config: window must be in 2..{ops_msm.MAX_WINDOW}, got {self.window!r}")
 
@@ -109,7 +117,7 @@ class ProverConfig:
                 raise BadInput(f"prover config {text!r}: expected comma-separated key=value (msm, ntt, tables, "
                                f"window), got {part!r}")
             if key == "msm":
-                kw[key] = ops_config.MsmConfig.parse(value)
+                kw[key] = HOST_MSM if value == HOST_MSM else ops_config.MsmConfig.parse(value)
             elif key == "ntt":
                 kw[key] = ops_config.NttConfig.parse(value)
             elif key == "tables":
@@ -122,10 +130,15 @@ class ProverConfig:
                 raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window)")
         return cls(**kw)
 
-    def resolved(self) -> "ProverConfig":
-        """The same config with the platform defaults filled in (what a :class:`ResidentKey` records)."""
-        return dataclasses.replace(self, msm=ops_config.MsmConfig.coerce(self.msm),
-                                   ntt=ops_config.NttConfig.coerce(self.ntt))
+    def resolved(self, sharded: bool = False) -> "ProverConfig":
+        """The same config with the platform defaults filled in (what a :class:`ResidentKey` records);
+        ``sharded``: for a mesh of devices (the host MSM does not shard: the device default then)."""
+        msm = self.msm
+        if msm is None:
+            msm = HOST_MSM if ops_config.platform_of() == "cpu" and not sharded else ops_config.MsmConfig.default()
+        elif msm != HOST_MSM:
+            msm = ops_config.MsmConfig.coerce(msm)
+        return dataclasses.replace(self, msm=msm, ntt=ops_config.NttConfig.coerce(self.ntt))
 
     def __str__(self) -> str:
         parts = [f"msm={self.msm}" if self.msm else "", f"ntt={self.ntt}" if self.ntt else "",
@@ -179,6 +192,7 @@ class ResidentKey:
     * ``config``: the resolved :class:`ProverConfig`; ``mesh``: a partition mesh when sharded over devices;
       ``device``: the one device it lives on when that is not the default device (arrays committed there, so
       every phase runs there; one engine per device is how several devices work without sharding);
+    * ``host_bases``: with ``msm=host``, MSM phase name -> the bases as arkworks points (host memory);
     * ``constraint_name``: index -> gadget name of a constraint (unsatisfied-witness errors), or None;
     * ``verifier``: ``(public inputs per partition, (A, B, C) per partition) -> [ok per partition]``, the check
       :func:`prove_batch` runs on every proof before returning it (None: no verifying key, nothing checked);
@@ -203,6 +217,7 @@ class ResidentKey:
     verifier: Callable[[list, list], list] | None = None
     mesh: object = None
     device: object = None
+    host_bases: dict | None = None
 
     @property
     def vk(self):
@@ -238,7 +253,7 @@ def device_bytes() -> int:
 def _want_tables(config: ProverConfig, queries: dict, headroom: int | None) -> bool:
     if config.tables != "auto":
         return config.tables == "on"
-    if config.msm.kernel != "pallas":  # the GPU kernels: elsewhere the tables do not pay for their build
+    if config.msm == HOST_MSM or config.msm.kernel != "pallas":  # only the GPU kernels earn the tables' build
         return False
     budget = headroom if headroom is not None else int(TABLE_FRACTION * device_bytes())
     return table_bytes_estimate(queries, config.window) <= budget
@@ -267,7 +282,9 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     ``device``: a device other than the default one to live on (None: the default device, uncommitted)."""
     if qap not in QAP_FORMS:
         raise BadInput(f"unknown QAP form {qap!r}; expected one of {QAP_FORMS}")
-    config = as_config(config).resolved()
+    config = as_config(config).resolved(sharded=mesh is not None)
+    if config.msm == HOST_MSM and (mesh is not None or config.tables == "on"):
+        raise BadInput("prover config msm=host runs on the host: no device mesh, no window tables")
     if set(queries) != set(MSMS):
         raise BadInput(f"resident key needs the bases of {tuple(MSMS)}, got {tuple(queries)}")
     if device is not None and (mesh is not None or device == jax.devices()[0]):
@@ -281,9 +298,15 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
             c = config.window or ops_pre.window_bits(int(bases.inf.shape[-1]))
             pts = ops_pre.precompute(bases, MSMS[name], c=c, config=config.msm)
             tables[name] = WindowTable(c, jax.block_until_ready(pts))
+    host_bases = None
+    if config.msm == HOST_MSM:  # arkworks points, converted once per key (host memory, not device)
+        host_bases = {name: [host_curve.to_arkworks(ref_g2 if MSMS[name] == "g2" else ref_g1, p) for p in
+                             host_curve.affine_from_device(g2 if MSMS[name] == "g2" else g1, bases)]
+                      for name, bases in queries.items()}
     return ResidentKey(queries=queries, tables=tables, r1cs=r1cs, finish=finish, num_inputs=num_inputs,
                        num_vars=num_vars, domain_size=domain_size, qap=qap, config=config, digest=digest, pk=pk,
-                       constraint_name=constraint_name, verifier=verifier, mesh=mesh, device=device)
+                       constraint_name=constraint_name, verifier=verifier, mesh=mesh, device=device,
+                       host_bases=host_bases)
 
 
 def finish_points(pk) -> FinishPoints:
@@ -393,8 +416,10 @@ def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
     h = functools.partial(_h_body, n=n, qap=qap, ntt=ntt)
     from_mont = ops_field.fr.from_mont
     if mesh is None:
-        return {"evaluate": jax.jit(evaluate), "h": jax.jit(h), "from_mont": jax.jit(from_mont),
-                "g1": ops_msm.msm_jit("g1", msm), "g2": ops_msm.msm_jit("g2", msm)}
+        progs = {"evaluate": jax.jit(evaluate), "h": jax.jit(h), "from_mont": jax.jit(from_mont)}
+        if msm != HOST_MSM:
+            progs.update(g1=ops_msm.msm_jit("g1", msm), g2=ops_msm.msm_jit("g2", msm))
+        return progs
     P, zs, ps = jax.sharding.PartitionSpec, sharding.along(3, 1), sharding.along(1, 0)
     sm = functools.partial(sharding.shard_map, mesh=mesh)
 
@@ -434,7 +459,20 @@ def msm_scalars(rk: ResidentKey, z, h) -> dict:
 
 def msm(rk: ResidentKey, name: str, scalars):
     """Phase 4, one MSM: over the key's window table of ``name`` when it holds one, else the plain MSM of the
-    config; Jacobian result with batch shape ``(P,)``."""
+    config -- a Jacobian result with batch shape ``(P,)`` -- or, with ``msm=host``, arkworks' multiexp per
+    partition: a list of ``P`` host affine points."""
+    if rk.host_bases is not None:
+        import py_arkworks_bls12381 as ark
+
+        bases = rk.host_bases[name]
+        point = ark.G2Point if MSMS[name] == "g2" else ark.G1Point
+        curve = ref_g2 if MSMS[name] == "g2" else ref_g1
+        sc = np.asarray(scalars)
+        out = []
+        for p in range(sc.shape[1]):
+            ks = [ark.Scalar(v) for v in encoding.limbs_to_ints(sc[:, p, :], "fr")]
+            out.append(host_curve.from_arkworks(curve, point.multiexp_unchecked(bases, ks)) if bases else None)
+        return out
     table = rk.tables.get(name)
     if table is not None:
         return ops_pre.msm_jit(MSMS[name], table.c, rk.config.msm)(table.points, scalars)
@@ -454,9 +492,10 @@ class BatchOutput:
 
     def host_points(self) -> dict:
         """MSM phase name -> list of host affine points (one batched conversion per MSM, done once)."""
-        if self.host is None:
-            self.host = {name: host_curve.from_device(g2 if MSMS[name] == "g2" else g1, jac)
-                         for name, jac in self.points.items()}
+        if self.host is None:  # lists are host points already (msm=host)
+            self.host = {name: pts if isinstance(pts, list) else
+                         host_curve.from_device(g2 if MSMS[name] == "g2" else g1, pts)
+                         for name, pts in self.points.items()}
         return self.host
 
 

@@ -19,6 +19,7 @@ import time
 import weakref
 from typing import Sequence
 
+from cuzk_jax.compile_cache import install_compile_hint
 from cuzk_jax.errors import BadInput
 from cuzk_jax.reference.constants import R
 
@@ -80,6 +81,7 @@ def prove(pk: ProvingKey | ResidentKey, r1cs, witnesses: Sequence, *,
     from cuzk_jax.circuits.r1cs import stack_z
 
     t_start = time.perf_counter()
+    install_compile_hint()  # says once when a long compile runs without the persistent cache
     if not witnesses:
         raise BadInput("prove: no witnesses")
     if isinstance(pk, ResidentKey):
