@@ -7,16 +7,28 @@
   ``cuzk-prove`` console script, ``python -m cuzk_jax prove``): ``--help`` prints the script's docstring and its own
   flags and exits 0 (``--helpfull``: every flag); an unknown or malformed flag, a :class:`absl.app.UsageError` or
   bad input (a ``ValueError`` or missing file: unknown circuit or preset, unreadable or corrupt file, unsatisfied
-  witness) ends with one ``error: ...`` line on stderr and exit status 2, not a traceback.
+  witness) ends with one ``error: ...`` line on stderr and exit status 2, not a traceback. A project error
+  (:mod:`cuzk_jax.errors`) ends with its ``exit_code`` (:class:`~cuzk_jax.errors.ProofRejected`: 1, the others 2);
+  an ``OSError`` (a file that cannot be read or written: full disk, permissions) with one line and 2.
+* :func:`check_output_dir` / :func:`check_output_file`: output paths checked (directory created, a file created
+  and removed in it) *before* any work, so a bad ``--out`` costs nothing; :func:`atomic_write`: a unique temporary
+  file in the same directory, fsync, ``os.replace`` -- a crash or full disk never leaves a partial or empty output,
+  and the temporary file is removed on error.
+
+Exit status of every script: 0 ok, 1 a proof did not verify, 2 bad usage or bad input.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import tempfile
 from typing import Callable, NoReturn
 
 from absl import app, flags
+
+from cuzk_jax.errors import BadInput, CuzkError
 
 flags.disclaim_key_flags()  # flags defined through the helpers below belong to the script that calls them
 
@@ -53,9 +65,73 @@ def _prog() -> str:
     return os.path.basename(sys.argv[0]) if sys.argv else "cuzk"
 
 
-def fail(message) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
+def one_line(message, limit: int = 600) -> str:
+    """``message`` as one line (newlines folded, at most ``limit`` characters)."""
+    text = " ".join(str(message).split()) or "unknown error"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def fail(message, code: int = 2) -> NoReturn:
+    print(f"error: {one_line(message)}", file=sys.stderr)
+    sys.exit(code)
+
+
+def _os_error(e: OSError) -> str:
+    where = e.filename if e.filename is not None else ""
+    what = e.strerror or str(e) or type(e).__name__
+    return f"{where}: {what}" if where else what
+
+
+def check_output_dir(path: str, flag: str = "out") -> None:
+    """Create ``path`` if needed and check that a file can be created in it; :class:`BadInput` otherwise."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".cuzk-write-check-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise BadInput(f"--{flag}={path}: cannot write there ({e.strerror or e})") from None
+
+
+def check_output_file(path: str, flag: str = "out") -> None:
+    """Check that ``path`` can be written (atomically: its directory is created if needed and must be writable;
+    ``path`` must not be a directory); :class:`BadInput` otherwise."""
+    if not path:
+        raise BadInput(f"--{flag}: empty path")
+    if os.path.isdir(path):
+        raise BadInput(f"--{flag}={path}: is a directory")
+    check_output_dir(os.path.dirname(os.path.abspath(path)), flag)
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise BadInput(f"--{flag}={path}: file is not writable")
+
+
+def atomic_write(path: str, data) -> None:
+    """Write ``data`` (bytes or str) to ``path``: a unique temporary file in the same directory, fsync, then
+    ``os.replace``. On any error the temporary file is removed and ``path`` is left as it was; an ``OSError``
+    names ``path``."""
+    payload = data.encode() if isinstance(data, str) else bytes(data)
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write file ({e.strerror or e})", path) from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    with contextlib.suppress(OSError):  # the rename itself reaches the disk
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
 
 
 def usage_error(message) -> NoReturn:
@@ -96,7 +172,11 @@ def run(main: Callable, argv: list[str] | None = None) -> None:
             return main(rest)
         except app.UsageError as e:
             usage_error(e)
-        except (ValueError, FileNotFoundError) as e:
-            fail(e)
+        except CuzkError as e:  # project errors: their own status (ProofRejected 1, bad input 2)
+            fail(e, e.exit_code)
+        except (ValueError, RecursionError) as e:  # bad input the library did not wrap
+            fail(e if str(e) else type(e).__name__)
+        except OSError as e:  # a file that cannot be read or written (missing, permissions, full disk)
+            fail(_os_error(e))
 
     app.run(guarded, argv=argv, flags_parser=_parse)

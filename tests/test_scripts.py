@@ -142,3 +142,78 @@ def test_console_scripts_name_the_mains():
 def test_bench_refuses_unknown_kernel(tmp_path):
     _one_error_line(_run("bench.py", "--op=kernel-compile", "--kernel=nope", f"--out={tmp_path / 'k.json'}",
                          "--cache_dir="), "unknown --kernel nope")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Exit codes (issue 21): 0 ok, 1 a proof did not verify, 2 bad usage or bad input -- one line, no traceback
+# ---------------------------------------------------------------------------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000  # json.loads -> RecursionError
+
+
+def _not_a_proof_files(tmp_path):
+    """A well-formed key and proof (generator points: valid, in the subgroup) that do not verify, in both formats."""
+    import json
+
+    from cuzk_jax.groth16.data_structures import Proof, VerifyingKey
+    from cuzk_jax.reference.curve import g1, g2
+    from cuzk_jax.snarkjs import jsonio
+
+    G1, G2 = g1.generator, g2.generator
+    ic = [g1.mul(G1, 3), g1.mul(G1, 2)]
+    (tmp_path / "vk.json").write_text(json.dumps(jsonio.vk_to_json(jsonio.VerificationKey(
+        n_public=1, alpha1=G1, beta2=G2, gamma2=G2, delta2=G2, ic=ic))))
+    proof = Proof(g1.mul(G1, 5), G2, g1.mul(G1, 7))
+    (tmp_path / "proof.json").write_text(json.dumps(jsonio.proof_to_json(proof)))
+    (tmp_path / "sector.vk").write_bytes(VerifyingKey(G1, G2, G2, G2, ic).to_bytes())
+    (tmp_path / "sector.proofs").write_bytes(proof.to_bytes())
+
+
+@pytest.mark.parametrize("public,status,text", [
+    ('["5"]', 1, None),  # well-formed, does not verify
+    ('["52435875175126190479447740508185965837690552500527637822603658699938581184513"]', 2, "public.json"),  # r
+    ("null", 2, "public.json"),
+    (DEEP, 2, "public.json"),
+    ('["1", "2"]', 2, "public"),  # more inputs than the key has
+    ("[35.9]", 2, "public.json"),
+], ids=["invalid", "ge_r", "null", "deep", "too_many", "float"])
+def test_verify_snarkjs_exit_codes(tmp_path, public, status, text):
+    _not_a_proof_files(tmp_path)
+    (tmp_path / "public.json").write_text(public)
+    r = _run("verify.py", f"--vk={tmp_path / 'vk.json'}", f"--public={tmp_path / 'public.json'}",
+             f"--proof={tmp_path / 'proof.json'}")
+    if status == 1:
+        assert r.returncode == 1 and "Invalid proof" in r.stdout and not r.stderr.strip(), r.stdout + r.stderr
+    else:
+        _one_error_line(r, text)
+
+
+@pytest.mark.parametrize("which", ["vk.json", "proof.json"])
+def test_verify_snarkjs_malformed_key_or_proof(tmp_path, which):
+    _not_a_proof_files(tmp_path)
+    (tmp_path / "public.json").write_text('["5"]')
+    (tmp_path / which).write_text("null")
+    r = _run("verify.py", f"--vk={tmp_path / 'vk.json'}", f"--public={tmp_path / 'public.json'}",
+             f"--proof={tmp_path / 'proof.json'}")
+    _one_error_line(r, which)
+    (tmp_path / which).write_text(DEEP)
+    _one_error_line(_run("verify.py", f"--vk={tmp_path / 'vk.json'}", f"--public={tmp_path / 'public.json'}",
+                         f"--proof={tmp_path / 'proof.json'}"), which)
+
+
+@pytest.mark.parametrize("public,status", [
+    ('{"public_inputs": [["5"]]}', 1),
+    ('{"public_inputs": [["52435875175126190479447740508185965837690552500527637822603658699938581184513"]]}', 2),
+    ("null", 2),
+    (DEEP, 2),
+    ('{"public_inputs": [["1", "2"]]}', 2),
+], ids=["invalid", "ge_r", "null", "deep", "too_many"])
+def test_verify_sector_exit_codes(tmp_path, public, status):
+    _not_a_proof_files(tmp_path)
+    (tmp_path / "s.public.json").write_text(public)
+    r = _run("verify.py", f"--vk={tmp_path / 'sector.vk'}", f"--public={tmp_path / 's.public.json'}",
+             f"--proofs={tmp_path / 'sector.proofs'}")
+    if status == 1:
+        assert r.returncode == 1 and "partition 0: INVALID" in r.stdout and not r.stderr.strip(), r.stdout + r.stderr
+    else:
+        _one_error_line(r, "s.public.json")
