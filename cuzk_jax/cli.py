@@ -27,6 +27,7 @@ import tempfile
 from typing import Callable, NoReturn
 
 from absl import app, flags
+from absl import logging as absl_logging
 
 from cuzk_jax.errors import BadInput, CuzkError
 
@@ -166,6 +167,8 @@ def run(main: Callable, argv: list[str] | None = None) -> None:
         sys.exit(0)
 
     def guarded(rest):
+        if not flags.FLAGS["verbosity"].present:  # absl's default (INFO) puts library chatter on stderr
+            absl_logging.set_verbosity(absl_logging.WARNING)
         if len(rest) > 1:
             usage_error(f"unexpected arguments {' '.join(rest[1:])!r}")
         try:
