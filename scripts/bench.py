@@ -8,7 +8,7 @@
   python scripts/bench.py --op=snarkjs --log_n=12,16 --impl=snarkjs,device --export_dir=bench/snarkjs_artifacts
   python scripts/bench.py --op=kernel-compile --kernel=acc,general_acc --group=g1,g2   # Pallas kernel compile time
   python scripts/bench.py --op=check-msm --group=g1,g2 --log_n=12 --impl=pallas    # the MSM against arkworks
-  python scripts/bench.py --op=soak --proofs=10000 --soak_faults=kill=0.01,cancel=0.02,unsat=0.02   # fault injection
+  python scripts/bench.py --op=soak --proofs=10000 --soak_faults=kill=0.01,crash=0.002,cancel=0.02,unsat=0.02
 
 Each op lives in cuzk_jax/bench/<op>.py (``-`` read as ``_``; ``run(cfg) -> rows``; an op's ``DEFAULTS`` replace
 the defaults of the flags not given); this main only parses flags and reports. Every finished row reaches the JSON
@@ -80,8 +80,9 @@ flags.DEFINE_bool("check_xla", False, "check-msm: also compare with the XLA fall
 flags.DEFINE_integer("proofs", 10_000, "soak: proofs to make (jobs of 1..--partitions partitions; default 2 there)")
 flags.DEFINE_enum("soak_backend", "device", ["device", "host"], "soak: the engine's backend (device: the prove "
                   "pipeline on the default JAX platform; host: Python ints)")
-flags.DEFINE_string("soak_faults", "kill=0.01,cancel=0.02,unsat=0.02", "soak: fault probabilities per job: kill (a "
-                    "synthesis worker exits), cancel (future.cancel()), unsat (a witness violates the R1CS)")
+flags.DEFINE_string("soak_faults", "kill=0.01,crash=0.002,cancel=0.02,unsat=0.02", "soak: fault probabilities per "
+                    "job: kill (a synthesis worker exits, once), crash (every time), cancel (future.cancel()), unsat "
+                    "(a witness violates the R1CS)")
 flags.DEFINE_integer("soak_inflight", 0, "soak: most jobs outstanding at once (0 = 4 x --batch)")
 flags.DEFINE_string("soak_note", "", "soak: a note stored in the row (e.g. why --proofs is not the default)")
 cli.define_cache_dir_flag()

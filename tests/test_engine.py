@@ -458,13 +458,20 @@ def test_dead_synthesis_worker_is_replaced_and_its_job_retried_once(cube_key, tm
         assert marker.exists() and res.verified
         assert verifier.verify(pk.vk, res.public_inputs[0], res.proofs[0])
         assert eng.status()["synthesis"]["pool_restarts"] == 1
+        # a partition that kills its worker every time, queued with bystanders: it alone fails
+        eng.pause()
         always = eng.submit(faulty, [dict(circuit.sample_inputs(2, 23), fault=("exit", None))])
-        with pytest.raises(WorkerDied, match=f"job {always.job_id}: partition 0: a synthesis worker process died"):
+        bystanders = [eng.submit(circuit, [circuit.sample_inputs(p, 23)]) for p in range(3, 7)]
+        eng.resume()
+        with pytest.raises(WorkerDied, match=f"job {always.job_id}: partition 0: its synthesis worker process died"):
             always.result(timeout=180)
-        later = eng.submit(circuit, [circuit.sample_inputs(3, 23)]).result(timeout=180)
+        for f in bystanders:
+            res = f.result(timeout=180)
+            assert res.verified and verifier.verify(pk.vk, res.public_inputs[0], res.proofs[0])
+        later = eng.submit(circuit, [circuit.sample_inputs(7, 23)]).result(timeout=180)
         assert verifier.verify(pk.vk, later.public_inputs[0], later.proofs[0])
         st = eng.status()
-    assert st["synthesis"]["pool_restarts"] == 3 and st["jobs"]["done"] == 2 and st["jobs"]["failed"] == 1
+    assert st["synthesis"]["pool_restarts"] == 3 and st["jobs"]["done"] == 6 and st["jobs"]["failed"] == 1
 
 
 class _TamperingBackend(HostBackend):
@@ -513,13 +520,14 @@ def test_soak_with_fault_injection_loses_nothing():
     done, cancelled or failed with a project error; no job lost; every returned proof verifies."""
     from cuzk_jax.bench import soak
 
-    row = soak.soak(20, backend="host", max_batch=4, max_partitions=2, faults="kill=0.2,cancel=0.2,unsat=0.2",
-                    seed=1, workers=1, max_wait_s=0.05)
+    row = soak.soak(24, backend="host", max_batch=4, max_partitions=2,
+                    faults="kill=0.15,crash=0.1,cancel=0.15,unsat=0.15", seed=3, workers=1, max_wait_s=0.05)
     assert all(row["faults_injected"][k] > 0 for k in soak.FAULT_KINDS), row
     assert row["ok"] and row["jobs_lost"] == 0 and row["invalid_proofs_returned"] == 0, row
     assert row["jobs_done"] + row["jobs_cancelled"] + row["jobs_failed"] == row["jobs_submitted"]
     assert row["proofs_verified"] == row["proofs_returned"] > 0 and row["pool_restarts"] >= 1
     assert 0 < row["failed_by_cause"].get("Unsatisfied", 0) <= row["faults_injected"]["unsat"]
-    assert set(row["failed_by_cause"]) <= {"Unsatisfied", "WorkerDied"} and not row["unexpected_failures"]
+    assert set(row["failed_by_cause"]) <= {"Unsatisfied", "WorkerDied"} and not row["unexpected_failures"], row
+    assert row["failed_by_cause"].get("WorkerDied", 0) <= row["faults_injected"]["crash"]  # no bystander fails
     with pytest.raises(ValueError, match="soak_faults"):
         soak.parse_faults("kill=2")

@@ -7,7 +7,10 @@ are outstanding at once (an operator's queue). Each job, drawn from ``random.Ran
 (``--soak_faults``, probabilities per job):
 
 * ``kill``   -- one partition's synthesis worker process exits at once (``os._exit``, as if OOM-killed), the first
-  time only (:class:`~cuzk_jax.engine.faults.FaultyCube`): the engine replaces the pool and retries the job;
+  time only (:class:`~cuzk_jax.engine.faults.FaultyCube`): the engine replaces the pool and retries; the job and
+  every bystander complete;
+* ``crash``  -- the same, every time: the job must fail with :class:`~cuzk_jax.engine.WorkerDied` (its
+  bystanders complete);
 * ``cancel`` -- ``future.cancel()`` a few submissions later (wherever the job then is);
 * ``unsat``  -- one partition's witness does not satisfy the R1CS (``y`` off by one): the job must fail with
   :class:`~cuzk_jax.errors.Unsatisfied`.
@@ -27,12 +30,13 @@ import random
 import tempfile
 import time
 
+DEFAULT_FAULTS = "kill=0.01,crash=0.002,cancel=0.02,unsat=0.02"
 DEFAULTS = {"batch": 50, "partitions": 2, "max_wait_s": 0.2, "workers": 1}
-FAULT_KINDS = ("kill", "cancel", "unsat")
+FAULT_KINDS = ("kill", "crash", "cancel", "unsat")
 
 
 def parse_faults(text) -> dict[str, float]:
-    """``"kill=0.01,cancel=0.02,unsat=0.02"`` (or a list of ``k=v``) -> probabilities per job."""
+    """``"kill=0.01,crash=0.002,cancel=0.02,unsat=0.02"`` (or a list of ``k=v``) -> probabilities per job."""
     items = text if isinstance(text, (list, tuple)) else [t for t in str(text).split(",") if t.strip()]
     out = {k: 0.0 for k in FAULT_KINDS}
     for item in items:
@@ -76,7 +80,7 @@ def soak(num_proofs: int, *, backend: str = "device", max_batch: int = 50, max_p
         raise ValueError(f"--proofs must be a positive int, got {num_proofs!r}")
     if max_partitions < 1:
         raise ValueError(f"--partitions must be at least 1, got {max_partitions}")
-    probs = parse_faults(faults if faults is not None else "kill=0.01,cancel=0.02,unsat=0.02")
+    probs = parse_faults(faults if faults is not None else DEFAULT_FAULTS)
     inflight = inflight or 4 * max_batch
     rnd = random.Random(seed)
     circuit, faulty = base.get_circuit("cube"), FaultyCube()
@@ -110,6 +114,9 @@ def soak(num_proofs: int, *, backend: str = "device", max_batch: int = 50, max_p
             if fault == "kill":
                 job_circuit = faulty
                 inputs[target] = dict(inputs[target], fault=("exit_once", os.path.join(markers, f"job{n}")))
+            elif fault == "crash":
+                job_circuit = faulty
+                inputs[target] = dict(inputs[target], fault=("exit", None))
             elif fault == "unsat":
                 inputs[target] = dict(inputs[target], y=(inputs[target]["y"] + 1) % R)
             fut = eng.submit(job_circuit, inputs)
@@ -168,7 +175,8 @@ def soak(num_proofs: int, *, backend: str = "device", max_batch: int = 50, max_p
             continue
         counts["jobs_failed"] += 1
         failed_by_cause[cause] = failed_by_cause.get(cause, 0) + 1
-        expected = (j["fault"] == "unsat" and cause == "Unsatisfied") or isinstance(exc, WorkerDied)
+        expected = ((j["fault"] == "unsat" and cause == "Unsatisfied")
+                    or (j["fault"] == "crash" and isinstance(exc, WorkerDied)))
         if not expected:
             unexpected[cause] = unexpected.get(cause, 0) + 1
     t_verify = time.perf_counter()

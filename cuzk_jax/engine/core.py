@@ -21,9 +21,10 @@ Data flow (one arrow = one hand-off; every stage runs concurrently with the othe
   satisfy the R1CS fails its job with :class:`~cuzk_jax.circuits.cs.Unsatisfied` (partition and constraint named;
   detected per partition in the batch's evaluate phase, so batch-mates are unaffected); an exception in a device
   phase fails the jobs of that batch only. Every other job completes. A synthesis worker process that dies (OOM
-  killer, signal, exit) breaks its ``ProcessPoolExecutor`` and every task queued in it: the engine replaces the
-  pool and queues those partitions again, once per job; a job whose partitions meet a second broken pool fails
-  with :class:`WorkerDied` (job and cause named). Later jobs use the new pool.
+  killer, signal, exit) breaks its ``ProcessPoolExecutor`` and every task in it: the engine replaces the pool and
+  retries those partitions once each, one at a time alone in the pool (the pool holds at most workers + 1 tasks,
+  the rest wait in the engine's backlog, so few are affected); a partition whose worker dies again alone is the
+  culprit and fails its job with :class:`WorkerDied` (job, partition and cause named). The bystanders complete.
 * **Verify before return** (``verify``, on by default): each job's proofs are pairing-checked before its future
   completes; a proof that does not verify fails the job with :class:`~cuzk_jax.errors.ProofRejected` (partition
   named) -- an invalid proof never leaves the engine.
@@ -186,8 +187,8 @@ class _Job:
     publics: list = None
     remaining: int = 0
     state: str = "active"  # active | done | failed | cancelled
-    open_synth: set = dataclasses.field(default_factory=set)  # queued synthesis tasks counted in _synthesizing
-    broken_pools: set = dataclasses.field(default_factory=set)  # generations of pools that broke under the job
+    open_synth: set = dataclasses.field(default_factory=set)  # its tasks in the pool (counted in _synthesizing)
+    backlog_n: int = 0  # its partitions waiting in the engine's backlog (counted in _synthesizing)
     synth_s: float = 0.0
     phases: dict = dataclasses.field(default_factory=lambda: collections.defaultdict(float))
     batches: list = dataclasses.field(default_factory=list)
@@ -237,8 +238,8 @@ class EngineShutdown(RuntimeError):
 
 
 class WorkerDied(CuzkError, RuntimeError):
-    """A synthesis worker process died (killed by the OOM killer or a signal, or it exited) while partitions of
-    this job were queued or running in its pool, again after the job's one retry. ``job_id`` names the job."""
+    """A partition's synthesis worker process died (killed by the OOM killer or a signal, or it exited) twice: once
+    with other tasks in the pool, then alone on its one retry. ``job_id`` names the job."""
 
     def __init__(self, message: str, job_id: int | None = None):
         super().__init__(message)
@@ -279,6 +280,18 @@ class Engine:
         # terminate_broken calls set_exception on the cancelled future: InvalidStateError) and hangs every other
         # task. Such tasks then run to completion and their results are dropped.
         self._cancel_tasks = config.synthesis == "thread" or sys.version_info >= (3, 12)
+        # The pool holds at most workers + 1 tasks (one running per worker, one waiting); the other partitions wait
+        # in the engine's backlog. A worker dying breaks every task in its pool, so this bounds how many other
+        # partitions one death sends to retry; retried partitions go to the front of the backlog.
+        self._backlog: collections.deque = collections.deque()  # (job, partition index), under self._lock
+        # Partitions whose pool broke under them (suspects: one of them, or none, killed its worker) run one at a
+        # time, alone in the pool: one that breaks the pool again alone is the culprit and fails its job with
+        # WorkerDied; the others (innocent bystanders) complete. Under self._lock.
+        self._suspects: collections.deque = collections.deque()
+        self._solo = None  # None, "reserved" or the future of the suspect running alone
+        self._inflight = 0  # tasks in the pool, under self._lock
+        self._synth_limit = workers + 1
+        self._pumping = threading.local()
 
         self._lock = threading.Lock()
         self._cv = threading.Condition(self._lock)
@@ -383,38 +396,98 @@ class Engine:
                 if attempt or not self._renew_pool(gen):
                     raise
 
-    def _resynthesize(self, job: _Job, index: int, old: cf.Future, gen: int, exc: BaseException):
+    def _resynthesize(self, job: _Job, index: int, old: cf.Future, gen: int, exc: BaseException, solo: bool):
         """Task ``old`` of ``job`` died with its pool (generation ``gen``): replace the pool and queue the partition
-        again, the first time a pool breaks under this job. None when queued again (the new task takes over the
-        partition's place in ``_synthesizing``), else the exception to fail the job with."""
+        as a suspect (retried once, alone in the pool); a suspect whose worker dies again, alone, fails its job.
+        None when queued again (it keeps its place in ``_synthesizing``), else the exception to fail the job with."""
         with self._lock:
             if not job.active or old not in job.open_synth:
                 return exc
-            job.broken_pools.add(gen)
-            retry = len(job.broken_pools) == 1
         if not self._renew_pool(gen):  # whether or not this job is retried: later jobs need a pool
             return EngineShutdown(f"job {job.id}: a synthesis worker died while the engine was shutting down")
-        if not retry:
-            return WorkerDied(f"job {job.id}: partition {index}: a synthesis worker process died (killed by the OOM "
-                              f"killer or a signal, or it exited) while the job was synthesized, again after its "
-                              f"one retry", job.id)
-        try:
-            fut, new_gen = self._synth_submit(job.entry, job.specs[index])
-        except RuntimeError as e:  # shut down meanwhile, or the new pool broke already
-            return EngineShutdown(f"job {job.id}: synthesis pool unavailable: {e}")
+        if solo:
+            return WorkerDied(f"job {job.id}: partition {index}: its synthesis worker process died (killed by the OOM "
+                              f"killer or a signal, or it exited) twice: with other tasks, then alone on its one "
+                              f"retry", job.id)
         with self._lock:
             taken = job.active and old in job.open_synth
-            if taken:  # the new task takes over the old one's place in _synthesizing
+            if taken:  # a suspect now, keeping its place in _synthesizing
                 job.open_synth.discard(old)
-                job.open_synth.add(fut)
+                job.backlog_n += 1
+                self._suspects.append((job, index))
                 self._stats["resynthesized"] += 1
-        if not taken:  # cancelled or failed meanwhile (the release counted the old task): drop the new one
-            if self._cancel_tasks:
-                fut.cancel()
+        if not taken:  # cancelled or failed meanwhile (the release counted the old task)
             return exc
         log.info("job %d: partition %d queued again after its synthesis worker died", job.id, index)
-        fut.add_done_callback(lambda f, job=job, index=index, g=new_gen: self._on_synthesized(job, index, f, g))
+        self._pump()
         return None
+
+    def _pump(self) -> None:
+        """Move partitions from the backlog into the pool while it holds fewer than ``_synth_limit`` tasks."""
+        if getattr(self._pumping, "active", False):
+            return  # a task finished inside our own submit (thread pool): the loop below goes on
+        self._pumping.active = True
+        try:
+            while True:
+                with self._lock:
+                    if self._solo is not None:
+                        return  # a suspect runs alone
+                    while self._suspects and not self._suspects[0][0].active:
+                        self._suspects.popleft()
+                    solo = bool(self._suspects)
+                    if solo:
+                        if self._inflight:
+                            return  # let the pool drain first
+                        job, index = self._suspects.popleft()
+                        self._solo = "reserved"
+                    else:
+                        if self._inflight >= self._synth_limit:
+                            return
+                        item = None
+                        while self._backlog:
+                            job, index = self._backlog.popleft()
+                            if job.active:
+                                item = (job, index)
+                                break
+                        if item is None:
+                            return
+                    job.backlog_n -= 1  # in transit: neither in the backlog nor in the pool until registered
+                    self._inflight += 1
+                try:
+                    fut, gen = self._synth_submit(job.entry, job.specs[index])
+                except RuntimeError as e:  # the pool is shut down (engine stopping) or broke again at once
+                    with self._lock:
+                        if solo:
+                            self._solo = None
+                        self._inflight -= 1
+                        self._synthesizing[job.entry.digest] -= 1
+                        self._cv.notify_all()
+                    self._fail(job, EngineShutdown(f"job {job.id}: synthesis pool unavailable: {e}"))
+                    continue
+                with self._lock:
+                    if solo:
+                        self._solo = fut
+                    owned = job.active
+                    if owned:
+                        job.open_synth.add(fut)
+                    else:  # failed or cancelled while in transit: the release did not count it
+                        self._synthesizing[job.entry.digest] -= 1
+                        self._cv.notify_all()
+                if owned:  # before _task_done: a broken task is queued as a suspect before the pump runs again
+                    fut.add_done_callback(lambda f, job=job, index=index, g=gen, solo=solo:
+                                          self._on_synthesized(job, index, f, g, solo))
+                fut.add_done_callback(self._task_done)
+                if not owned and self._cancel_tasks:
+                    fut.cancel()
+        finally:
+            self._pumping.active = False
+
+    def _task_done(self, fut: cf.Future) -> None:
+        with self._lock:
+            self._inflight -= 1
+            if self._solo is fut:
+                self._solo = None
+        self._pump()
 
     # -- submission --------------------------------------------------------------------------------------------------
     def submit(self, circuit, inputs: Sequence[dict] | None = None, *, witnesses: Sequence | None = None,
@@ -461,21 +534,10 @@ class Engine:
             self._stats["submitted"] += 1
             if self._first_submit is None:
                 self._first_submit = job.submitted
+            job.backlog_n = P
+            self._backlog.extend((job, index) for index in range(P))
         job.future.add_done_callback(lambda f, job=job: self._on_future_done(job))
-        for index, spec in enumerate(specs):
-            try:
-                fut, gen = self._synth_submit(entry, spec)
-            except RuntimeError as e:  # pool shut down under us
-                with self._lock:
-                    self._synthesizing[entry.digest] -= P - index  # these tasks were never queued
-                self._fail(job, EngineShutdown(f"synthesis pool unavailable: {e}"))
-                break
-            with self._lock:
-                if job.active:
-                    job.open_synth.add(fut)
-                else:  # failed or cancelled meanwhile: the release did not see this task
-                    self._synthesizing[entry.digest] -= 1
-            fut.add_done_callback(lambda f, job=job, index=index, g=gen: self._on_synthesized(job, index, f, g))
+        self._pump()
         return job.future
 
     def submit_sector(self, circuit, sector: int, partitions: int = 10, randomness=None) -> ProofFuture:
@@ -502,14 +564,15 @@ class Engine:
         return j.future.cancel() if j is not None else False
 
     # -- job state transitions ---------------------------------------------------------------------------------------
-    def _release_synthesis(self, job: _Job) -> None:
-        """Under the lock: forget the job's outstanding synthesis tasks (their results, if any, are dropped) and
-        cancel them where that is safe (see ``_cancel_tasks``)."""
-        for f in job.open_synth:
-            self._synthesizing[job.entry.digest] -= 1
-            if self._cancel_tasks:
-                f.cancel()
+    def _release_synthesis(self, job: _Job) -> list:
+        """Under the lock: forget the job's outstanding synthesis (backlog entries are skipped later; results of
+        tasks in the pool are dropped). Returns the tasks to cancel *after* releasing the lock (a cancel runs the
+        task's callbacks, which take it): none where cancelling is unsafe (see ``_cancel_tasks``)."""
+        self._synthesizing[job.entry.digest] -= len(job.open_synth) + job.backlog_n
+        tasks = list(job.open_synth) if self._cancel_tasks else []
         job.open_synth.clear()
+        job.backlog_n = 0
+        return tasks
 
     def _retire(self, job: _Job, state: str) -> bool:
         """Under the lock: move an active job to its final ``state`` ("done", "failed", "cancelled": counted in
@@ -527,24 +590,28 @@ class Engine:
         with self._lock:
             if not self._retire(job, "cancelled"):
                 return
-            self._release_synthesis(job)
+            tasks = self._release_synthesis(job)
             self._cv.notify_all()
+        for f in tasks:
+            f.cancel()
 
     def _fail(self, job: _Job, exc: BaseException) -> None:
         with self._lock:
             if not self._retire(job, "failed"):
                 return
-            self._release_synthesis(job)
+            tasks = self._release_synthesis(job)
             self._cv.notify_all()
+        for f in tasks:
+            f.cancel()
         log.info("job %d failed: %s", job.id, exc)
         _settle(job.future, exc=exc)
 
-    def _on_synthesized(self, job: _Job, index: int, fut: cf.Future, gen: int = 0) -> None:
+    def _on_synthesized(self, job: _Job, index: int, fut: cf.Future, gen: int = 0, solo: bool = False) -> None:
         if fut.cancelled():
             return  # accounted for by whoever cancelled it (the release)
         exc = fut.exception()
         if isinstance(exc, cf.BrokenExecutor):  # a worker process died: every task queued in its pool gets this
-            exc = self._resynthesize(job, index, fut, gen, exc)
+            exc = self._resynthesize(job, index, fut, gen, exc, solo)
             if exc is None:
                 return
         out = None if exc is not None else fut.result()
