@@ -83,15 +83,19 @@ def _os_error(e: OSError) -> str:
     return f"{where}: {what}" if where else what
 
 
-def check_output_dir(path: str, flag: str = "out") -> None:
-    """Create ``path`` if needed and check that a file can be created in it; :class:`BadInput` otherwise."""
+def check_output_dir(path: str, flag: str = "out", shown: str | None = None) -> None:
+    """Create ``path`` if needed and check that a file can be created in it; :class:`BadInput` (naming
+    ``--flag=shown``, default ``path``) otherwise."""
+    shown = path if shown is None else shown
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise BadInput(f"--{flag}={shown}: cannot write there ({path} is not a directory)")
     try:
         os.makedirs(path, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=path, prefix=".cuzk-write-check-")
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise BadInput(f"--{flag}={path}: cannot write there ({e.strerror or e})") from None
+        raise BadInput(f"--{flag}={shown}: cannot write there ({e.strerror or e})") from None
 
 
 def check_output_file(path: str, flag: str = "out") -> None:
@@ -101,7 +105,7 @@ def check_output_file(path: str, flag: str = "out") -> None:
         raise BadInput(f"--{flag}: empty path")
     if os.path.isdir(path):
         raise BadInput(f"--{flag}={path}: is a directory")
-    check_output_dir(os.path.dirname(os.path.abspath(path)), flag)
+    check_output_dir(os.path.dirname(os.path.abspath(path)), flag, shown=path)
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise BadInput(f"--{flag}={path}: file is not writable")
 

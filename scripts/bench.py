@@ -13,7 +13,8 @@
 Each op lives in cuzk_jax/bench/<op>.py (``-`` read as ``_``; ``run(cfg) -> rows``; an op's ``DEFAULTS`` replace
 the defaults of the flags not given); this main only parses flags and reports. Every finished row reaches the JSON
 at once, so a run stopped by a time limit keeps what it measured. Exit status 1 when a row has ``ok: false`` (a
-failed check).
+failed check). The ``--out`` path is checked before any measurement; the JSON is replaced atomically.
+Exit status: 0 ok, 1 a row is not ok, 2 bad usage or bad input (one ``error:`` line on stderr).
 """
 
 import importlib
@@ -111,6 +112,7 @@ def main(argv):
     print(f"environment: {env}", flush=True)
     name = f"{'-'.join(FLAGS.op)}-{env['backend']}-{env['date'][:10]}.json"
     out = FLAGS.out or os.path.join("bench", "results", name)
+    cli.check_output_file(out, "out")  # before any measurement
     flag_values: dict = {"op": FLAGS.op}  # and each op's configuration
     rows: list[dict] = []
 

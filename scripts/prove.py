@@ -13,14 +13,20 @@ batch of up to ``--max_batch``); ``auto`` (default) is the engine for more than 
 
 With ``--zkey`` and ``--wtns`` it proves a circom circuit from snarkjs files instead (``cuzk_jax.snarkjs``) and
 writes snarkjs's ``proof.json`` / ``public.json``; ``npx snarkjs groth16 verify`` accepts them.
+
+Output paths are checked before any work (directories created, writable); every output is written atomically
+(temporary file in the same directory, fsync, rename: never a partial file). Exit status: 0 ok, 1 a proof did not
+verify (nothing is written for it), 2 bad usage or bad input (one ``error:`` line on stderr).
 """
 
 import json
+import os
 import time
 
 from absl import app, flags
 
 from cuzk_jax import cli
+from cuzk_jax.errors import ProofRejected
 
 flags.DEFINE_string("circuit", "porep_like", "circuit name (cube, merkle_inclusion, porep_like)")
 flags.DEFINE_string("preset", "", "circuit preset (default: the circuit's own, e.g. tiny for porep_like)")
@@ -51,19 +57,41 @@ FLAGS = flags.FLAGS
 def _prove_snarkjs():
     from cuzk_jax.snarkjs import prover
 
+    from cuzk_jax.snarkjs import jsonio
+
     if not (FLAGS.zkey and FLAGS.wtns):
         raise app.UsageError("--zkey and --wtns go together")
-    res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, FLAGS.proof, FLAGS.public, backend=FLAGS.backend,
+    for flag in ("proof", "public"):  # before reading anything
+        if FLAGS[flag].value:
+            cli.check_output_file(FLAGS[flag].value, flag)
+    res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, None, None, backend=FLAGS.backend,
                              check_points=FLAGS.check_points)
+    # snarkjs's layout (JSON.stringify(obj, null, 1)), written atomically
+    if FLAGS.proof:
+        cli.atomic_write(FLAGS.proof, json.dumps(jsonio.proof_to_json(res.proof), indent=1))
+    if FLAGS.public:
+        cli.atomic_write(FLAGS.public, json.dumps(jsonio.public_to_json(res.public), indent=1))
     print(json.dumps({"proof": FLAGS.proof, "public": FLAGS.public, "backend": FLAGS.backend,
                       "timings_s": {k: round(v, 4) for k, v in res.timings.items()}}))
 
 
-def _report(circuit, res) -> None:
-    from cuzk_jax.groth16 import sector
+def _write_sector(out_dir: str, circuit, res) -> tuple[str, str]:
+    """The files of :func:`cuzk_jax.groth16.sector.write_sector` (same names and layout, read back by
+    ``sector.read_sector``), each written with :func:`cuzk_jax.cli.atomic_write`."""
+    proof_path = os.path.join(out_dir, f"sector-{res.sector}.proofs")
+    pub_path = os.path.join(out_dir, f"sector-{res.sector}.public.json")
+    cli.atomic_write(proof_path, res.proof_bytes())
+    doc = {"circuit": circuit.name, "preset": circuit.preset, "sector": res.sector,
+           "public_inputs": [[str(x) for x in xs] for xs in res.public_inputs]}
+    cli.atomic_write(pub_path, json.dumps(doc, indent=1))
+    return proof_path, pub_path
 
+
+def _report(circuit, res) -> None:
+    if res.verified is False:  # never write a proof that did not verify
+        raise ProofRejected(f"sector {res.sector}: some proofs did not verify; nothing written for it")
     if FLAGS.out:
-        paths = sector.write_sector(FLAGS.out, circuit, res)
+        paths = _write_sector(FLAGS.out, circuit, res)
         print(f"  sector {res.sector}: wrote {paths[0]} ({len(res.proof_bytes())} bytes) and {paths[1]}")
     print("  " + "  ".join(f"{name} {sec * 1e3:.1f}ms" for name, sec in res.timings.phases.items()))
     print(f"  total {res.timings.total:.3f}s" + ("" if res.verified is None else
@@ -84,18 +112,16 @@ def _sequential(circuit, pk, sectors):
 
 def _engine(circuit, pk, sectors, config):
     from cuzk_jax.engine import Engine
-    from cuzk_jax.groth16 import verifier
 
     max_batch = FLAGS.max_batch or 2 * FLAGS.partitions
     print(f"engine: {len(sectors)} sectors x {FLAGS.partitions} partitions, batches of up to {max_batch}", flush=True)
     out = []
-    with Engine(max_batch=max_batch, synthesis_workers=FLAGS.workers or None, prover=config) as eng:
+    with Engine(max_batch=max_batch, synthesis_workers=FLAGS.workers or None, prover=config,
+                verify=FLAGS.verify) as eng:  # the engine verifies each sector before returning it
         eng.preload(circuit, pk)
         futures = [eng.submit_sector(circuit, sector=k, partitions=FLAGS.partitions) for k in sectors]
         for fut in futures:
-            res = fut.result()  # raises the job's own error (e.g. Unsatisfied) if it failed
-            if FLAGS.verify:
-                res.verified = verifier.verify_batch(pk.vk, res.public_inputs, res.proofs)
+            res = fut.result()  # raises the job's own error (Unsatisfied, ProofRejected, ...) if it failed
             _report(circuit, res)
             out.append(res)
         st = eng.status()
@@ -113,6 +139,10 @@ def main(argv):
 
     if FLAGS.sectors < 1 or FLAGS.partitions < 1:
         raise app.UsageError("--sectors and --partitions must be at least 1")
+    if FLAGS.out:  # output paths before any work
+        cli.check_output_dir(FLAGS.out, "out")
+    if FLAGS.timings_json:
+        cli.check_output_file(FLAGS.timings_json, "timings_json")
     from cuzk_jax.groth16 import pipeline, prover
 
     config = pipeline.ProverConfig.parse(FLAGS.prover)  # a bad --prover fails before synthesis and setup
@@ -138,20 +168,17 @@ def main(argv):
     rows = [{"sector": r.sector, **r.timings.as_dict(), "synthesis": r.synthesis_s, "verified": r.verified}
             for r in results]
     if FLAGS.timings_json:
-        with open(FLAGS.timings_json, "w") as fh:
-            json.dump({"circuit": FLAGS.circuit, "preset": circuit.preset, "partitions": FLAGS.partitions,
-                       "constraints": r1cs.num_constraints, "domain": pk.domain_size, "mode": mode,
-                       "key_s": round(t_key, 3),  # setup (first run) or loading the cached key
-                       "prover": used,
-                       "sectors": rows}, fh, indent=1)
-    if any(r.verified is False for r in results):
-        raise SystemExit("some proofs did not verify")
+        cli.atomic_write(FLAGS.timings_json, json.dumps(
+            {"circuit": FLAGS.circuit, "preset": circuit.preset, "partitions": FLAGS.partitions,
+             "constraints": r1cs.num_constraints, "domain": pk.domain_size, "mode": mode,
+             "key_s": round(t_key, 3),  # setup (first run) or loading the cached key
+             "prover": used, "sectors": rows}, indent=1))
     print(f"{FLAGS.sectors} sector(s) x {FLAGS.partitions} partitions proved ({mode})"
           + (" and verified" if FLAGS.verify else ""))
 
 
 def run():
-    cli.run(main)  # a ValueError (bad input) ends with one error line, exit status 2
+    cli.run(main)  # bad input: one error line, exit 2; a proof that did not verify (ProofRejected): exit 1
 
 
 if __name__ == "__main__":

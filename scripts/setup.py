@@ -1,6 +1,9 @@
 """Circuit-specific Groth16 setup (toxic waste from the OS CSPRNG) into the key cache or given paths.
 
   python3 scripts/setup.py --circuit=porep_like --preset=tiny     # or: cuzk-setup, python -m cuzk_jax setup
+
+The key directory is checked (created, writable) before any work. Exit status: 0 ok, 2 bad usage or bad input
+(one ``error:`` line on stderr).
 """
 
 from absl import flags
@@ -20,6 +23,7 @@ def main(argv):
     from cuzk_jax import keycache
     from cuzk_jax.circuits import base
 
+    cli.check_output_dir(FLAGS.key_dir or keycache.cache_dir(), "key_dir")  # before any work
     circuit = base.get_circuit(FLAGS.circuit, FLAGS.preset)
     r1cs = circuit.r1cs()
     pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True))

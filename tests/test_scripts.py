@@ -217,3 +217,46 @@ def test_verify_sector_exit_codes(tmp_path, public, status):
         assert r.returncode == 1 and "partition 0: INVALID" in r.stdout and not r.stderr.strip(), r.stdout + r.stderr
     else:
         _one_error_line(r, "s.public.json")
+
+
+def test_output_paths_checked_before_any_work(tmp_path):
+    """An unwritable output path fails at once (exit 2, one line naming the flag), before synthesis, setup, reading
+    the inputs or measuring."""
+    r = _run("prove.py", "--circuit=cube", "--out=/proc/cuzk-nope/out", f"--key_dir={tmp_path}", "--cache_dir=")
+    _one_error_line(r, "--out=/proc/cuzk-nope/out: cannot write there")
+    assert "synthesizing" not in r.stdout and not list(tmp_path.iterdir())
+    _one_error_line(_run("prove.py", "--circuit=cube", "--out=", "--timings_json=/proc/version/t.json",
+                         "--cache_dir="), "--timings_json=/proc/version/t.json")
+    # snarkjs mode: the output is checked before the (missing) zkey is read
+    _one_error_line(_run("prove.py", f"--zkey={tmp_path / 'none.zkey'}", f"--wtns={tmp_path / 'none.wtns'}",
+                         "--proof=/proc/cuzk-nope/proof.json", "--cache_dir="), "--proof=/proc/cuzk-nope/proof.json")
+    _one_error_line(_run("prove.py", f"--zkey={tmp_path / 'none.zkey'}", f"--wtns={tmp_path / 'none.wtns'}",
+                         f"--proof={tmp_path}", "--cache_dir="), "is a directory")
+    _one_error_line(_run("setup.py", "--circuit=cube", "--key_dir=/proc/cuzk-nope/keys", "--cache_dir="),
+                    "--key_dir=/proc/cuzk-nope/keys")
+    _one_error_line(_run("bench.py", "--op=field", "--out=/proc/cuzk-nope/b.json", "--cache_dir="),
+                    "--out=/proc/cuzk-nope/b.json")
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
+    """A write that fails (a full disk: ENOSPC at fsync) leaves neither a temporary file nor a changed target, and
+    says which file in one line; a write that succeeds replaces the target."""
+    import errno
+
+    from cuzk_jax import cli
+
+    target = tmp_path / "proof.json"
+    cli.atomic_write(str(target), "old")
+    assert target.read_text() == "old"
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cli.os, "fsync", full)
+    with pytest.raises(OSError) as info:
+        cli.atomic_write(str(target), "new" * 1000)
+    assert info.value.filename == str(target) and "No space left" in cli._os_error(info.value)
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["proof.json"]
+    monkeypatch.undo()
+    cli.atomic_write(str(target), b"new")
+    assert target.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["proof.json"]
