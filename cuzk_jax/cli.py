@@ -110,6 +110,16 @@ def check_output_file(path: str, flag: str = "out") -> None:
         raise BadInput(f"--{flag}={path}: file is not writable")
 
 
+def file_mode(path: str) -> int:
+    """The mode a new file at ``path`` gets from ``open()`` (0666 less the umask), or the existing file's mode."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def atomic_write(path: str, data) -> None:
     """Write ``data`` (bytes or str) to ``path``: a unique temporary file in the same directory, fsync, then
     ``os.replace``. On any error the temporary file is removed and ``path`` is left as it was; an ``OSError``
@@ -119,6 +129,7 @@ def atomic_write(path: str, data) -> None:
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        os.fchmod(fd, file_mode(path))  # mkstemp's 0600 -> what open() would have given
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()

@@ -247,7 +247,9 @@ def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
 
     target = tmp_path / "proof.json"
     cli.atomic_write(str(target), "old")
-    assert target.read_text() == "old"
+    mask = os.umask(0)
+    os.umask(mask)
+    assert target.read_text() == "old" and target.stat().st_mode & 0o777 == 0o666 & ~mask  # not mkstemp's 0600
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -120,6 +120,9 @@ def write_json(path: str, payload: dict) -> None:
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # mkstemp's 0600 -> what open() would have given
         with os.fdopen(fd, "w") as fh:
             json.dump(payload, fh, indent=2, sort_keys=False)
             fh.flush()
