@@ -123,6 +123,24 @@ def test_host_msm_default_on_cpu_equals_device_msm(cube, cube_proofs):
         pipeline.ProverConfig(msm="cuda")
 
 
+def test_resident_key_leaves_out_points_at_infinity(cube):
+    """Bases at infinity (columns a query does not use) are not resident and the MSMs skip their scalars: the
+    kept columns are exactly the finite bases (cube's B queries have such columns); the proofs of the other tests
+    (host and XLA MSMs, window tables) run over these compacted keys and equal the reference prover's."""
+    pk = cube["pk"]
+    rk = pipeline.make_resident(pk, cube["r1cs"], "msm=xla,tables=off")
+    names = {"msm_a": "a_query", "msm_b1": "b_g1_query", "msm_b2": "b_g2_query", "msm_l": "l_query",
+             "msm_h": "h_query"}
+    assert set(rk.columns) == {"msm_b1", "msm_b2"}
+    for name, query in names.items():
+        inf = np.asarray(getattr(pk, query).inf)
+        kept = rk.columns.get(name)
+        want = np.flatnonzero(~inf) if inf.any() else None
+        assert (kept is None and want is None) or np.asarray(kept).tolist() == want.tolist(), name
+        assert int(rk.queries[name].inf.shape[-1]) == int((~inf).sum()) and not np.asarray(rk.queries[name].inf).any()
+    assert rk.nbytes < pk.nbytes()
+
+
 def test_prover_config_text_and_hash():
     """One grammar for the prover config: key=value pairs; frozen and hashable; bad tokens are named."""
     from cuzk_jax.ops.config import MsmConfig, NttConfig
@@ -170,7 +188,7 @@ def test_default_table_choice(cube, monkeypatch):
 def test_precomputed_window_msms_give_the_same_proofs(cube, cube_proofs):
     """tables=on (XLA MSM, window 8): the five MSMs over window tables held by the resident key; same (r, s) ->
     the same proofs as the plain MSMs (which equal the reference prover); the key's bytes count the tables.
-    Negative twin: a swapped table spoils the proof."""
+    Negative twin: a corrupted table spoils the proof."""
     import dataclasses
 
     proofs, rs, _ = cube_proofs
@@ -181,7 +199,11 @@ def test_precomputed_window_msms_give_the_same_proofs(cube, cube_proofs):
         pk, cube["r1cs"], "msm=xla,tables=off").nbytes
     got, _ = prover.prove(rk, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert got == proofs
-    swapped = dataclasses.replace(rk, tables={**rk.tables, "msm_a": rk.tables["msm_b1"]})
+    import jax
+
+    t = rk.tables["msm_a"]  # the table's points shifted by one: valid points, wrong multiples
+    shifted = t._replace(points=jax.tree_util.tree_map(lambda a: np.roll(np.asarray(a), 1, axis=-1), t.points))
+    swapped = dataclasses.replace(rk, tables={**rk.tables, "msm_a": shifted})
     # no invalid proof leaves the prover: every proof is verified before it is returned
     with pytest.raises(ProofRejected, match="partitions 0, 1 does not verify"):
         prover.prove(swapped, cube["r1cs"], cube["witnesses"], randomness=rs)

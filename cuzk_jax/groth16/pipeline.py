@@ -193,6 +193,9 @@ class ResidentKey:
       ``device``: the one device it lives on when that is not the default device (arrays committed there, so
       every phase runs there; one engine per device is how several devices work without sharding);
     * ``host_bases``: with ``msm=host``, MSM phase name -> the bases as arkworks points (host memory);
+    * ``columns``: MSM phase name -> int32 indices of the columns whose bases are kept (None: all). Bases at
+      infinity (witness columns a query does not use: most of B's in a SHA-256-heavy circuit) contribute nothing,
+      so the resident key leaves them out and the MSM gathers the matching scalars;
     * ``constraint_name``: index -> gadget name of a constraint (unsatisfied-witness errors), or None;
     * ``verifier``: ``(public inputs per partition, (A, B, C) per partition) -> [ok per partition]``, the check
       :func:`prove_batch` runs on every proof before returning it (None: no verifying key, nothing checked);
@@ -218,6 +221,7 @@ class ResidentKey:
     mesh: object = None
     device: object = None
     host_bases: dict | None = None
+    columns: dict = dataclasses.field(default_factory=dict)
 
     @property
     def vk(self):
@@ -272,6 +276,21 @@ def _place(tree, mesh, device=None):
     return jax.block_until_ready(tree)
 
 
+def _drop_infinity(queries: dict) -> tuple[dict, dict]:
+    """Bases without their points at infinity, and the int32 indices of the columns kept (only for queries that
+    have such points: the others keep every column and need no gather)."""
+    out, columns = {}, {}
+    for name, bases in queries.items():
+        inf = np.asarray(bases.inf)
+        if not inf.any():
+            out[name] = bases
+            continue
+        keep = np.flatnonzero(~inf).astype(np.int32)
+        out[name] = Affine(np.asarray(bases.x)[..., keep], np.asarray(bases.y)[..., keep], inf[keep])
+        columns[name] = keep
+    return out, columns
+
+
 def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int, num_vars: int, domain_size: int,
                    qap: str, digest: str, config=None, pk=None, constraint_name=None, verifier=None, mesh=None,
                    device=None, headroom: int | None = None) -> ResidentKey:
@@ -289,7 +308,8 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
         raise BadInput(f"resident key needs the bases of {tuple(MSMS)}, got {tuple(queries)}")
     if device is not None and (mesh is not None or device == jax.devices()[0]):
         device = None  # sharded, or the default device: nothing to commit to
-    queries, r1cs = _place(({k: queries[k] for k in MSMS}, r1cs), mesh, device)
+    queries, columns = _drop_infinity({k: queries[k] for k in MSMS})
+    queries, columns, r1cs = _place((queries, columns, r1cs), mesh, device)
     tables = {}
     if _want_tables(config, queries, headroom):
         if mesh is not None:
@@ -306,7 +326,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     return ResidentKey(queries=queries, tables=tables, r1cs=r1cs, finish=finish, num_inputs=num_inputs,
                        num_vars=num_vars, domain_size=domain_size, qap=qap, config=config, digest=digest, pk=pk,
                        constraint_name=constraint_name, verifier=verifier, mesh=mesh, device=device,
-                       host_bases=host_bases)
+                       host_bases=host_bases, columns=columns)
 
 
 def finish_points(pk) -> FinishPoints:
@@ -452,9 +472,12 @@ def h_scalars(rk: ResidentKey, az, bz, cz):
 
 
 def msm_scalars(rk: ResidentKey, z, h) -> dict:
-    """MSM phase name -> canonical scalars: the witness for A, B1, B2, its private columns for L, ``h`` for H."""
+    """MSM phase name -> canonical scalars: the witness for A, B1, B2, its private columns for L, ``h`` for H --
+    each restricted to the columns whose bases the key keeps (:attr:`ResidentKey.columns`)."""
     zc = _programs(rk)["from_mont"](z)
-    return {"msm_a": zc, "msm_b1": zc, "msm_b2": zc, "msm_l": zc[:, :, rk.num_inputs:], "msm_h": h}
+    full = {"msm_a": zc, "msm_b1": zc, "msm_b2": zc, "msm_l": zc[:, :, rk.num_inputs:], "msm_h": h}
+    return {name: sc if rk.columns.get(name) is None else jnp.take(sc, rk.columns[name], axis=2)
+            for name, sc in full.items()}
 
 
 def msm(rk: ResidentKey, name: str, scalars):
