@@ -282,7 +282,7 @@ class Engine:
         self._cancel_tasks = config.synthesis == "thread" or sys.version_info >= (3, 12)
         # The pool holds at most workers + 1 tasks (one running per worker, one waiting); the other partitions wait
         # in the engine's backlog. A worker dying breaks every task in its pool, so this bounds how many other
-        # partitions one death sends to retry; retried partitions go to the front of the backlog.
+        # partitions one death sends to retry (as suspects, below).
         self._backlog: collections.deque = collections.deque()  # (job, partition index), under self._lock
         # Partitions whose pool broke under them (suspects: one of them, or none, killed its worker) run one at a
         # time, alone in the pool: one that breaks the pool again alone is the culprit and fails its job with
