@@ -493,8 +493,11 @@ def msm(rk: ResidentKey, name: str, scalars):
         sc = np.asarray(scalars)
         out = []
         for p in range(sc.shape[1]):
-            ks = [ark.Scalar(v) for v in encoding.limbs_to_ints(sc[:, p, :], "fr")]
-            out.append(host_curve.from_arkworks(curve, point.multiexp_unchecked(bases, ks)) if bases else None)
+            live = np.flatnonzero(sc[:, p, :].any(axis=0))  # zero scalars contribute nothing: skip them
+            raw = np.ascontiguousarray(sc[:, p, live].T).astype("<u4").tobytes()  # 32-byte little-endian
+            ks = [ark.Scalar.from_le_bytes(raw[i:i + 32]) for i in range(0, len(raw), 32)]
+            pts = [bases[i] for i in live.tolist()]
+            out.append(host_curve.from_arkworks(curve, point.multiexp_unchecked(pts, ks)) if pts else None)
         return out
     table = rk.tables.get(name)
     if table is not None:
