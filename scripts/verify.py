@@ -40,7 +40,9 @@ def _read(what: str, path: str, reader):
     try:
         return reader(path)
     except MALFORMED as e:
-        if isinstance(e, CuzkError) or (isinstance(e, ValueError) and not isinstance(e, UnicodeError)):
+        if isinstance(e, CuzkError):  # the parsers' own errors name the file and the field
+            cli.fail(e)
+        if isinstance(e, ValueError) and not isinstance(e, UnicodeError):
             cli.fail(e if str(path) in str(e) else f"{path}: {e}")
         if isinstance(e, OSError):
             cli.fail(f"{path}: cannot read file ({e.strerror or e})")
