@@ -439,11 +439,16 @@ def check_montgomery(x: np.ndarray, y: np.ndarray, inf: np.ndarray, group: str =
     Montgomery coordinates (``(12, N)`` / ``(2, 12, N)``, fully reduced: callers check ``< p`` first) and an
     ``inf`` mask, in ONE device program over the batch (padded to a power of two with infinity).
 
+    On a CPU the checks run in py_arkworks_bls12381 instead (its checked affine decoding: curve and subgroup per
+    point, in Rust): the subgroup test as an XLA program on a CPU compiles and runs for minutes even for small keys.
+
     Returns ``(first index off the curve, first index outside the subgroup)``, ``None`` where all pass."""
     _group(group)
     n = int(np.shape(inf)[0])
     if n == 0:
         return None, None
+    if jax.default_backend() == "cpu":
+        return _check_montgomery_arkworks(np.asarray(x), np.asarray(y), np.asarray(inf, bool), group, subgroup)
     m = _bucket(n)
     pad = [(0, 0)] * (np.ndim(x) - 1) + [(0, m - n)]
     ok, insub = check_program(group, subgroup)(
@@ -452,4 +457,42 @@ def check_montgomery(x: np.ndarray, y: np.ndarray, inf: np.ndarray, group: str =
     ok, insub = np.asarray(ok)[:n], np.asarray(insub)[:n]
     bad_curve = None if ok.all() else _first(~ok)
     bad_sub = None if insub.all() else _first(~insub)
+    return bad_curve, bad_sub
+
+
+def _check_montgomery_arkworks(x, y, inf, group: str, subgroup: bool) -> tuple[int | None, int | None]:
+    """:func:`check_montgomery` through py_arkworks_bls12381: a point failing its checked decoding is off the curve
+    when the curve equation (reference arithmetic) fails, else outside the subgroup."""
+    import py_arkworks_bls12381 as ark
+
+    from cuzk_jax.reference import curve as ref_curve
+
+    g2 = group == "g2"
+    point, ref = (ark.G2Point, ref_curve.g2) if g2 else (ark.G1Point, ref_curve.g1)
+
+    def ints(a):
+        if not g2:
+            return encoding.limbs_to_ints(a, "fq", montgomery=True)
+        c0, c1 = (encoding.limbs_to_ints(a[k], "fq", montgomery=True) for k in range(2))
+        return list(zip(c0, c1))
+
+    xs, ys = ints(x), ints(y)
+    bad_curve = bad_sub = None
+    for i, (xi, yi, at_inf) in enumerate(zip(xs, ys, inf.tolist())):
+        if at_inf:
+            continue
+        coords = (xi, yi) if not g2 else (xi[0], xi[1], yi[0], yi[1])
+        data = b"".join(int(v).to_bytes(48, "big") for v in coords)
+        try:
+            (point.from_xy_bytes_be if subgroup else point.from_xy_bytes_unchecked_be)(data)
+            if subgroup or ref.is_on_curve((xi, yi)):
+                continue
+        except Exception:  # noqa: BLE001  (arkworks raises its own exception types)
+            pass
+        if not ref.is_on_curve((xi, yi)):
+            bad_curve = i if bad_curve is None else bad_curve
+        else:
+            bad_sub = i if bad_sub is None else bad_sub
+        if bad_curve is not None and (bad_sub is not None or not subgroup):
+            break
     return bad_curve, bad_sub

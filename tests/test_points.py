@@ -205,3 +205,38 @@ def test_from_reference_rejects_bad_points():
     _expect("pairs", pts.from_reference, [(1, 2)], "g2")
     _expect("unknown group", pts.from_reference, [], "g3")
     _expect("expected an ops.curve.Affine", pts.encode, [(1, 2)], "g1")
+
+
+@pytest.mark.parametrize("g", GROUPS)
+def test_check_montgomery_names_first_bad_points(g, samples, rng):
+    """points.check_montgomery (zkey sections; on this CPU through arkworks' checked decoding): the first point
+    off the curve and the first outside the subgroup are named separately; infinity passes; all good -> None."""
+    import random
+
+    from cuzk_jax import encoding
+
+    R = rc.CURVES[g]
+    P, _ = samples[g]
+    good = [p for p in P if p is not None][:4]
+    outside = R.random_curve_point(random.Random(9))
+    assert R.is_on_curve(outside) and not R.in_subgroup(outside)
+    off = (good[0][0], R.field.add(good[0][1], R.field.one) if g == "g2" else (good[0][1] + 1) % C.P)
+    assert not R.is_on_curve(off)
+
+    def arrays(points):
+        if g == "g1":
+            x = encoding.ints_to_limbs([p[0] for p in points], "fq", montgomery=True)
+            y = encoding.ints_to_limbs([p[1] for p in points], "fq", montgomery=True)
+        else:
+            x = np.stack([encoding.ints_to_limbs([p[0][k] for p in points], "fq", True) for k in range(2)])
+            y = np.stack([encoding.ints_to_limbs([p[1][k] for p in points], "fq", True) for k in range(2)])
+        return x, y
+
+    pts_ = good + [good[0]]
+    x, y = arrays(pts_)
+    inf = np.zeros(len(pts_), bool)
+    inf[-1] = True
+    assert pts.check_montgomery(x, y, inf, g) == (None, None)
+    x, y = arrays(good[:2] + [outside, off, good[2]])
+    assert pts.check_montgomery(x, y, np.zeros(5, bool), g) == (3, 2)
+    assert pts.check_montgomery(x, y, np.zeros(5, bool), g, subgroup=False) == (3, None)
