@@ -90,10 +90,10 @@ import json
 import mmap
 import os
 import struct
-import tempfile
 
 import numpy as np
 
+from cuzk_jax.fileio import atomic_file
 from cuzk_jax.errors import FormatError
 from cuzk_jax.reference.constants import R
 
@@ -255,38 +255,17 @@ def save(r1cs: R1CS, path: str | os.PathLike, meta: dict | None = None) -> Heade
         arrays += [mat.indptr, mat.cols, mat.coeff_ids]
     coeffs = np.frombuffer(b"".join(int(c).to_bytes(32, "little") for c in r1cs.coeffs), np.uint8)
     arrays += [coeffs, r1cs.row_namespace, r1cs.row_label, np.frombuffer(names, np.uint8)]
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            w = _Writer(fh)
-            w.write(fixed)
-            w.write(meta_b)
-            for (name, off, count, dtype), arr in zip(hdr.sections()[:-1], arrays):
-                if np.asarray(arr).size != count:
-                    raise AssertionError(f"compiled writer: {name} has {np.asarray(arr).size} entries, not {count}")
-                w.pad_to(off)
-                w.array(arr, dtype)
-            w.pad_to(hdr.sections()[-1][1])
-            fh.write(w.h.digest())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename durable (best effort: not every filesystem lets a directory be fsynced)
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+    with atomic_file(path) as fh:
+        w = _Writer(fh)
+        w.write(fixed)
+        w.write(meta_b)
+        for (name, off, count, dtype), arr in zip(hdr.sections()[:-1], arrays):
+            if np.asarray(arr).size != count:
+                raise AssertionError(f"compiled writer: {name} has {np.asarray(arr).size} entries, not {count}")
+            w.pad_to(off)
+            w.array(arr, dtype)
+        w.pad_to(hdr.sections()[-1][1])
+        fh.write(w.h.digest())
     return hdr
 
 

@@ -11,7 +11,7 @@
   (:mod:`cuzk_jax.errors`) ends with its ``exit_code`` (:class:`~cuzk_jax.errors.ProofRejected`: 1, the others 2);
   an ``OSError`` (a file that cannot be read or written: full disk, permissions) with one line and 2.
 * :func:`check_output_dir` / :func:`check_output_file`: output paths checked (directory created, a file created
-  and removed in it) *before* any work, so a bad ``--out`` costs nothing; :func:`atomic_write`: a unique temporary
+  and removed in it) *before* any work, so a bad ``--out`` costs nothing; :func:`cuzk_jax.fileio.atomic_write`: a unique temporary
   file in the same directory, fsync, ``os.replace`` -- a crash or full disk never leaves a partial or empty output,
   and the temporary file is removed on error.
 
@@ -20,7 +20,6 @@ Exit status of every script: 0 ok, 1 a proof did not verify, 2 bad usage or bad 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import tempfile
@@ -108,46 +107,6 @@ def check_output_file(path: str, flag: str = "out") -> None:
     check_output_dir(os.path.dirname(os.path.abspath(path)), flag, shown=path)
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise BadInput(f"--{flag}={path}: file is not writable")
-
-
-def file_mode(path: str) -> int:
-    """The mode a new file at ``path`` gets from ``open()`` (0666 less the umask), or the existing file's mode."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
-
-
-def atomic_write(path: str, data) -> None:
-    """Write ``data`` (bytes or str) to ``path``: a unique temporary file in the same directory, fsync, then
-    ``os.replace``. On any error the temporary file is removed and ``path`` is left as it was; an ``OSError``
-    names ``path``."""
-    payload = data.encode() if isinstance(data, str) else bytes(data)
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-        os.fchmod(fd, file_mode(path))  # mkstemp's 0600 -> what open() would have given
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as e:
-        raise OSError(e.errno, f"cannot write file ({e.strerror or e})", path) from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    with contextlib.suppress(OSError):  # the rename itself reaches the disk
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
 
 
 def usage_error(message) -> NoReturn:

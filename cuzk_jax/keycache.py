@@ -34,7 +34,8 @@ import os
 import time
 
 from cuzk_jax.groth16 import generator
-from cuzk_jax.groth16.data_structures import KeyFormatError, ProvingKey, atomic_write
+from cuzk_jax.fileio import atomic_write
+from cuzk_jax.groth16.data_structures import KeyFormatError, ProvingKey
 
 log = logging.getLogger(__name__)
 

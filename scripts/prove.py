@@ -20,12 +20,11 @@ verify (nothing is written for it), 2 bad usage or bad input (one ``error:`` lin
 """
 
 import json
-import os
 import time
 
 from absl import app, flags
 
-from cuzk_jax import cli
+from cuzk_jax import cli, fileio
 from cuzk_jax.errors import ProofRejected
 
 flags.DEFINE_string("circuit", "porep_like", "circuit name (cube, merkle_inclusion, porep_like)")
@@ -57,41 +56,25 @@ FLAGS = flags.FLAGS
 def _prove_snarkjs():
     from cuzk_jax.snarkjs import prover
 
-    from cuzk_jax.snarkjs import jsonio
-
     if not (FLAGS.zkey and FLAGS.wtns):
         raise app.UsageError("--zkey and --wtns go together")
     for flag in ("proof", "public"):  # before reading anything
         if FLAGS[flag].value:
             cli.check_output_file(FLAGS[flag].value, flag)
-    res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, None, None, backend=FLAGS.backend,
-                             check_points=FLAGS.check_points)
-    # snarkjs's layout (JSON.stringify(obj, null, 1)), written atomically
-    if FLAGS.proof:
-        cli.atomic_write(FLAGS.proof, json.dumps(jsonio.proof_to_json(res.proof), indent=1))
-    if FLAGS.public:
-        cli.atomic_write(FLAGS.public, json.dumps(jsonio.public_to_json(res.public), indent=1))
+    # snarkjs's layout (JSON.stringify(obj, null, 1)), written atomically (cuzk_jax.fileio) after verification
+    res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, FLAGS.proof or None, FLAGS.public or None,
+                             backend=FLAGS.backend, check_points=FLAGS.check_points)
     print(json.dumps({"proof": FLAGS.proof, "public": FLAGS.public, "backend": FLAGS.backend,
                       "timings_s": {k: round(v, 4) for k, v in res.timings.items()}}))
 
 
-def _write_sector(out_dir: str, circuit, res) -> tuple[str, str]:
-    """The files of :func:`cuzk_jax.groth16.sector.write_sector` (same names and layout, read back by
-    ``sector.read_sector``), each written with :func:`cuzk_jax.cli.atomic_write`."""
-    proof_path = os.path.join(out_dir, f"sector-{res.sector}.proofs")
-    pub_path = os.path.join(out_dir, f"sector-{res.sector}.public.json")
-    cli.atomic_write(proof_path, res.proof_bytes())
-    doc = {"circuit": circuit.name, "preset": circuit.preset, "sector": res.sector,
-           "public_inputs": [[str(x) for x in xs] for xs in res.public_inputs]}
-    cli.atomic_write(pub_path, json.dumps(doc, indent=1))
-    return proof_path, pub_path
-
-
 def _report(circuit, res) -> None:
+    from cuzk_jax.groth16 import sector
+
     if res.verified is False:  # never write a proof that did not verify
         raise ProofRejected(f"sector {res.sector}: some proofs did not verify; nothing written for it")
     if FLAGS.out:
-        paths = _write_sector(FLAGS.out, circuit, res)
+        paths = sector.write_sector(FLAGS.out, circuit, res)
         print(f"  sector {res.sector}: wrote {paths[0]} ({len(res.proof_bytes())} bytes) and {paths[1]}")
     print("  " + "  ".join(f"{name} {sec * 1e3:.1f}ms" for name, sec in res.timings.phases.items()))
     print(f"  total {res.timings.total:.3f}s" + ("" if res.verified is None else
@@ -168,7 +151,7 @@ def main(argv):
     rows = [{"sector": r.sector, **r.timings.as_dict(), "synthesis": r.synthesis_s, "verified": r.verified}
             for r in results]
     if FLAGS.timings_json:
-        cli.atomic_write(FLAGS.timings_json, json.dumps(
+        fileio.atomic_write(FLAGS.timings_json, json.dumps(
             {"circuit": FLAGS.circuit, "preset": circuit.preset, "partitions": FLAGS.partitions,
              "constraints": r1cs.num_constraints, "domain": pk.domain_size, "mode": mode,
              "key_s": round(t_key, 3),  # setup (first run) or loading the cached key

@@ -243,10 +243,10 @@ def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
     says which file in one line; a write that succeeds replaces the target."""
     import errno
 
-    from cuzk_jax import cli
+    from cuzk_jax import cli, fileio
 
     target = tmp_path / "proof.json"
-    cli.atomic_write(str(target), "old")
+    fileio.atomic_write(str(target), "old")
     mask = os.umask(0)
     os.umask(mask)
     assert target.read_text() == "old" and target.stat().st_mode & 0o777 == 0o666 & ~mask  # not mkstemp's 0600
@@ -254,11 +254,11 @@ def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(cli.os, "fsync", full)
+    monkeypatch.setattr(fileio.os, "fsync", full)
     with pytest.raises(OSError) as info:
-        cli.atomic_write(str(target), "new" * 1000)
+        fileio.atomic_write(str(target), "new" * 1000)
     assert info.value.filename == str(target) and "No space left" in cli._os_error(info.value)
     assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["proof.json"]
     monkeypatch.undo()
-    cli.atomic_write(str(target), b"new")
+    fileio.atomic_write(str(target), b"new")
     assert target.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["proof.json"]

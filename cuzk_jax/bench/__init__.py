@@ -112,25 +112,9 @@ def emit(rows: list, row: dict) -> None:
 
 
 def write_json(path: str, payload: dict) -> None:
-    """Replace ``path`` atomically: a unique temporary file in the same directory, fsync, ``os.replace``; the
-    temporary file is removed on error (a full disk never leaves a partial JSON)."""
-    import tempfile
+    """Replace ``path`` atomically with ``payload`` as JSON (:func:`cuzk_jax.fileio.atomic_write`: a full disk
+    never leaves a partial JSON); creates the folder."""
+    from cuzk_jax import fileio
 
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        mask = os.umask(0)
-        os.umask(mask)
-        os.fchmod(fd, 0o666 & ~mask)  # mkstemp's 0600 -> what open() would have given
-        with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fileio.atomic_write(path, json.dumps(payload, indent=2, sort_keys=False))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import random
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 

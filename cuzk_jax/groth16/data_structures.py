@@ -53,6 +53,7 @@ import jax
 import numpy as np
 
 from cuzk_jax.errors import FormatError, KeyFormatError  # noqa: F401  (KeyFormatError re-exported: the key-file error)
+from cuzk_jax.fileio import atomic_write
 from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
 PROOF_BYTES = 192
@@ -329,41 +330,6 @@ class ProvingKey:
     def load(cls, path: str, subgroup_check: bool = True) -> "ProvingKey":
         with open(path, "rb") as fh:
             return cls.from_bytes(fh.read(), subgroup_check=subgroup_check)
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part: a unique
-    temporary file in the same folder (``tempfile.mkstemp``, so concurrent writers never share one), ``fsync``,
-    ``os.replace``, then ``fsync`` of the folder. On any failure the temporary file is removed."""
-    import os
-    import tempfile
-
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:
-        dfd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
 
 
 jax.tree_util.register_dataclass(

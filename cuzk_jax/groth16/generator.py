@@ -25,7 +25,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from cuzk_jax import encoding
 from cuzk_jax.ops import curve as C

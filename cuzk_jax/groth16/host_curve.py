@@ -12,7 +12,7 @@ Points in and out are reference affine tuples (``None`` = infinity), see :mod:`c
 
 from __future__ import annotations
 
-from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
+from cuzk_jax.reference.curve import g1 as ref_g1
 from cuzk_jax.reference.field import fq, fq2
 
 

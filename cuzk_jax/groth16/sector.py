@@ -21,7 +21,9 @@ from cuzk_jax.encoding import parse_field_element
 from cuzk_jax.errors import FormatError
 
 from . import prover, verifier
-from .data_structures import Proof, atomic_write, proofs_from_bytes, proofs_to_bytes
+from cuzk_jax.fileio import atomic_write
+
+from .data_structures import Proof, proofs_from_bytes, proofs_to_bytes
 
 
 @dataclasses.dataclass

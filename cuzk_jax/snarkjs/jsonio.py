@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 from cuzk_jax.encoding import parse_field_element
 from cuzk_jax.errors import FormatError
+from cuzk_jax.fileio import atomic_write
 from cuzk_jax.reference import constants as C
 from cuzk_jax.reference.field import fq, fq2
 
@@ -168,24 +169,9 @@ def _load(source) -> tuple[str, Any]:
 
 
 def _dump(path, obj) -> None:
-    """Write JSON atomically: a unique temporary file in the same folder, fsync, rename (never a torn file, and
-    two writers never share a temporary name)."""
-    import tempfile
-
-    path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=os.path.basename(path) + ".",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(obj, fh, indent=1)  # snarkjs writes JSON.stringify(obj, null, 1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write JSON atomically (:func:`cuzk_jax.fileio.atomic_write`), as snarkjs does: ``JSON.stringify(obj, null,
+    1)``."""
+    atomic_write(path, json.dumps(obj, indent=1))
 
 
 # ------------------------------------------------------------------------------------------------------------
