@@ -11,7 +11,8 @@ import sys
 COMMANDS = {"prove": "prove sectors, or a circom circuit from snarkjs files",
             "setup": "circuit-specific Groth16 setup into the key cache",
             "verify": "verify cuzk_jax sector proofs or a snarkjs proof.json",
-            "bench": "benchmarks (--op=field,curve,msm,ntt,h,engine,keyload,synth,snarkjs)"}
+            "bench": "benchmarks (--op=field,curve,msm,ntt,h,engine,keyload,synth,snarkjs,kernel-compile,"
+                     "check-msm,soak)"}
 
 
 def main(argv: list[str] | None = None) -> None:

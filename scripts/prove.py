@@ -131,7 +131,7 @@ def main(argv):
     config = pipeline.ProverConfig.parse(FLAGS.prover)  # a bad --prover fails before synthesis and setup
     circuit = base.get_circuit(FLAGS.circuit, FLAGS.preset)
     print(f"circuit {circuit}: synthesizing structure ...", flush=True)
-    r1cs = circuit.r1cs()
+    r1cs = circuit.r1cs(cache=True)  # the compiled circuit file: synthesized once per shape, then loaded
     print(f"  {r1cs.num_constraints} constraints, {r1cs.num_public} public inputs, {r1cs.num_aux} private", flush=True)
     t_key = time.perf_counter()
     pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True))

@@ -25,7 +25,7 @@ def main(argv):
 
     cli.check_output_dir(FLAGS.key_dir or keycache.cache_dir(), "key_dir")  # before any work
     circuit = base.get_circuit(FLAGS.circuit, FLAGS.preset)
-    r1cs = circuit.r1cs()
+    r1cs = circuit.r1cs(cache=True)  # the compiled circuit file: synthesized once per shape, then loaded
     pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True))
     path = keycache.key_path(circuit, r1cs, FLAGS.key_dir or None)
     print(f"proving key: {path}\nverifying key: {path[:-3]}.vk\n"

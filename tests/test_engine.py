@@ -531,3 +531,25 @@ def test_soak_with_fault_injection_loses_nothing():
     assert row["failed_by_cause"].get("WorkerDied", 0) <= row["faults_injected"]["crash"]  # no bystander fails
     with pytest.raises(ValueError, match="soak_faults"):
         soak.parse_faults("kill=2")
+
+
+def test_submit_refuses_inputs_outside_the_field(cube_key):
+    """Inputs >= r (reduced inside the circuit but reported unreduced), floats and bools are refused at submit with
+    one BadInput naming the partition and the input; nothing is queued."""
+    from cuzk_jax.engine import Engine, HostBackend
+    from cuzk_jax.errors import BadInput
+    from cuzk_jax.reference.constants import R
+
+    circuit, r1cs, pk = cube_key
+    good = circuit.sample_inputs(0)
+    key = next(k for k, v in good.items() if isinstance(v, int))
+    with Engine(backend=HostBackend(), max_batch=2, synthesis="thread", synthesis_workers=1) as eng:
+        for bad, what in ((R + 3, "not in \\[0, r\\)"), (3.0, "not a field element"), (True, "not a field element"),
+                          (-1, "not in \\[0, r\\)")):
+            with pytest.raises(BadInput, match=f"partition 1 input {key}: .*{what}"):
+                eng.submit(circuit, [good, {**good, key: bad}])
+        assert eng.status()["queue"]["ready"] == 0
+        w = circuit.witness(good)
+        w_bad = dataclasses.replace(w, inputs=[w.inputs[0]] + [R + 1] + list(w.inputs[2:]))
+        with pytest.raises(BadInput, match="partition 0 witness inputs\\[1\\]"):
+            eng.submit(circuit, witnesses=[w_bad])

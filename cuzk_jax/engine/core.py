@@ -55,7 +55,8 @@ from typing import Sequence
 import jax
 import numpy as np
 
-from cuzk_jax.errors import CuzkError, ProofRejected
+from cuzk_jax.errors import BadInput, CuzkError, ProofRejected
+from cuzk_jax.reference.constants import R
 from cuzk_jax.groth16 import pipeline, prover
 from cuzk_jax.groth16.data_structures import proofs_to_bytes
 
@@ -76,8 +77,8 @@ class EngineConfig:
     """Engine settings (see the module docstring).
 
     max_batch: largest device batch, in partitions. batch_sizes: the padded batch shapes allowed (default
-    ``(max_batch,)``: one compiled shape; when given, its largest entry is the maximum batch). max_wait_s: how long the oldest ready partition may wait for its batch to
-    fill. synthesis: ``"process"`` or ``"thread"`` workers; synthesis_workers: their number (default: cores - 1).
+    ``(max_batch,)``: one compiled shape; when given, its largest entry is the maximum batch). max_wait_s: how
+    long the oldest ready partition may wait for its batch to fill. synthesis: ``"process"`` or ``"thread"`` workers; synthesis_workers: their number (default: cores - 1).
     prefetch: batches staged on the device while one runs. key_budget_bytes: LRU limit of resident keys (None: no
     limit). devices / prover / sync_phases: for the default :class:`DeviceBackend`. verify (default True):
     pairing-check each job's proofs (arkworks, one batched check per job) before completing it; a proof that does
@@ -112,6 +113,25 @@ class EngineConfig:
         if not isinstance(self.prefetch, int) or self.prefetch < 0:
             raise ValueError(f"prefetch must be an int >= 0, got {self.prefetch!r}")
         return tuple(sorted({-(-s // num_devices) * num_devices for s in sizes}))
+
+
+def _check_input_values(values: dict, what: str) -> None:
+    """BadInput unless every number in ``values`` (recursively through lists, tuples and dicts) is an int in
+    ``[0, r)``: a value >= r would be reduced inside the circuit while the job reported it unreduced as a public
+    input, and a float or bool is not a field element."""
+    def walk(v, path):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, f"{path}.{k}" if path else str(k))
+        elif isinstance(v, (list, tuple)):
+            for k, x in enumerate(v):
+                walk(x, f"{path}[{k}]")
+        elif isinstance(v, bool) or isinstance(v, float):
+            raise BadInput(f"{what} {path}: {v!r} is not a field element (an int in [0, r) is)")
+        elif isinstance(v, (int, np.integer)) and not 0 <= int(v) < R:
+            raise BadInput(f"{what} {path}: {v} is not in [0, r)")
+
+    walk(values, "")
 
 
 class ProofFuture(cf.Future):
@@ -511,8 +531,12 @@ class Engine:
             raise ValueError("submit: partitions= is only used with sector=")
         elif inputs is not None:
             specs = [("inputs", dict(x)) for x in inputs]
+            for p, (_, x) in enumerate(specs):
+                _check_input_values(x, f"submit: partition {p} input")
         else:
             specs = [("witness", w) for w in witnesses]
+            for p, (_, w) in enumerate(specs):
+                _check_input_values({"inputs": list(w.inputs)}, f"submit: partition {p} witness")
         if not specs:
             raise ValueError("submit: a job needs at least one partition")
         P = len(specs)

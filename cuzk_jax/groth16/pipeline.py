@@ -360,8 +360,8 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
     ext = r1cs.with_input_constraints()
     queries = {"msm_a": pk.a_query, "msm_b1": pk.b_g1_query, "msm_b2": pk.b_g2_query, "msm_l": pk.l_query,
                "msm_h": pk.h_query}
-    return build_resident(queries=queries, r1cs=ops_r1cs.to_device(ext), finish=finish_points(pk), num_inputs=pk.num_inputs,
-                          num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
+    return build_resident(queries=queries, r1cs=ops_r1cs.to_device(ext), finish=finish_points(pk),
+                          num_inputs=pk.num_inputs, num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
                           config=config, pk=pk, constraint_name=ext.constraint_name, verifier=proof_checker(pk.vk),
                           mesh=mesh, device=device, headroom=headroom)
 
