@@ -1,4 +1,8 @@
-"""Atomic file output (base layer: standard library only).
+"""Atomic file output and bounded JSON input (base layer: standard library only).
+
+:func:`load_json` parses untrusted JSON text after checking its nesting depth without recursion: CPython's JSON
+decoder recurses once per nesting level and can crash the process (not raise) on hostile input such as
+``"[" * 100000``, so a depth limit must be enforced before it runs.
 
 Every file the project writes (keys, manifests, proofs, public inputs, snarkjs JSON, compiled circuits, benchmark
 JSON, script outputs) goes through :func:`atomic_file` / :func:`atomic_write`, so a reader sees the old file or
@@ -15,7 +19,9 @@ On any error the temporary file is removed, the target is left as it was, and an
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import tempfile
 from typing import BinaryIO, Iterator
 
@@ -64,3 +70,36 @@ def atomic_write(path, data) -> None:
     """Write ``data`` (bytes or str, UTF-8) to ``path`` atomically (see the module docstring)."""
     with atomic_file(path) as fh:
         fh.write(data.encode() if isinstance(data, str) else bytes(data))
+
+
+MAX_JSON_DEPTH = 64  # every JSON format of the project nests a few levels; anything deeper is hostile or broken
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def json_depth(text: str) -> int:
+    """The deepest ``[`` / ``{`` nesting of JSON ``text`` (brackets inside strings not counted), found by one
+    linear scan -- no recursion whatever the input."""
+    depth = deepest = 0
+    for ch in _JSON_STRING.sub('""', text):
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def load_json(text, name: str, error=ValueError, max_depth: int = MAX_JSON_DEPTH):
+    """``json.loads(text)`` for untrusted input: ``error(f"{name}: not valid JSON (...)")`` for malformed text,
+    text that is not UTF-8, or nesting deeper than ``max_depth`` (checked first, see the module docstring)."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise error(f"{name}: not valid JSON (not UTF-8 text: {e.reason})") from None
+    if json_depth(text) > max_depth:
+        raise error(f"{name}: not valid JSON (nested too deeply: more than {max_depth} levels)")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise error(f"{name}: not valid JSON ({e})") from None

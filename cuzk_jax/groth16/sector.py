@@ -21,7 +21,7 @@ from cuzk_jax.encoding import parse_field_element
 from cuzk_jax.errors import FormatError
 
 from . import prover, verifier
-from cuzk_jax.fileio import atomic_write
+from cuzk_jax.fileio import atomic_write, load_json
 
 from .data_structures import Proof, proofs_from_bytes, proofs_to_bytes
 
@@ -97,11 +97,7 @@ def read_sector(proof_path: str, public_path: str) -> tuple[list[Proof], list[li
             raw = fh.read()
     except OSError as e:
         raise FormatError(f"{public_path}: cannot read file ({e.strerror or e})") from None
-    try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError) as e:  # RecursionError: hostile deeply nested JSON
-        msg = "nested too deeply" if isinstance(e, RecursionError) else str(e)
-        raise FormatError(f"{public_path}: not valid JSON ({msg})") from None
+    doc = load_json(raw, public_path, FormatError)  # depth-bounded: hostile nesting cannot crash the process
     if not isinstance(doc, dict) or "public_inputs" not in doc:
         raise FormatError(f"{public_path}: malformed public-input file (expected an object with 'public_inputs')")
     rows = doc["public_inputs"]

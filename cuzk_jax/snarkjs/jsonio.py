@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 from cuzk_jax.encoding import parse_field_element
 from cuzk_jax.errors import FormatError
-from cuzk_jax.fileio import atomic_write
+from cuzk_jax.fileio import atomic_write, load_json
 from cuzk_jax.reference import constants as C
 from cuzk_jax.reference.field import fq, fq2
 
@@ -160,12 +160,7 @@ def _load(source) -> tuple[str, Any]:
         text, name = source, "<json>"
     else:
         raise FormatError(f"expected a path, JSON text or parsed JSON, got {type(source).__name__}")
-    try:
-        return name, json.loads(text)
-    except RecursionError:  # hostile deeply nested arrays / objects
-        raise FormatError(f"{name}: not valid JSON (nested too deeply)") from None
-    except ValueError as e:  # JSONDecodeError, bytes that are not UTF-8 text
-        raise FormatError(f"{name}: not valid JSON ({e})") from None
+    return name, load_json(text, name, FormatError)  # depth-bounded: hostile nesting cannot crash the process
 
 
 def _dump(path, obj) -> None:
