@@ -3,6 +3,7 @@
   python3 scripts/prove.py --circuit=porep_like --preset=tiny --partitions=10 --sectors=1 --out=proofs/  # or cuzk-prove
   python3 scripts/prove.py --preset=small --sectors=4 --max_batch=20        # several sectors: the engine
   python3 scripts/prove.py --zkey=c.zkey --wtns=w.wtns --proof=proof.json --public=public.json   # circom/snarkjs
+  python3 scripts/prove.py --zkey=c.zkey --wasm=c_js/c.wasm --input=input.json    # like snarkjs groth16 fullprove
 
 Keys come from the key cache (setup on first use). Prints per-phase timing per sector; writes
 ``sector-<k>.proofs`` (192 bytes per partition) and ``sector-<k>.public.json`` under --out.
@@ -44,6 +45,9 @@ flags.DEFINE_integer("max_batch", 0, "engine: partitions per device batch (0 = 2
 flags.DEFINE_integer("workers", 0, "engine: synthesis workers (0 = cores - 1)")
 cli.define_path("zkey", "", "snarkjs Groth16 proving key (.zkey); with --wtns: prove a circom circuit")
 cli.define_path("wtns", "", "circom witness file (.wtns), with --zkey")
+cli.define_path("wasm", "", "with --zkey and --input: the circuit's circom WebAssembly (snarkjs groth16 fullprove: the "
+                "witness is computed by snarkjs wtns calculate, which needs Node)")
+cli.define_path("input", "", "with --zkey and --wasm: the circuit's input JSON")
 cli.define_path("proof", "proof.json", "with --zkey: output proof in snarkjs's JSON layout")
 cli.define_path("public", "public.json", "with --zkey: output public signals in snarkjs's JSON layout")
 flags.DEFINE_enum("backend", "device", ["device", "host"],
@@ -56,14 +60,20 @@ FLAGS = flags.FLAGS
 def _prove_snarkjs():
     from cuzk_jax.snarkjs import prover
 
-    if not (FLAGS.zkey and FLAGS.wtns):
+    full = bool(FLAGS.wasm or FLAGS.input)
+    if full and not (FLAGS.zkey and FLAGS.wasm and FLAGS.input) or full and FLAGS.wtns:
+        raise app.UsageError("--zkey, --wasm and --input go together (fullprove), without --wtns")
+    if not full and not (FLAGS.zkey and FLAGS.wtns):
         raise app.UsageError("--zkey and --wtns go together")
     for flag in ("proof", "public"):  # before reading anything
         if FLAGS[flag].value:
             cli.check_output_file(FLAGS[flag].value, flag)
     # snarkjs's layout (JSON.stringify(obj, null, 1)), written atomically (cuzk_jax.fileio) after verification
-    res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, FLAGS.proof or None, FLAGS.public or None,
-                             backend=FLAGS.backend, check_points=FLAGS.check_points)
+    kw = dict(backend=FLAGS.backend, check_points=FLAGS.check_points)
+    if full:
+        res = prover.fullprove(FLAGS.wasm, FLAGS.input, FLAGS.zkey, FLAGS.proof or None, FLAGS.public or None, **kw)
+    else:
+        res = prover.prove_files(FLAGS.zkey, FLAGS.wtns, FLAGS.proof or None, FLAGS.public or None, **kw)
     print(json.dumps({"proof": FLAGS.proof, "public": FLAGS.public, "backend": FLAGS.backend,
                       "timings_s": {k: round(v, 4) for k, v in res.timings.items()}}))
 
@@ -115,7 +125,7 @@ def _engine(circuit, pk, sectors, config):
 def main(argv):
     del argv
     cli.use_cache_dir(FLAGS.cache_dir)
-    if FLAGS.zkey or FLAGS.wtns:
+    if FLAGS.zkey or FLAGS.wtns or FLAGS.wasm or FLAGS.input:
         return _prove_snarkjs()
     from cuzk_jax import keycache
     from cuzk_jax.circuits import base

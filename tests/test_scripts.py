@@ -262,3 +262,13 @@ def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
     monkeypatch.undo()
     fileio.atomic_write(str(target), b"new")
     assert target.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["proof.json"]
+
+
+def test_prove_fullprove_flags_go_together(tmp_path):
+    _one_error_line(_run("prove.py", f"--zkey={tmp_path / 'c.zkey'}", f"--wasm={tmp_path / 'c.wasm'}"),
+                    "--zkey, --wasm and --input go together")
+    _one_error_line(_run("prove.py", f"--zkey={tmp_path / 'c.zkey'}", f"--wasm={tmp_path / 'c.wasm'}",
+                         f"--input={tmp_path / 'i.json'}", f"--wtns={tmp_path / 'w.wtns'}"), "without --wtns")
+    _one_error_line(_run("prove.py", f"--zkey={tmp_path / 'c.zkey'}", f"--wasm={tmp_path / 'c.wasm'}",
+                         f"--input={tmp_path / 'i.json'}", f"--proof={tmp_path / 'p.json'}",
+                         f"--public={tmp_path / 'pub.json'}"), "cannot read file")

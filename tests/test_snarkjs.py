@@ -295,6 +295,21 @@ def test_cli_scripts(art, work):
     assert bad_file.returncode == 2 and "error:" in bad_file.stderr, bad_file.stdout + bad_file.stderr
 
 
+def test_fullprove_from_wasm_and_input(art, work):
+    """fullprove (snarkjs groth16 fullprove's contract): witness from the circuit's wasm and input JSON, then our
+    prover; snarkjs accepts the proof. An input the circuit rejects is one clear error, nothing written."""
+    from cuzk_jax.errors import BadInput
+
+    res = prover.fullprove(art.wasm, art.input, art.zkey, work / "fp-proof.json", work / "fp-public.json",
+                           backend="host", insecure_test_seed=SEED)
+    assert toolchain.snarkjs_verify_many([(art.vk, work / "fp-public.json", work / "fp-proof.json")]) == [True]
+    assert res.public == jsonio.read_public(work / "fp-public.json")
+    (work / "fp-bad-input.json").write_text('{"no_such_signal": 1}')
+    with pytest.raises(BadInput, match="witness could not be computed"):
+        prover.fullprove(art.wasm, work / "fp-bad-input.json", art.zkey, work / "fp-bad-proof.json", backend="host")
+    assert not (work / "fp-bad-proof.json").exists()
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Refusing other curves, other protocols, truncated and corrupt files
 # ------------------------------------------------------------------------------------------------------------

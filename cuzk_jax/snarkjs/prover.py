@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cuzk_jax.errors import ProofRejected
+from cuzk_jax.errors import BadInput, FormatError, ProofRejected
 from cuzk_jax.reference import constants as C
 
 from . import binfile
@@ -223,3 +223,27 @@ def prove_files(zkey_path, wtns_path, proof_path=None, public_path=None, *, back
     if public_path:
         jsonio.write_public(public_path, res.public)
     return res
+
+
+def fullprove(wasm_path, input_path, zkey_path, proof_path=None, public_path=None, *, backend="device",
+              insecure_test_seed: int | None = None, check_points: bool = True) -> ProveResult:
+    """``snarkjs groth16 fullprove``: the witness of ``input_path`` (circuit input JSON) computed by the circuit's
+    circom WebAssembly (``snarkjs wtns calculate``: needs Node and the pinned snarkjs, see
+    :mod:`cuzk_jax.snarkjs.toolchain`), then :func:`prove_files` (verified before anything is written)."""
+    import os
+    import tempfile
+
+    from . import toolchain
+
+    for what, path in (("wasm", wasm_path), ("input", input_path), ("zkey", zkey_path)):
+        if not os.path.isfile(path):
+            raise FormatError(f"{path}: cannot read file (the circuit's {what})")
+    with tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as d:
+        wtns_path = os.path.join(d, "witness.wtns")
+        proc = toolchain.snarkjs("wtns", "calculate", str(wasm_path), str(input_path), wtns_path, check=False)
+        if proc.returncode != 0 or not os.path.isfile(wtns_path):
+            detail = (proc.stderr or proc.stdout or "").strip().splitlines()
+            raise BadInput(f"{input_path}: the circuit's witness could not be computed from this input"
+                           + (f" ({detail[-1][:200]})" if detail else ""))
+        return prove_files(zkey_path, wtns_path, proof_path, public_path, backend=backend,
+                           insecure_test_seed=insecure_test_seed, check_points=check_points)
