@@ -13,16 +13,8 @@ Public functions check dtype and limb shape of their array arguments and raise
 :class:`~cuzk_jax.errors.BadInput` (see :mod:`.field`).
 """
 
-import importlib
+from cuzk_jax import lazy
 
 __all__ = ['config', 'curve', 'fixed_base', 'field', 'msm', 'msm_precomputed', 'ntt', 'ntt_network', 'pallas', 'qap', 'r1cs']
 
-
-def __getattr__(name):
-    if name in __all__:
-        return importlib.import_module(f".{name}", __name__)  # also binds the submodule on this package
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy.submodules(__name__, __all__)

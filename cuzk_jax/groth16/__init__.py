@@ -12,16 +12,8 @@ Submodules (loaded on first access, e.g. ``cuzk_jax.groth16.prover``; this packa
 * :mod:`.sharding` -- the partition axis over several local devices.
 """
 
-import importlib
+from cuzk_jax import lazy
 
 __all__ = ["data_structures", "generator", "host_curve", "pipeline", "prover", "sector", "sharding", "verifier"]
 
-
-def __getattr__(name):
-    if name in __all__:
-        return importlib.import_module(f".{name}", __name__)  # also binds the submodule on this package
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy.submodules(__name__, __all__)

@@ -5,16 +5,8 @@ Submodules (loaded on first access): :mod:`.bucket` (MSM bucket accumulation), :
 the kernels compute with).
 """
 
-import importlib
+from cuzk_jax import lazy
 
 __all__ = ['bucket', 'field_mul', 'limb_field', 'ntt', 'ptx_field']
 
-
-def __getattr__(name):
-    if name in __all__:
-        return importlib.import_module(f".{name}", __name__)  # also binds the submodule on this package
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy.submodules(__name__, __all__)
