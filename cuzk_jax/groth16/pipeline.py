@@ -201,8 +201,8 @@ class ResidentKey:
       :func:`prove_batch` runs on every proof before returning it (None: no verifying key, nothing checked);
     * ``pk``: the host-side key object it was made from (a ``ProvingKey`` or a ``Zkey``), ``digest`` its circuit.
 
-    Invariant: ``nbytes`` counts every device array held here (queries, tables, R1CS tables) -- the number the
-    key manager's memory budget adds up.
+    Invariant: ``nbytes`` counts every device array held here (queries, tables, R1CS tables, column indices) --
+    the number the key manager's memory budget adds up.
     """
 
     queries: dict
@@ -230,7 +230,8 @@ class ResidentKey:
 
     @property
     def nbytes(self) -> int:
-        leaves = jax.tree_util.tree_leaves((self.queries, [t.points for t in self.tables.values()], self.r1cs))
+        leaves = jax.tree_util.tree_leaves((self.queries, [t.points for t in self.tables.values()], self.r1cs,
+                                            self.columns))
         return int(sum(leaf.nbytes for leaf in leaves))
 
     @property
