@@ -57,7 +57,7 @@ def affine_arrays(group, refs, n_pad=None):
     n = len(refs)
     n_pad = n_pad or n
     refs = list(refs) + [None] * (n_pad - n)
-    inf = np.array([p is None for p in refs])
+    inf = np.array([p is None for p in refs], dtype=bool)  # bool even when empty
     if group == "g1":
         xs = [0 if p is None else p[0] for p in refs]
         ys = [0 if p is None else p[1] for p in refs]
