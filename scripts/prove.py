@@ -21,6 +21,7 @@ verify (nothing is written for it), 2 bad usage or bad input (one ``error:`` lin
 """
 
 import json
+import os
 import time
 
 from absl import app, flags
@@ -40,6 +41,8 @@ flags.DEFINE_string("prover", "", "prover config, comma-separated key=value: msm
                     "ntt=xla|pallas[...], tables=auto|on|off (precomputed MSM window tables of the key, W-fold its "
                     "device memory; auto: on a GPU when they fit a quarter of its memory), window=K; '' = defaults")
 cli.define_path("timings_json", "", "write per-sector timings to this JSON file")
+cli.define_path("snarkjs_out", "", "also export every partition's proof for snarkjs: <dir>/verification_key.json and "
+                "<dir>/sector-<k>/partition-<p>/{proof,public}.json (snarkjs groth16 verify accepts them)")
 flags.DEFINE_enum("mode", "auto", ["auto", "sequential", "engine"], "how several sectors are proved (see above)")
 flags.DEFINE_integer("max_batch", 0, "engine: partitions per device batch (0 = 2 sectors' worth)")
 flags.DEFINE_integer("workers", 0, "engine: synthesis workers (0 = cores - 1)")
@@ -78,11 +81,21 @@ def _prove_snarkjs():
                       "timings_s": {k: round(v, 4) for k, v in res.timings.items()}}))
 
 
-def _report(circuit, res) -> None:
+def _report(circuit, res, vk=None) -> None:
     from cuzk_jax.groth16 import sector
 
     if res.verified is False:  # never write a proof that did not verify
         raise ProofRejected(f"sector {res.sector}: some proofs did not verify; nothing written for it")
+    if FLAGS.snarkjs_out:
+        from cuzk_jax.snarkjs import export
+
+        export.write_verification_key(os.path.join(FLAGS.snarkjs_out, "verification_key.json"), vk)
+        for p, (proof, public) in enumerate(zip(res.proofs, res.public_inputs)):
+            d = os.path.join(FLAGS.snarkjs_out, f"sector-{res.sector}", f"partition-{p}")
+            os.makedirs(d, exist_ok=True)
+            export.write_proof(os.path.join(d, "proof.json"), proof)
+            export.write_public(os.path.join(d, "public.json"), public)
+        print(f"  sector {res.sector}: snarkjs files under {FLAGS.snarkjs_out}")
     if FLAGS.out:
         paths = sector.write_sector(FLAGS.out, circuit, res)
         print(f"  sector {res.sector}: wrote {paths[0]} ({len(res.proof_bytes())} bytes) and {paths[1]}")
@@ -98,7 +111,7 @@ def _sequential(circuit, pk, sectors):
     for k in sectors:
         print(f"sector {k}: proving {FLAGS.partitions} partitions ...", flush=True)
         res = sector.prove_sector(circuit, pk, FLAGS.partitions, k, verify=FLAGS.verify)
-        _report(circuit, res)
+        _report(circuit, res, pk.vk)
         out.append(res)
     return out
 
@@ -115,7 +128,7 @@ def _engine(circuit, pk, sectors, config):
         futures = [eng.submit_sector(circuit, sector=k, partitions=FLAGS.partitions) for k in sectors]
         for fut in futures:
             res = fut.result()  # raises the job's own error (Unsatisfied, ProofRejected, ...) if it failed
-            _report(circuit, res)
+            _report(circuit, res, pk.vk)
             out.append(res)
         st = eng.status()
     print(f"engine: {st['proofs_per_minute']:.1f} proofs/min, batches {st['batch_sizes']}", flush=True)
@@ -136,6 +149,8 @@ def main(argv):
         cli.check_output_dir(FLAGS.out, "out")
     if FLAGS.timings_json:
         cli.check_output_file(FLAGS.timings_json, "timings_json")
+    if FLAGS.snarkjs_out:
+        cli.check_output_dir(FLAGS.snarkjs_out, "snarkjs_out")
     from cuzk_jax.groth16 import pipeline, prover
 
     config = pipeline.ProverConfig.parse(FLAGS.prover)  # a bad --prover fails before synthesis and setup
