@@ -22,8 +22,10 @@ verify (nothing is written for it), 2 bad usage or bad input (one ``error:`` lin
 
 import json
 import os
+import sys
 import time
 
+import tqdm
 from absl import app, flags
 
 from cuzk_jax import cli, fileio
@@ -126,10 +128,14 @@ def _engine(circuit, pk, sectors, config):
                 verify=FLAGS.verify) as eng:  # the engine verifies each sector before returning it
         eng.preload(circuit, pk)
         futures = [eng.submit_sector(circuit, sector=k, partitions=FLAGS.partitions) for k in sectors]
+        bar = tqdm.tqdm(total=len(futures), desc="sectors", unit="sector",
+                        disable=len(futures) < 2 or not sys.stderr.isatty())  # a bar for people, not for logs
         for fut in futures:
             res = fut.result()  # raises the job's own error (Unsatisfied, ProofRejected, ...) if it failed
             _report(circuit, res, pk.vk)
             out.append(res)
+            bar.update()
+        bar.close()
         st = eng.status()
     print(f"engine: {st['proofs_per_minute']:.1f} proofs/min, batches {st['batch_sizes']}", flush=True)
     return out
