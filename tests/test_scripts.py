@@ -169,6 +169,14 @@ def _not_a_proof_files(tmp_path):
     (tmp_path / "sector.proofs").write_bytes(proof.to_bytes())
 
 
+def _verify_status(r, status, invalid_text, error_text):
+    """verify.py's contract: 1 with the invalid-proof line on stdout and nothing on stderr, else 2 with one line."""
+    if status == 1:
+        assert r.returncode == 1 and invalid_text in r.stdout and not r.stderr.strip(), r.stdout + r.stderr
+    else:
+        _one_error_line(r, error_text)
+
+
 @pytest.mark.parametrize("public,status,text", [
     ('["5"]', 1, None),  # well-formed, does not verify
     ('["52435875175126190479447740508185965837690552500527637822603658699938581184513"]', 2, "public.json"),  # r
@@ -182,10 +190,7 @@ def test_verify_snarkjs_exit_codes(tmp_path, public, status, text):
     (tmp_path / "public.json").write_text(public)
     r = _run("verify.py", f"--vk={tmp_path / 'vk.json'}", f"--public={tmp_path / 'public.json'}",
              f"--proof={tmp_path / 'proof.json'}")
-    if status == 1:
-        assert r.returncode == 1 and "Invalid proof" in r.stdout and not r.stderr.strip(), r.stdout + r.stderr
-    else:
-        _one_error_line(r, text)
+    _verify_status(r, status, "Invalid proof", text)
 
 
 @pytest.mark.parametrize("which", ["vk.json", "proof.json"])
@@ -213,10 +218,7 @@ def test_verify_sector_exit_codes(tmp_path, public, status):
     (tmp_path / "s.public.json").write_text(public)
     r = _run("verify.py", f"--vk={tmp_path / 'sector.vk'}", f"--public={tmp_path / 's.public.json'}",
              f"--proofs={tmp_path / 'sector.proofs'}")
-    if status == 1:
-        assert r.returncode == 1 and "partition 0: INVALID" in r.stdout and not r.stderr.strip(), r.stdout + r.stderr
-    else:
-        _one_error_line(r, "s.public.json")
+    _verify_status(r, status, "partition 0: INVALID", "s.public.json")
 
 
 def test_output_paths_checked_before_any_work(tmp_path):
