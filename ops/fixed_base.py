@@ -125,3 +125,181 @@ def mul(curve: C.Curve, scalars, base=None, chunk: int | None = None) -> C.Affin
         outs.append(_mul_table(curve.name, tab, part))
     out = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1)[..., :n], *outs)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Batch-affine fixed-base multiplication (the device setup's fast path)
+# ---------------------------------------------------------------------------------------------------------------
+#
+# With ``w``-bit windows and ``K = ceil(255 / w)`` windows, ``s * G = sum_k T[k][d_k]`` where ``T[k][d] = d 2^(w k) G``
+# and ``d_k`` are the unsigned base-2^w digits of ``s``. The sum runs window by window in AFFINE coordinates: each
+# step is the textbook chord addition ``lambda = (y2 - y1) / (x2 - x1)``, ``x3 = lambda^2 - x1 - x2``,
+# ``y3 = lambda (x1 - x3) - y1`` (3 products) with the denominators of the whole batch inverted at once
+# (Montgomery's trick, ``F.batch_inv``: 3 products each plus a share of one Fermat inversion per lane group) --
+# the "batch-affine" accumulation of the ZPrize 2023 MSM entries (DESIGN.md, Algorithms), about half the products
+# of a mixed Jacobian addition and no final conversion to affine.
+#
+# Why the incomplete chord formula is exact here: after windows ``0..k-1`` the accumulator is ``A G`` with
+# ``A = sum_{j<k} d_j 2^(w j) < 2^(w k)``, and the addend is ``D G`` with ``D = d_k 2^(w k)``. For a canonical scalar
+# ``s < r``, ``0 <= A``, ``0 < D`` and ``A + D <= s < r``; equal x-coordinates would need ``A == D`` (impossible:
+# ``A < 2^(w k) <= D``) or ``A + D == 0 mod r`` (impossible: ``0 < A + D < r``). So the doubling and ``P + (-P)``
+# cases never occur; the identity (``A == 0`` or ``d_k == 0``) is handled by selects. Scalars are therefore reduced
+# below ``r`` first (two conditional subtractions: any 256-bit value is below ``3 r``), which leaves ``s G``
+# unchanged. The table is built by the same addition: ``T[k][a 2^h + b] = T_hi[k][a] + T_lo[k][b]`` for
+# ``h = ceil(w / 2)``, where the two half tables (``2 K 2^h`` points) come from the exact Jacobian method above and
+# the same argument (``a 2^h + b`` never vanishes mod ``r`` unless ``a = b = 0``) makes every addition a chord.
+
+
+def num_windows(window: int) -> int:
+    """Windows of ``window`` bits that cover a canonical Fr scalar (< r < 2^255)."""
+    return -(-255 // window)
+
+
+def _shifted_digit_limbs(digits: np.ndarray, shift: int) -> np.ndarray:
+    """Canonical-form limbs ``(8, N)`` of ``digits << shift`` (as 256-bit integers; ``digits < 2^32``), numpy."""
+    out = np.zeros((8, digits.shape[0]), np.uint64)
+    d = digits.astype(np.uint64)
+    q, r = divmod(shift, 32)
+    out[q] = (d << np.uint64(r)) & np.uint64(0xFFFFFFFF)
+    if q + 1 < 8 and r:
+        out[q + 1] = d >> np.uint64(32 - r)
+    return out.astype(np.uint32)
+
+
+def _affine_chord_add(F, p: C.Affine, q: C.Affine, inv_chunk: int) -> C.Affine:
+    """``p + q`` for affine batches where ``x(p) != x(q)`` whenever both are finite (see the comment above): one
+    batched inversion of all denominators, 3 products. Infinity coordinates stay zero (the Affine invariant)."""
+    both = ~p.inf & ~q.inf
+    one = F.ones_like(p.x)
+    den = F.select(both, F.sub(q.x, p.x), one)
+    inv = F.batch_inv(den, chunk=inv_chunk)
+    (lam,) = F.mul_many([(F.sub(q.y, p.y), inv)])
+    (lam2,) = F.mul_many([(lam, lam)])
+    x3 = F.sub(F.sub(lam2, p.x), q.x)
+    (t,) = F.mul_many([(lam, F.sub(p.x, x3))])
+    y3 = F.sub(t, p.y)
+    res = C.Affine(x3, y3, jnp.zeros_like(p.inf))
+    res = C.select_point(F, p.inf, q, res)
+    return C.select_point(F, q.inf, p, res)
+
+
+def _reduce_mod_r(scalars):
+    """Canonical Fr limbs ``(8, N)``: any 256-bit value minus ``r`` while it is ``>= r`` (at most twice)."""
+    from .field import cond_sub_limbs, fr
+
+    limbs = [scalars[i].astype(jnp.uint64) for i in range(8)]
+    for _ in range(2):
+        limbs = cond_sub_limbs(limbs, fr.p_limbs)
+    return jnp.stack(limbs).astype(jnp.uint32)
+
+
+def _digit(scalars, k, window: int):
+    """Digit ``k`` (bits ``[w k, w k + w)``) of each scalar, int32; ``k`` may be traced."""
+    padded = jnp.concatenate([scalars, jnp.zeros((1,) + scalars.shape[1:], jnp.uint32)], axis=0)
+    bit = jnp.asarray(k, jnp.int32) * window
+    lo = lax.dynamic_index_in_dim(padded, bit // 32, 0, keepdims=False).astype(jnp.uint64)
+    hi = lax.dynamic_index_in_dim(padded, bit // 32 + 1, 0, keepdims=False).astype(jnp.uint64)
+    both = lo | (hi << jnp.uint64(32))
+    d = (both >> (bit % 32).astype(jnp.uint64)) & jnp.uint64((1 << window) - 1)
+    return d.astype(jnp.int32)
+
+
+def _field_of(curve_name: str, schedule: str):
+    curve = C.g1 if curve_name == "g1" else C.g2
+    return curve.with_schedule(schedule).field if schedule != "platform" else curve.field
+
+
+@functools.partial(jax.jit, static_argnames=("curve_name", "window", "schedule", "inv_chunk"))
+def _mul_affine_program(curve_name: str, tab: C.Affine, scalars, window: int, schedule: str, inv_chunk: int):
+    with jax.enable_x64(True):
+        F = _field_of(curve_name, schedule)
+        scalars = _reduce_mod_r(scalars)
+        size = 1 << window
+
+        def gather(k):
+            idx = k * size + _digit(scalars, k, window)
+            return jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=-1), tab)
+
+        def body(k, acc):
+            return _affine_chord_add(F, acc, gather(k), inv_chunk)
+
+        return lax.fori_loop(1, num_windows(window), body, gather(0))
+
+
+@functools.partial(jax.jit, static_argnames=("curve_name", "schedule", "inv_chunk"))
+def _outer_sum_program(curve_name: str, hi: C.Affine, lo: C.Affine, schedule: str, inv_chunk: int):
+    """``out[k, a * len(lo) + b] = hi[k, a] + lo[k, b]`` (batch shape ``(K, len(hi) * len(lo))``)."""
+    with jax.enable_x64(True):
+        F = _field_of(curve_name, schedule)
+        nh, nl = hi.inf.shape[-1], lo.inf.shape[-1]
+
+        def expand(p, hi_side: bool):
+            def f(a):
+                a = a[..., :, None] if hi_side else a[..., None, :]
+                a = jnp.broadcast_to(a, a.shape[:-2] + (nh, nl))
+                return a.reshape(a.shape[:-2] + (nh * nl,))
+            return jax.tree_util.tree_map(f, p)
+
+        return _affine_chord_add(F, expand(hi, True), expand(lo, False), inv_chunk)
+
+
+@functools.lru_cache(maxsize=8)
+def _affine_table_cached(curve_name: str, window: int, schedule: str, inv_chunk: int) -> C.Affine:
+    curve = C.g1 if curve_name == "g1" else C.g2
+    K = num_windows(window)
+    h = -(-window // 2)
+    lo_bits = h
+    hi_bits = window - h
+    digits_lo = np.arange(1 << lo_bits, dtype=np.uint64)
+    digits_hi = np.arange(1 << hi_bits, dtype=np.uint64)
+    lo_s = np.concatenate([_shifted_digit_limbs(digits_lo, window * k) for k in range(K)], axis=1)
+    hi_s = np.concatenate([_shifted_digit_limbs(digits_hi, window * k + lo_bits) for k in range(K)], axis=1)
+    both = mul(curve, np.concatenate([lo_s, hi_s], axis=1), chunk=default_chunk(lo_s.shape[1] + hi_s.shape[1]))
+    n_lo = lo_s.shape[1]
+    lo = jax.tree_util.tree_map(lambda a: a[..., :n_lo].reshape(a.shape[:-1] + (K, 1 << lo_bits)), both)
+    hi = jax.tree_util.tree_map(lambda a: a[..., n_lo:].reshape(a.shape[:-1] + (K, 1 << hi_bits)), both)
+    out = _outer_sum_program(curve_name, hi, lo, schedule, inv_chunk)  # (K, 2^w): index a * 2^h + b = digit
+    return jax.tree_util.tree_map(lambda a: a.reshape(a.shape[:-2] + (K << window,)), out)
+
+
+def affine_table(curve: C.Curve, window: int, schedule: str = "platform", inv_chunk: int = 64) -> C.Affine:
+    """The batch-affine method's window table ``T[k][d] = d 2^(w k) G`` flattened to ``K 2^w`` points (``K =
+    num_windows(window)``), built on the device and cached per (group, window, schedule)."""
+    if not 2 <= window <= 24:
+        raise ValueError(f"window must be in [2, 24] bits, got {window}")
+    return _affine_table_cached(curve.name, window, schedule, inv_chunk)
+
+
+def default_window() -> int:
+    """Window bits of the batch-affine path: 16 on an accelerator (16 windows, a 2^20-point table: 96 MiB for G1,
+    192 MiB for G2); 8 on CPU (a table built in seconds)."""
+    return 8 if jax.default_backend() == "cpu" else 16
+
+
+def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int | None = None,
+               schedule: str = "platform", inv_chunk: int = 64) -> C.Affine:
+    """``scalars[:, i] * G`` (G the generator) by the batch-affine windowed method (see the comment above).
+
+    ``scalars``: Fr limbs ``(8, N)`` uint32, canonical (not Montgomery) form; values ``>= r`` are reduced first.
+    Same result as :func:`mul` (affine points are unique). Runs in chunks of exactly ``chunk`` scalars (default
+    :func:`default_chunk`; the last one zero-padded), one compiled program per (group, window, chunk, schedule).
+    Accepts a device array and returns a device :class:`Affine` batch of ``N`` points.
+    """
+    scalars = jnp.asarray(scalars, jnp.uint32)
+    if scalars.ndim != 2 or scalars.shape[0] != 8:
+        raise ValueError(f"scalars must be canonical Fr limbs of shape (8, N), got {scalars.shape}")
+    window = window or default_window()
+    n = scalars.shape[1]
+    if n == 0:
+        return curve.affine_identity((0,))
+    chunk = chunk or default_chunk(n)
+    tab = affine_table(curve, window, schedule, inv_chunk)
+    outs = []
+    for start in range(0, n, chunk):
+        part = scalars[:, start:start + chunk]
+        if part.shape[1] < chunk:
+            part = jnp.pad(part, ((0, 0), (0, chunk - part.shape[1])))
+        outs.append(_mul_affine_program(curve.name, tab, part, window, schedule, inv_chunk))
+    if len(outs) == 1:
+        return jax.tree_util.tree_map(lambda a: a[..., :n], outs[0])
+    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1)[..., :n], *outs)
