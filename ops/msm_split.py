@@ -1,0 +1,313 @@
+"""Split MSM (zero / one / other scalars, as supraseal) and MSM over bases streamed from host memory.
+
+**Why.** A PoRep witness is mostly bits: on ``porep_like/domain20`` the scalars of the A, B and L MSMs are ~52 %
+zeros, ~47 % ones and ~1 % other values (issue 19). The plain MSM (:func:`cuzk_jax.ops.msm.msm`) already skips the
+*work* of zero digits, but it still computes ``W`` signed digits per scalar and sorts ``W N`` (bucket, point) pairs
+per partition -- the sort and the digit arrays grow with ``N`` whatever the scalars are. supraseal-c2 (Filecoin's
+CUDA Groth16 prover, ``groth16_split_msm``) splits the scalars by kind instead; so does this module.
+
+**Split MSM** (:func:`msm_split`), per partition ``g`` (all partitions in one pass):
+
+1. *classify* (:func:`classify`): zero (all limbs 0, or the base is at infinity), one (``s == 1``), other.
+2. *zeros* are dropped: they produce no pair at all.
+3. *others* are compacted, in point order, to a static ``capacity`` per partition (rank by a prefix sum, then one
+   scatter; ``capacity`` is chosen on the host by :func:`capacity_for` from :func:`classify`'s counts, rounded up
+   to a power of two so nearby counts share one compiled program). Their signed ``c``-bit digits (the window sized
+   for ``capacity`` points, :func:`cuzk_jax.ops.msm.window_bits`) give ``W capacity`` (bucket, point) pairs whose
+   value is the ORIGINAL base index, so the bases are never gathered or copied; only these pairs are sorted.
+4. *ones* need no digits and no sort: every base with scalar one goes, in point order, to one segment per
+   partition -- bucket 0 of window 0 (the bucket of digit ``+1``, weight ``2^0``). The segment is placed
+   in front of the partition's sorted "other" pairs by a prefix sum over the per-partition counts, so the merged
+   list stays sorted by bucket without sorting the ones.
+5. The merged list goes through the plain MSM's accumulation / reduction pass (:func:`cuzk_jax.ops.msm.run_pass`:
+   the XLA step machine or the Pallas kernels, per ``config``). Accumulation cuts the sorted list into equal
+   segments per lane whatever the bucket sizes, so each partition's ones are summed as one balanced segmented
+   sum (complete XYZZ additions: infinity, ``P + P`` and ``P + (-P)`` are handled by the unified formula of
+   :mod:`cuzk_jax.ops.curve`), never once per window -- supraseal's separate "sum of the ones" -- and the
+   "other" scalars get the full bucket method.
+
+If a partition has more "other" scalars than ``capacity``, the excess is not lost: a ``lax.while_loop`` runs
+further rounds over ranks ``[k capacity, (k + 1) capacity)``, each pass adding into the previous result (the pass's
+``prev``), so the result is exact for every input and ``capacity`` only sets speed and memory (one round when it
+is at least the largest count, which :func:`capacity_for` guarantees). Points beyond ``max_pairs`` are processed in
+chunks (``lax.fori_loop``), each chunk a pass as above.
+
+The result equals :func:`cuzk_jax.ops.msm.msm` as a group element (the Jacobian coordinates may differ; compare
+after normalising to affine).
+
+**Streamed MSM** (:func:`msm_streamed`): bases held in host memory (an :class:`~cuzk_jax.ops.curve.Affine` of
+numpy arrays) are copied to the device ``chunk`` points at a time; the copy of chunk ``j + 1`` is issued
+(``jax.device_put``, asynchronous) before chunk ``j``'s MSM is dispatched, and the loop waits for chunk ``j``'s
+result before issuing copy ``j + 2``: double buffering, so at most two chunks of bases are on the device. Each
+chunk's MSM (plain or split) is added into one Jacobian accumulator. Scalars either stream with the bases (numpy
+input) or stay on the device (a ``jax.Array``; each chunk is a ``dynamic_slice`` of them). JAX exposes no portable
+pinned-host allocation for ``device_put`` from numpy, so the host side is pageable memory.
+
+**Memory** (:func:`msm_device_bytes`): the peak device bytes of each path as a function of ``N``, ``P``, the group
+and ``chunk``, for the memory planner; documented there and checked in the tests against XLA's own buffer
+assignment (``compiled.memory_analysis()``).
+
+Layouts as :mod:`cuzk_jax.ops.msm`: bases Montgomery :class:`Affine` ``(*coord, N)`` (shared) or ``(*coord, P,
+N)``, scalars canonical uint32 ``(8, N)`` / ``(8, P, N)``, results :class:`Jacobian` of batch ``()`` / ``(P,)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from cuzk_jax.errors import BadInput
+
+from . import msm as M
+from .config import MsmConfig
+from .curve import XYZZ, Affine, Jacobian
+from .field import x64
+
+KINDS = ("zero", "one", "other")
+MIN_CAPACITY = 64
+PATHS = ("plain", "split", "streamed", "streamed_split", "streamed_device_scalars", "streamed_split_device_scalars")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Classification and host-side sizing
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _kind_masks(scalars, inf=None):
+    """(one, other) bool masks of the batch shape of canonical scalars ``(8, *batch)``; a base at infinity
+    (``inf``, broadcast to the batch shape) makes its scalar count as zero."""
+    high_zero = jnp.all(scalars[1:] == 0, axis=0)
+    zero = high_zero & (scalars[0] == 0)
+    one = high_zero & (scalars[0] == 1)
+    if inf is not None:
+        inf = jnp.broadcast_to(inf, zero.shape)
+        zero = zero | inf
+        one = one & ~inf
+    return one, ~zero & ~one
+
+
+def classify(scalars, inf=None):
+    """Counts of zero, one and other scalars per partition: canonical uint32 ``(8, P, N)`` -> int32 ``(3, P)``
+    (rows in :data:`KINDS` order; ``(8, N)`` -> ``(3,)``). ``inf``: optional bool mask of bases at infinity
+    (``(N,)`` or ``(P, N)``), whose scalars count as zero. Traceable; one pass of comparisons and sums."""
+    scalars = jnp.asarray(scalars)
+    if scalars.dtype != jnp.uint32 or scalars.ndim not in (2, 3) or scalars.shape[0] != 8:
+        raise BadInput(f"ops.msm_split.classify: scalars must be canonical Fr limbs, uint32 of shape (8, N) or "
+                       f"(8, P, N), got {scalars.dtype}{scalars.shape}")
+    one, other = _kind_masks(scalars, inf)
+    n = scalars.shape[-1]
+    n1 = jnp.sum(one, axis=-1, dtype=jnp.int32)
+    n2 = jnp.sum(other, axis=-1, dtype=jnp.int32)
+    return jnp.stack([n - n1 - n2, n1, n2]).astype(jnp.int32)
+
+
+_classify_jit = jax.jit(classify)
+
+
+def capacity_for(counts, minimum: int = MIN_CAPACITY) -> int:
+    """The static "other" capacity for :func:`msm_split` from :func:`classify` counts (``(3, P)``, ``(3,)``, or
+    stacked ``(..., 3, P)`` per chunk): the largest "other" count over partitions (and chunks), rounded up to a power
+    of two, at least ``minimum`` -- so one round per pass, and counts within a factor of two share one program."""
+    c = np.asarray(counts)
+    if c.ndim == 0 or c.shape[-2 if c.ndim >= 2 else 0] != 3:
+        raise BadInput(f"ops.msm_split.capacity_for: expected counts of shape (3, P) (or (..., 3, P)), got "
+                       f"{c.shape}")
+    others = c[..., 2, :] if c.ndim >= 2 else c[2:3]
+    return M.pow2_ceil(max(int(others.max(initial=0)), int(minimum)))
+
+
+def fractions(counts) -> dict:
+    """The zero / one / other share of one MSM's scalars, for logs: ``{"zero": f, "one": f, "other": f, "n": N,
+    "partitions": P, "per_partition": [[zero, one, other], ...]}`` (shares in [0, 1]) from :func:`classify`'s
+    counts ``(3, P)`` or ``(3,)``."""
+    c = np.asarray(counts, np.int64)
+    if c.ndim == 1:
+        c = c[:, None]
+    if c.ndim != 2 or c.shape[0] != 3:
+        raise BadInput(f"ops.msm_split.fractions: expected counts of shape (3, P), got {c.shape}")
+    n = int(c[:, 0].sum()) if c.shape[1] else 0
+    tot = c.sum()
+    share = (c.sum(axis=1) / tot) if tot else np.zeros(3)
+    per = (c / np.maximum(c.sum(axis=0), 1)).T
+    out = {k: float(v) for k, v in zip(KINDS, share)}
+    out.update(n=n, partitions=int(c.shape[1]), per_partition=[[float(x) for x in row] for row in per])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The split pass
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _excl_cumsum(x):
+    return jnp.cumsum(x) - x
+
+
+def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, bases: Affine, sc, prev: XYZZ,
+                lanes=None) -> XYZZ:
+    """One chunk: bases flat (``(*coord, n)`` shared or ``(*coord, G n)``), canonical scalars ``(8, G, n)`` (zeros
+    where the base is at infinity), ``prev`` XYZZ ``(G,)`` -> ``prev + sum s_i B_i`` per partition (module
+    docstring, steps 1-5; rounds of ``capacity`` "other" scalars until none is left)."""
+    _, G, n = sc.shape
+    W, H = M.num_windows(c), 1 << (c - 1)
+    NB = G * W * H
+    L = G * n + W * G * capacity  # merged list: every point a one + every other digit
+    plan = M.Plan(G=G, n=-(-L // (G * W)), c=c, shared_bases=shared)
+    g_ix = jnp.arange(G, dtype=jnp.int32)[:, None]
+    i_ix = jnp.arange(n, dtype=jnp.int32)[None, :]
+    base_ix = i_ix if shared else g_ix * n + i_ix  # (G|1, n): index of the base in the flat base array
+    base_ix = jnp.broadcast_to(base_ix, (G, n))
+
+    one, other = _kind_masks(sc)
+    rank_o = jnp.cumsum(other, axis=1, dtype=jnp.int32) - 1  # rank of an "other" scalar in its partition
+    max_o = jnp.max(jnp.sum(other, axis=1, dtype=jnp.int32))
+    n_one = jnp.sum(one, axis=1, dtype=jnp.int32)
+    rank_1 = jnp.cumsum(one, axis=1, dtype=jnp.int32) - 1
+
+    def round_(k, prev):
+        # ---- others of this round, compacted to `capacity` slots per partition (slot `capacity`: trash) ----
+        lo = k * capacity
+        sel = other & (rank_o >= lo) & (rank_o < lo + capacity)
+        slot = jnp.where(sel, rank_o - lo, capacity)
+        rows = jnp.broadcast_to(g_ix, (G, n))
+        idx = jnp.zeros((G, capacity + 1), jnp.int32).at[rows, slot].set(base_ix)[:, :capacity]
+        src = jnp.zeros((G, capacity + 1), jnp.int32).at[rows, slot].set(i_ix + jnp.zeros_like(rows))[:, :capacity]
+        live = jnp.zeros((G, capacity + 1), bool).at[rows, slot].set(True)[:, :capacity]
+        sc_c = jnp.where(live[None], jnp.take_along_axis(sc, src[None], axis=2), jnp.uint32(0))
+        d = jnp.transpose(M.signed_digits(sc_c, c), (1, 0, 2))  # (G, W, capacity)
+        w_ix = jnp.arange(W, dtype=jnp.int32)[None, :, None]
+        okey = jnp.where(d != 0, (g_ix[:, :, None] * W + w_ix) * H + jnp.abs(d) - 1, NB)
+        oval = jnp.where(d < 0, idx[:, None, :] | jnp.int32(-(1 << 31)), idx[:, None, :])
+        oval = jnp.broadcast_to(oval, okey.shape)
+        q = jnp.sum(okey < NB, axis=(1, 2), dtype=jnp.int32)  # live "other" pairs per partition
+        okey, oval = lax.sort((okey.reshape(-1), oval.reshape(-1)), num_keys=1, is_stable=False)
+
+        # ---- ones (first round only): bucket 0 of window 0, in front of the partition's other pairs ----
+        ones = one & (k == 0)
+        o = jnp.where(k == 0, n_one, 0)
+        O_incl = jnp.cumsum(o)
+        start = _excl_cumsum(q) + O_incl - o  # where partition g's block starts in the merged list
+        pos1 = jnp.where(ones, start[:, None] + rank_1, L)
+        keys = jnp.full((L,), NB, jnp.int32).at[pos1].set(jnp.broadcast_to(g_ix * W * H, (G, n)), mode="drop")
+        vals = jnp.zeros((L,), jnp.int32).at[pos1].set(base_ix, mode="drop")
+        e = jnp.arange(okey.shape[0], dtype=jnp.int32)
+        okl = okey < NB
+        pos_o = jnp.where(okl, e + O_incl[jnp.minimum(okey // (W * H), G - 1)], L)
+        keys = keys.at[pos_o].set(okey, mode="drop")
+        vals = vals.at[pos_o].set(oval, mode="drop")
+        count = jnp.sum(q) + jnp.sum(o)
+        return M.run_pass(curve, plan, config, bases, keys, vals, count, prev, lanes=lanes)
+
+    def cond(st):
+        k, _ = st
+        return (k == 0) | (k * capacity < max_o)
+
+    def body(st):
+        k, prev = st
+        return k + 1, round_(k, prev)
+
+    _, out = lax.while_loop(cond, body, (jnp.int32(0), prev))
+    return out
+
+
+def split_chunk(P: int, n: int, W: int, capacity: int, max_pairs: int) -> int:
+    """Points per pass of :func:`msm_split`: ``n`` when the merged list (``P n`` one-slots plus ``W P capacity``
+    digit pairs) fits ``max_pairs``, else the largest power-of-two divisor of ``n`` (at least 64) that does."""
+    chunk = n
+    while chunk > M.MIN_PADDED and P * chunk + W * P * capacity > max_pairs and chunk % 2 == 0:
+        chunk //= 2
+    return chunk
+
+
+@x64
+def msm_split(
+    bases: Affine,
+    scalars,
+    group="g1",
+    *,
+    config: MsmConfig | None = None,
+    capacity: int = MIN_CAPACITY,
+    window: int | None = None,
+    max_pairs: int = M.DEFAULT_MAX_PAIRS,
+    lanes: int | None = None,
+) -> Jacobian:
+    """``sum_i scalars[..., i] * bases[..., i]`` by the split method (module docstring); the same group element
+    as :func:`cuzk_jax.ops.msm.msm` for every input.
+
+    ``bases`` / ``scalars`` / ``config`` / ``lanes`` as :func:`cuzk_jax.ops.msm.msm` (scalars canonical, each
+    ``< r``). ``capacity`` (static): "other" scalars per partition per round, from :func:`capacity_for`; any value
+    gives the right answer (more rounds when it is too small). ``window``: the digit window of the "other"
+    scalars (default :func:`cuzk_jax.ops.msm.window_bits` of ``capacity``). ``max_pairs``: bound on the merged
+    list per pass (``P n + W P capacity`` int32 pairs); longer point ranges run in chunks. Traceable; jit with the
+    keyword arguments static (:func:`msm_split_jit`).
+    """
+    curve = M.curve_of(group)
+    nd = curve.coord_ndim
+    curve._check_point("msm", bases, "Affine", where=f"ops.msm_split.msm_split ({curve.name} bases)")
+    config, scalars, batched = M.check_args(config, scalars)
+    if not isinstance(capacity, int) or capacity <= 0:
+        raise BadInput(f"ops.msm_split.msm_split: capacity must be a positive int, got {capacity!r}")
+    _, P, N = scalars.shape
+    bshape = tuple(bases.x.shape[nd:])
+    if bshape == (N,):
+        shared = True
+    elif batched and bshape == (P, N):
+        shared = False
+    else:
+        raise BadInput(f"ops.msm_split.msm_split: bases batch shape {bshape} does not match scalars "
+                       f"{(P, N) if batched else (N,)}")
+    if N == 0:
+        res = curve.jacobian_identity((P,))
+        return res if batched else Jacobian(*[x[..., 0] for x in res])
+
+    scalars = jnp.where(jnp.broadcast_to(bases.inf, (P, N))[None], jnp.uint32(0), scalars)
+    n = M.padded_size(N)
+    pad = n - N
+    if pad:
+        scalars = jnp.pad(scalars, ((0, 0), (0, 0), (0, pad)))
+        padc = [(0, 0)] * nd + [(0, 0)] * (len(bshape) - 1) + [(0, pad)]
+        bases = Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc), jnp.pad(bases.inf, padc[nd:],
+                                                                                 constant_values=True))
+    c = window or M.window_bits(M.padded_size(capacity))
+    chunk = split_chunk(P, n, M.num_windows(c), capacity, max_pairs)
+    rcurve = M.rolled(curve)
+    F = curve.field
+
+    def chunk_body(j, prev):
+        lo = j * chunk
+        scj = lax.dynamic_slice_in_dim(scalars, lo, chunk, axis=2)
+        bxj = lax.dynamic_slice_in_dim(bases.x, lo, chunk, axis=bases.x.ndim - 1)
+        byj = lax.dynamic_slice_in_dim(bases.y, lo, chunk, axis=bases.y.ndim - 1)
+        if not shared:
+            bxj = bxj.reshape(bxj.shape[:nd] + (-1,))
+            byj = byj.reshape(byj.shape[:nd] + (-1,))
+        return _split_pass(curve, config, c, capacity, shared, Affine(bxj, byj, None), scj, prev, lanes)
+
+    prev = M._ident(F, (P,))
+    res = chunk_body(0, prev) if chunk == n else lax.fori_loop(0, n // chunk, chunk_body, prev)
+    jac = rcurve.xyzz_to_jacobian(res)
+    return jac if batched else Jacobian(*[x[..., 0] for x in jac])
+
+
+def msm_split_jit(group: str = "g1", config: MsmConfig | str | None = None, **static):
+    """A cached ``jax.jit`` of :func:`msm_split` for a group, a config and fixed keyword arguments (``capacity``,
+    ``window``, ``max_pairs``, ``lanes``); as :func:`cuzk_jax.ops.msm.msm_jit`."""
+    return _msm_split_jit(group, MsmConfig.coerce(config), tuple(sorted(static.items())))
+
+
+@functools.lru_cache(maxsize=None)
+def _msm_split_jit(group, config: MsmConfig, static):
+    return jax.jit(functools.partial(msm_split, group=group, config=config, **dict(static)))
+
+
+def msm_split_auto(bases: Affine, scalars, group="g1", *, config: MsmConfig | str | None = None, **static):
+    """Host entry: :func:`classify` on the device, :func:`capacity_for` on the host, then the jitted
+    :func:`msm_split`. Returns ``(Jacobian, fractions dict)`` (see :func:`fractions`)."""
+    counts = np.asarray(_classify_jit(scalars, bases.inf))
+    cap = capacity_for(counts)
+    return msm_split_jit(group, config, capacity=cap, **static)(bases, scalars), fractions(counts)
