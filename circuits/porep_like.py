@@ -33,12 +33,25 @@ values), so every partition is a different random sector instance of the same ci
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
+import mmap
+import multiprocessing
+import os
+import tempfile
+
+import numpy as np
+
+from cuzk_jax import encoding
+from cuzk_jax.errors import BadInput
 
 from cuzk_jax.reference.constants import R
 
 from . import poseidon as native_poseidon
 from .base import Circuit
+from .cs import ConstraintSystem
+from .r1cs import PackedWitness
+from .vector_witness import BatchCS, one_limbs
 from .gadgets import boolean as B
 from .gadgets import merkle
 from .gadgets.num import Num, alloc_input_num, alloc_num, enforce_equal, from_bits_le, to_bits_le
@@ -65,6 +78,19 @@ def parents_of(replica_id: int, node: int, count: int) -> list[int]:
                            + k.to_bytes(4, "little")).digest()
         out.append(int.from_bytes(h, "little") % node)
     return out
+
+
+def _getter(inputs):
+    """``get(key, *index)``: ``inputs[key][index...]``, or None for structure-only synthesis."""
+    if inputs is None:
+        return lambda key, *idx: None
+
+    def get(key, *idx):
+        v = inputs[key]
+        for i in idx:
+            v = v[i]
+        return v
+    return get
 
 
 class PorepLike(Circuit):
@@ -162,24 +188,42 @@ class PorepLike(Circuit):
         return out
 
     # -- synthesis ----------------------------------------------------------------------------------------------------
+    # Layout (what the tiled structure and the batched witness rely on): a *header* (replica_id, comm_d, comm_r
+    # inputs; comm_c, comm_r_last; comm_r = H(comm_c, comm_r_last); replica_id bits) followed by one *challenge
+    # block* per challenge, every block allocating the same number of inputs, private variables and constraints in
+    # the same order, and referring only to its own wires and the header's.
+    HEADER_KEYS = ("replica_id", "comm_d", "comm_r", "comm_c", "comm_r_last")
+
     def synthesize(self, cs, inputs=None):
-        p = self.params
-        dh, L, depth, arity = p["data_hash"], p["layers"], p["depth"], p["tree_arity"]
-        w = inputs is not None
+        get = _getter(inputs)
+        shared = self.synthesize_header(cs, get)
+        for j in range(self.params["challenges"]):
+            with cs.namespace(f"challenge_{j}"):
+                self.synthesize_challenge(cs, shared, get, j)
 
-        def get(key, *idx):
-            if not w:
-                return None
-            v = inputs[key]
-            for i in idx:
-                v = v[i]
-            return v
+    # challenges from which PorepLike.witness takes the batched path (below it, the per-gate numpy overhead of
+    # a batch this small costs more than the builder's Python ints)
+    BATCH_MIN_CHALLENGES = 4
 
-        def alloc_path(key, idx, hash_arity, levels, name):
-            path = get(key, *idx)
-            return [[alloc_num(cs, None if path is None else path[lvl][k], f"{name}_{lvl}_{k}")
-                     for k in range(hash_arity - 1)] for lvl in range(levels)]
+    def witness(self, inputs, check_shape: bool = True, batched: bool | None = None):
+        """The assignment for ``inputs``: batched over the challenges (:func:`witness_batch`, a
+        :class:`~.r1cs.PackedWitness`) when ``batched`` (default: at least ``BATCH_MIN_CHALLENGES`` challenges and
+        :meth:`synthesize` not overridden by a subclass), else the Python builder's. Both are equal wire for wire."""
+        if batched is None:
+            batched = (self.params["challenges"] >= self.BATCH_MIN_CHALLENGES
+                       and type(self).synthesize is PorepLike.synthesize)
+        if not batched:
+            return super().witness(inputs, check_shape)
+        cs, counts = synthesize_batch(self, [inputs])
+        z = np.empty((8, 1, counts["num_vars"]), np.uint32)
+        fill_z(cs, counts, 1, z)
+        w = PackedWitness(z[:, 0, :], counts["num_inputs"], counts["num_constraints"])
+        if check_shape and self._r1cs is not None:
+            self._r1cs.check_shape(w)
+        return w
 
+    def synthesize_header(self, cs, get):
+        """The header (see above); ``get(key, *index)`` returns an input value (None in structure mode)."""
         replica_id = alloc_input_num(cs, get("replica_id"), "replica_id")
         comm_d = alloc_input_num(cs, get("comm_d"), "comm_d")
         comm_r = alloc_input_num(cs, get("comm_r"), "comm_r")
@@ -188,44 +232,54 @@ class PorepLike(Circuit):
         with cs.namespace("comm_r"):
             enforce_equal(cs, poseidon_hash(cs, [comm_c, comm_r_last]), comm_r, "comm_r = H(comm_c, comm_r_last)")
         replica_bits = None
-        if dh == "sha256":
+        if self.params["data_hash"] == "sha256":
             with cs.namespace("replica_id_bits"):
                 replica_bits = fr_bits_order(to_bits_le(cs, replica_id, 254) + [B.FALSE, B.FALSE])
+        return {"replica_id": replica_id, "comm_d": comm_d, "comm_c": comm_c, "comm_r_last": comm_r_last,
+                "replica_bits": replica_bits}
 
-        for j in range(p["challenges"]):
-            with cs.namespace(f"challenge_{j}"):
-                node = alloc_input_num(cs, get("challenges", j), "node")
-                parent_nodes = [alloc_input_num(cs, get("parents", j, k), f"parent_{k}") for k in range(p["parents"])]
+    def synthesize_challenge(self, cs, shared, get, j: int):
+        """Challenge block ``j`` (inside the caller's ``challenge_<j>`` namespace)."""
+        p = self.params
+        dh, L, depth, arity = p["data_hash"], p["layers"], p["depth"], p["tree_arity"]
+        replica_id, comm_d, comm_c = shared["replica_id"], shared["comm_d"], shared["comm_c"]
+
+        def alloc_path(key, idx, hash_arity, levels, name):
+            return [[alloc_num(cs, get(key, *idx, lvl, k), f"{name}_{lvl}_{k}") for k in range(hash_arity - 1)]
+                    for lvl in range(levels)]
+
+        node = alloc_input_num(cs, get("challenges", j), "node")
+        parent_nodes = [alloc_input_num(cs, get("parents", j, k), f"parent_{k}") for k in range(p["parents"])]
+        with cs.namespace("node_bits"):
+            node_bits = to_bits_le(cs, node, depth)
+        data = alloc_num(cs, get("data", j), "data")
+        with cs.namespace("comm_d"):
+            path = alloc_path("comm_d_paths", (j,), 2, depth, "sibling")
+            merkle.enforce_inclusion(cs, dh, 2, data, path, node_bits, comm_d)
+        parent_cols = [[alloc_num(cs, get("parent_columns", j, k, layer), f"parent_{k}_label_{layer + 1}")
+                        for layer in range(L)] for k in range(p["parents"])]
+        labels = []
+        for layer in range(L):
+            with cs.namespace(f"label_{layer + 1}"):
+                labels.append(self._label(cs, replica_id, shared["replica_bits"], layer + 1, node, node_bits,
+                                          [col[layer] for col in parent_cols]))
+        with cs.namespace("column"):
+            column = poseidon_hash(cs, labels)
+        with cs.namespace("comm_c"):
+            path = alloc_path("comm_c_paths", (j,), arity, self.tree_levels, "sibling")
+            merkle.enforce_inclusion(cs, "poseidon", arity, column, path, node_bits, comm_c)
+        with cs.namespace("comm_r_last"):
+            path = alloc_path("comm_r_last_paths", (j,), arity, self.tree_levels, "sibling")
+            merkle.enforce_inclusion(cs, "poseidon", arity, data + labels[-1], path, node_bits, shared["comm_r_last"])
+        for k in range(p["parents"]):
+            with cs.namespace(f"parent_{k}"):
                 with cs.namespace("node_bits"):
-                    node_bits = to_bits_le(cs, node, depth)
-                data = alloc_num(cs, get("data", j), "data")
-                with cs.namespace("comm_d"):
-                    path = alloc_path("comm_d_paths", (j,), 2, depth, "sibling")
-                    merkle.enforce_inclusion(cs, dh, 2, data, path, node_bits, comm_d)
-                parent_cols = [[alloc_num(cs, get("parent_columns", j, k, layer), f"parent_{k}_label_{layer + 1}")
-                                for layer in range(L)] for k in range(p["parents"])]
-                labels = []
-                for layer in range(L):
-                    with cs.namespace(f"label_{layer + 1}"):
-                        labels.append(self._label(cs, replica_id, replica_bits, layer + 1, node, node_bits,
-                                                  [col[layer] for col in parent_cols]))
+                    pbits = to_bits_le(cs, parent_nodes[k], depth)
                 with cs.namespace("column"):
-                    column = poseidon_hash(cs, labels)
+                    pcol = poseidon_hash(cs, parent_cols[k])
                 with cs.namespace("comm_c"):
-                    path = alloc_path("comm_c_paths", (j,), arity, self.tree_levels, "sibling")
-                    merkle.enforce_inclusion(cs, "poseidon", arity, column, path, node_bits, comm_c)
-                with cs.namespace("comm_r_last"):
-                    path = alloc_path("comm_r_last_paths", (j,), arity, self.tree_levels, "sibling")
-                    merkle.enforce_inclusion(cs, "poseidon", arity, data + labels[-1], path, node_bits, comm_r_last)
-                for k in range(p["parents"]):
-                    with cs.namespace(f"parent_{k}"):
-                        with cs.namespace("node_bits"):
-                            pbits = to_bits_le(cs, parent_nodes[k], depth)
-                        with cs.namespace("column"):
-                            pcol = poseidon_hash(cs, parent_cols[k])
-                        with cs.namespace("comm_c"):
-                            path = alloc_path("parent_comm_c_paths", (j, k), arity, self.tree_levels, "sibling")
-                            merkle.enforce_inclusion(cs, "poseidon", arity, pcol, path, pbits, comm_c)
+                    path = alloc_path("parent_comm_c_paths", (j, k), arity, self.tree_levels, "sibling")
+                    merkle.enforce_inclusion(cs, "poseidon", arity, pcol, path, pbits, comm_c)
 
     def _label(self, cs, replica_id: Num, replica_bits, layer: int, node: Num, node_bits, parent_labels) -> Num:
         if self.params["data_hash"] == "poseidon":
@@ -241,3 +295,190 @@ class PorepLike(Circuit):
         with cs.namespace("sha256"):
             digest = trunc254(sha256(cs, msg))
         return from_bits_le(sha_bits_to_le(digest))
+
+
+# -------------------------------------------------------------------------------------------------------------------
+# Batched witnesses (the fast path): the header and ONE challenge block run over every (partition, challenge)
+# instance at once with numpy values (:mod:`.vector_witness`), then scatter into z.
+# -------------------------------------------------------------------------------------------------------------------
+
+
+def synthesize_batch(circuit: PorepLike, inputs_list):
+    """Run the header and one challenge block of ``circuit`` over ``N = len(inputs_list) * challenges`` instances
+    (instance ``k`` = challenge ``k % C`` of partition ``k // C``). Returns ``(cs, counts)`` where ``cs`` is the
+    :class:`~.vector_witness.BatchCS` and ``counts`` the header/block sizes (see :func:`block_counts`)."""
+    C = circuit.params["challenges"]
+    P = len(inputs_list)
+    inst_p = np.repeat(np.arange(P), C).tolist()
+    inst_j = np.tile(np.arange(C), P).tolist()
+
+    def get(key, *idx):
+        out = np.empty(P * C, object)
+        if not idx:  # a header value: the same for every challenge of a partition
+            out[:] = [inputs_list[p][key] for p in inst_p]
+            return out
+        rest = idx[1:]  # idx[0] is the block's challenge (0): each instance reads its own challenge's value
+        vals = []
+        for p, j in zip(inst_p, inst_j):
+            v = inputs_list[p][key][j]
+            for i in rest:
+                v = v[i]
+            vals.append(v)
+        out[:] = vals
+        return out
+
+    cs = BatchCS(P * C)
+    shared = circuit.synthesize_header(cs, get)
+    head = (cs.num_inputs, cs.num_aux, cs.num_constraints)
+    with cs.namespace("challenge_0"):
+        circuit.synthesize_challenge(cs, shared, get, 0)
+    counts = _counts(C, head, (cs.num_inputs, cs.num_aux, cs.num_constraints))
+    return cs, counts
+
+
+def _counts(C, head, total1):
+    ni_h, na_h, m_h = head
+    ni_b, na_b, m_b = (total1[0] - ni_h, total1[1] - na_h, total1[2] - m_h)
+    num_inputs = ni_h + C * ni_b
+    return {"challenges": C, "head_inputs": ni_h, "head_aux": na_h, "head_constraints": m_h, "block_inputs": ni_b,
+            "block_aux": na_b, "block_constraints": m_b, "num_inputs": num_inputs, "num_aux": na_h + C * na_b,
+            "num_vars": num_inputs + na_h + C * na_b, "num_constraints": m_h + C * m_b}
+
+
+class _CountCS(ConstraintSystem):
+    """Counts inputs, private variables and constraints without recording anything (structure mode, no rows)."""
+
+    def __init__(self):
+        super().__init__("structure")
+        self.keep = False
+
+
+def block_counts(circuit: PorepLike) -> dict:
+    """Sizes of the header and of one challenge block (inputs, private variables, constraints) and of the whole
+    circuit, from a counting run of the header and one block (cached on the circuit)."""
+    cached = getattr(circuit, "_block_counts", None)
+    if cached is not None and cached[0] == sorted(circuit.params.items()):
+        return cached[1]
+    cs = _CountCS()
+    get = _getter(None)
+    shared = circuit.synthesize_header(cs, get)
+    head = (cs.num_inputs, cs.num_aux, cs.num_constraints)
+    with cs.namespace("challenge_0"):
+        circuit.synthesize_challenge(cs, shared, get, 0)
+    counts = _counts(circuit.params["challenges"], head, (cs.num_inputs, cs.num_aux, cs.num_constraints))
+    circuit._block_counts = (sorted(circuit.params.items()), counts)
+    return counts
+
+
+def fill_z(cs: BatchCS, counts: dict, P: int, out: np.ndarray, montgomery: bool = True) -> None:
+    """Write the ``P`` partitions of a batch (from :func:`synthesize_batch`) into ``out`` ``(8, P, num_vars)``
+    uint32 (Fr limbs, Montgomery form unless ``montgomery=False``; any array-like supporting slice assignment)."""
+    C = counts["challenges"]
+    ni_h, na_h, ni_b, na_b = counts["head_inputs"], counts["head_aux"], counts["block_inputs"], counts["block_aux"]
+    n_in = counts["num_inputs"]
+    if out.shape != (8, P, counts["num_vars"]):
+        raise ValueError(f"fill_z: out has shape {out.shape}, expected {(8, P, counts['num_vars'])}")
+    one = one_limbs(montgomery)
+    bit_aux, bits = cs.bit_aux, cs.bits
+    head_rows = bit_aux < na_h
+    bh_cols = n_in + bit_aux[head_rows]
+    bb_off = bit_aux[~head_rows] - na_h
+    bb_cols = (n_in + na_h + np.arange(C, dtype=np.int64)[:, None] * na_b + bb_off[None, :])  # (C, nbb)
+    bits_h, bits_b = bits[head_rows], bits[~head_rows]
+    fr_aux = np.asarray(cs.fr_aux, np.int64)
+    fr_head = [k for k, a in enumerate(cs.fr_aux) if a < na_h]
+    fr_block = [k for k, a in enumerate(cs.fr_aux) if a >= na_h]
+    fb_off = fr_aux[fr_block] - na_h
+    for p in range(P):
+        k0 = p * C
+        row = np.empty((8, counts["num_vars"]), np.uint32)
+        # inputs: ONE and the header's, then each challenge's
+        vals = [int(cs.input_values[i][k0]) for i in range(ni_h)]
+        for j in range(C):
+            vals += [int(cs.input_values[i][k0 + j]) for i in range(ni_h, ni_h + ni_b)]
+        row[:, :n_in] = encoding.ints_to_limbs(vals, "fr", montgomery=montgomery)
+        # bit wires: 0 or the limbs of 1
+        hb = bits_h[:, k0]
+        bb = bits_b[:, k0:k0 + C].T  # (C, nbb)
+        for limb in range(8):
+            row[limb, bh_cols] = hb * one[limb]
+            row[limb, bb_cols] = bb * one[limb]
+        # field wires
+        fvals = [int(cs.fr_values[k][k0]) for k in fr_head]
+        fcols = [n_in + int(fr_aux[k]) for k in fr_head]
+        for j in range(C):
+            fvals += [int(cs.fr_values[k][k0 + j]) for k in fr_block]
+        if fr_block:
+            fcols = np.concatenate([np.asarray(fcols, np.int64),
+                                    (n_in + na_h + np.arange(C, dtype=np.int64)[:, None] * na_b
+                                     + fb_off[None, :]).ravel()])
+        if len(fvals):
+            row[:, np.asarray(fcols, np.int64)] = encoding.ints_to_limbs(fvals, "fr", montgomery=montgomery)
+        out[:, p, :] = row
+
+
+def _task(circuit, inputs_list, montgomery, path, shape, first):
+    """Worker: the batch of partitions ``first .. first + len(inputs_list)`` into the shared output file."""
+    cs, counts = synthesize_batch(circuit, inputs_list)
+    z = np.memmap(path, np.uint32, "r+", shape=shape)
+    fill_z(cs, counts, len(inputs_list), _Slice(z, first, len(inputs_list)), montgomery)
+    z.flush()
+    del z
+    return counts
+
+
+class _Slice:
+    """``out[:, first:first + n, :]`` of a memmap without materialising it (fill_z assigns one partition at a
+    time)."""
+
+    def __init__(self, z, first, n):
+        self.z, self.first, self.shape = z, first, (z.shape[0], n, z.shape[2])
+
+    def __setitem__(self, key, value):
+        _, p, _ = key
+        self.z[:, self.first + p, :] = value
+
+
+def witness_batch(circuit: PorepLike, inputs_list, workers: int | None = 1, montgomery: bool = True):
+    """Witnesses of ``len(inputs_list)`` partitions of ``circuit`` (each ``inputs`` from ``sample_inputs``):
+    ``(z, publics)`` with ``z`` the ``(8, P, num_vars)`` uint32 Fr limbs of :func:`~.r1cs.stack_z` (Montgomery form
+    unless ``montgomery=False``), equal to stacking the builder's witnesses, and ``publics`` the public inputs of
+    each partition.
+
+    ``workers`` > 1 splits the partitions into that many contiguous groups, each synthesized by a separate process
+    (``spawn``: safe after JAX has started threads) writing straight into a shared file under ``/dev/shm``; the
+    array returned then maps that (already unlinked) file. ``workers=None``: one per CPU.
+    """
+    if not isinstance(circuit, PorepLike):
+        raise BadInput(f"witness_batch: needs a porep_like circuit, got {type(circuit).__name__}")
+    P = len(inputs_list)
+    if P < 1:
+        raise BadInput("witness_batch: no partitions")
+    publics = [circuit.public_inputs(inp) for inp in inputs_list]
+    workers = (os.cpu_count() or 1) if workers is None else max(1, int(workers))
+    groups = np.array_split(np.arange(P), min(workers, P))
+    if len(groups) == 1:
+        cs, counts = synthesize_batch(circuit, inputs_list)
+        z = np.empty((8, P, counts["num_vars"]), np.uint32)
+        fill_z(cs, counts, P, z, montgomery)
+        return z, publics
+    counts = block_counts(circuit)
+    shape = (8, P, counts["num_vars"])
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    fd, path = tempfile.mkstemp(prefix="cuzk-z-", suffix=".u32", dir=shm)
+    try:
+        os.ftruncate(fd, 4 * shape[0] * shape[1] * shape[2])
+        ctx = multiprocessing.get_context("spawn")
+        slim = circuit.without_r1cs()
+        with concurrent.futures.ProcessPoolExecutor(len(groups), mp_context=ctx) as pool:
+            futs = [pool.submit(_task, slim, [inputs_list[p] for p in g], montgomery, path, shape, int(g[0]))
+                    for g in groups]
+            for f in futs:
+                got = f.result()
+                if got["num_vars"] != shape[2]:
+                    raise AssertionError("witness_batch: a worker's shape differs from the counting run")
+        mm = mmap.mmap(fd, 0)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return np.frombuffer(mm, np.uint32).reshape(shape), publics

@@ -301,3 +301,69 @@ def stack_z(witnesses: Sequence[Witness], montgomery: bool = True) -> np.ndarray
     for p, w in enumerate(witnesses):
         w.z_limbs(montgomery, out=out[:, p, :])
     return out
+
+
+class PackedWitness(Witness):
+    """A :class:`Witness` held as Fr limbs ``(8, num_vars)`` uint32 (what the batched witness path produces).
+
+    ``z_limbs`` (hence :func:`stack_z` and the prover) copies the limbs instead of converting Python ints; ``inputs``
+    is a list of ints (small); ``aux`` is a read-only sequence that converts on access, and ``z`` converts every
+    value (reference checks and tests; slow at scale by nature).
+    """
+
+    def __init__(self, limbs: np.ndarray, num_inputs: int, num_constraints: int | None = None,
+                 montgomery: bool = True):
+        limbs = np.asarray(limbs)
+        if limbs.ndim != 2 or limbs.shape[0] != LIMBS_FR or limbs.dtype != np.uint32:
+            raise ValueError(f"PackedWitness: limbs must be (8, num_vars) uint32, got {limbs.dtype} {limbs.shape}")
+        self.limbs, self.montgomery = limbs, montgomery
+        inputs = encoding.limbs_to_ints(limbs[:, :num_inputs], "fr", montgomery=montgomery)
+        super().__init__(inputs=inputs, aux=_PackedAux(self, num_inputs), num_constraints=num_constraints)
+
+    @property
+    def num_vars(self) -> int:
+        return self.limbs.shape[1]
+
+    @property
+    def z(self) -> list[int]:
+        return encoding.limbs_to_ints(self.limbs, "fr", montgomery=self.montgomery)
+
+    def z_limbs(self, montgomery: bool = True, out: np.ndarray | None = None) -> np.ndarray:
+        if montgomery != self.montgomery:
+            return Witness(self.inputs, list(self.aux), self.num_constraints).z_limbs(montgomery, out)
+        if out is None:
+            return self.limbs.copy()
+        if out.shape != self.limbs.shape or out.dtype != np.uint32:
+            raise ValueError(f"z_limbs: out must be uint32 of shape {self.limbs.shape}, got {out.dtype} {out.shape}")
+        out[...] = self.limbs
+        return out
+
+
+class _PackedAux:
+    def __init__(self, w: PackedWitness, start: int):
+        self.w, self.start = w, start
+
+    def __len__(self) -> int:
+        return self.w.limbs.shape[1] - self.start
+
+    def __getitem__(self, i):
+        n = len(self)
+        if isinstance(i, slice):
+            idx = range(n)[i]
+            cols = np.arange(self.start + idx.start, self.start + idx.stop, idx.step) if len(idx) else []
+            return encoding.limbs_to_ints(self.w.limbs[:, cols], "fr", montgomery=self.w.montgomery) if len(idx) \
+                else []
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return encoding.limbs_to_ints(self.w.limbs[:, self.start + i], "fr", montgomery=self.w.montgomery)[0]
+
+    def __iter__(self):
+        return iter(self[:])
+
+    def __add__(self, other):
+        return list(self) + list(other)
+
+    def __radd__(self, other):
+        return list(other) + list(self)

@@ -15,6 +15,8 @@ mode. Constraint forms follow bellpepper's ``boolean.rs``:
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..cs import ONE_INDEX, ConstraintSystem, LinearCombination
 
 
@@ -64,9 +66,7 @@ def not_(a: Boolean) -> Boolean:
 def alloc_bit(cs: ConstraintSystem, value: int | None, label: str = "boolean") -> Boolean:
     """A new private bit with its booleanity constraint ``b * (1 - b) = 0`` (1 constraint)."""
     if cs.has_values:
-        if value not in (0, 1, True, False):
-            raise ValueError(f"alloc_bit: value must be 0 or 1, got {value!r}")
-        value = int(value)
+        value = _check_bit(value, "alloc_bit")
     else:
         value = None
     v = cs.alloc_raw(value)
@@ -88,9 +88,7 @@ def alloc_bits(cs: ConstraintSystem, values, n: int, label: str = "boolean") -> 
     li = cs.label_id(label) if keep else 0
     for val in values:
         if val is not None:
-            if val not in (0, 1):
-                raise ValueError(f"alloc_bits: value must be 0 or 1, got {val!r}")
-            val = int(val)
+            val = _check_bit(val, "alloc_bits")
         v = cs.alloc_raw(val)
         if keep:
             cs.enforce_boolean_raw(v, li)
@@ -98,6 +96,20 @@ def alloc_bits(cs: ConstraintSystem, values, n: int, label: str = "boolean") -> 
             cs.num_constraints += 1
         out.append(Boolean(v, False, val))
     return out
+
+
+def _check_bit(value, where: str):
+    """A bit value: 0 / 1 (an int), or -- batched witness synthesis (:mod:`..vector_witness`) -- a uint8 array of
+    0/1 per instance (checked with one vectorised comparison)."""
+    if isinstance(value, np.ndarray):
+        if value.dtype != np.uint8:
+            value = value.astype(np.uint8)
+        if value.size and value.max() > 1:
+            raise ValueError(f"{where}: values must be 0 or 1")
+        return value
+    if value not in (0, 1, True, False):
+        raise ValueError(f"{where}: value must be 0 or 1, got {value!r}")
+    return int(value)
 
 
 def and_(cs: ConstraintSystem, a: Boolean, b: Boolean, label: str = "and") -> Boolean:
@@ -133,7 +145,7 @@ def xor(cs: ConstraintSystem, a: Boolean, b: Boolean, label: str = "xor") -> Boo
         uv = value = None
     else:
         value = a.value ^ b.value
-        uv = value ^ neg
+        uv = value ^ int(neg)
     c = cs.alloc_raw(uv)
     if cs.keep:
         cs.enforce_xor_raw(a.var, b.var, c, cs.label_id(label))
@@ -162,7 +174,8 @@ def ch(cs: ConstraintSystem, e: Boolean, f: Boolean, g: Boolean, label: str = "c
         return not_(and_(cs, not_(e), not_(g), label)) if f.value else and_(cs, not_(e), g, label)
     if g.var is None:
         return not_(and_(cs, e, not_(f), label)) if g.value else and_(cs, e, f, label)
-    value = None if e.value is None else (f.value if e.value else g.value)
+    # f if e else g, written without a branch so batched (array) values work too
+    value = None if e.value is None else g.value ^ (e.value & (f.value ^ g.value))
     out = cs.alloc_raw(value)
     if cs.keep:
         cs.enforce_raw(e.terms(), f.terms() + g.terms(-1), [(out, 1)] + g.terms(-1), label)
@@ -203,9 +216,45 @@ def pack_terms(bits, start_power: int = 0) -> list:
 
 
 def pack_value(bits) -> int | None:
+    """``sum 2^i bits[i].value`` (bits least significant first); None in structure mode. Batched values (arrays,
+    see :mod:`..vector_witness`) pack into an int64 array up to 62 bits, an object array of Python ints above."""
     v = 0
-    for i, b in enumerate(bits):
+    batched = False
+    for b in bits:
         if b.value is None:
             return None
+        batched = batched or isinstance(b.value, np.ndarray)
+    if batched:
+        return _pack_array([b.value for b in bits])
+    for i, b in enumerate(bits):
         v |= b.value << i
     return v
+
+
+def _pack_array(values) -> np.ndarray:
+    n = max(np.size(x) for x in values)
+    mat = np.empty((len(values), n), np.uint8)
+    for i, x in enumerate(values):
+        mat[i] = x
+    if len(values) <= 62:
+        w = np.left_shift(np.int64(1), np.arange(len(values), dtype=np.int64))
+        return (w @ mat.astype(np.int64)).astype(np.int64)
+    return bits_to_ints(mat)
+
+
+def bits_to_ints(mat: np.ndarray) -> np.ndarray:
+    """``(nbits, N)`` 0/1 rows (least significant first) -> an object array of N Python ints."""
+    nbits, n = mat.shape
+    nbytes = -(-nbits // 8)
+    packed = np.packbits(np.ascontiguousarray(mat.T), axis=1, bitorder="little")  # (N, nbytes)
+    raw = packed.tobytes()
+    out = np.empty(n, object)
+    out[:] = [int.from_bytes(raw[k * nbytes:(k + 1) * nbytes], "little") for k in range(n)]
+    return out
+
+
+def ints_to_bits(values: np.ndarray, nbits: int) -> np.ndarray:
+    """Object array of N non-negative Python ints below ``2^256`` -> ``(nbits, N)`` uint8 bits (LSB first)."""
+    raw = b"".join([int(v).to_bytes(32, "little") for v in values])
+    bits = np.unpackbits(np.frombuffer(raw, np.uint8).reshape(len(values), 32), axis=1, bitorder="little")
+    return np.ascontiguousarray(bits[:, :nbits].T)

@@ -7,6 +7,8 @@ constraint; with fewer than 255 bits the decomposition is unique (every value be
 
 from __future__ import annotations
 
+import numpy as np
+
 from cuzk_jax.reference.constants import R
 
 from ..cs import ONE_INDEX, ConstraintSystem, LinearCombination, SynthesisError, Variable
@@ -120,9 +122,15 @@ def to_bits_le(cs: ConstraintSystem, a: Num, nbits: int, label: str = "bits") ->
     """
     if not 1 <= nbits <= 254:
         raise ValueError(f"to_bits_le: nbits must be in [1, 254] (unique decomposition), got {nbits}")
-    if a.value is not None and a.value >> nbits:
-        raise SynthesisError(f"to_bits_le: value does not fit in {nbits} bits")
-    vals = None if a.value is None else [(a.value >> i) & 1 for i in range(nbits)]
+    vals = None
+    if isinstance(a.value, np.ndarray):  # batched values (vector_witness): every instance's bits at once
+        if any(int(v) >> nbits for v in a.value):
+            raise SynthesisError(f"to_bits_le: value does not fit in {nbits} bits")
+        vals = list(B.ints_to_bits(a.value, nbits))
+    elif a.value is not None:
+        if a.value >> nbits:
+            raise SynthesisError(f"to_bits_le: value does not fit in {nbits} bits")
+        vals = [(a.value >> i) & 1 for i in range(nbits)]
     bits = B.alloc_bits(cs, vals, nbits, label + "/boolean")
     if cs.keep:
         cs.enforce_raw(B.pack_terms(bits), [(ONE_INDEX, 1)], a.terms(), label + "/pack")
@@ -133,7 +141,17 @@ def to_bits_le(cs: ConstraintSystem, a: Num, nbits: int, label: str = "bits") ->
 
 def from_bits_le(bits) -> Num:
     """``sum 2^i bits[i]`` as a Num (free)."""
-    return Num(LinearCombination.of(B.pack_terms(bits)), B.pack_value(bits))
+    return Num(LinearCombination.of(B.pack_terms(bits)), fr_value(B.pack_value(bits)))
+
+
+def fr_value(v):
+    """A Num value as the field code expects it: an int, None, or (batched values) an object array of Python
+    ints (a uint8 / int64 array of bits or small words is converted, so products by large constants stay exact)."""
+    if isinstance(v, np.ndarray) and v.dtype != object:
+        out = np.empty(v.shape, object)
+        out[:] = v.tolist()
+        return out
+    return v
 
 
 def conditional_swap(cs: ConstraintSystem, a: Num, b: Num, bit: B.Boolean, label: str = "swap") -> tuple[Num, Num]:
@@ -141,7 +159,9 @@ def conditional_swap(cs: ConstraintSystem, a: Num, b: Num, bit: B.Boolean, label
     if bit.var is None:
         return (b, a) if bit.value else (a, b)
     value = None
-    if a.value is not None:
+    if isinstance(bit.value, np.ndarray):  # batched values: select per instance
+        value = np.where(bit.value.astype(bool), fr_value(b.value), fr_value(a.value))
+    elif a.value is not None:
         value = b.value if bit.value else a.value
     left = cs.alloc_raw(value)
     cs.enforce_raw(bit.terms(), (b - a).terms(), [(left, 1)] + (-a).terms(), label)
@@ -153,7 +173,7 @@ def one_hot(cs: ConstraintSystem, bits, label: str = "one_hot") -> list[Num]:
     """Selectors ``s_j = [index == j]`` for ``j < 2^k`` from ``k`` index bits, LSB first (``2^k - 2`` constraints)."""
     sel = [Num.constant(1)]
     for i, b in enumerate(bits):
-        bn = Num(b.lc(), b.value)
+        bn = Num(b.lc(), fr_value(b.value))
         hi = [mul(cs, s, bn, label) for s in sel]
         lo = [s - h for s, h in zip(sel, hi)]
         sel = lo + hi

@@ -8,6 +8,8 @@ Constant operands and all-constant operations fold to constants.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..cs import ONE_INDEX, ConstraintSystem
 from . import boolean as B
 
@@ -97,10 +99,18 @@ def add_many(cs: ConstraintSystem, operands, label: str = "add") -> UInt32:
     nbits = max_sum.bit_length()
     known = cs.has_values
     total = None
+    bit_values = None
     if known:
-        total = const + sum(op.value for op in variable)
+        total = const
+        for op in variable:
+            total = total + op.value
+        if isinstance(total, np.ndarray):  # batched values (vector_witness): all the sum's bits in one operation
+            total = total.astype(np.int64)
+            bit_values = list(((total[None, :] >> np.arange(nbits, dtype=np.int64)[:, None]) & 1).astype(np.uint8))
+        else:
+            bit_values = [(total >> i) & 1 for i in range(nbits)]
     # the full sum's bits (booleanity constraints), least significant first
-    sbits = B.alloc_bits(cs, [(total >> i) & 1 for i in range(nbits)] if known else None, nbits, label + "/boolean")
+    sbits = B.alloc_bits(cs, bit_values, nbits, label + "/boolean")
     if cs.keep:
         lhs = [(ONE_INDEX, const)] if const else []
         for op in variable:
