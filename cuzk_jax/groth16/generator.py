@@ -135,13 +135,25 @@ def _fixed_base(curve: C.Curve, scalars: list[int], desc: str) -> C.Affine:
     return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1), *outs)
 
 
-def setup(r1cs, toxic: ToxicWaste | None = None, progress=None) -> ProvingKey:
+SCALAR_METHODS = ("host", "device")
+
+
+def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | None = None) -> ProvingKey:
     """Circuit-specific setup for ``r1cs`` (a :class:`cuzk_jax.circuits.r1cs.R1CS`).
 
     ``toxic=None`` draws fresh toxic waste from the OS CSPRNG. Returns a :class:`ProvingKey` whose queries live on
     the default device (``pk.vk`` is the verifying key). ``progress`` (e.g. ``print``) receives one line as each
     phase starts and a summary line with their times; the phases are logged as they start and end either way.
+    ``method``: ``"host"`` (the scalars as Python ints, the Jacobian fixed-base method: below), ``"device"``
+    (:func:`development_setup`: everything as device array programs), or None: ``"device"`` on an accelerator,
+    ``"host"`` on CPU (whose tests compile the host path's one program only). Both give the same key bit for bit.
     """
+    if method is None:
+        method = "host" if jax.default_backend() == "cpu" else "device"
+    if method not in SCALAR_METHODS:
+        raise ValueError(f"unknown setup method {method!r}; expected one of {SCALAR_METHODS}")
+    if method == "device":
+        return development_setup(r1cs, toxic, progress=progress)
     install_compile_hint()
     t0 = time.perf_counter()
     toxic = toxic or random_toxic_waste()
@@ -192,6 +204,146 @@ def setup(r1cs, toxic: ToxicWaste | None = None, progress=None) -> ProvingKey:
     msg = (f"setup: {r1cs.num_constraints} constraints, domain 2^{n.bit_length() - 1}, {num_vars} vars: host "
            f"scalars {t_host:.1f}s, {len(g1_scalars)} G1 points {t_g1:.1f}s, {len(g2_scalars)} G2 points {t_g2:.1f}s,"
            f" total {time.perf_counter() - t0:.1f}s")
+    log.info("%s", msg)
+    if progress:
+        progress("  " + msg)
+    return pk
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Device setup (development setup: one party, toxic waste from the OS CSPRNG; no ceremony)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (max(n, 1) - 1).bit_length())
+
+
+def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: int | None) -> list:
+    """One batch-affine fixed-base run (:func:`cuzk_jax.ops.fixed_base.mul_affine`) over the concatenation of the
+    scalar arrays ``parts`` (canonical Fr limbs ``(8, N_i)``, device), split back into one :class:`Affine` per
+    part. Chunks are sliced per part as they are consumed, so at most one part is held twice."""
+    sizes = [int(p.shape[1]) for p in parts]
+    total = sum(sizes)
+    if total == 0:
+        return [curve.affine_identity((0,)) for _ in parts]
+    scalars = jnp.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+    chunk = chunk or fixed_base.default_chunk(total)
+    starts = list(range(0, total, chunk))
+    bar = _progress_bar(len(starts), f"setup {curve.name}")
+    outs: dict[int, C.Affine] = {}
+
+    def chunk_out(i):
+        if i not in outs:
+            outs[i] = fixed_base.mul_affine(curve, scalars[:, starts[i]:starts[i] + chunk], window=window, chunk=chunk)
+            if bar is not None:
+                jax.block_until_ready(outs[i])
+                bar.update(1)
+        return outs[i]
+
+    result, pos = [], 0
+    try:
+        for size in sizes:
+            pieces, lo, hi = [], pos, pos + size
+            for i in range(lo // chunk, -(-hi // chunk)):
+                a, b = max(lo, starts[i]) - starts[i], min(hi, starts[i] + chunk) - starts[i]
+                pieces.append(_points(chunk_out(i), a, b))
+                if starts[i] + chunk <= hi:
+                    outs.pop(i, None)  # fully consumed
+            if not pieces:
+                result.append(curve.affine_identity((0,)))
+            elif len(pieces) == 1:
+                result.append(pieces[0])
+            else:
+                result.append(jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1), *pieces))
+            pos = hi
+    finally:
+        if bar is not None:
+            bar.close()
+    return result
+
+
+def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_for_tests: int | None = None,
+                      progress=None, window: int | None = None, chunk: int | None = None,
+                      scalar_chunk: int | None = None) -> ProvingKey:
+    """A DEVELOPMENT Groth16 setup computed on the device: same key as :func:`setup` for the same toxic waste.
+
+    "Development": one party knows the toxic waste while this runs (no ceremony); it comes from the OS CSPRNG
+    (``secrets``) and is dropped on return, unless ``toxic`` is given or ``insecure_seed_for_tests`` derives it
+    (:func:`insecure_toxic_waste_for_tests`: forgeable by anyone who knows the seed).
+
+    Steps, each a device array program over static chunks (:mod:`cuzk_jax.ops.setup_scalars`; nothing per
+    constraint or point in Python): Lagrange basis ``L_j(tau)`` over the rows; the column sums
+    ``u_i, v_i, w_i`` as scatter-adds over the CSR nonzeros of A, B, C (with bellman's input constraints
+    appended); the query scalars (``l``, ``ic``, H's ``tau^i Z(tau) / delta``) in canonical form; then one batch-
+    affine fixed-base run per group (:func:`cuzk_jax.ops.fixed_base.mul_affine`, ``window`` bits, ``chunk``
+    scalars per call). The key's queries stay on the device (a prover can use them without a host round trip);
+    only the verifying key and the two fixed proving-key points come to the host.
+    """
+    from cuzk_jax.ops import setup_scalars as S
+
+    install_compile_hint()
+    t0 = time.perf_counter()
+    if toxic is None:
+        toxic = (insecure_toxic_waste_for_tests(insecure_seed_for_tests) if insecure_seed_for_tests is not None
+                 else random_toxic_waste())
+    ext = r1cs.with_input_constraints()
+    m = ext.num_constraints
+    n = ref.domain_size(m)
+    num_inputs, num_aux = r1cs.num_inputs, r1cs.num_aux
+    num_vars = num_inputs + num_aux
+    zt = (pow(toxic.tau, n, R) - 1) % R
+    if zt == 0:
+        raise ValueError("tau lies in the evaluation domain; draw new toxic waste")
+    ginv, dinv = pow(toxic.gamma, R - 2, R), pow(toxic.delta, R - 2, R)
+    sc = scalar_chunk or min(_next_pow2(n), 1 << 22)
+    log.info("device setup: %d constraints, domain 2^%d, %d vars", r1cs.num_constraints, n.bit_length() - 1,
+             num_vars)
+
+    def const(v):
+        return jnp.asarray(S.mont_limbs([v]))
+
+    with _phase("device scalars (Lagrange basis, column sums, H powers)", progress):
+        lo, hi, a = S.power_tables(pow(7, (R - 1) // n, R), n)
+        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
+        tau_m, k_m = const(toxic.tau), const(zt * pow(n, R - 2, R))
+        lag = [S.lagrange(lo, hi, s, tau_m, k_m, chunk=sc, a=a) for s in range(0, m, sc)]
+        lag = lag[0] if len(lag) == 1 else jnp.concatenate(lag, axis=1)
+        coeffs = S.scaled_coeffs(ext.coeffs)
+        u, v, w = (S.column_sums(lag, mat.row_ids(), mat.cols, mat.coeff_ids, coeffs, num_vars)
+                   for mat in ext.matrices())
+        del lag
+        a_s, b_s, l_s, ic_s = S.query_scalars(u, v, w, const(toxic.alpha), const(toxic.beta), const(ginv),
+                                              const(dinv), num_inputs=num_inputs)
+        del u, w
+        lo, hi, a = S.power_tables(toxic.tau, n - 1, scale=zt * dinv)
+        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
+        h_s = [S.from_mont(S.powers(lo, hi, s, chunk=sc, a=a)) for s in range(0, n - 1, sc)]
+        h_s = (h_s[0] if len(h_s) == 1 else jnp.concatenate(h_s, axis=1))[:, :n - 1]
+        jax.block_until_ready((a_s, b_s, l_s, ic_s, h_s))
+    t_scalars = time.perf_counter() - t0
+
+    with _phase(f"{2 * num_vars + n - 1 + num_aux + num_inputs} G1 points (batch-affine fixed-base)", progress):
+        a_q, b1_q, h_q, l_q, ic_q = _fixed_base_queries(C.g1, [a_s, b_s, h_s, l_s, ic_s], window, chunk)
+        jax.block_until_ready((a_q, b1_q, h_q, l_q, ic_q))
+    t_g1 = time.perf_counter() - t0 - t_scalars
+    del a_s, h_s, l_s, ic_s
+    with _phase(f"{num_vars} G2 points (batch-affine fixed-base)", progress):
+        (b2_q,) = _fixed_base_queries(C.g2, [b_s], window, chunk)
+        jax.block_until_ready(b2_q)
+    t_g2 = time.perf_counter() - t0 - t_scalars - t_g1
+
+    g1, g2 = C.g1.ref, C.g2.ref
+    vk = VerifyingKey(alpha_g1=g1.mul(g1.generator, toxic.alpha), beta_g2=g2.mul(g2.generator, toxic.beta),
+                      gamma_g2=g2.mul(g2.generator, toxic.gamma), delta_g2=g2.mul(g2.generator, toxic.delta),
+                      ic=host_curve.affine_from_device(C.g1, ic_q))
+    pk = ProvingKey(vk=vk, beta_g1=g1.mul(g1.generator, toxic.beta), delta_g1=g1.mul(g1.generator, toxic.delta),
+                    a_query=a_q, b_g1_query=b1_q, b_g2_query=b2_q, h_query=h_q, l_query=l_q,
+                    num_inputs=num_inputs, num_aux=num_aux, domain_size=n, circuit_digest=r1cs.digest())
+    n_g1 = 2 * num_vars + n - 1 + num_aux + num_inputs
+    msg = (f"device setup: {r1cs.num_constraints} constraints, domain 2^{n.bit_length() - 1}, {num_vars} vars: "
+           f"scalars {t_scalars:.1f}s, {n_g1} G1 points {t_g1:.1f}s, {num_vars} G2 points {t_g2:.1f}s, total "
+           f"{time.perf_counter() - t0:.1f}s")
     log.info("%s", msg)
     if progress:
         progress("  " + msg)

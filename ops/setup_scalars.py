@@ -1,0 +1,158 @@
+"""The scalar side of a Groth16 setup as device array programs (Groth 2016, section 3.2; arkworks ``generator.rs``).
+
+All field elements here are Fr limb arrays ``(8, N)`` uint32, limb-major, Montgomery form, fully reduced (the
+representation of :mod:`cuzk_jax.ops.field`). Each function is one jitted program over a chunk of static size, so
+a setup of any size reuses a few compiled programs and holds at most one chunk of intermediates:
+
+* :func:`powers` -- ``base^i`` for ``i`` in ``[start, start + chunk)`` as ``lo[i mod 2^a] * hi[i >> a]`` from two
+  small host-made tables (``lo[j] = base^j``, ``hi[j] = c * base^(j 2^a)``; a constant ``c`` folded into ``hi``):
+  one product per element, no sequential chain. Used for the domain roots ``w^j`` and the H query scalars
+  ``tau^i Z(tau) / delta``.
+* :func:`lagrange` -- the Lagrange basis of the size-``n`` domain at ``tau``,
+  ``L_j(tau) = (tau^n - 1) / n * w^j / (tau - w^j)`` (the barycentric form; e.g. Aurora / Marlin's
+  ``evaluate_all_lagrange_coefficients``), with the ``tau - w^j`` of a chunk inverted at once (Montgomery's trick,
+  ``fr.batch_inv``).
+* :func:`column_sums` -- ``u_i(tau) = sum_j M[j][i] L_j(tau)`` for one R1CS matrix ``M`` given as its nonzeros
+  ``(row, col, coeff_id)``: per nonzero one Montgomery product ``L[row] * coeff`` and a scatter-add by column of
+  the UNREDUCED limbs into ``uint64`` accumulators (a column with ``k`` nonzeros sums to less than ``k 2^32`` per
+  limb: exact for ``k < 2^31``), then one reduction per column. The reduction and the coefficient scaling
+  (``c R 2^32 mod r``, compensating the one-word REDC) are those of :mod:`cuzk_jax.ops.r1cs`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from cuzk_jax import encoding
+from cuzk_jax.reference.constants import R
+
+from .field import fr
+from .r1cs import _reduce_wide
+
+
+def mont_limbs(values) -> np.ndarray:
+    """Canonical ints in ``[0, r)`` -> Montgomery Fr limbs ``(8, N)`` (host, for small tables and constants)."""
+    return encoding.ints_to_limbs([int(v) % R for v in values], "fr", montgomery=True)
+
+
+def power_tables(base: int, count: int, scale: int = 1) -> tuple[np.ndarray, np.ndarray, int]:
+    """Host tables for :func:`powers`: ``(lo, hi, a)`` with ``lo[j] = base^j`` (``j < 2^a``) and
+    ``hi[j] = scale * base^(j 2^a)`` covering ``count`` powers; about ``2 sqrt(count)`` Python products."""
+    bits = max(1, (max(count, 2) - 1).bit_length())
+    a = (bits + 1) // 2
+    nlo, nhi = 1 << a, 1 << max(0, bits - a)
+    lo = [1] * nlo
+    for j in range(1, nlo):
+        lo[j] = lo[j - 1] * base % R
+    step = pow(base, nlo, R)
+    hi = [scale % R] * nhi
+    for j in range(1, nhi):
+        hi[j] = hi[j - 1] * step % R
+    return mont_limbs(lo), mont_limbs(hi), a
+
+
+def _powers(lo, hi, start, chunk: int, a: int):
+    idx = start + jnp.arange(chunk, dtype=jnp.int32)
+    lo_g = jnp.take(lo, idx & ((1 << a) - 1), axis=1, mode="clip")
+    hi_g = jnp.take(hi, idx >> a, axis=1, mode="clip")
+    return fr.mul(lo_g, hi_g)
+
+
+@functools.partial(jax.jit, static_argnames=("chunk", "a"))
+def powers(lo, hi, start, chunk: int, a: int):
+    """``scale * base^i`` for ``i = start .. start + chunk - 1`` (Montgomery Fr ``(8, chunk)``) from the tables of
+    :func:`power_tables`; indices past the tables are clipped (callers drop those lanes)."""
+    with jax.enable_x64(True):
+        return _powers(lo, hi, jnp.asarray(start, jnp.int32), chunk, a)
+
+
+@functools.partial(jax.jit, static_argnames=("chunk", "a", "inv_chunk"))
+def lagrange(lo, hi, start, tau, k, chunk: int, a: int, inv_chunk: int = 64):
+    """``L_j(tau) = k * w^j / (tau - w^j)`` for ``j`` in ``[start, start + chunk)``: ``lo``/``hi`` the
+    :func:`power_tables` of the root of unity ``w``, ``tau`` and ``k = (tau^n - 1) / n`` Montgomery Fr ``(8, 1)``.
+    ``tau`` must not be a power of ``w`` (the caller checks ``tau^n != 1``)."""
+    with jax.enable_x64(True):
+        wj = _powers(lo, hi, jnp.asarray(start, jnp.int32), chunk, a)
+        inv = fr.batch_inv(fr.sub(jnp.broadcast_to(tau, wj.shape), wj), chunk=inv_chunk)
+        t, = fr.mul_many([(wj, inv)])
+        return fr.mul(t, jnp.broadcast_to(k, t.shape))
+
+
+def scaled_coeffs(coeffs) -> np.ndarray:
+    """The coefficient table as ``c R 2^32 mod r`` limbs (see :mod:`cuzk_jax.ops.r1cs`) plus one trailing zero
+    entry (the padding nonzeros of :func:`column_sums` point at it)."""
+    scaled = [c * fr.r_mod % R * (1 << 32) % R for c in coeffs] + [0]
+    return encoding.ints_to_limbs(scaled, "fr", montgomery=False)
+
+
+def _column_sums_chunk_fn(acc, lag, rows, cols, cids, coeffs):
+    with jax.enable_x64(True):
+        lr = jnp.take(lag, rows, axis=1, mode="clip")
+        cf = jnp.take(coeffs, cids, axis=1, mode="clip")
+        prod = fr.mul(lr, cf).astype(jnp.uint64)
+        return acc.at[:, cols].add(prod, mode="drop")
+
+
+@functools.lru_cache(maxsize=None)
+def _column_sums_chunk(platform: str):
+    # the accumulator is donated (updated in place) where the platform supports donation (not XLA:CPU)
+    return jax.jit(_column_sums_chunk_fn, donate_argnums=() if platform == "cpu" else (0,))
+
+
+@jax.jit
+def _finish_sums(acc):
+    with jax.enable_x64(True):
+        return _reduce_wide([acc[l] for l in range(8)])
+
+
+def column_sums(lag, rows: np.ndarray, cols: np.ndarray, cids: np.ndarray, coeffs, num_vars: int,
+                chunk: int = 1 << 22):
+    """``sum_j M[j][i] L_j`` for every column ``i < num_vars`` (Montgomery Fr ``(8, num_vars)``, device).
+
+    ``lag``: the Lagrange values ``(8, >= rows.max() + 1)`` (device, Montgomery); ``rows``/``cols``/``cids``: the
+    nonzeros of ``M`` (host int arrays, any order; a column may repeat); ``coeffs``: :func:`scaled_coeffs` of the
+    R1CS's coefficient table. The nonzeros go to the device ``chunk`` at a time (the last chunk padded with
+    zero-coefficient entries), so one compiled program serves every chunk.
+    """
+    coeffs = jnp.asarray(coeffs)
+    zero_id = coeffs.shape[1] - 1
+    nnz = len(cols)
+    chunk = max(1, min(chunk, 1 << max(0, (max(nnz, 1) - 1).bit_length())))
+    step = _column_sums_chunk(jax.default_backend())
+    with jax.enable_x64(True):
+        acc = jnp.zeros((8, num_vars), jnp.uint64)
+        for s in range(0, max(nnz, 1), chunk):
+            r_ = np.zeros(chunk, np.int32)
+            c_ = np.zeros(chunk, np.int32)
+            k_ = np.full(chunk, zero_id, np.int32)
+            e = min(nnz, s + chunk) - s
+            if e > 0:
+                r_[:e], c_[:e], k_[:e] = rows[s:s + e], cols[s:s + e], cids[s:s + e]
+            acc = step(acc, lag, r_, c_, k_, coeffs)
+        return _finish_sums(acc)
+
+
+@functools.partial(jax.jit, static_argnames=("num_inputs",))
+def query_scalars(u, v, w, alpha, beta, ginv, dinv, num_inputs: int):
+    """From the column sums (Montgomery) to CANONICAL Fr limbs of the query scalars: ``(a, b, l, ic)`` with
+    ``a = u``, ``b = v``, ``lin = beta u + alpha v + w``, ``l = lin[num_inputs:] / delta``,
+    ``ic = lin[:num_inputs] / gamma`` (``alpha``, ``beta``, ``ginv``, ``dinv``: Montgomery ``(8, 1)``)."""
+    with jax.enable_x64(True):
+        bu, av = fr.mul_many([(u, jnp.broadcast_to(beta, u.shape)), (v, jnp.broadcast_to(alpha, v.shape))])
+        lin = fr.add(fr.add(bu, av), w)
+        scale = jnp.where(jnp.arange(u.shape[1]) < num_inputs, 1, 0)[None]
+        factor = jnp.where(scale == 1, ginv, dinv)
+        lq, = fr.mul_many([(lin, factor)])
+        a, b, lq = (fr.from_mont(x) for x in (u, v, lq))
+        return a, b, lq[:, num_inputs:], lq[:, :num_inputs]
+
+
+@jax.jit
+def from_mont(x):
+    """Montgomery -> canonical Fr limbs (for the fixed-base multiplication)."""
+    with jax.enable_x64(True):
+        return fr.from_mont(x)
