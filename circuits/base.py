@@ -148,12 +148,18 @@ class Circuit:
             self._r1cs = self._load_compiled(path)
             if self._r1cs is not None:
                 return self._r1cs
-        cs = ConstraintSystem("structure")
-        self.synthesize(cs, None)
-        self._r1cs = cs.to_r1cs()
+        self._r1cs = self.build_structure()
         if path is not None:  # absent, or unusable and rebuilt: (re)write it
             self._save_compiled(path)
         return self._r1cs
+
+    def build_structure(self) -> R1CS:
+        """The R1CS from scratch (no cache): structure-only synthesis with the builder. Circuits made of identical
+        blocks may override it with something faster that gives the same R1CS (porep_like tiles its challenge
+        blocks)."""
+        cs = ConstraintSystem("structure")
+        self.synthesize(cs, None)
+        return cs.to_r1cs()
 
     def _load_compiled(self, path: str) -> R1CS | None:
         if not os.path.exists(path):

@@ -62,3 +62,21 @@ def test_witness_batch_rejects_bad_input():
         witness_batch(c, [])
     with pytest.raises(BadInput):
         witness_batch(get_circuit("cube"), [{}])
+
+
+@pytest.mark.parametrize("preset,overrides", [("mini", {"challenges": 3}), ("small", {}),
+                                              ("sha_min", {"challenges": 3, "depth": 2})])
+def test_tiled_structure_equals_builder(preset, overrides):
+    from cuzk_jax.circuits.cs import ConstraintSystem
+    from cuzk_jax.circuits.porep_like import tiled_r1cs
+
+    c = get_circuit("porep_like", preset, **overrides)
+    cs = ConstraintSystem("structure")
+    c.synthesize(cs, None)
+    built, tiled = cs.to_r1cs(), tiled_r1cs(c)
+    assert tiled.digest() == built.digest()
+    assert tiled.namespaces == built.namespaces and tiled.labels == built.labels
+    assert tiled.input_names == built.input_names
+    assert np.array_equal(tiled.row_namespace, built.row_namespace)
+    assert np.array_equal(tiled.row_label, built.row_label)
+    assert c.r1cs().digest() == built.digest()  # Circuit.r1cs takes the tiled path
