@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cuzk_jax import encoding
-from cuzk_jax.errors import Unsatisfied
+from cuzk_jax.errors import BadInput, MemoryBudgetError, Unsatisfied
 from cuzk_jax.reference.constants import R
 
 from .field import MASK32, cond_sub_limbs, fr, x64
@@ -46,9 +46,22 @@ METHODS = ("scatter", "cumsum")
 class DeviceR1CS(NamedTuple):
     """The stacked nonzeros of A, B, C on device (a pytree; pass it to the jitted functions as an argument).
 
-    rows: int32 (nnz,) sorted, in ``[0, 3m)``; cols: int32 (nnz,) column of z; coeff_ids: int32 (nnz,) into
-    ``coeffs``; indptr: int32 (3m + 1,) CSR row pointers of the stacked matrix; coeffs: uint32 (8, K), the
-    coefficient table as ``c * R * 2^32 mod r`` limbs (see the module docstring).
+    With ``M`` stacked rows per matrix (``M = m``, or ``M = bucket(m)`` when padded, see :func:`to_device`):
+
+    * ``rows``: int32 (nnz,) sorted, in ``[0, 3M)`` (A rows ``[0, M)``, B ``[M, 2M)``, C ``[2M, 3M)``);
+    * ``cols``: int32 (nnz,) column of z; ``coeff_ids``: int32 (nnz,) into ``coeffs``;
+    * ``indptr``: int32 (3M + 1,) CSR row pointers of the stacked matrix;
+    * ``coeffs``: uint32 (8, K), the coefficient table as ``c * R * 2^32 mod r`` limbs (module docstring);
+    * ``sizes``: int32 (4,) ``[m, nnz, num_vars, z_width]`` -- the real sizes of a padded R1CS (constraints,
+      nonzeros, variables) and the width of the ``z`` its program is compiled for -- or ``None`` (an R1CS built
+      elsewhere, e.g. from a zkey: every size is the array shape). A *leaf*, not static data, so that circuits of
+      different real sizes in one bucket share one compiled program; no program reads it.
+
+    Padding invariant (``to_device(..., bucket_steps=s)``): the padded nonzeros sit in the last stacked row
+    ``3M - 1`` with column 0 and a coefficient id whose table entry is zero, so they add exactly zero; the padded
+    rows ``[m, M)`` of each matrix have no other nonzeros. Hence rows ``[m, M)`` of ``A z, B z, C z`` are exactly
+    zero (``0 * 0 = 0``: satisfied, never reported as the first failure) and rows ``[0, m)`` equal the unpadded
+    evaluation bit for bit.
     """
 
     rows: jax.Array
@@ -56,44 +69,121 @@ class DeviceR1CS(NamedTuple):
     coeff_ids: jax.Array
     indptr: jax.Array
     coeffs: jax.Array
+    sizes: jax.Array | None = None
+
+    def _size(self, i: int, default: int) -> int:
+        return default if self.sizes is None else int(np.asarray(self.sizes)[i])
 
     @property
-    def num_constraints(self) -> int:
+    def padded_constraints(self) -> int:
+        """``M``: rows per matrix as stored (the length of the evaluations' last axis)."""
         return (self.indptr.shape[0] - 1) // 3
 
     @property
+    def num_constraints(self) -> int:
+        """``m``: the real number of constraints (rows ``[m, M)`` of a padded R1CS evaluate to zero)."""
+        return self._size(0, self.padded_constraints)
+
+    @property
     def nnz(self) -> int:
-        return self.rows.shape[0]
+        """The real number of nonzeros of A, B and C together (without the padding)."""
+        return self._size(1, self.rows.shape[0])
+
+    @property
+    def num_vars(self) -> int | None:
+        """The real length of ``z`` (None when unknown: ``sizes`` is None)."""
+        return None if self.sizes is None else self._size(2, 0)
+
+    @property
+    def z_width(self) -> int | None:
+        """The length of ``z``'s variable axis the programs of this R1CS are meant to be called with
+        (``bucket(num_vars)`` when padded; :func:`pad_z`), or None when unknown."""
+        return None if self.sizes is None else self._size(3, 0)
 
 
-def to_device(r1cs) -> DeviceR1CS:
-    """Upload a :class:`cuzk_jax.circuits.r1cs.R1CS` (host numpy arrays) as a :class:`DeviceR1CS`."""
+#: Default steps per octave of :func:`bucket` for :func:`to_device` (padding <= 25%; 4 programs per doubling).
+BUCKET_STEPS = 4
+
+
+def bucket(n: int, steps: int = BUCKET_STEPS) -> int:
+    """The smallest ``b >= n`` of the form ``k * 2^e`` with ``steps <= k < 2 * steps`` (``steps`` per octave: 1
+    gives powers of two, 8 gives 1/8-octave steps); ``n`` itself when ``n <= 2 * steps``.
+
+    Invariants: ``n <= bucket(n) <= next_pow2(n)`` (so a bucketed constraint count never exceeds the QAP domain,
+    a power of two >= m), ``bucket(n) < n * (1 + 1 / steps)``, and ``bucket`` is monotone: sizes in one bucket
+    share every array shape derived from it."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
+        raise BadInput(f"bucket needs a non-negative int, got {n!r}")
+    if not isinstance(steps, int) or steps < 1 or steps & (steps - 1):
+        raise BadInput(f"bucket steps must be a power of two >= 1, got {steps!r}")
+    n = int(n)
+    shift = max(0, n.bit_length() - 1 - (steps.bit_length() - 1))
+    return -(-n >> shift) << shift
+
+
+def to_device(r1cs, *, bucket_steps: int | None = None) -> DeviceR1CS:
+    """Upload a :class:`cuzk_jax.circuits.r1cs.R1CS` (host numpy arrays) as a :class:`DeviceR1CS`.
+
+    ``bucket_steps=None``: exact shapes (one compiled program per circuit size). ``bucket_steps=s``: rows per
+    matrix padded to ``bucket(m, s)``, nonzeros to ``bucket(nnz, s)``, the coefficient table to a power of two
+    (with a zero entry for the padding), and ``z_width = bucket(num_vars, s)`` -- circuits whose sizes fall in the
+    same buckets share every evaluation program when ``z`` is padded with :func:`pad_z` (padding invariant:
+    :class:`DeviceR1CS`)."""
     m = r1cs.num_constraints
     mats = r1cs.matrices()
     nnz = sum(mat.nnz for mat in mats)
-    if nnz >= 2**31 or 3 * m >= 2**31:
-        raise ValueError(f"R1CS too large for int32 indexing (nnz={nnz}, constraints={m})")
-    rows = np.concatenate([mat.row_ids().astype(np.int32) + k * m for k, mat in enumerate(mats)])
+    if bucket_steps is None:
+        mp, nnzp, vp = m, nnz, r1cs.num_vars
+    else:
+        mp, nnzp, vp = bucket(m, bucket_steps), bucket(nnz, bucket_steps), bucket(r1cs.num_vars, bucket_steps)
+    if nnzp >= 2**31 or 3 * mp >= 2**31:
+        raise BadInput(f"R1CS too large for int32 indexing (nnz={nnz}, constraints={m})")
+    rows = np.concatenate([mat.row_ids().astype(np.int64) + k * mp for k, mat in enumerate(mats)])
     cols = np.concatenate([mat.cols for mat in mats]).astype(np.int32)
     cids = np.concatenate([mat.coeff_ids for mat in mats]).astype(np.int32)
-    indptr = np.concatenate([mats[0].indptr] + [mat.indptr[1:] + sum(x.nnz for x in mats[:k])
-                                                 for k, mat in enumerate(mats) if k > 0]).astype(np.int32)
     scaled = [c * fr.r_mod % R * (1 << 32) % R for c in r1cs.coeffs]  # c * R * 2^32 mod r
+    if bucket_steps is not None:
+        k = len(scaled)
+        scaled = scaled + [0] * ((1 << k.bit_length()) - k)  # entry k is zero: the padding's coefficient
+        pad = nnzp - nnz
+        rows = np.concatenate([rows, np.full(pad, 3 * mp - 1, np.int64)])
+        cols = np.concatenate([cols, np.zeros(pad, np.int32)])
+        cids = np.concatenate([cids, np.full(pad, k, np.int32)])
+    indptr = np.searchsorted(rows, np.arange(3 * mp + 1), side="left").astype(np.int32)
     coeffs = encoding.ints_to_limbs(scaled, "fr", montgomery=False)
-    return DeviceR1CS(rows=jnp.asarray(rows), cols=jnp.asarray(cols), coeff_ids=jnp.asarray(cids),
-                      indptr=jnp.asarray(indptr), coeffs=jnp.asarray(coeffs))
+    sizes = np.array([m, nnz, r1cs.num_vars, vp], np.int32)
+    return DeviceR1CS(rows=jnp.asarray(rows.astype(np.int32)), cols=jnp.asarray(cols), coeff_ids=jnp.asarray(cids),
+                      indptr=jnp.asarray(indptr), coeffs=jnp.asarray(coeffs), sizes=sizes)
+
+
+def pad_z(dr: DeviceR1CS, z):
+    """``z`` (``(8, *batch, num_vars)``, numpy or jax) with its variable axis zero-padded to ``dr.z_width`` (the
+    shape a bucketed R1CS's program is shared at; the padding columns are never read). Unchanged when it already
+    has that width or ``dr`` does not know it."""
+    width = dr.z_width
+    if width is None or z.shape[-1] == width:
+        return z
+    if z.shape[-1] > width:
+        raise BadInput(f"z has {z.shape[-1]} variables, more than this R1CS's z width {width}")
+    xp = np if isinstance(z, np.ndarray) else jnp
+    return xp.pad(z, [(0, 0)] * (z.ndim - 1) + [(0, width - z.shape[-1])])
 
 
 def _check_z(dr: DeviceR1CS, z, chunk: int | None = None) -> None:
-    if z.ndim < 2 or z.shape[0] != fr.limbs:
-        raise ValueError(f"z must have shape (8, *batch, n_vars), got {z.shape}")
+    if getattr(z, "ndim", 0) < 2 or z.shape[0] != fr.limbs:
+        raise BadInput(f"z must have shape (8, *batch, n_vars), got {getattr(z, 'shape', type(z).__name__)}")
     if z.dtype != jnp.uint32:
-        raise ValueError(f"z must be uint32 limbs, got {z.dtype}")
+        raise BadInput(f"z must be uint32 limbs, got {z.dtype}")
+    sizes = getattr(dr, "sizes", None)
+    if sizes is not None and not isinstance(sizes, jax.core.Tracer):
+        need = dr.num_vars
+        if z.shape[-1] < need:
+            raise BadInput(f"z has {z.shape[-1]} variables, the R1CS {need}")
     if chunk is not None:
         if not isinstance(chunk, int) or chunk < 1:
-            raise ValueError(f"chunk must be a positive int, got {chunk!r}")
+            raise BadInput(f"chunk must be a positive int, got {chunk!r}")
         if z.ndim != 3 or z.shape[1] % chunk:
-            raise ValueError(f"chunk={chunk} needs z of shape (8, P, n_vars) with P a multiple of it, got {z.shape}")
+            raise BadInput(f"chunk={chunk} needs z of shape (8, P, n_vars) with P a multiple of it, got {z.shape}")
 
 
 def _reduce_wide(s: list) -> jax.Array:
@@ -133,7 +223,7 @@ def _abc(dr: DeviceR1CS, z: jax.Array, method: str) -> jax.Array:
         cs = jnp.concatenate([jnp.zeros(cs.shape[:-1] + (1,), jnp.uint64), cs], axis=-1)
         sums = jnp.take(cs, dr.indptr[1:], axis=-1) - jnp.take(cs, dr.indptr[:-1], axis=-1)
     else:
-        raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
+        raise BadInput(f"unknown method {method!r}; expected one of {METHODS}")
     return _reduce_wide([sums[l] for l in range(fr.limbs)])
 
 
@@ -193,8 +283,8 @@ def assert_satisfied(r1cs, z, dr: DeviceR1CS | None = None, method: str = "scatt
     name; with a batch, the first failing partition) -- the device twin of ``R1CS.check``."""
     dr = dr if dr is not None else to_device(r1cs)
     if z.shape[-1] != r1cs.num_vars:
-        raise ValueError(f"z has {z.shape[-1]} variables, the R1CS {r1cs.num_vars}")
-    ok, first = check(dr, jnp.asarray(z), method)
+        raise BadInput(f"z has {z.shape[-1]} variables, the R1CS {r1cs.num_vars}")
+    ok, first = check(dr, pad_z(dr, jnp.asarray(z)), method)
     ok, first = np.asarray(ok).reshape(-1), np.asarray(first).reshape(-1)
     if not ok.all():
         p = int(np.argmin(ok))
@@ -205,5 +295,234 @@ def assert_satisfied(r1cs, z, dr: DeviceR1CS | None = None, method: str = "scatt
 def evaluate_host(r1cs, z_limbs, method: str = "scatter", dr: DeviceR1CS | None = None):
     """Convenience: evaluate and return ``(az, bz, cz)`` as lists of canonical ints (single partition)."""
     dr = dr if dr is not None else to_device(r1cs)
-    out = evaluate(dr, jnp.asarray(z_limbs), method)
-    return tuple(encoding.limbs_to_ints(np.asarray(x), "fr", montgomery=True) for x in out)
+    m = dr.num_constraints
+    out = evaluate(dr, pad_z(dr, jnp.asarray(z_limbs)), method)
+    return tuple(encoding.limbs_to_ints(np.asarray(x[..., :m]), "fr", montgomery=True) for x in out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Evaluation in row chunks (issue 18 item 3): when the gather of every nonzero for every partition does not fit
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class ChunkedR1CS(NamedTuple):
+    """A :class:`DeviceR1CS` cut into ``C`` chunks of ``Rc`` constraints each, every chunk padded to the same ``N``
+    nonzeros, so one compiled loop body evaluates every chunk (a pytree of arrays, like :class:`DeviceR1CS`).
+
+    Chunk ``j`` holds the constraints ``[j Rc, (j + 1) Rc)`` of *all three* matrices, stacked locally (A rows
+    ``[0, Rc)``, B ``[Rc, 2Rc)``, C ``[2Rc, 3Rc)``), so a chunk evaluates whole constraints and can check them:
+
+    * ``rows``: int32 (C, N) local stacked row, sorted within a chunk, in ``[0, 3Rc)``;
+    * ``cols``: int32 (C, N); ``coeff_ids``: int32 (C, N) into ``coeffs``;
+    * ``indptr``: int32 (C, 3Rc + 1) local CSR row pointers (``indptr[j, -1] == N``);
+    * ``coeffs``: uint32 (8, K) the source's table with one zero entry appended (the padding's coefficient).
+
+    Padding: a chunk's padded nonzeros sit in its last local row with column 0 and the zero coefficient, adding
+    exactly zero; the constraints past the source's ``M`` rows in the last chunk have no other nonzeros, so they
+    evaluate to zero and are satisfied. ``C = ceil(M / Rc)``.
+    """
+
+    rows: jax.Array
+    cols: jax.Array
+    coeff_ids: jax.Array
+    indptr: jax.Array
+    coeffs: jax.Array
+
+    @property
+    def rows_per_chunk(self) -> int:
+        return (self.indptr.shape[1] - 1) // 3
+
+    @property
+    def num_chunks(self) -> int:
+        return self.rows.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(x.nbytes for x in self))
+
+
+def _row_nnz(dr: DeviceR1CS) -> np.ndarray:
+    """Nonzeros per constraint of A, B and C together: int64 (M,) (host; reads ``dr.indptr``)."""
+    indptr = np.asarray(dr.indptr).astype(np.int64)
+    per_row = np.diff(indptr)  # (3M,)
+    return per_row.reshape(3, -1).sum(axis=0)
+
+
+def _max_chunk_nnz(row_nnz: np.ndarray, rows_per_chunk: int) -> int:
+    m = row_nnz.shape[0]
+    if m == 0:
+        return 0
+    return int(np.add.reduceat(row_nnz, np.arange(0, m, rows_per_chunk)).max())
+
+
+def _check_rows_per_chunk(rows_per_chunk) -> int:
+    if not isinstance(rows_per_chunk, (int, np.integer)) or isinstance(rows_per_chunk, bool) or rows_per_chunk < 1:
+        raise BadInput(f"rows_per_chunk must be a positive int, got {rows_per_chunk!r}")
+    return int(rows_per_chunk)
+
+
+def chunk_rows(dr: DeviceR1CS, rows_per_chunk: int, *, nnz_steps: int | None = BUCKET_STEPS) -> ChunkedR1CS:
+    """Cut ``dr`` into chunks of ``rows_per_chunk`` constraints (host work over every nonzero: build it once per
+    R1CS and keep it, as the :class:`DeviceR1CS`). The chunk's nonzero count ``N`` (the largest chunk's) is rounded
+    up with :func:`bucket` (``nnz_steps``; ``None``: exact) so nearby circuits share the chunk program."""
+    rc = _check_rows_per_chunk(rows_per_chunk)
+    M = dr.padded_constraints
+    rows = np.asarray(dr.rows).astype(np.int64)
+    cols, cids = np.asarray(dr.cols), np.asarray(dr.coeff_ids)
+    coeffs = np.asarray(dr.coeffs)
+    zero_id = coeffs.shape[1]
+    coeffs = np.concatenate([coeffs, np.zeros((fr.limbs, 1), np.uint32)], axis=1)
+    C = max(1, -(-M // rc))
+    if rows.size:
+        k, i = rows // M, rows % M  # matrix, constraint
+        j = i // rc
+        key = j * (3 * rc) + k * rc + (i - j * rc)  # (chunk, local stacked row)
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        cols, cids = cols[order], cids[order]
+    else:
+        key = np.zeros(0, np.int64)
+    counts = np.bincount(key, minlength=C * 3 * rc).reshape(C, 3 * rc)
+    per_chunk = counts.sum(axis=1)
+    n = int(per_chunk.max()) if per_chunk.size else 0
+    n = max(1, bucket(n, nnz_steps) if nnz_steps else n)
+    if n >= 2**31 or 3 * rc >= 2**31:
+        raise BadInput(f"chunk too large for int32 indexing ({n} nonzeros, {rc} rows)")
+    starts = np.concatenate([[0], np.cumsum(per_chunk)[:-1]])
+    j = key // (3 * rc)
+    slot = np.arange(key.size) - starts[j]  # position within its chunk
+    out_rows = np.full((C, n), 3 * rc - 1, np.int32)
+    out_cols = np.zeros((C, n), np.int32)
+    out_cids = np.full((C, n), zero_id, np.int32)
+    out_rows[j, slot] = (key - j * 3 * rc).astype(np.int32)
+    out_cols[j, slot] = cols
+    out_cids[j, slot] = cids
+    indptr = np.zeros((C, 3 * rc + 1), np.int64)
+    np.cumsum(counts, axis=1, out=indptr[:, 1:])
+    indptr[:, -1] = n  # the padding belongs to the last local row
+    return ChunkedR1CS(rows=jnp.asarray(out_rows), cols=jnp.asarray(out_cols), coeff_ids=jnp.asarray(out_cids),
+                       indptr=jnp.asarray(indptr.astype(np.int32)), coeffs=jnp.asarray(coeffs))
+
+
+@functools.partial(jax.jit, static_argnames=("m", "method"))
+def chunked_program(cr: ChunkedR1CS, z, m: int, method: str = "scatter"):
+    """The jitted program of :func:`evaluate_chunked` (no checks, no x64 scope: call it under
+    ``jax.enable_x64``): a ``fori_loop`` over the chunks, each evaluated by :func:`_abc` and written in place into
+    the outputs; the first failing constraint of each batch element is the first chunk's with a failure, at its
+    first failing row (chunks run in order) -- the index the one-shot :func:`check` reports."""
+    C = cr.rows.shape[0]
+    rc = (cr.indptr.shape[1] - 1) // 3
+    batch = z.shape[1:-1]
+    zeros = (0,) * (1 + len(batch))
+
+    def body(j, carry):
+        out, first = carry
+        sub = DeviceR1CS(rows=cr.rows[j], cols=cr.cols[j], coeff_ids=cr.coeff_ids[j], indptr=cr.indptr[j],
+                         coeffs=cr.coeffs)
+        abc = _abc(sub, z, method).reshape((fr.limbs,) + batch + (3, rc))
+        bad = ~fr.eq(fr.mul(abc[..., 0, :], abc[..., 1, :]), abc[..., 2, :])  # (*batch, rc)
+        hit = jnp.any(bad, axis=-1) & (first < 0)
+        first = jnp.where(hit, j * rc + jnp.argmax(bad, axis=-1).astype(jnp.int32), first)
+        out = jax.lax.dynamic_update_slice(out, abc, zeros + (0, j * rc))
+        return out, first
+
+    out0 = jnp.zeros((fr.limbs,) + batch + (3, C * rc), jnp.uint32)
+    first0 = jnp.full(batch, -1, jnp.int32)
+    out, first = jax.lax.fori_loop(0, C, body, (out0, first0))
+    return out[..., 0, :m], out[..., 1, :m], out[..., 2, :m], first < 0, first
+
+
+# Bytes of the evaluation's live intermediates, fitted (rounded up) to XLA's buffer assignment
+# (``compiled.memory_analysis().temp_size_in_bytes``; tests/test_r1cs_device.py checks the bound on this platform).
+# Per nonzero and partition: the gathered z limbs, the uint64 products and the Montgomery product's temporaries --
+# measured ~600 B with the CPU's rolled CIOS (a fori_loop carrying uint64 limb arrays) and ~150 B unrolled.
+_PER_NNZ = {"rolled": 640, "unrolled": 192}
+# Per nonzero, once: the gathered coefficient limbs (uint32 and uint64).
+_PER_NNZ_SHARED = 128
+# Per stacked row and partition: the uint64 row sums of 8 limbs (the reduction's temporaries reuse them).
+_PER_ROW = 64
+
+
+def _eval_bytes(M: int, nnz: int, batch: int, rows_per_chunk: int | None, schedule: str | None = None) -> int:
+    per_nnz = _PER_NNZ[schedule or fr.schedule]
+    outputs = 3 * 32 * M * batch  # az, bz, cz: (8, P, M) uint32 each
+    rows = M if rows_per_chunk is None else rows_per_chunk
+    work = batch * (per_nnz * nnz + _PER_ROW * 3 * rows) + _PER_NNZ_SHARED * nnz
+    if rows_per_chunk is None:
+        return outputs + work
+    staging = 3 * 32 * max(1, -(-M // rows_per_chunk)) * rows_per_chunk * batch  # the loop's (8, P, 3, C Rc)
+    return staging + outputs + work
+
+
+def evaluate_device_bytes(dr: DeviceR1CS, batch: int, rows_per_chunk: int | None = None, *,
+                          schedule: str | None = None) -> int:
+    """Estimated peak device bytes the evaluation of ``batch`` partitions adds on top of its inputs (``z`` and the
+    R1CS tables, which the caller holds anyway): the intermediates of the one-shot gather (``rows_per_chunk``
+    None) or of one chunk, plus the outputs ``A z, B z, C z`` (and, chunked, the loop's staging buffer). An upper
+    bound of what XLA's buffer assignment reports on CPU, for the memory planner. ``dr``: a
+    :class:`DeviceR1CS` (host-readable) or a :class:`ChunkedR1CS` (its chunk shape is used). ``schedule``: the
+    field multiplication schedule the program is compiled with (``"rolled"`` / ``"unrolled"``; default: this
+    platform's, :func:`cuzk_jax.ops.config.default_schedule`) -- the rolled CPU schedule keeps ~3x more live."""
+    if not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise BadInput(f"batch must be a positive int, got {batch!r}")
+    if isinstance(dr, ChunkedR1CS):
+        M = dr.num_chunks * dr.rows_per_chunk
+        return _eval_bytes(M, dr.rows.shape[1], int(batch), dr.rows_per_chunk, schedule)
+    if rows_per_chunk is None:
+        return _eval_bytes(dr.padded_constraints, dr.rows.shape[0], int(batch), None, schedule)
+    rc = _check_rows_per_chunk(rows_per_chunk)
+    n = max(1, bucket(_max_chunk_nnz(_row_nnz(dr), rc)))
+    return _eval_bytes(dr.padded_constraints, n, int(batch), rc, schedule)
+
+
+def rows_per_chunk_for(dr: DeviceR1CS, batch: int, budget_bytes: int, *, schedule: str | None = None) -> int | None:
+    """The largest power-of-two rows per chunk whose :func:`evaluate_device_bytes` fits ``budget_bytes`` for a
+    batch of ``batch`` partitions; ``None`` when the one-shot evaluation fits. Raises
+    :class:`~cuzk_jax.errors.MemoryBudgetError` when not even one row per chunk fits."""
+    if _eval_bytes(dr.padded_constraints, dr.rows.shape[0], batch, None, schedule) <= budget_bytes:
+        return None
+    row_nnz = _row_nnz(dr)  # one host pass; each candidate below sums it per chunk
+    rc = 1 << max(0, (dr.padded_constraints - 1).bit_length())
+    while rc >= 1:
+        if _eval_bytes(dr.padded_constraints, max(1, bucket(_max_chunk_nnz(row_nnz, rc))), batch, rc,
+                       schedule) <= budget_bytes:
+            return rc
+        rc //= 2
+    raise MemoryBudgetError(
+        f"constraint evaluation of {batch} partition(s) needs more than the {budget_bytes} bytes given even one "
+        f"row at a time (the outputs alone are {_eval_bytes(dr.padded_constraints, 0, batch, 1, schedule)} bytes)")
+
+
+@x64
+def evaluate_chunked(dr, z, *, budget_bytes: int | None = None, rows_per_chunk: int | None = None,
+                     method: str = "scatter", num_rows: int | None = None):
+    """``(A z, B z, C z, ok, first)`` evaluated ``rows_per_chunk`` constraints at a time (one compiled loop body
+    for every chunk): the evaluations as :func:`evaluate` returns them (``(8, *batch, M)``), and per batch element
+    whether every constraint holds and the first that does not (-1 when ok) -- equal to :func:`check`.
+
+    ``dr``: a :class:`ChunkedR1CS` (from :func:`chunk_rows`: keep it with the key) or a :class:`DeviceR1CS`, cut
+    here (host work over every nonzero) with ``rows_per_chunk`` or the largest chunk fitting ``budget_bytes``
+    (:func:`rows_per_chunk_for`; one chunk of all rows when the one-shot evaluation fits).
+
+    Output rows: ``dr``'s ``M`` for a :class:`DeviceR1CS`; for a :class:`ChunkedR1CS`, ``num_rows`` (the source's
+    ``M``; default ``C * Rc``, whose rows past the source's ``M`` are zero)."""
+    if isinstance(dr, ChunkedR1CS):
+        if budget_bytes is not None or rows_per_chunk is not None:
+            raise BadInput("a ChunkedR1CS has its chunk size already: pass neither budget_bytes nor rows_per_chunk")
+        cr, m = dr, num_rows
+    else:
+        if (budget_bytes is None) == (rows_per_chunk is None):
+            raise BadInput("evaluate_chunked needs exactly one of budget_bytes and rows_per_chunk")
+        _check_z(dr, z)
+        if rows_per_chunk is None:
+            batch = int(np.prod(z.shape[1:-1], dtype=np.int64))
+            rows_per_chunk = rows_per_chunk_for(dr, max(batch, 1), budget_bytes) or max(1, dr.padded_constraints)
+        cr, m = chunk_rows(dr, rows_per_chunk), dr.padded_constraints
+    _check_z(cr, z)
+    if method not in METHODS:
+        raise BadInput(f"unknown method {method!r}; expected one of {METHODS}")
+    if m is None:
+        m = cr.num_chunks * cr.rows_per_chunk
+    if not isinstance(m, (int, np.integer)) or not 0 <= m <= cr.num_chunks * cr.rows_per_chunk:
+        raise BadInput(f"num_rows must be an int in [0, {cr.num_chunks * cr.rows_per_chunk}], got {m!r}")
+    return chunked_program(cr, z, m, method)

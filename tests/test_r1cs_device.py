@@ -1,0 +1,273 @@
+"""ops.r1cs at scale: size buckets (nearby circuits share one compiled program, issue 22 item 2) and evaluation in
+row chunks under a memory budget (issue 18 item 3).
+
+Oracles: the Python-int reference (:mod:`cuzk_jax.reference.r1cs`), the host ``R1CS.check`` and the one-shot
+device path. Programs are compiled for a few small shapes only (module fixtures share them).
+"""
+
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from cuzk_jax import encoding
+from cuzk_jax.circuits import ConstraintSystem, ONE, Unsatisfied, get_circuit, stack_z
+from cuzk_jax.circuits.r1cs import Witness
+from cuzk_jax.errors import BadInput, MemoryBudgetError
+from cuzk_jax.ops import r1cs as O
+from cuzk_jax.reference import r1cs as ref
+from cuzk_jax.reference.constants import R
+
+
+def _ints(x):
+    return encoding.limbs_to_ints(np.asarray(x), "fr", montgomery=True)
+
+
+def _system(seed, m, n_aux, n_inputs=3, partitions=2):
+    """Random sparse rows (empty rows, duplicates, a long row, edge coefficients) and random z per partition."""
+    rng = random.Random(seed)
+    cs = ConstraintSystem("structure")
+    ins = [cs.alloc_input(None) for _ in range(n_inputs)]
+    aux = [cs.alloc(None) for _ in range(n_aux)]
+    pool = [ONE] + ins + aux
+    coeffs = [1, 2, R - 1, R - 2, (1 << 32) - 1] + [rng.randrange(R) for _ in range(3)]
+
+    def terms(n):
+        return [(rng.choice(pool).index, rng.choice(coeffs)) for _ in range(n)]
+
+    for i in range(m):
+        sizes = [40, 0, 9] if i == 3 else [rng.choice([0, 1, 2, 3]) for _ in range(3)]
+        cs.enforce_raw(terms(sizes[0]), terms(sizes[1]), terms(sizes[2]), f"row{i}")
+    r1cs = cs.to_r1cs()
+    ws = []
+    for _ in range(partitions):
+        z = [1] + [rng.choice([0, 1, R - 1, rng.randrange(R)]) for _ in range(r1cs.num_vars - 1)]
+        ws.append(Witness(inputs=z[:r1cs.num_inputs], aux=z[r1cs.num_inputs:]))
+    return r1cs, ws
+
+
+def _want(r1cs, ws):
+    mats = r1cs.reference_matrices()
+    return [ref.evaluate(*mats, w.z) for w in ws]
+
+
+def _assert_evals(got, want, m):
+    """``got`` = (az, bz, cz) of shape (8, P, M >= m): rows [0, m) equal the reference, rows [m, M) are zero."""
+    for k in range(3):
+        x = np.asarray(got[k])
+        assert not x[..., m:].any()
+        for p, w in enumerate(want):
+            assert _ints(x[:, p, :m]) == list(w[k]), (k, p)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Buckets
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_bucket_bounds():
+    assert [O.bucket(n, 1) for n in (0, 1, 2, 3, 5, 64, 65)] == [0, 1, 2, 4, 8, 64, 128]
+    assert [O.bucket(n, 4) for n in (7, 8, 9, 61, 64, 65, 81)] == [7, 8, 10, 64, 64, 80, 96]
+    prev = 0
+    for n in range(1, 5000):
+        for s in (1, 2, 4, 8):
+            b = O.bucket(n, s)
+            assert n <= b <= 1 << (n - 1).bit_length() and b < n * (1 + 1 / s) + 1
+        b = O.bucket(n)
+        assert b >= prev and O.bucket(b) == b  # monotone; buckets are fixed points
+        prev = b
+    for bad in (-1, 2.0, "3", True):
+        with pytest.raises(BadInput):
+            O.bucket(bad)
+    with pytest.raises(BadInput, match="power of two"):
+        O.bucket(10, 3)
+
+
+@pytest.fixture(scope="module")
+def nearby():
+    """Two circuits of different sizes in the same buckets (steps 4): 58 / 61 constraints, 44 / 47 variables."""
+    a = _system(1, 58, 40)
+    b = _system(2, 61, 43)
+    return [(r1cs, ws, O.to_device(r1cs, bucket_steps=4)) for r1cs, ws in (a, b)]
+
+
+def test_bucketed_layout(nearby):
+    (ra, _, da), (rb, _, db) = nearby
+    assert (ra.num_constraints, rb.num_constraints) == (58, 61) and ra.num_vars != rb.num_vars
+    for r1cs, dr in ((ra, da), (rb, db)):
+        assert dr.num_constraints == r1cs.num_constraints and dr.padded_constraints == 64
+        assert dr.nnz == sum(r1cs.nnz) and dr.rows.shape[0] == O.bucket(dr.nnz, 4)
+        assert (dr.num_vars, dr.z_width) == (r1cs.num_vars, 48)
+        rows = np.asarray(dr.rows)
+        assert (np.diff(rows) >= 0).all() and np.asarray(dr.indptr)[-1] == dr.rows.shape[0]
+        pad = slice(dr.nnz, None)  # the padding: last stacked row, column 0, a zero coefficient
+        assert (rows[pad] == 3 * 64 - 1).all() and not np.asarray(dr.cols)[pad].any()
+        assert not np.asarray(dr.coeffs)[:, np.asarray(dr.coeff_ids)[pad]].any()
+    # every array of the two has the same shape and dtype: one compiled program serves both
+    shapes = [jax.tree_util.tree_map(lambda x: (np.shape(x), np.asarray(x).dtype), d) for d in (da, db)]
+    assert shapes[0] == shapes[1]
+
+
+def test_nearby_sizes_share_one_program(nearby):
+    before = (O.evaluate_program._cache_size(), O.check_program._cache_size())
+    for r1cs, ws, dr in nearby:
+        z = O.pad_z(dr, stack_z(ws))
+        assert z.shape == (8, 2, 48) and not z[..., r1cs.num_vars:].any()
+        _assert_evals(O.evaluate(dr, jnp.asarray(z)), _want(r1cs, ws), r1cs.num_constraints)
+        ok, first = O.check(dr, jnp.asarray(z))
+        for p, w in enumerate(ws):
+            assert int(np.asarray(first)[p]) == ref.first_unsatisfied(*r1cs.reference_matrices(), w.z)
+    after = (O.evaluate_program._cache_size(), O.check_program._cache_size())
+    assert after[0] - before[0] <= 1 and after[1] - before[1] <= 1  # at most one new program each, for both sizes
+    # the host helper truncates to the real rows
+    r1cs, ws, dr = nearby[1]
+    assert O.evaluate_host(r1cs, ws[0].z_limbs(), dr=dr) == _want(r1cs, ws[:1])[0]
+
+
+def test_pad_z_and_width_checks(nearby):
+    r1cs, ws, dr = nearby[0]
+    z = stack_z(ws)
+    assert isinstance(O.pad_z(dr, z), np.ndarray) and O.pad_z(dr, O.pad_z(dr, z)).shape == (8, 2, 48)
+    assert isinstance(O.pad_z(dr, jnp.asarray(z)), jax.Array)
+    with pytest.raises(BadInput, match="z width 48"):
+        O.pad_z(dr, np.zeros((8, 2, 49), np.uint32))
+    with pytest.raises(BadInput, match="variables"):
+        O.evaluate(dr, jnp.zeros((8, 2, r1cs.num_vars - 1), jnp.uint32))
+
+
+def test_satisfied_bucketed_names_the_same_constraint():
+    """A real circuit, bucketed: satisfied partitions pass; a tampered one is named as the host names it."""
+    circuit = get_circuit("cube")
+    r1cs = circuit.r1cs()
+    w = circuit.witness(circuit.sample_inputs())
+    dr = O.to_device(r1cs, bucket_steps=1)
+    O.assert_satisfied(r1cs, stack_z([w, w]), dr)
+    bad = w.with_value(r1cs.num_vars - 1, w.z[-1] + 1)
+    with pytest.raises(Unsatisfied) as want:
+        r1cs.check(bad)
+    with pytest.raises(Unsatisfied) as got:
+        O.assert_satisfied(r1cs, stack_z([w, bad]), dr)
+    assert (got.value.index, got.value.partition) == (want.value.index, 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Row chunks
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def porep():
+    """porep_like/mini (2866 constraints, ~80k nonzeros): partition 0 satisfied, partition 1 tampered so that its
+    first failing constraint lies far into the circuit (a later chunk)."""
+    circuit = get_circuit("porep_like", "mini")
+    r1cs = circuit.r1cs()
+    w0, w1 = (circuit.witness(circuit.sample_inputs(p, 0)) for p in range(2))
+    mats = r1cs.reference_matrices()
+    bad = None
+    for col in range(r1cs.num_vars - 1, r1cs.num_inputs, -7):  # a late variable: first used by a late constraint
+        cand = w1.with_value(col, w1.z[col] + 1)
+        i = ref.first_unsatisfied(*mats, cand.z)
+        if i is not None and i > r1cs.num_constraints // 2:
+            bad = cand
+            break
+    assert bad is not None
+    dr = O.to_device(r1cs)
+    z = jnp.asarray(stack_z([w0, bad]))
+    one_shot = O.evaluate(dr, z) + O.check(dr, z)
+    return r1cs, [w0, bad], dr, z, one_shot
+
+
+def _same(a, b):
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_chunked_equals_one_shot_and_host(porep):
+    r1cs, ws, dr, z, one_shot = porep
+    with pytest.raises(Unsatisfied) as want:
+        r1cs.check(ws[1])
+    first = want.value.index
+    assert int(np.asarray(one_shot[4])[1]) == first and first > 1000
+    cr = O.chunk_rows(dr, 256)
+    assert cr.rows_per_chunk == 256 and cr.num_chunks == -(-r1cs.num_constraints // 256)
+    assert first // 256 > 0  # the failure is in a later chunk
+    got = O.evaluate_chunked(cr, z, num_rows=r1cs.num_constraints)
+    _same(got, one_shot)
+    assert np.asarray(got[3]).tolist() == [True, False]
+    # the same from a DeviceR1CS with a row count that does not divide m, and with the cumsum method
+    _same(O.evaluate_chunked(dr, z, rows_per_chunk=1000, method="cumsum"), one_shot)
+
+
+def test_chunked_reference_values_and_bucketed(nearby):
+    """Exact values against the Python-int reference, on a bucketed R1CS, chunks of 7 rows (the last one partial
+    and reaching into the padded rows)."""
+    r1cs, ws, dr = nearby[1]
+    z = jnp.asarray(O.pad_z(dr, stack_z(ws)))
+    cr = O.chunk_rows(dr, 7)
+    az, bz, cz, ok, first = O.evaluate_chunked(cr, z)  # without num_rows: C * Rc = 70 rows, those past m zero
+    assert az.shape == (8, 2, 70) and cr.num_chunks == 10
+    _assert_evals((az, bz, cz), _want(r1cs, ws), r1cs.num_constraints)
+    ok1, first1 = O.check(dr, z)
+    _same((ok, first), (ok1, first1))
+
+
+def test_device_bytes_bound_xla(porep):
+    """The estimate is an upper bound of XLA's own buffer assignment (temporaries + outputs), and not loose by
+    more than 2x, one-shot and chunked."""
+    r1cs, _, dr, z, _ = porep
+    with jax.enable_x64(True):
+        for rc in (None, 512):
+            if rc is None:
+                compiled = O.check_program.lower(dr, z, "scatter").compile()
+                out3 = 3 * 32 * z.shape[1] * dr.padded_constraints  # check_program returns only ok/first
+                used = compiled.memory_analysis().temp_size_in_bytes + out3
+            else:
+                cr = O.chunk_rows(dr, rc)
+                compiled = O.chunked_program.lower(cr, z, dr.padded_constraints, "scatter").compile()
+                ma = compiled.memory_analysis()
+                used = ma.temp_size_in_bytes + ma.output_size_in_bytes
+            est = O.evaluate_device_bytes(dr, z.shape[1], rc)
+            assert used <= est <= 2 * used, (rc, used, est)
+    # a ChunkedR1CS is estimated with its default output rows, C * Rc
+    cr = O.chunk_rows(dr, 512)
+    extra = 3 * 32 * 2 * (cr.num_chunks * 512 - dr.padded_constraints)
+    assert O.evaluate_device_bytes(cr, 2) == O.evaluate_device_bytes(dr, 2, 512) + extra
+
+
+def test_budget_picks_rows(porep):
+    _, _, dr, z, one_shot = porep
+    P = 2
+    whole = O.evaluate_device_bytes(dr, P)
+    assert O.rows_per_chunk_for(dr, P, whole) is None
+    budget = whole // 3
+    rc = O.rows_per_chunk_for(dr, P, budget)
+    assert rc and rc & (rc - 1) == 0
+    assert O.evaluate_device_bytes(dr, P, rc) <= budget < O.evaluate_device_bytes(dr, P, 2 * rc)
+    assert O.evaluate_device_bytes(dr, P, rc) < whole
+    with pytest.raises(MemoryBudgetError, match="even one row"):
+        O.rows_per_chunk_for(dr, P, 1000)
+    _same(O.evaluate_chunked(dr, z, budget_bytes=O.evaluate_device_bytes(dr, P, 256)), one_shot)
+
+
+def test_chunked_errors(nearby):
+    _, ws, dr = nearby[0]
+    z = jnp.asarray(O.pad_z(dr, stack_z(ws)))
+    with pytest.raises(BadInput, match="exactly one"):
+        O.evaluate_chunked(dr, z)
+    with pytest.raises(BadInput, match="exactly one"):
+        O.evaluate_chunked(dr, z, budget_bytes=1 << 30, rows_per_chunk=8)
+    with pytest.raises(BadInput, match="rows_per_chunk"):
+        O.evaluate_chunked(dr, z, rows_per_chunk=0)
+    cr = O.chunk_rows(dr, 16)
+    with pytest.raises(BadInput, match="chunk size already"):
+        O.evaluate_chunked(cr, z, rows_per_chunk=8)
+    with pytest.raises(BadInput, match="num_rows"):
+        O.evaluate_chunked(cr, z, num_rows=65)
+    with pytest.raises(BadInput, match="uint32"):
+        O.evaluate_chunked(cr, z.astype(jnp.int32))
+    with pytest.raises(BadInput, match="method"):
+        O.evaluate_chunked(cr, z, method="sort")
+    with pytest.raises(BadInput, match="batch"):
+        O.evaluate_device_bytes(dr, 0)
