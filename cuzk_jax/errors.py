@@ -17,6 +17,7 @@ class                    exit  meaning
 ``Unsatisfied``          2     a witness violates the R1CS; names the first failing constraint (and partition)
 ``FormatError``          2     a file cannot be used: truncated, corrupt, wrong magic, or for another curve
 ``KeyFormatError``       2     a cuzk_jax key file is truncated, corrupt or holds an invalid point
+``MemoryBudgetError``    2     a device / host memory budget cannot hold even one partition (before any work)
 ``ToolchainMissing``     2     node / the pinned npm packages are absent (tests skip on it; also a RuntimeError)
 ``ProofRejected``        1     a proof did not verify where the caller required it to
 =======================  ====  ===================================================================================
@@ -28,7 +29,7 @@ Old import locations re-export these (``cuzk_jax.circuits.cs.Unsatisfied``, ``cu
 from __future__ import annotations
 
 __all__ = ["CuzkError", "BadInput", "SynthesisError", "Unsatisfied", "FormatError", "KeyFormatError",
-           "ToolchainMissing", "ProofRejected"]
+           "ToolchainMissing", "ProofRejected", "MemoryBudgetError"]
 
 
 class CuzkError(Exception):
@@ -63,6 +64,10 @@ class FormatError(BadInput):
 
 class KeyFormatError(FormatError):
     """A cuzk_jax key file is truncated, corrupt, or holds an invalid point."""
+
+
+class MemoryBudgetError(BadInput):
+    """A device or host memory budget cannot hold what was asked (raised by the memory plan before any work)."""
 
 
 class ToolchainMissing(CuzkError, RuntimeError):

@@ -55,6 +55,7 @@ from cuzk_jax.reference.constants import R
 from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
 from . import host_curve, sharding, verifier
+from . import plan as memplan
 from .data_structures import Proof
 
 PHASES = ("stage", "evaluate", "h", "msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h", "fetch", "finish", "verify")
@@ -88,16 +89,29 @@ class ProverConfig:
       queries' memory, built once when the key is made resident): ``"on"``, ``"off"``, or ``"auto"`` -- on when
       the MSM config is a GPU kernel config and the tables fit the headroom the key manager gives (or
       :data:`TABLE_FRACTION` of the device memory);
-    * ``window``: the tables' window bits (``None``: :func:`cuzk_jax.ops.msm_precomputed.window_bits` per query).
+    * ``window``: the tables' window bits (``None``: :func:`cuzk_jax.ops.msm_precomputed.window_bits` per query);
+    * ``device_budget`` / ``host_budget``: bytes the prover may use on the device / the host (:mod:`.plan`:
+      batch size, resident or streamed bases, tables, chunked evaluation); ``None``: the device budget is
+      :data:`plan.DEFAULT_DEVICE_FRACTION <cuzk_jax.groth16.plan.DEFAULT_DEVICE_FRACTION>` of what the device
+      reports (unbounded where it reports nothing, e.g. a CPU), the host budget unbounded;
+    * ``split``: supraseal's split MSM for the witness queries (A, B1, B2, L): zero scalars skipped, the bases of
+      scalar one summed without buckets, Pippenger over the rest (:mod:`cuzk_jax.ops.msm_split`): ``"on"``,
+      ``"off"``, or ``"auto"`` (on for device MSMs when at most half the scalars are neither 0 nor 1);
+    * ``chunk``: points per streamed chunk when the plan streams a query's bases (``None``: the plan's default).
 
     Text form (:meth:`parse`, the ``--prover`` flag): comma-separated ``key=value``, e.g.
-    ``"msm=pallas,ntt=xla,tables=on,window=16"``; ``""`` is the default.
+    ``"msm=pallas,ntt=xla,tables=on,window=16"`` or ``"device_budget=100GiB,host_budget=96GiB,split=on"``;
+    ``""`` is the default.
     """
 
     msm: ops_config.MsmConfig | str | None = None
     ntt: ops_config.NttConfig | None = None
     tables: str = "auto"
     window: int | None = None
+    device_budget: int | None = None
+    host_budget: int | None = None
+    split: str = "off"
+    chunk: int | None = None
 
     def __post_init__(self):
         if self.tables not in TABLE_MODES:
@@ -106,10 +120,17 @@ class ProverConfig:
             raise BadInput(f"prover config: msm must be an MsmConfig or {HOST_MSM!r}, got {self.msm!r}")
         if self.window is not None and not 2 <= self.window <= ops_msm.MAX_WINDOW:
             raise BadInput(f"prover config: window must be in 2..{ops_msm.MAX_WINDOW}, got {self.window!r}")
+        if self.split not in TABLE_MODES:
+            raise BadInput(f"prover config: split must be one of {TABLE_MODES}, got {self.split!r}")
+        for key in ("device_budget", "host_budget", "chunk"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise BadInput(f"prover config: {key} must be a positive integer, got {value!r}")
 
     @classmethod
     def parse(cls, text: str | None) -> "ProverConfig":
-        """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window); BadInput names a bad token."""
+        """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window, device_budget,
+        host_budget, split, chunk); BadInput names a bad token."""
         kw: dict = {}
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
             key, sep, value = part.partition("=")
@@ -120,14 +141,17 @@ class ProverConfig:
                 kw[key] = HOST_MSM if value == HOST_MSM else ops_config.MsmConfig.parse(value)
             elif key == "ntt":
                 kw[key] = ops_config.NttConfig.parse(value)
-            elif key == "tables":
+            elif key in ("tables", "split"):
                 kw[key] = value
-            elif key == "window":
+            elif key in ("window", "chunk"):
                 if not value.isdigit():
-                    raise BadInput(f"prover config {text!r}: window must be an integer, got {value!r}")
+                    raise BadInput(f"prover config {text!r}: {key} must be an integer, got {value!r}")
                 kw[key] = int(value)
+            elif key in ("device_budget", "host_budget"):
+                kw[key] = memplan.parse_bytes(value)
             else:
-                raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window)")
+                raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window, "
+                               f"device_budget, host_budget, split, chunk)")
         return cls(**kw)
 
     def resolved(self, sharded: bool = False) -> "ProverConfig":
@@ -142,7 +166,10 @@ class ProverConfig:
 
     def __str__(self) -> str:
         parts = [f"msm={self.msm}" if self.msm else "", f"ntt={self.ntt}" if self.ntt else "",
-                 f"tables={self.tables}", f"window={self.window}" if self.window else ""]
+                 f"tables={self.tables}", f"window={self.window}" if self.window else "",
+                 f"device_budget={self.device_budget}" if self.device_budget else "",
+                 f"host_budget={self.host_budget}" if self.host_budget else "",
+                 f"split={self.split}" if self.split != "off" else "", f"chunk={self.chunk}" if self.chunk else ""]
         return ",".join(p for p in parts if p)
 
 
@@ -199,7 +226,11 @@ class ResidentKey:
     * ``constraint_name``: index -> gadget name of a constraint (unsatisfied-witness errors), or None;
     * ``verifier``: ``(public inputs per partition, (A, B, C) per partition) -> [ok per partition]``, the check
       :func:`prove_batch` runs on every proof before returning it (None: no verifying key, nothing checked);
-    * ``pk``: the host-side key object it was made from (a ``ProvingKey`` or a ``Zkey``), ``digest`` its circuit.
+    * ``pk``: the host-side key object it was made from (a ``ProvingKey`` or a ``Zkey``), ``digest`` its circuit;
+    * ``plan``: the :class:`~cuzk_jax.groth16.plan.MemoryPlan` it was built under (batch size, streamed queries,
+      tables, chunked evaluation); ``streamed``: MSM phase name -> the bases of a query the plan streams, kept in
+      host memory (numpy :class:`~cuzk_jax.ops.curve.Affine`, infinity-free like ``queries``) and copied to the
+      device chunk by chunk in each MSM.
 
     Invariant: ``nbytes`` counts every device array held here (queries, tables, R1CS tables, column indices) --
     the number the key manager's memory budget adds up.
@@ -222,6 +253,8 @@ class ResidentKey:
     device: object = None
     host_bases: dict | None = None
     columns: dict = dataclasses.field(default_factory=dict)
+    plan: memplan.MemoryPlan | None = None
+    streamed: dict = dataclasses.field(default_factory=dict)
 
     @property
     def vk(self):
@@ -277,6 +310,33 @@ def _place(tree, mesh, device=None):
     return jax.block_until_ready(tree)
 
 
+def _r1cs_bytes(r1cs) -> int:
+    """Device bytes of a :class:`~cuzk_jax.ops.r1cs.DeviceR1CS` (or any pytree of arrays)."""
+    return int(sum(np.dtype(leaf.dtype).itemsize * int(np.prod(leaf.shape))
+                   for leaf in jax.tree_util.tree_leaves(r1cs)))
+
+
+def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain_size: int,
+             partitions: int = memplan.DEFAULT_PARTITIONS, want_tables: bool = False,
+             max_batch: int | None = None) -> memplan.MemoryPlan:
+    """The :class:`~cuzk_jax.groth16.plan.MemoryPlan` of a key (``queries``: phase name -> bases as they will be
+    held, infinity-free) under ``config``'s budgets. The device budget defaults to a fraction of what the device
+    reports (none on a CPU: unbounded)."""
+    budget = config.device_budget
+    if budget is None and device_bytes():
+        budget = int(memplan.DEFAULT_DEVICE_FRACTION * device_bytes())
+    dr_nnz = int(r1cs.rows.shape[0]) if hasattr(r1cs, "rows") else 0
+    rows = int(r1cs.indptr.shape[0] - 1) // 3 if hasattr(r1cs, "indptr") else 0
+    shape = memplan.Shape(num_vars=num_vars, num_rows=rows, nnz=dr_nnz, domain=domain_size,
+                          bases={k: int(np.shape(v.inf)[-1]) for k, v in queries.items()},
+                          r1cs_bytes=_r1cs_bytes(r1cs))
+    plan = memplan.make_plan(shape, partitions, device_budget=budget, host_budget=config.host_budget,
+                             want_tables=want_tables, table_bytes=table_bytes_estimate(queries, config.window)
+                             if want_tables else 0, chunk=config.chunk, max_batch=max_batch)
+    memplan.log.info("%s", plan.describe())
+    return plan
+
+
 def _drop_infinity(queries: dict) -> tuple[dict, dict]:
     """Bases without their points at infinity, and the int32 indices of the columns kept (only for queries that
     have such points: the others keep every column and need no gather)."""
@@ -294,12 +354,18 @@ def _drop_infinity(queries: dict) -> tuple[dict, dict]:
 
 def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int, num_vars: int, domain_size: int,
                    qap: str, digest: str, config=None, pk=None, constraint_name=None, verifier=None, mesh=None,
-                   device=None, headroom: int | None = None) -> ResidentKey:
-    """Upload a key's bases and R1CS tables and build its window tables when the config asks for them.
+                   device=None, headroom: int | None = None, partitions: int | None = None,
+                   max_batch: int | None = None) -> ResidentKey:
+    """Upload a key's bases and R1CS tables under a memory plan, and build its window tables when the config asks
+    for them and the plan has room.
 
-    ``headroom``: device bytes the caller's memory budget leaves for this key (the key manager's); ``None``:
-    :data:`TABLE_FRACTION` of the device memory. Tables run on one device only (``mesh`` must be None).
-    ``device``: a device other than the default one to live on (None: the default device, uncommitted)."""
+    ``headroom``: device bytes the caller's memory budget leaves for this key's tables (the key manager's);
+    ``None``: :data:`TABLE_FRACTION` of the device memory. Tables run on one device only (``mesh`` must be None).
+    ``device``: a device other than the default one to live on (None: the default device, uncommitted).
+    ``partitions``: the batch the plan is made for (default :data:`plan.DEFAULT_PARTITIONS`, a sector);
+    ``max_batch``: a cap on the plan's batch (e.g. the engine's). Raises
+    :class:`~cuzk_jax.errors.MemoryBudgetError` before uploading anything when the budgets cannot hold one
+    partition."""
     if qap not in QAP_FORMS:
         raise BadInput(f"unknown QAP form {qap!r}; expected one of {QAP_FORMS}")
     config = as_config(config).resolved(sharded=mesh is not None)
@@ -310,9 +376,21 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     if device is not None and (mesh is not None or device == jax.devices()[0]):
         device = None  # sharded, or the default device: nothing to commit to
     queries, columns = _drop_infinity({k: queries[k] for k in MSMS})
+    want_tables = config.msm != HOST_MSM and _want_tables(config, queries, headroom)
+    plan = None
+    if config.msm != HOST_MSM:  # the host MSM keeps its bases on the host: nothing to plan on the device
+        plan = plan_for(config, queries=queries, r1cs=r1cs, num_vars=num_vars, domain_size=domain_size,
+                        partitions=partitions or memplan.DEFAULT_PARTITIONS, want_tables=want_tables,
+                        max_batch=max_batch)
+        if plan.streamed and mesh is not None:
+            raise BadInput("the memory plan streams key bases, which a device mesh does not support: raise the "
+                           "device budget or prove on one device")
+    streamed = {}
+    if plan is not None and plan.streamed:
+        streamed = {name: Affine(*(np.asarray(c) for c in queries.pop(name))) for name in plan.streamed}
     queries, columns, r1cs = _place((queries, columns, r1cs), mesh, device)
     tables = {}
-    if _want_tables(config, queries, headroom):
+    if want_tables and (plan is None or plan.tables):
         if mesh is not None:
             raise BadInput("precomputed window tables run on one device only: use tables=off with several devices")
         for name, bases in queries.items():
@@ -327,7 +405,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     return ResidentKey(queries=queries, tables=tables, r1cs=r1cs, finish=finish, num_inputs=num_inputs,
                        num_vars=num_vars, domain_size=domain_size, qap=qap, config=config, digest=digest, pk=pk,
                        constraint_name=constraint_name, verifier=verifier, mesh=mesh, device=device,
-                       host_bases=host_bases, columns=columns)
+                       host_bases=host_bases, columns=columns, plan=plan, streamed=streamed)
 
 
 def finish_points(pk) -> FinishPoints:
@@ -379,10 +457,12 @@ class Timings:
     phases: dict = dataclasses.field(default_factory=dict)
     total: float = 0.0
     partitions: int = 0
+    batches: int = 0
+    scalar_kinds: dict = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {**{k: round(v, 6) for k, v in self.phases.items()}, "total": round(self.total, 6),
-                "partitions": self.partitions}
+                "partitions": self.partitions, "batches": self.batches}
 
     def __str__(self) -> str:
         parts = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.phases.items())
@@ -481,10 +561,34 @@ def msm_scalars(rk: ResidentKey, z, h) -> dict:
             for name, sc in full.items()}
 
 
-def msm(rk: ResidentKey, name: str, scalars):
-    """Phase 4, one MSM: over the key's window table of ``name`` when it holds one, else the plain MSM of the
-    config -- a Jacobian result with batch shape ``(P,)`` -- or, with ``msm=host``, arkworks' multiexp per
-    partition: a list of ``P`` host affine points."""
+#: Queries whose scalars are witness values (mostly 0 / 1 in a SHA-256-heavy circuit); H's are dense.
+SPLIT_QUERIES = ("msm_a", "msm_b1", "msm_b2", "msm_l")
+#: ``split="auto"`` splits when at most this share of a query's scalars is neither 0 nor 1.
+SPLIT_AUTO_OTHER = 0.5
+
+
+def _split_decision(rk: ResidentKey, name: str, scalars, stats: dict | None):
+    """``(split?, counts)`` for one MSM: classify the scalars (zeros / ones / others per partition, one small
+    device -> host copy) when the config may split this query, record the shares in ``stats``."""
+    if rk.config.split == "off" or name not in SPLIT_QUERIES or rk.mesh is not None:
+        return False, None
+    from cuzk_jax.ops import msm_split
+
+    counts = np.asarray(jax.device_get(msm_split.classify(scalars)))  # (3, P)
+    total = max(int(scalars.shape[-1]), 1)
+    if stats is not None:
+        stats[name] = {kind: round(float(counts[k].sum()) / (total * counts.shape[1]), 6)
+                       for k, kind in enumerate(("zero", "one", "other"))}
+    use = rk.config.split == "on" or counts[2].max() <= SPLIT_AUTO_OTHER * total
+    return bool(use), counts
+
+
+def msm(rk: ResidentKey, name: str, scalars, stats: dict | None = None):
+    """Phase 4, one MSM: over the key's window table of ``name`` when it holds one, over bases streamed from host
+    memory when the plan streams this query, split by scalar kind (zeros skipped, ones summed, Pippenger over the
+    rest) when the config says so, else the plain MSM of the config -- a Jacobian result with batch shape ``(P,)``
+    -- or, with ``msm=host``, arkworks' multiexp per partition: a list of ``P`` host affine points. ``stats``:
+    receives the zero / one / other shares of the scalars of a query that was classified."""
     if rk.host_bases is not None:
         import py_arkworks_bls12381 as ark
 
@@ -500,22 +604,37 @@ def msm(rk: ResidentKey, name: str, scalars):
             pts = [bases[i] for i in live.tolist()]
             out.append(host_curve.from_arkworks(curve, point.multiexp_unchecked(pts, ks)) if pts else None)
         return out
+    group = MSMS[name]
+    split, counts = _split_decision(rk, name, scalars, stats)
+    if name in rk.streamed:
+        from cuzk_jax.ops import msm_split
+
+        return msm_split.msm_streamed(rk.streamed[name], scalars, group, rk.config.msm, rk.plan.chunk,
+                                      split=split)
     table = rk.tables.get(name)
     if table is not None:
-        return ops_pre.msm_jit(MSMS[name], table.c, rk.config.msm)(table.points, scalars)
-    return _programs(rk)[MSMS[name]](rk.queries[name], scalars)
+        return ops_pre.msm_jit(group, table.c, rk.config.msm)(table.points, scalars)
+    if split:
+        from cuzk_jax.ops import msm_split
+
+        return msm_split.msm_split(rk.queries[name], scalars, group, rk.config.msm,
+                                   msm_split.capacity_for(counts))
+    return _programs(rk)[group](rk.queries[name], scalars)
 
 
 @dataclasses.dataclass
 class BatchOutput:
     """One batch's results on the host: ``ok`` (bool, P), ``first`` (int, P: first failing constraint or -1),
     ``points`` (MSM phase name -> Jacobian limb arrays) and ``host`` (MSM phase name -> list of host affine points:
-    given by a backend that computes them on the host, else converted from ``points`` on first use)."""
+    given by a backend that computes them on the host, else converted from ``points`` on first use);
+    ``scalar_kinds``: MSM phase name -> shares of zero / one / other scalars (the queries that were classified
+    for the split MSM)."""
 
     ok: np.ndarray
     first: np.ndarray
     points: dict
     host: dict | None = None
+    scalar_kinds: dict = dataclasses.field(default_factory=dict)
 
     def host_points(self) -> dict:
         """MSM phase name -> list of host affine points (one batched conversion per MSM, done once)."""
@@ -529,8 +648,8 @@ class BatchOutput:
 def timed(name: str, fn: Callable, record: dict | None):
     t0 = time.perf_counter()
     out = jax.block_until_ready(fn())
-    if record is not None:
-        record[name] = time.perf_counter() - t0
+    if record is not None:  # summed: a prove of several batches adds up each phase
+        record[name] = record.get(name, 0.0) + time.perf_counter() - t0
     return out
 
 
@@ -545,16 +664,22 @@ def run(rk: ResidentKey, z, phase: Callable | None = None, *, sync_phases: bool 
     if not sync_phases:
         phase = lambda name, fn: fn()  # noqa: E731  (one block for the whole batch, below)
 
+    kinds: dict = {}
+
     def device_work():
         az, bz, cz, ok, first = phase("evaluate", lambda: evaluate(rk, z))
         h = phase("h", lambda: h_scalars(rk, az, bz, cz))
+        del az, bz, cz  # the evaluations are dead once h exists: free them before the MSMs (memory plan)
         scalars = msm_scalars(rk, z, h)
-        points = {name: phase(name, lambda name=name: msm(rk, name, scalars[name])) for name in MSMS}
+        points = {}
+        for name in MSMS:
+            points[name] = phase(name, lambda name=name: msm(rk, name, scalars[name], kinds))
+            scalars[name] = None  # each query's gathered scalars are dead after its MSM
         return ok, first, points
 
     ok, first, points = device_work() if sync_phases else record("device", device_work)
     ok, first, points = record("fetch", lambda: jax.device_get((ok, first, points)))
-    return BatchOutput(ok=np.asarray(ok), first=np.asarray(first), points=points)
+    return BatchOutput(ok=np.asarray(ok), first=np.asarray(first), points=points, scalar_kinds=kinds)
 
 
 def unsatisfied(rk, out: BatchOutput, i: int, partition: int | None = None) -> Unsatisfied | None:
@@ -612,17 +737,26 @@ def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, 
     randomness = list(randomness) if randomness is not None else random_randomness(P)
     if len(randomness) != P:
         raise BadInput(f"{P} witnesses but {len(randomness)} (r, s) pairs")
-    t0 = time.perf_counter()
-    zd = jax.block_until_ready(stage(rk, z))
-    timings.phases["stage"] = timings.phases.get("stage", 0.0) + time.perf_counter() - t0
-    out = run(rk, zd, lambda name, fn: timed(name, fn, timings.phases), sync_phases=sync_phases)
-    for i in range(P):
-        err = unsatisfied(rk, out, i)
-        if err is not None:
-            raise err
-    t0 = time.perf_counter()
-    proofs = [finish(rk, out, i, r, s) for i, (r, s) in enumerate(randomness)]
-    timings.phases["finish"] = time.perf_counter() - t0
+    # the memory plan's batch: partitions beyond it run as further batches over the same resident key
+    step = max(1, min(P, rk.plan.batch)) if rk.plan is not None and P else max(P, 1)
+    proofs = []
+    for lo in range(0, P, step):
+        zs = z[:, lo:lo + step]
+        t0 = time.perf_counter()
+        zd = jax.block_until_ready(stage(rk, zs))
+        timings.phases["stage"] = timings.phases.get("stage", 0.0) + time.perf_counter() - t0
+        out = run(rk, zd, lambda name, fn: timed(name, fn, timings.phases), sync_phases=sync_phases)
+        del zd
+        timings.batches += 1
+        for name, kinds in out.scalar_kinds.items():
+            timings.scalar_kinds.setdefault(name, kinds)
+        for i in range(zs.shape[1]):
+            err = unsatisfied(rk, out, i, lo + i)
+            if err is not None:
+                raise err
+        t0 = time.perf_counter()
+        proofs += [finish(rk, out, i, r, s) for i, (r, s) in enumerate(randomness[lo:lo + step])]
+        timings.phases["finish"] = timings.phases.get("finish", 0.0) + time.perf_counter() - t0
     if verify and rk.verifier is not None:
         t0 = time.perf_counter()
         ok = rk.verifier(public_inputs(rk, z), proofs)

@@ -1,0 +1,241 @@
+"""The memory plan: how a proof batch fits a device budget and a host budget (cuzk's resident SRS + batching).
+
+At sector scale (2^27 domain, ~130M constraints per partition) nothing fits by accident: one partition's
+evaluations ``A z, B z, C z`` are 12 GiB, its H vector 4 GiB, a key's bases ~70 GiB. Given the sizes of a key and
+its R1CS (:class:`Shape`, taken from the host arrays *before* anything is uploaded), the number of partitions to
+prove and two budgets, :func:`make_plan` decides
+
+* **batch** -- how many partitions go through the device phases together (cuzk's batch-all-partitions: as many
+  as fit, at most the number asked for; the rest run as further batches over the same resident key);
+* **resident / streamed** -- which MSM queries keep their bases on the device and which stream them from host
+  memory in chunks of ``chunk`` points per MSM (:func:`cuzk_jax.ops.msm_split.msm_streamed`); streaming starts
+  with the biggest query (B in G2, then H, L, A, B1) until the rest fits;
+* **tables** -- whether the precomputed window tables fit as well (they are only built when everything else fits
+  with the full batch, since they trade memory for speed);
+* **eval_chunk** -- rows per chunk of the constraint evaluation when the one-shot gather does not fit.
+
+and says it in one log line (:meth:`MemoryPlan.describe`). A budget too small for even one partition with every
+query streamed raises :class:`~cuzk_jax.errors.MemoryBudgetError` before any device work.
+
+The byte counts are estimates of the live device buffers of each phase (documented per function below; checked
+against the allocator's peak in the sector benchmark), rounded up; ``SAFETY`` covers the allocator's
+fragmentation and XLA's scratch. Representation sizes: an Fr element is 8 uint32 limbs (32 B), a G1 affine base
+2 x 12 limbs + an infinity flag (97 B), a G2 base 193 B.
+
+Phase peaks per partition (``m`` constraints incl. input rows, ``v`` variables, ``n`` domain, ``nnz`` nonzeros of
+A, B and C together, ``N_q`` bases of query ``q``):
+
+* evaluate: ``z`` (32 v) + the gathered products and their uint64 sums (~96 B per nonzero, or per nonzero of one
+  chunk) + the three outputs (96 m);
+* h: ``z`` + the three evaluations padded to ``n`` (96 n) + NTT work (~96 n) + h (32 n);
+* msm: ``z`` + h + the scalar copies (32 B per scalar of the current query and its canonical copy of ``z``) + the
+  MSM's working set (sorted (bucket, point) pairs, 16 B per pair incl. the sort's scratch, ``W`` pairs per
+  scalar, and the bucket array), per the streamed chunk when the bases stream.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+
+from cuzk_jax.errors import MemoryBudgetError
+
+log = logging.getLogger(__name__)
+
+G1_BYTES = 97  # 2 x 12 uint32 limbs + the infinity flag
+G2_BYTES = 193
+FR_BYTES = 32
+#: Queries in the order they are streamed when the bases do not all fit (largest per point first).
+STREAM_ORDER = ("msm_b2", "msm_h", "msm_l", "msm_a", "msm_b1")
+GROUPS = {"msm_a": "g1", "msm_b1": "g1", "msm_b2": "g2", "msm_l": "g1", "msm_h": "g1"}
+#: Fraction of a device's reported memory used as the default budget (the rest: allocator and XLA scratch).
+DEFAULT_DEVICE_FRACTION = 0.85
+#: Multiplier on the estimates (allocator fragmentation, XLA temporaries the formulas do not name).
+SAFETY = 1.15
+#: Partitions a key's plan is made for when the caller names none (a PoRep sector).
+DEFAULT_PARTITIONS = 10
+#: Default points per streamed chunk (bounded above by the query size).
+DEFAULT_CHUNK = 1 << 22
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+
+
+def parse_bytes(text: str | int | None) -> int | None:
+    """``"96GiB"``, ``"1.5g"``, ``"500M"``, ``"123456"`` or an int -> bytes (binary units; ``None``/``""``/``"auto"``
+    -> None). Raises :class:`~cuzk_jax.errors.BadInput` naming the text otherwise."""
+    from cuzk_jax.errors import BadInput
+
+    if text is None or isinstance(text, int):
+        return text
+    s = str(text).strip().lower().replace("_", "")
+    if s in ("", "auto", "none"):
+        return None
+    num = s.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = s[len(num):]
+    try:
+        value = float(num)
+    except ValueError:
+        value = -1.0
+    if unit not in _UNITS or not math.isfinite(value) or value <= 0:
+        raise BadInput(f"cannot read {text!r} as a memory size (e.g. 96GiB, 512M, 1.5g, or a byte count)")
+    return int(value * _UNITS[unit])
+
+
+def fmt_bytes(n: int | float | None) -> str:
+    if n is None:
+        return "-"
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """The sizes a plan needs: ``num_vars`` (z length), ``num_rows`` (evaluated constraints, input rows included),
+    ``nnz`` (nonzeros of A, B and C together as the device holds them), ``domain`` (n), ``bases`` (query name ->
+    number of bases the key keeps on the device), ``r1cs_bytes`` (the device R1CS tables)."""
+
+    num_vars: int
+    num_rows: int
+    nnz: int
+    domain: int
+    bases: dict
+    r1cs_bytes: int
+
+    def query_bytes(self, name: str) -> int:
+        return self.bases[name] * (G2_BYTES if GROUPS[name] == "g2" else G1_BYTES)
+
+
+def msm_pairs_bytes(n: int) -> int:
+    """Device bytes of one partition's MSM working set over ``n`` scalars: ``W(c)`` (bucket, point) pairs per scalar
+    at 8 B each, doubled for the sort's scratch, plus the bucket array (XYZZ, 4 x 12 limbs per bucket) -- the
+    window size is the one :func:`cuzk_jax.ops.msm.window_bits` picks."""
+    from cuzk_jax.ops import msm as ops_msm
+
+    c = ops_msm.window_bits(max(n, 1))
+    w = ops_msm.num_windows(c)
+    return 16 * w * n + w * (1 << (c - 1)) * 4 * 48
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryPlan:
+    """A decided plan (see the module docstring). ``estimate`` maps each component to its device bytes;
+    ``peak`` is the estimated device peak of one batch, ``host`` the estimated host bytes the prover holds."""
+
+    device_budget: int | None
+    host_budget: int | None
+    partitions: int
+    batch: int
+    resident: tuple
+    streamed: tuple
+    chunk: int
+    tables: bool
+    eval_chunk: int | None
+    peak: int
+    host: int
+    estimate: dict
+
+    @property
+    def batches(self) -> int:
+        return -(-self.partitions // self.batch)
+
+    def describe(self) -> str:
+        parts = [f"{self.partitions} partition(s) in {self.batches} batch(es) of <= {self.batch}",
+                 f"device budget {fmt_bytes(self.device_budget)}, est. peak {fmt_bytes(self.peak)}",
+                 f"host budget {fmt_bytes(self.host_budget)}, est. {fmt_bytes(self.host)}",
+                 f"resident: {', '.join(self.resident) or 'none'}"]
+        if self.streamed:
+            parts.append(f"streamed: {', '.join(self.streamed)} ({self.chunk} points per chunk)")
+        parts.append("window tables" if self.tables else "no window tables")
+        if self.eval_chunk:
+            parts.append(f"evaluation in chunks of {self.eval_chunk} rows")
+        return "memory plan: " + "; ".join(parts)
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["resident"], d["streamed"] = list(self.resident), list(self.streamed)
+        return d
+
+
+def _eval_bytes(shape: Shape, eval_chunk: int | None) -> int:
+    """Per partition: gathered products + uint64 row sums (~96 B per nonzero of one chunk) + outputs (96 B/row)."""
+    per_row_nnz = shape.nnz / max(shape.num_rows, 1) / 3  # nonzeros per row of one matrix
+    rows = shape.num_rows if eval_chunk is None else min(eval_chunk, shape.num_rows)
+    return int(96 * 3 * per_row_nnz * rows) + 96 * shape.num_rows
+
+
+def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | None) -> dict:
+    z = FR_BYTES * shape.num_vars
+    n = shape.domain
+    evaluate = _eval_bytes(shape, eval_chunk)
+    h = 96 * n + 96 * n + FR_BYTES * n
+    biggest = max(shape.bases.values())
+    scalars = FR_BYTES * shape.num_vars + FR_BYTES * biggest + FR_BYTES * n  # canonical z, one gathered copy, h
+    msm = max(msm_pairs_bytes(min(chunk, shape.bases[q]) if q in streamed else shape.bases[q]) for q in shape.bases)
+    return {"z": z, "evaluate": evaluate, "h": h, "msm_scalars": scalars, "msm_work": msm,
+            "peak": z + max(evaluate, h, scalars + msm)}
+
+
+def _fixed(shape: Shape, resident: tuple, streamed: tuple, chunk: int) -> dict:
+    resident_bytes = sum(shape.query_bytes(q) for q in resident)
+    # a streamed query holds two chunks of bases on the device (the one in use and the next one in flight)
+    stream_bytes = max((2 * min(chunk, shape.bases[q]) * (G2_BYTES if GROUPS[q] == "g2" else G1_BYTES)
+                        for q in streamed), default=0)
+    return {"r1cs": shape.r1cs_bytes, "resident_bases": resident_bytes, "stream_buffers": stream_bytes}
+
+
+def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_budget: int | None = None,
+              want_tables: bool = False, table_bytes: int = 0, chunk: int | None = None,
+              allow_streaming: bool = True, max_batch: int | None = None) -> MemoryPlan:
+    """Decide a :class:`MemoryPlan` (module docstring). ``device_budget=None``: unbounded (every query resident,
+    all partitions in one batch); ``table_bytes``: what the window tables of every query would take;
+    ``max_batch``: an upper bound on the batch (e.g. the engine's). Raises
+    :class:`~cuzk_jax.errors.MemoryBudgetError` when even one partition with every query streamed does not fit
+    the device budget, or the host budget cannot hold one batch's witnesses plus the streamed bases."""
+    if partitions < 1:
+        raise MemoryBudgetError(f"a plan needs at least one partition, got {partitions}")
+    chunk = max(1, int(chunk or DEFAULT_CHUNK))
+    upper = min(partitions, max_batch or partitions)
+    eval_chunk = None
+    names = tuple(shape.bases)
+    streamed: tuple = ()
+    while True:
+        resident = tuple(q for q in names if q not in streamed)
+        fixed = _fixed(shape, resident, streamed, chunk)
+        per = _per_partition(shape, streamed, chunk, eval_chunk)
+        fixed_total, per_total = sum(fixed.values()), per["peak"]
+        if device_budget is None:
+            batch = upper
+        else:
+            batch = min(upper, int((device_budget / SAFETY - fixed_total) // per_total))
+        if batch >= 1:
+            break
+        # first shrink the evaluation's gather (cheap: only more launches), then stream queries
+        if eval_chunk is None and per["evaluate"] >= max(per["h"], per["msm_scalars"] + per["msm_work"]):
+            eval_chunk = max(1 << 16, shape.num_rows // 8)
+            continue
+        remaining = [q for q in STREAM_ORDER if q in resident]
+        if not allow_streaming or not remaining:
+            need = SAFETY * (fixed_total + per_total)
+            raise MemoryBudgetError(
+                f"device budget {fmt_bytes(device_budget)} cannot hold one partition of this circuit "
+                f"(needs about {fmt_bytes(need)}: {fmt_bytes(fixed_total)} of key and R1CS tables"
+                f"{' with every query streamed' if allow_streaming else ''} + {fmt_bytes(per_total)} per partition)"
+                f"; raise the budget or use a device with more memory")
+        streamed = streamed + (remaining[0],)
+    tables = bool(want_tables and not streamed and (
+        device_budget is None or SAFETY * (fixed_total + batch * per_total + table_bytes) <= device_budget))
+    peak = int(SAFETY * (fixed_total + batch * per_total + (table_bytes if tables else 0)))
+    host = FR_BYTES * shape.num_vars * batch + sum(shape.query_bytes(q) for q in streamed)
+    if host_budget is not None and host > host_budget:
+        raise MemoryBudgetError(
+            f"host budget {fmt_bytes(host_budget)} cannot hold a batch of {batch} witness(es) "
+            f"({fmt_bytes(FR_BYTES * shape.num_vars * batch)}) plus the streamed bases "
+            f"({fmt_bytes(host - FR_BYTES * shape.num_vars * batch)}); raise it or lower the device batch")
+    estimate = {**fixed, **{f"per_partition_{k}": v for k, v in per.items()},
+                "tables": table_bytes if tables else 0}
+    return MemoryPlan(device_budget=device_budget, host_budget=host_budget, partitions=partitions, batch=batch,
+                      resident=resident, streamed=streamed, chunk=chunk, tables=tables, eval_chunk=eval_chunk,
+                      peak=peak, host=host, estimate=estimate)

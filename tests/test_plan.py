@@ -1,0 +1,112 @@
+"""The memory plan (cuzk_jax.groth16.plan): budgets -> batch size, streamed queries, tables, chunked evaluation;
+and the pipeline proving under a plan that splits a batch (the proofs still verify and equal the unplanned ones)."""
+
+import pytest
+
+from cuzk_jax.circuits import base
+from cuzk_jax.errors import BadInput, MemoryBudgetError
+from cuzk_jax.groth16 import generator, pipeline, prover, verifier
+from cuzk_jax.groth16 import plan as memplan
+
+GIB = 1 << 30
+
+
+def sector_shape(log_n: int = 27) -> memplan.Shape:
+    """A PoRep-like 2^log_n partition: ~0.97 n constraints, 3 nonzeros per row per matrix, B used on 35 % of the
+    variables (numbers from the issue's porep_like measurements)."""
+    n = 1 << log_n
+    m = int(0.97 * n)
+    return memplan.Shape(num_vars=m, num_rows=m, nnz=9 * m, domain=n,
+                         bases={"msm_a": int(0.91 * m), "msm_b1": int(0.35 * m), "msm_b2": int(0.35 * m),
+                                "msm_l": m, "msm_h": n - 1}, r1cs_bytes=12 * 9 * m)
+
+
+@pytest.mark.parametrize("text,want", [("96GiB", 96 * GIB), ("1.5g", int(1.5 * GIB)), ("512M", 512 << 20),
+                                       ("123456", 123456), ("auto", None), (None, None), (7, 7)])
+def test_parse_bytes(text, want):
+    assert memplan.parse_bytes(text) == want
+
+
+@pytest.mark.parametrize("text", ["lots", "-5G", "12 parsecs", "0", "nanG"])
+def test_parse_bytes_refuses(text):
+    with pytest.raises(BadInput, match="memory size"):
+        memplan.parse_bytes(text)
+
+
+def test_unbounded_plan_keeps_everything_resident():
+    plan = memplan.make_plan(sector_shape(20), 10, device_budget=None)
+    assert (plan.batch, plan.streamed, plan.eval_chunk) == (10, (), None)
+    assert set(plan.resident) == set(memplan.GROUPS)
+    assert plan.batches == 1 and "10 partition(s) in 1 batch(es)" in plan.describe()
+
+
+def test_plan_shrinks_the_batch_before_streaming():
+    shape = sector_shape(24)
+    full = memplan.make_plan(shape, 10, device_budget=None)
+    fixed = sum(full.estimate[k] for k in ("r1cs", "resident_bases", "stream_buffers"))
+    per = full.estimate["per_partition_peak"]
+    budget = int(memplan.SAFETY * (fixed + 3.5 * per))
+    plan = memplan.make_plan(shape, 10, device_budget=budget)
+    assert plan.batch == 3 and plan.streamed == () and plan.batches == 4
+    assert plan.peak <= budget
+
+
+def test_sector_plan_on_an_h200_streams_and_fits():
+    """A 2^27 partition on a 139 GiB device with a 120 GiB budget: the plan must stream (a key of ~70 GiB plus
+    the 20+ GiB per partition do not fit together with more than a few partitions), keep the peak under the
+    budget, and bound the host."""
+    plan = memplan.make_plan(sector_shape(27), 10, device_budget=120 * GIB, host_budget=96 * GIB)
+    assert 1 <= plan.batch < 10
+    assert plan.peak <= 120 * GIB and plan.host <= 96 * GIB
+    assert not plan.tables  # tables never fit at this size
+
+
+def test_tight_budget_streams_biggest_query_first():
+    shape = sector_shape(24)
+    full = memplan.make_plan(shape, 1, device_budget=None)
+    # room for one partition (evaluated in chunks) and the R1CS tables but not for B2's bases (G2, the biggest
+    # per point): B2 streams, nothing else does
+    chunk = 1 << 20
+    per = memplan._per_partition(shape, ("msm_b2",), chunk, shape.num_rows // 8)["peak"]
+    budget = int(memplan.SAFETY * (full.estimate["r1cs"] + per + full.estimate["resident_bases"]
+                                   - shape.query_bytes("msm_b2") + 2 * chunk * memplan.G2_BYTES + (1 << 20)))
+    plan = memplan.make_plan(shape, 10, device_budget=budget, chunk=chunk)
+    assert plan.streamed == ("msm_b2",) and plan.batch == 1 and plan.peak <= budget
+
+
+def test_budget_below_one_partition_is_one_clear_error():
+    with pytest.raises(MemoryBudgetError, match="cannot hold one partition"):
+        memplan.make_plan(sector_shape(24), 10, device_budget=64 << 20)
+    with pytest.raises(MemoryBudgetError, match="cannot hold one partition"):
+        memplan.make_plan(sector_shape(20), 10, device_budget=200 << 20, allow_streaming=False)
+    with pytest.raises(MemoryBudgetError, match="host budget"):
+        memplan.make_plan(sector_shape(24), 10, device_budget=None, host_budget=1 << 20)
+
+
+@pytest.fixture(scope="module")
+def cube():
+    circuit = base.get_circuit("cube")
+    r1cs = circuit.r1cs()
+    pk = generator.setup(r1cs, generator.insecure_toxic_waste_for_tests(11))
+    witnesses = [circuit.witness(circuit.sample_inputs(p)) for p in range(4)]
+    return dict(r1cs=r1cs, pk=pk, witnesses=witnesses)
+
+
+def test_prove_in_planned_batches(cube):
+    """A device budget with room for two partitions proves four in two batches of two (the programs of
+    test_groth16's P = 2 shape); the proofs verify and equal the one-batch proofs bit for bit; a budget too
+    small for one partition fails before any device work."""
+    rs = prover.insecure_randomness_for_tests(3, 4)
+    # the reference: one batch of four with the host MSMs (bit-identical to the device MSMs, test_groth16)
+    one, t1 = prover.prove(cube["pk"], cube["r1cs"], cube["witnesses"], randomness=rs, config="msm=host")
+    assert t1.batches == 1
+    rk = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off")
+    fixed = sum(rk.plan.estimate[k] for k in ("r1cs", "resident_bases", "stream_buffers"))
+    budget = int(memplan.SAFETY * (fixed + 2.5 * rk.plan.estimate["per_partition_peak"]))
+    planned = pipeline.make_resident(cube["pk"], cube["r1cs"], f"msm=xla,tables=off,device_budget={budget}")
+    assert planned.plan.batch == 2 and planned.plan.streamed == ()
+    two, t2 = prover.prove(planned, cube["r1cs"], cube["witnesses"], randomness=rs)
+    assert t2.batches == 2 and two == one
+    assert all(verifier.verify(cube["pk"].vk, w.public_inputs, p) for w, p in zip(cube["witnesses"], two))
+    with pytest.raises(MemoryBudgetError):
+        pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,device_budget=1000")
