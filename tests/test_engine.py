@@ -553,3 +553,109 @@ def test_submit_refuses_inputs_outside_the_field(cube_key):
         w_bad = dataclasses.replace(w, inputs=[w.inputs[0]] + [R + 1] + list(w.inputs[2:]))
         with pytest.raises(BadInput, match="partition 0 witness inputs\\[1\\]"):
             eng.submit(circuit, witnesses=[w_bad])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Priorities and batches that fill (issue 23 item 2, issue 19 item 6)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _completion_order(cube_key, delays, last_priority):
+    """Six queued PoRep-class jobs, then one job of ``last_priority``, all ready before the collector runs (pause);
+    returns the job ids in completion order and the last job's id."""
+    circuit, r1cs, pk = cube_key
+    order, lock = [], threading.Lock()
+    with Engine(backend=HostBackend(), max_batch=2, max_wait_s=30, synthesis="thread", synthesis_workers=1,
+                priority_delays_s=delays, prefetch=0) as eng:
+        eng.preload(circuit, pk)
+        eng.pause()
+        futs = [eng.submit(circuit, [circuit.sample_inputs(k, 31)], priority="porep") for k in range(6)]
+        futs.append(eng.submit(circuit, [circuit.sample_inputs(6, 31)], priority=last_priority))
+        wait_ready(eng, 7)
+        assert eng.status()["classes"][last_priority]["partitions_queued"] >= 1
+        for f in futs:
+            f.add_done_callback(lambda f: (lock.acquire(), order.append(f.job_id), lock.release()))
+        eng.resume()
+        for f in futs:
+            res = f.result(timeout=120)
+            assert res.verified and verifier.verify(pk.vk, res.public_inputs[0], res.proofs[0])
+    return order, futs[-1].job_id
+
+
+def test_urgent_class_overtakes_queued_bulk_work(cube_key):
+    """A WinningPoSt-class job submitted after six queued PoRep jobs is in the first batch; its negative twin (the
+    same job as PoRep class) is in the last. With every class's delay 0 (aging: the key is the submission time)
+    the WinningPoSt job waits its turn: the delays decide, not the class name."""
+    order, last = _completion_order(cube_key, None, "winning_post")
+    assert last in order[:2], order
+    order, last = _completion_order(cube_key, None, "porep")
+    assert last in order[-1:], order
+    order, last = _completion_order(cube_key, {c: 0 for c in ("winning_post", "porep")}, "winning_post")
+    assert last in order[-1:], order
+
+
+def test_priority_arguments_are_checked(cube_key):
+    from cuzk_jax.errors import BadInput
+
+    circuit, r1cs, pk = cube_key
+    for bad in ({"urgent": 1}, {"porep": -1}, {"porep": float("inf")}, {"porep": True}):
+        with pytest.raises(ValueError, match="priority"):
+            Engine(backend=HostBackend(), synthesis="thread", synthesis_workers=1, priority_delays_s=bad)
+    with pytest.raises(ValueError, match="fill"):
+        Engine(backend=HostBackend(), synthesis="thread", synthesis_workers=1, fill="soon")
+    with Engine(backend=HostBackend(), max_batch=2, synthesis="thread", synthesis_workers=1) as eng:
+        with pytest.raises(BadInput, match="unknown priority class 'urgent'"):
+            eng.submit(circuit, [circuit.sample_inputs(0)], priority="urgent")
+        assert eng.status()["jobs"]["submitted"] == 0
+
+
+class _SleepyHost(HostBackend):
+    """The host backend with a fixed extra device time per batch (a device-bound engine at test scale)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def run(self, resident, z, phase):
+        time.sleep(self.seconds)
+        return super().run(resident, z, phase)
+
+
+def _slow_cube(seconds):
+    cls = type(base.get_circuit("cube"))
+
+    class SlowCube(cls):
+        """cube whose sample inputs take ``seconds`` (time.sleep releases the GIL: thread workers overlap)."""
+
+        def sample_inputs(self, partition=0, seed=0):
+            time.sleep(seconds)
+            return super().sample_inputs(partition, seed)
+
+    return SlowCube()
+
+
+def _fed_run(cube_key, fill):
+    """12 partitions (6 jobs of 2) synthesized by one worker at 0.3 s each (a batch of 4 fills in 0.9 s from its
+    first ready partition, longer than the 0.5 s default wait) on a device taking 0.6 s per batch: the batch-size
+    histogram and the padded slots."""
+    circuit, r1cs, pk = cube_key
+    slow = _slow_cube(0.3)
+    with Engine(backend=_SleepyHost(0.6), max_batch=4, synthesis="thread", synthesis_workers=1, fill=fill) as eng:
+        eng.preload(slow, pk)
+        futs = [eng.submit(slow, sector=k, partitions=2) for k in range(6)]
+        for f in futs:
+            res = f.result(timeout=120)
+            assert res.verified and all(verifier.verify(pk.vk, x, p) for x, p in zip(res.public_inputs, res.proofs))
+        st = eng.status()
+    return st["batch_sizes"], st["padded_slots"]
+
+
+def test_continuously_fed_run_forms_full_batches(cube_key):
+    """fill="predict" waits for partitions expected before the batch could run anyway: once the engine has its
+    estimates (after the first batch), every batch but the last is full. Twin: the fixed 0.5 s wait (fill="wait")
+    starts batches with 2-3 of 4 ready, so no batch is full and more slots are padded."""
+    hist, padded = _fed_run(cube_key, "predict")
+    hist_wait, padded_wait = _fed_run(cube_key, "wait")
+    assert sum(k * n for b, n in hist.items() for k in [int(b.split("/")[0])]) == 12
+    assert hist.get("4/4", 0) >= 2, hist
+    assert sum(n for b, n in hist.items() if b != "4/4") <= 2, hist  # the first two: no batch time measured yet
+    assert hist_wait.get("4/4", 0) == 0 and padded_wait > padded, (hist_wait, hist)

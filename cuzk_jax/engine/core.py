@@ -11,12 +11,25 @@ Data flow (one arrow = one hand-off; every stage runs concurrently with the othe
                                         --> finisher thread: r/s randomisation on the host, proofs to jobs
 
 * **Batching** (cuzk's batch-all-partitions and cross-sector BatchCollector): ready partitions of *any* jobs with
-  the same circuit go into one device batch. A batch is formed when ``max_batch`` partitions are ready, when the
-  oldest ready partition has waited ``max_wait_s``, or when nothing more of that circuit is being synthesized (no
-  reason to wait). Batches are padded (with copies of a real partition, whose results are discarded) to one of
+  the same circuit go into one device batch. A batch is formed when ``max_batch`` partitions are ready, when
+  nothing more of that circuit is being synthesized (no reason to wait), when the oldest ready partition has waited
+  ``max_wait_s`` (a ceiling, see :class:`EngineConfig`), or -- ``fill="predict"``, the default -- when waiting would not fill it: the engine
+  estimates when each partition of that circuit still in synthesis will be ready (its running mean synthesis time
+  per circuit) and when the device will be free (its mean batch time per circuit), and waits only for partitions
+  expected before the device could run the batch anyway, or within one batch time (running a short batch now and
+  the rest later costs a whole extra batch); a partition overdue by more than one mean synthesis time is no longer
+  expected. ``fill="wait"`` is the fixed-wait rule alone. Batches are padded (with copies of a real partition, whose results are discarded) to one of
   ``batch_sizes`` (default: just ``max_batch``), so the device runs a handful of compiled shapes and never
   recompiles mid-run; sizes are rounded up to a multiple of the device count (sharding). A batch is only formed
   when the device can take it soon (at most ``prefetch`` staged batches wait), so a busy device lets batches fill.
+* **Priorities** (cuzk's classes, :mod:`cuzk_jax.priorities`): every job has a class (``submit(priority=)``,
+  default the circuit's ``PRIORITY_CLASS``) and an urgency key = submission time + the class's delay
+  (``priority_delays_s``; default WinningPoSt 0 s, WindowPoSt 60 s, PoRep 600 s, SnapDeals 1200 s): a lower key is
+  more urgent. Synthesis takes backlog partitions in key order, and at each batch boundary the collector forms the
+  batch of the circuit whose most urgent ready partition has the lowest key, taking that circuit's partitions in key
+  order -- so a WinningPoSt job overtakes queued bulk work at the next batch boundary (the batch running and the
+  ``prefetch`` staged ones finish first), batches still hold one circuit's partitions, and bulk work is never
+  starved: a PoRep job waits at most 600 s (its delay) behind a stream of newer WinningPoSt jobs (aging).
 * **Faults**: a partition whose synthesis raises fails its job with that exception; a witness that does not
   satisfy the R1CS fails its job with :class:`~cuzk_jax.circuits.cs.Unsatisfied` (partition and constraint named;
   detected per partition in the batch's evaluate phase, so batch-mates are unaffected); an exception in a device
@@ -44,7 +57,9 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import dataclasses
+import heapq
 import itertools
+import math
 import logging
 import queue
 import sys
@@ -55,6 +70,7 @@ from typing import Sequence
 import jax
 import numpy as np
 
+from cuzk_jax import priorities
 from cuzk_jax.errors import BadInput, CuzkError, ProofRejected
 from cuzk_jax.reference.constants import R
 from cuzk_jax.groth16 import pipeline, prover
@@ -77,8 +93,13 @@ class EngineConfig:
     """Engine settings (see the module docstring).
 
     max_batch: largest device batch, in partitions. batch_sizes: the padded batch shapes allowed (default
-    ``(max_batch,)``: one compiled shape; when given, its largest entry is the maximum batch). max_wait_s: how
-    long the oldest ready partition may wait for its batch to fill. synthesis: ``"process"`` or ``"thread"`` workers; synthesis_workers: their number (default: cores - 1).
+    ``(max_batch,)``: one compiled shape; when given, its largest entry is the maximum batch). max_wait_s: the
+    longest the oldest ready partition may wait for its batch to fill (None: 0.5 s, except that with
+    ``fill="predict"`` and estimates at hand the ceiling is two mean synthesis times plus one mean batch time, so a
+    task that never finishes cannot hold a batch back for long). fill: ``"predict"`` (form a batch early when
+    the partitions still in synthesis are not expected in time to fill it) or ``"wait"`` (only the fixed wait).
+    priority_delays_s: ``{class: seconds}`` added to a job's submission time to give its urgency key (lower is
+    served first); classes not named keep the default (:data:`DEFAULT_DELAYS_S`). synthesis: ``"process"`` or ``"thread"`` workers; synthesis_workers: their number (default: cores - 1).
     prefetch: batches staged on the device while one runs. key_budget_bytes: LRU limit of resident keys (None: no
     limit). devices / prover / sync_phases: for the default :class:`DeviceBackend`. verify (default True):
     pairing-check each job's proofs (arkworks, one batched check per job) before completing it; a proof that does
@@ -89,7 +110,9 @@ class EngineConfig:
 
     max_batch: int = 10
     batch_sizes: tuple | None = None
-    max_wait_s: float = 0.5
+    max_wait_s: float | None = None
+    fill: str = "predict"
+    priority_delays_s: dict | None = None
     synthesis: str = "process"
     synthesis_workers: int | None = None
     prefetch: int = 1
@@ -108,11 +131,31 @@ class EngineConfig:
         sizes = tuple(self.batch_sizes) if self.batch_sizes else (self.max_batch,)
         if any(not isinstance(s, int) or s < 1 for s in sizes):
             raise ValueError(f"batch_sizes must be positive ints, got {self.batch_sizes!r}")
-        if not self.max_wait_s >= 0:
+        if self.max_wait_s is not None and not self.max_wait_s >= 0:
             raise ValueError(f"max_wait_s must be >= 0, got {self.max_wait_s!r}")
         if not isinstance(self.prefetch, int) or self.prefetch < 0:
             raise ValueError(f"prefetch must be an int >= 0, got {self.prefetch!r}")
+        if self.fill not in FILL_MODES:
+            raise ValueError(f"fill must be one of {FILL_MODES}, got {self.fill!r}")
+        self.delays()
         return tuple(sorted({-(-s // num_devices) * num_devices for s in sizes}))
+
+    def delays(self) -> dict[str, float]:
+        """``{class: delay seconds}`` for every class: the defaults overridden by ``priority_delays_s``."""
+        out = dict(DEFAULT_DELAYS_S)
+        for name, sec in (self.priority_delays_s or {}).items():
+            priorities.check(name)
+            if isinstance(sec, bool) or not isinstance(sec, (int, float)) or not (math.isfinite(sec) and sec >= 0):
+                raise ValueError(f"priority delay of {name!r} must be a finite number of seconds >= 0, got {sec!r}")
+            out[name] = float(sec)
+        return out
+
+
+#: Batch-forming rules (see the module docstring).
+FILL_MODES = ("predict", "wait")
+#: Default urgency delay per class: a job's key is its submission time plus its class's delay. A bulk job therefore
+#: ranks ahead of urgent jobs submitted more than (its delay - theirs) seconds after it: aging, so no starvation.
+DEFAULT_DELAYS_S = {"winning_post": 0.0, "window_post": 60.0, "porep": 600.0, "snap_deals": 1200.0}
 
 
 def _check_input_values(values: dict, what: str) -> None:
@@ -203,6 +246,8 @@ class _Job:
     future: ProofFuture
     sector: int | None
     submitted: float
+    priority: str = priorities.DEFAULT
+    key: float = 0.0  # urgency: submitted + the class's delay (lower first)
     proofs: list = None
     publics: list = None
     remaining: int = 0
@@ -236,6 +281,12 @@ class _Batch:
     resident: object = None
     staged: object = None
     phases: dict = dataclasses.field(default_factory=dict)
+
+
+def _ema(means: dict, key, x: float, alpha: float = 0.3) -> None:
+    """Update the exponential moving average ``means[key]`` with the sample ``x`` (the first sample sets it)."""
+    old = means.get(key)
+    means[key] = x if old is None else (1 - alpha) * old + alpha * x
 
 
 def _block(x):
@@ -303,7 +354,8 @@ class Engine:
         # The pool holds at most workers + 1 tasks (one running per worker, one waiting); the other partitions wait
         # in the engine's backlog. A worker dying breaks every task in its pool, so this bounds how many other
         # partitions one death sends to retry (as suspects, below).
-        self._backlog: collections.deque = collections.deque()  # (job, partition index), under self._lock
+        # A heap of (job key, job id, partition index, job): the most urgent job's partitions enter the pool first.
+        self._backlog: list = []  # under self._lock
         # Partitions whose pool broke under them (suspects: one of them, or none, killed its worker) run one at a
         # time, alone in the pool: one that breaks the pool again alone is the culprit and fails its job with
         # WorkerDied; the others (innocent bystanders) complete. Under self._lock.
@@ -334,6 +386,14 @@ class Engine:
         self._batch_hist: collections.Counter = collections.Counter()
         self._first_submit: float | None = None
         self._last_done: float | None = None
+        self._delays = config.delays()
+        # Estimates for fill="predict" (under self._lock): mean synthesis seconds and mean device seconds per batch,
+        # per circuit digest (exponential moving averages); when each task entered the pool; the running batch.
+        self._synth_mean: dict[str, float] = {}
+        self._device_mean: dict[str, float] = {}
+        self._in_pool: dict[cf.Future, tuple[str, float]] = {}
+        self._device_since: float | None = None
+        self._device_digest: str | None = None
         self._threads = [threading.Thread(target=fn, name=f"engine-{name}", daemon=True)
                          for name, fn in (("collector", self._collector), ("device", self._device_loop),
                                           ("finisher", self._finisher))]
@@ -433,6 +493,7 @@ class Engine:
             taken = job.active and old in job.open_synth
             if taken:  # a suspect now, keeping its place in _synthesizing
                 job.open_synth.discard(old)
+                self._in_pool.pop(old, None)
                 job.backlog_n += 1
                 self._suspects.append((job, index))
                 self._stats["resynthesized"] += 1
@@ -465,7 +526,7 @@ class Engine:
                             return
                         item = None
                         while self._backlog:
-                            job, index = self._backlog.popleft()
+                            _, _, index, job = heapq.heappop(self._backlog)
                             if job.active:
                                 item = (job, index)
                                 break
@@ -490,6 +551,7 @@ class Engine:
                     owned = job.active
                     if owned:
                         job.open_synth.add(fut)
+                        self._in_pool[fut] = (job.entry.digest, time.perf_counter())
                     else:  # failed or cancelled while in transit: the release did not count it
                         self._synthesizing[job.entry.digest] -= 1
                         self._cv.notify_all()
@@ -512,14 +574,20 @@ class Engine:
     # -- submission --------------------------------------------------------------------------------------------------
     def submit(self, circuit, inputs: Sequence[dict] | None = None, *, witnesses: Sequence | None = None,
                sector: int | None = None, partitions: int | None = None,
-               randomness: Sequence[tuple[int, int]] | None = None) -> ProofFuture:
+               randomness: Sequence[tuple[int, int]] | None = None, priority: str | None = None) -> ProofFuture:
         """Queue one proof job; returns a :class:`ProofFuture` of its :class:`JobResult`.
 
         Give exactly one of: ``inputs`` (one dict per partition, as ``circuit.sample_inputs`` returns),
         ``witnesses`` (already synthesized :class:`~cuzk_jax.circuits.r1cs.Witness` objects), or ``sector`` and
         ``partitions`` (partition ``p`` uses ``circuit.sample_inputs(p, seed=sector)``). ``randomness``: one
         ``(r, s)`` per partition (tests only: ``prover.insecure_randomness_for_tests``); default the OS CSPRNG.
+        ``priority``: the job's class (:data:`cuzk_jax.priorities.CLASSES`); default the circuit's own class.
         """
+        if priority is None:
+            priority = priorities.class_of(circuit)
+        elif not isinstance(priority, str) or priority not in priorities.CLASSES:
+            raise BadInput(f"submit: unknown priority class {priority!r}; expected one of "
+                           f"{', '.join(priorities.CLASSES)}")
         given = [x is not None for x in (inputs, witnesses, sector)]
         if sum(given) != 1:
             raise ValueError("submit: give exactly one of inputs=, witnesses= or sector= (with partitions=)")
@@ -550,7 +618,8 @@ class Engine:
             if not self._accepting:
                 raise RuntimeError("engine is shut down")
             job = _Job(id=next(self._job_ids), entry=entry, specs=specs, randomness=randomness,
-                       future=None, sector=sector, submitted=time.perf_counter())
+                       future=None, sector=sector, submitted=time.perf_counter(), priority=priority)
+            job.key = job.submitted + self._delays[priority]
             job.future = ProofFuture(job.id)
             job.proofs, job.publics, job.remaining = [None] * P, [None] * P, P
             self._jobs[job.id] = job
@@ -559,14 +628,16 @@ class Engine:
             if self._first_submit is None:
                 self._first_submit = job.submitted
             job.backlog_n = P
-            self._backlog.extend((job, index) for index in range(P))
+            for index in range(P):
+                heapq.heappush(self._backlog, (job.key, job.id, index, job))
         job.future.add_done_callback(lambda f, job=job: self._on_future_done(job))
         self._pump()
         return job.future
 
-    def submit_sector(self, circuit, sector: int, partitions: int = 10, randomness=None) -> ProofFuture:
+    def submit_sector(self, circuit, sector: int, partitions: int = 10, randomness=None,
+                      priority: str | None = None) -> ProofFuture:
         """``submit(circuit, sector=sector, partitions=partitions)``: one sector (PoRep C2: 10 partitions)."""
-        return self.submit(circuit, sector=sector, partitions=partitions, randomness=randomness)
+        return self.submit(circuit, sector=sector, partitions=partitions, randomness=randomness, priority=priority)
 
     def pause(self) -> None:
         """Stop forming new batches (synthesis continues; running batches finish). For bursts: pause, submit,
@@ -593,6 +664,8 @@ class Engine:
         tasks in the pool are dropped). Returns the tasks to cancel *after* releasing the lock (a cancel runs the
         task's callbacks, which take it): none where cancelling is unsafe (see ``_cancel_tasks``)."""
         self._synthesizing[job.entry.digest] -= len(job.open_synth) + job.backlog_n
+        for f in job.open_synth:
+            self._in_pool.pop(f, None)
         tasks = list(job.open_synth) if self._cancel_tasks else []
         job.open_synth.clear()
         job.backlog_n = 0
@@ -655,8 +728,11 @@ class Engine:
             owned = fut in job.open_synth  # else released with its job (and counted) already
             if owned:
                 job.open_synth.discard(fut)
+                self._in_pool.pop(fut, None)
                 self._synthesizing[job.entry.digest] -= 1
                 self._cv.notify_all()
+            if out is not None:
+                _ema(self._synth_mean, job.entry.digest, out.t_end - out.t_start)
             if exc is None and job.active and owned:
                 job.publics[index] = out.public_inputs
                 job.synth_s += out.t_end - out.t_start
@@ -711,24 +787,30 @@ class Engine:
 
     # -- collector ---------------------------------------------------------------------------------------------------
     def _pick(self, now: float):
-        """Under the lock: ``(digest, slots, size)`` of the next batch, or ``(None, seconds to wait)``."""
+        """Under the lock: ``(digest, slots, size)`` of the next batch, or ``(None, seconds to wait)``.
+
+        Among the circuits whose batch may be formed now (full; nothing more of it in synthesis; its oldest ready
+        partition waited long enough; or, fill="predict", waiting would not fill it: :meth:`_due`), the one whose
+        most urgent ready partition has the lowest key; its partitions are taken most urgent first."""
         best, wait = None, 0.5
         if self._paused and not self._stop:
             return None, wait
-        for digest, dq in self._ready.items():
-            while dq and not dq[0].job.active:
-                dq.popleft()
+        for digest in list(self._ready):
+            dq = self._ready[digest]
             live = [s for s in dq if s.job.active]
+            if len(live) != len(dq):
+                self._ready[digest] = collections.deque(live)
             if not live:
                 continue
-            k = len(live)
+            live.sort(key=lambda s: (s.job.key, s.job.id, s.index))
             idle = self._synthesizing[digest] <= 0 or self._stop
-            age = now - live[0].ready
-            if k >= self.max_batch or idle or age >= self.config.max_wait_s:
-                if best is None or live[0].ready < best[1][0].ready:
-                    best = (digest, live, idle)
-            else:
-                wait = min(wait, self.config.max_wait_s - age)
+            due = 0.0 if len(live) >= self.max_batch or idle else \
+                self._due(digest, len(live), min(s.ready for s in live), now)
+            if due > 0:
+                wait = min(wait, due)
+                continue
+            if best is None or live[0].job.key < best[1][0].job.key:
+                best = (digest, live, idle)
         if best is None:
             return None, max(wait, 1e-3)
         digest, live, idle = best
@@ -737,14 +819,47 @@ class Engine:
             take = size = self.max_batch
         else:
             fits = [s for s in self.batch_sizes if s <= k]
-            if fits and not idle:  # timed out but more is coming: a full smaller shape, no padding
+            if fits and not idle:  # formed early but more is coming: a full smaller shape, no padding
                 take = size = fits[-1]
             else:
                 take, size = k, next(s for s in self.batch_sizes if s >= k)
         chosen = live[:take]
         ids = {id(s) for s in chosen}
-        self._ready[digest] = collections.deque(s for s in self._ready[digest] if id(s) not in ids and s.job.active)
+        self._ready[digest] = collections.deque(s for s in self._ready[digest] if id(s) not in ids)
         return (digest, chosen, size), 0.0
+
+    def _due(self, digest: str, k: int, oldest: float, now: float) -> float:
+        """Under the lock: seconds until a batch of ``digest``'s ``k`` ready partitions (fewer than ``max_batch``,
+        more in synthesis) should be formed; <= 0 means now. See the module docstring ("Batching")."""
+        synth, dev = self._synth_mean.get(digest), self._device_mean.get(digest)
+        estimates = self.config.fill == "predict" and synth is not None and dev is not None
+        limit = self.config.max_wait_s
+        if limit is None:
+            limit = 2 * synth + dev if estimates else 0.5
+        ceiling = oldest + limit - now
+        if ceiling <= 0 or not estimates:
+            return ceiling
+        # When the device could start this batch: after the running batch and the staged ones.
+        free = 0.0
+        if self._device_since is not None:
+            running = self._device_mean.get(self._device_digest, dev)
+            free = max(0.0, self._device_since + running - now)
+        free += self._device_q.qsize() * dev
+        # When the partitions still in synthesis are expected: tasks in the pool one mean after they entered it
+        # (one overdue by more than a mean is not expected: it may never finish); backlog tasks after the pool.
+        pool = [t + synth for d, t in self._in_pool.values() if d == digest]
+        expected = sorted(max(now, t) for t in pool if t >= now - synth)
+        backlog = max(0, self._synthesizing[digest] - len(pool))
+        expected += [now + synth * (1 + i // self._workers) for i in range(min(backlog, self.max_batch))]
+        expected.sort()
+        need = min(self.max_batch - k, len(expected))
+        if need and expected[need - 1] - now <= free + dev:
+            # the batch fills before it could have finished anyway: wait (an overdue partition: poll until it
+            # arrives or stops being expected)
+            return min(ceiling, max(expected[need - 1] - now, 0.01))
+        n_stage = self._phase_n.get("stage", 0)
+        stage = self._phase_s["stage"] / n_stage if n_stage else 0.0
+        return min(ceiling, free - stage)  # it will not fill in time: form it when the device is about to be free
 
     def _collector(self) -> None:
         while True:
@@ -801,6 +916,7 @@ class Engine:
             start = time.perf_counter()
             with self._lock:
                 self._device_busy = True
+                self._device_since, self._device_digest = start, batch.entry.digest
                 for s in batch.slots:
                     if s.job.first_device is None:
                         s.job.first_device = start
@@ -813,6 +929,7 @@ class Engine:
                 self.timeline.add("device", name, t0, t1, batch=batch.id)
                 return out
 
+            out = None
             try:
                 out = self.backend.run(batch.resident, batch.staged, phase)
             except Exception as e:  # noqa: BLE001 -- a device error fails this batch's jobs only
@@ -822,6 +939,9 @@ class Engine:
                 batch.staged = None  # release the device copy of z
                 with self._lock:
                     self._device_busy = False
+                    self._device_since = None
+                    if not isinstance(out, Exception):
+                        _ema(self._device_mean, batch.entry.digest, time.perf_counter() - start)
                     for name, sec in batch.phases.items():
                         self._phase_s[name] += sec
                         self._phase_n[name] += 1
@@ -900,6 +1020,9 @@ class Engine:
                 "device_busy_fraction": self._stats["device_s"] / span if span > 0 else 0.0,
                 "phase_seconds": dict(self._phase_s),
                 "phase_mean_seconds": {k: self._phase_s[k] / n for k, n in self._phase_n.items() if n},
+                "classes": self._class_depths(),
+                "estimates": {"synthesis_mean_s": {d[:16]: v for d, v in self._synth_mean.items()},
+                              "batch_mean_s": {d[:16]: v for d, v in self._device_mean.items()}},
             }
         st["keys"] = {"resident": self.keys.resident(), "resident_bytes": self.keys.resident_bytes(),
                       "budget_bytes": self.keys.budget_bytes, **self.keys.stats.as_dict()}
@@ -908,6 +1031,18 @@ class Engine:
         st["synthesis"] = {"kind": self.config.synthesis, "workers": self._workers,
                            "pool_restarts": self._stats["pool_restarts"], "resynthesized": self._stats["resynthesized"]}
         return st
+
+    def _class_depths(self) -> dict:
+        """Under the lock: per priority class, the active jobs and their partitions not yet in a device batch."""
+        out = {c: {"jobs": 0, "partitions_queued": 0} for c in priorities.CLASSES}
+        for job in self._jobs.values():
+            out[job.priority]["jobs"] += 1
+            out[job.priority]["partitions_queued"] += job.backlog_n + len(job.open_synth)
+        for dq in self._ready.values():
+            for slot in dq:
+                if slot.job.active:
+                    out[slot.job.priority]["partitions_queued"] += 1
+        return out
 
     def events(self):
         """The timeline events so far (see :mod:`cuzk_jax.engine.timeline`)."""
