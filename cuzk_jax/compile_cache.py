@@ -9,14 +9,24 @@ proof through the library API, issue 22); with the persistent cache a second pro
 * :func:`install_compile_hint`: called by the library's entry points (``generator.setup``, ``cuzk_jax.msm``,
   ``cuzk_jax.ntt``) on first use, not at import; registers a :mod:`jax.monitoring` listener on the backend-compile
   event (``/jax/core/compile/backend_compile_duration`` in JAX 0.10) that logs one warning the first time a compile
-  takes longer than :data:`HINT_AFTER_SECS` while no cache directory is configured.
+  takes longer than :data:`HINT_AFTER_SECS` while no cache directory is configured. It also installs the compile
+  progress (:func:`install_compile_progress`).
+* :func:`install_compile_progress`: a compile that runs longer than :data:`PROGRESS_AFTER_SECS` is announced while
+  it runs -- a ``compiling <name> ...`` log line (``cuzk_jax`` logger, INFO; absl shows it in the scripts) and, when
+  stderr is a terminal, a tqdm spinner with the elapsed time -- and a ``compiled <name> in <t> s`` line when it
+  ends. JAX reports a backend compile's start as a :mod:`jax.monitoring` scalar event (its start time) and its end
+  as a duration event, both named :data:`BACKEND_COMPILE_EVENT` and carrying ``fun_name``; a timer thread decides
+  when a compile has run long enough to be announced, so short compiles print nothing. Where a JAX version reports
+  no start event, only the end line is logged.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
+import time
 
 ENV_VAR = "CUZK_JAX_CACHE_DIR"
 DEFAULT_DIR = os.path.join("~", ".cache", "cuzk_jax", "xla")
@@ -24,6 +34,8 @@ DEFAULT_DIR = os.path.join("~", ".cache", "cuzk_jax", "xla")
 # programs of 0.3-1 s on a CPU, which add up in a new process).
 MIN_COMPILE_TIME_SECS = 0.3
 HINT_AFTER_SECS = 5.0
+#: A compile running longer than this is announced (log line, spinner on a terminal) while it runs.
+PROGRESS_AFTER_SECS = 3.0
 # the backend-compile event of jax._src.dispatch.BACKEND_COMPILE_EVENT (JAX 0.10 / 0.11)
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
@@ -32,6 +44,10 @@ logger = logging.getLogger("cuzk_jax")
 _lock = threading.Lock()
 _hint_installed = False
 _hint_logged = False
+_progress_installed = False
+_duration_registered = False
+_progress_after = PROGRESS_AFTER_SECS
+_watches: dict = {}  # thread id -> the _Watch of the compile running in that thread
 
 
 def default_cache_dir() -> str:
@@ -78,18 +94,23 @@ def cache_configured() -> bool:
     return bool(jax.config.jax_compilation_cache_dir)
 
 
-def _on_duration(event: str, duration_secs: float, **_kwargs) -> None:
-    """jax.monitoring duration listener: the one-time hint for a long compile with no cache configured."""
+def _on_duration(event: str, duration_secs: float, **kwargs) -> None:
+    """jax.monitoring duration listener: ends the compile's progress, and the one-time hint for a long compile
+    with no cache configured."""
     global _hint_logged
-    if _hint_logged or event != BACKEND_COMPILE_EVENT or duration_secs < HINT_AFTER_SECS:
+    if event != BACKEND_COMPILE_EVENT:
+        return
+    if _progress_installed:
+        _end_watch(duration_secs, kwargs.get("fun_name"))
+    if not _hint_installed or _hint_logged or duration_secs < HINT_AFTER_SECS:
         return
     if cache_configured():
         return
     _hint_logged = True
     logger.warning(
-        "cuzk_jax: compiling an XLA program took %.1f s and JAX's persistent compilation cache is off; call "
+        "cuzk_jax: compiling %s took %.1f s and JAX's persistent compilation cache is off; call "
         "cuzk_jax.enable_compile_cache() (folder: $%s or %s) so the next process loads compiled programs from disk",
-        duration_secs, ENV_VAR, DEFAULT_DIR)
+        kwargs.get("fun_name") or "an XLA program", duration_secs, ENV_VAR, DEFAULT_DIR)
 
 
 def install_compile_hint() -> bool:
@@ -101,11 +122,142 @@ def install_compile_hint() -> bool:
     with _lock:
         if _hint_installed:
             return True
+        if not _register_duration():  # pragma: no cover
+            return False
+        _hint_installed = True
+    install_compile_progress()
+    return True
+
+
+def _register_duration() -> bool:
+    """Register :func:`_on_duration` once (callers hold ``_lock``); False when this JAX has no such listeners."""
+    global _duration_registered
+    if not _duration_registered:
         try:
             from jax import monitoring
 
             monitoring.register_event_duration_secs_listener(_on_duration)
         except (ImportError, AttributeError):  # pragma: no cover
             return False
-        _hint_installed = True
+        _duration_registered = True
+    return True
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Compile progress
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # closed or replaced stderr
+        return False
+
+
+def _spinner(desc: str):
+    """A tqdm spinner (no total: elapsed time only) on stderr, or None when stderr is not a terminal or tqdm is
+    missing."""
+    if not _stderr_is_terminal():
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency; the spinner is optional all the same
+        return None
+    return tqdm(total=None, desc=desc, bar_format="{desc}: {elapsed}", leave=False, file=sys.stderr)
+
+
+class _Watch:
+    """One running compile: announced after ``_progress_after`` seconds by a timer thread (or at once when that is
+    0), then refreshed twice a second until :meth:`end`."""
+
+    def __init__(self, name: str, start: float):
+        self.name, self.start = name, start
+        self.shown = False
+        self.bar = None
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.thread = None
+
+    def arm(self, after: float) -> None:
+        if after <= 0:
+            self._show()
+            return
+        self.thread = threading.Thread(target=self._wait, args=(after,), name="cuzk_jax-compile-progress",
+                                       daemon=True)
+        self.thread.start()
+
+    def _wait(self, after: float) -> None:
+        if self.done.wait(after):
+            return
+        self._show()
+        while self.bar is not None and not self.done.wait(0.5):
+            with self.lock:
+                if self.bar is not None:
+                    self.bar.refresh()
+
+    def _show(self) -> None:
+        with self.lock:
+            if self.done.is_set():
+                return
+            self.shown = True
+            logger.info("compiling %s (XLA) ...", self.name)
+            self.bar = _spinner(f"compiling {self.name}")
+
+    def end(self, duration: float) -> None:
+        self.done.set()
+        with self.lock:
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
+            if self.shown:
+                logger.info("compiled %s in %.1f s", self.name, duration)
+
+
+def _on_scalar(event: str, value: float, **kwargs) -> None:
+    """jax.monitoring scalar listener: a backend compile starts (``value`` is its start time)."""
+    if event != BACKEND_COMPILE_EVENT:
+        return
+    watch = _Watch(str(kwargs.get("fun_name") or "an XLA program"), time.time())
+    with _lock:
+        old = _watches.pop(threading.get_ident(), None)
+        _watches[threading.get_ident()] = watch
+    if old is not None:  # a start without an end (an exception in the compile): close it quietly
+        old.done.set()
+    watch.arm(_progress_after)
+
+
+def _end_watch(duration: float, name: str | None) -> None:
+    with _lock:
+        watch = _watches.pop(threading.get_ident(), None)
+    if watch is not None:
+        watch.end(duration)
+    elif duration >= _progress_after:  # no start event from this JAX: the end line alone
+        logger.info("compiled %s in %.1f s", name or "an XLA program", duration)
+
+
+def install_compile_progress(after_secs: float | None = None) -> bool:
+    """Announce compiles that run longer than ``after_secs`` (default :data:`PROGRESS_AFTER_SECS`; 0: every
+    compile, at its start) with log lines and, on a terminal, a tqdm spinner (module docstring). Registers the
+    :mod:`jax.monitoring` listeners once per process; a later call only changes ``after_secs``. Returns whether
+    the listeners are installed. Never called at import (:func:`install_compile_hint` calls it)."""
+    global _progress_installed, _progress_after
+    if after_secs is not None:
+        if not isinstance(after_secs, (int, float)) or after_secs < 0:
+            raise ValueError(f"after_secs must be a non-negative number, got {after_secs!r}")
+        _progress_after = float(after_secs)
+    if _progress_installed:
         return True
+    with _lock:
+        if _progress_installed:
+            return True
+        try:
+            from jax import monitoring
+
+            monitoring.register_scalar_listener(_on_scalar)
+        except (ImportError, AttributeError):  # pragma: no cover
+            return False
+        if not _register_duration():  # pragma: no cover
+            return False
+        _progress_installed = True
+    return True

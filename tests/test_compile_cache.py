@@ -50,7 +50,8 @@ def test_import_changes_nothing():
     code = ("import jax, cuzk_jax, cuzk_jax.groth16.generator; from jax._src import monitoring; "
             "assert jax.config.jax_compilation_cache_dir is None; "
             "from cuzk_jax import compile_cache as cc; "
-            "assert cc._on_duration not in monitoring.get_event_duration_listeners()")
+            "assert cc._on_duration not in monitoring.get_event_duration_listeners(); "
+            "assert cc._on_scalar not in monitoring.get_scalar_listeners()")
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
 
@@ -64,10 +65,10 @@ def test_hint_logs_once_without_cache(caplog, monkeypatch, restore_config):
         cc._on_duration(cc.BACKEND_COMPILE_EVENT, 1.0)           # short: nothing
         cc._on_duration("/jax/some/other_event", 60.0)            # other event: nothing
         assert not caplog.records
-        cc._on_duration(cc.BACKEND_COMPILE_EVENT, 12.0)
+        cc._on_duration(cc.BACKEND_COMPILE_EVENT, 12.0, fun_name="jit_prove")
         cc._on_duration(cc.BACKEND_COMPILE_EVENT, 30.0)
     hints = [r for r in caplog.records if "enable_compile_cache" in r.getMessage()]
-    assert len(hints) == 1
+    assert len(hints) == 1 and "compiling jit_prove took 12.0 s" in hints[0].getMessage()
 
 
 def test_no_hint_with_cache(tmp_path, caplog, monkeypatch, restore_config):
