@@ -128,6 +128,10 @@ class SnapUpdate(Circuit):
         if p["data_hash"] not in merkle.HASHES:
             raise ValueError(f"snap_update: data_hash must be one of {merkle.HASHES}, got {p['data_hash']!r}")
 
+    def __getstate__(self):
+        # the per-sector sample cache stays in this process (a synthesis worker rebuilds what it needs)
+        return {k: v for k, v in self.__dict__.items() if k != "_sector_cache"}
+
     @property
     def node_bits(self) -> int:
         return 3 * self.params["levels"]
