@@ -1,23 +1,27 @@
 """On-disk cache of proving keys, so a second run of a script does not redo the setup.
 
 Keys live under ``$CUZK_JAX_KEY_DIR`` or ``~/.cache/cuzk_jax/keys`` as ``<circuit>-<preset>-<digest16>.pk``
-(the proving-key format of :mod:`cuzk_jax.groth16.data_structures`) with the verifying key beside it (``.vk``).
+with the verifying key beside it (``.vk``, the format of :mod:`cuzk_jax.groth16.data_structures`). The ``.pk`` is
+written in the raw format of :mod:`cuzk_jax.groth16.keyfile` (the device's limb arrays, memory-mapped on load;
+manifest version 2); a unit written earlier in the byte format of ``data_structures`` (manifest version 1) is still
+read as it is, and is replaced only when it fails to load (no conversion pass).
 The R1CS digest in the name and inside the file ties a key to one circuit shape; a cached file that fails to load
 (corrupt, truncated, other circuit) is reported and regenerated, never used.
 
 Several processes may share one cache (two ``prove.py`` runs on the same circuit at once):
 
 * **One unit.** The pk and vk are written first, each atomically (a unique ``mkstemp`` file in the same folder,
-  ``fsync``, ``os.replace``), then ``<name>.manifest`` (JSON: size and SHA-256 of both files, the setup's time and
-  pid), also atomically. A load checks the manifest against both files (and the vk file against the vk embedded
+  ``fsync``, ``os.replace``), then ``<name>.manifest`` (JSON: the vk's size and SHA-256, the pk's size and the
+  SHA-256 of its header -- which covers the checksums of all its sections, so the manifest binds the whole file
+  without a second pass over it -- the setup's time and pid), also atomically. A load checks the manifest against both files (and the vk file against the vk embedded
   in the pk); a missing manifest or any mismatch means "no cached key": a crash between the writes, or a vk from
   another setup, never yields a mismatched pair.
 * **One setup.** ``<name>.lock`` is locked with ``fcntl.flock``: loading under a shared lock, setup under an
   exclusive one, re-checking the cache once the exclusive lock is held. A second run therefore waits for the
   first's setup and loads its key instead of racing it (flock is released by the kernel if a process dies).
 
-Cached keys are loaded with every format check, the checksum and the curve equation (batched on the device) but
-without the subgroup test of the big queries (``ProvingKey.load(subgroup_check=False)``; the module docstring of
+Cached keys are loaded with every format check, the checksums and the curve equation (batched on the device) but
+without the subgroup test of the big queries (``keyfile.load(subgroup_check=False)``; the module docstring of
 ``data_structures`` explains why that is safe: such a point can only spoil the prover's own proofs, which are
 verified): with it, loading a 2^20-domain key took 434 s on an H200 (BUILD.md). The verifying key is always fully
 checked. ``load_or_setup(..., subgroup_check=True)`` runs the full test as well.
@@ -33,13 +37,13 @@ import logging
 import os
 import time
 
-from cuzk_jax.groth16 import generator
+from cuzk_jax.groth16 import generator, keyfile
 from cuzk_jax.fileio import atomic_write
 from cuzk_jax.groth16.data_structures import KeyFormatError, ProvingKey
 
 log = logging.getLogger(__name__)
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: raw pk (keyfile); 1: the byte format of data_structures (still read)
 
 
 def cache_dir() -> str:
@@ -89,18 +93,30 @@ def read_cached(path: str, r1cs, *, subgroup_check: bool = False) -> ProvingKey 
     try:
         manifest = json.loads(raw_manifest)
         want_pk, want_vk = manifest["pk"], manifest["vk"]
-        if manifest.get("version") != MANIFEST_VERSION:
-            raise KeyFormatError(f"manifest version {manifest.get('version')!r}, expected {MANIFEST_VERSION}")
-    except (ValueError, KeyError, TypeError) as e:
+        version = manifest.get("version")
+        if version not in (1, MANIFEST_VERSION):
+            raise KeyFormatError(f"manifest version {version!r}, expected 1 or {MANIFEST_VERSION}")
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise KeyFormatError(f"unreadable manifest {paths['manifest']} ({e})") from None
-    pk_bytes, vk_bytes = _read(paths["pk"]), _read(paths["vk"])
-    for name, data, want in (("pk", pk_bytes, want_pk), ("vk", vk_bytes, want_vk)):
-        if data is None:
-            raise KeyFormatError(f"{paths[name]} is missing")
-        if _digest(data) != want:
-            raise KeyFormatError(f"{paths[name]} does not match the manifest (size / SHA-256): "
-                                 "another setup's file, or a torn write")
-    pk = ProvingKey.from_bytes(pk_bytes, subgroup_check=subgroup_check)
+    vk_bytes = _read(paths["vk"])
+    if vk_bytes is None:
+        raise KeyFormatError(f"{paths['vk']} is missing")
+    if _digest(vk_bytes) != want_vk:
+        raise KeyFormatError(f"{paths['vk']} does not match the manifest (size / SHA-256): another setup's file, "
+                             "or a torn write")
+    if version == 1:
+        pk = _read_v1(paths["pk"], want_pk, subgroup_check)
+    else:
+        if not os.path.exists(paths["pk"]):
+            raise KeyFormatError(f"{paths['pk']} is missing")
+        try:
+            _, head_sha, size = keyfile.read_header(paths["pk"])
+        except KeyFormatError as e:
+            raise KeyFormatError(f"{paths['pk']} does not match the manifest ({e})") from None
+        if {"size": size, "header_sha256": head_sha} != want_pk:
+            raise KeyFormatError(f"{paths['pk']} does not match the manifest (size / header SHA-256): another "
+                                 "setup's file, or a torn write")
+        pk = keyfile.load(paths["pk"], subgroup_check=subgroup_check)
     if pk.circuit_digest != r1cs.digest():
         raise KeyFormatError("cached key belongs to another circuit shape")
     if pk.vk.to_bytes() != vk_bytes:
@@ -108,17 +124,32 @@ def read_cached(path: str, r1cs, *, subgroup_check: bool = False) -> ProvingKey 
     return pk
 
 
-def write_cached(path: str, pk: ProvingKey) -> None:
-    """Write pk, vk and (last) the manifest, each atomically. Callers hold the exclusive lock."""
+def _read_v1(pk_path: str, want: dict, subgroup_check: bool) -> ProvingKey:
+    """A pk of manifest version 1: the byte format of ``data_structures``, bound by its whole-file SHA-256."""
+    pk_bytes = _read(pk_path)
+    if pk_bytes is None:
+        raise KeyFormatError(f"{pk_path} is missing")
+    if _digest(pk_bytes) != want:
+        raise KeyFormatError(f"{pk_path} does not match the manifest (size / SHA-256): another setup's file, "
+                             "or a torn write")
+    return ProvingKey.from_bytes(pk_bytes, subgroup_check=subgroup_check)
+
+
+def write_cached(path: str, pk: ProvingKey) -> int:
+    """Write pk (raw format), vk and (last) the manifest, each atomically. Callers hold the exclusive lock.
+    Returns the pk file's size in bytes."""
     paths = companion_paths(path)
-    pk_bytes, vk_bytes = pk.to_bytes(), pk.vk.to_bytes()
+    vk_bytes = pk.vk.to_bytes()
     with contextlib.suppress(FileNotFoundError):
         os.unlink(paths["manifest"])  # the old unit (if any) stops being valid before its files change
-    atomic_write(paths["pk"], pk_bytes)
+    keyfile.save(pk, paths["pk"])
     atomic_write(paths["vk"], vk_bytes)
-    manifest = {"version": MANIFEST_VERSION, "pk": _digest(pk_bytes), "vk": _digest(vk_bytes),
-                "created": time.time(), "pid": os.getpid(), "circuit_digest": pk.circuit_digest}
+    _, head_sha, size = keyfile.read_header(paths["pk"])
+    manifest = {"version": MANIFEST_VERSION, "format": "raw", "pk": {"size": size, "header_sha256": head_sha},
+                "vk": _digest(vk_bytes), "created": time.time(), "pid": os.getpid(),
+                "circuit_digest": pk.circuit_digest}
     atomic_write(paths["manifest"], json.dumps(manifest, indent=1).encode())
+    return size
 
 
 def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=None, progress=None,
@@ -143,7 +174,9 @@ def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=Non
             say(f"ignoring unusable cached key {path}: {e}")
             return None
         if pk is not None:
-            say(f"loaded proving key {path} in {time.perf_counter() - t0:.1f}s")
+            dt = time.perf_counter() - t0
+            size = os.path.getsize(path)
+            say(f"loaded proving key {path} ({size / 1e9:.2f} GB) in {dt:.1f}s ({size / 1e9 / max(dt, 1e-9):.2f} GB/s)")
         return pk
 
     with _locked(lock, exclusive=False):
@@ -159,6 +192,7 @@ def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=Non
         pk = generator.setup(r1cs, toxic, progress=say)
         say(f"setup done in {time.perf_counter() - t0:.1f}s; saving {path}")
         t0 = time.perf_counter()
-        write_cached(path, pk)
-        say(f"saved in {time.perf_counter() - t0:.1f}s")
+        size = write_cached(path, pk)
+        dt = time.perf_counter() - t0
+        say(f"saved {size / 1e9:.2f} GB in {dt:.1f}s ({size / 1e9 / max(dt, 1e-9):.2f} GB/s)")
     return pk

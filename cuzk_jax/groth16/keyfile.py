@@ -364,10 +364,36 @@ def check_points(affine: C.Affine, group: str, chunk: int = 1 << 22) -> bool:
     return ok
 
 
-def load(path: str, *, verify: bool = True, check: bool = True, device=None) -> ProvingKey:
+@functools.lru_cache(maxsize=None)
+def _subgroup_program(group: str):
+    curve = C.g1 if group == "g1" else C.g2
+    return jax.jit(lambda x, y, inf: jnp.all(curve.in_subgroup(C.Affine(x, y, inf))))
+
+
+def check_subgroup(affine: C.Affine, group: str, chunk: int = 1 << 20) -> bool:
+    """Whether every point of ``affine`` lies in the order-r subgroup (Scott's test, ``ops.curve.in_subgroup``),
+    in power-of-two chunks as :func:`check_points`."""
+    n = affine.inf.shape[-1]
+    size = min(chunk, max(8, 1 << max(0, n - 1).bit_length()))
+    prog = _subgroup_program(group)
+    for s in range(0, n, size):
+        part = jax.tree_util.tree_map(lambda a: a[..., s:s + size], affine)
+        pad = size - part.inf.shape[-1]
+        if pad:
+            part = C.Affine(jnp.pad(part.x, [(0, 0)] * (part.x.ndim - 1) + [(0, pad)]),
+                            jnp.pad(part.y, [(0, 0)] * (part.y.ndim - 1) + [(0, pad)]),
+                            jnp.pad(part.inf, (0, pad), constant_values=True))
+        if not bool(prog(part.x, part.y, part.inf)):
+            return False
+    return True
+
+
+def load(path: str, *, verify: bool = True, check: bool = True, subgroup_check: bool = False,
+         device=None) -> ProvingKey:
     """Load a raw key: the checks of the module docstring, then each section memory-mapped and copied to
     ``device`` (default: JAX's default device) once. ``verify=False`` skips the section checksums, ``check=False``
-    the per-point device checks (neither is needed for a file this process just wrote)."""
+    the per-point device checks (neither is needed for a file this process just wrote); ``subgroup_check=True``
+    adds the subgroup test of every query point (slow: an endomorphism and a scalar multiplication per point)."""
     path = os.fspath(path)
     header, _, size = read_header(path)
     sections = header["sections"]
@@ -403,6 +429,8 @@ def load(path: str, *, verify: bool = True, check: bool = True, device=None) -> 
             del arrays
             if check and not check_points(aff, group):
                 _fail(path, f"section {name}: a point is off the curve, not reduced, or a non-zero infinity")
+            if subgroup_check and not check_subgroup(aff, group):
+                _fail(path, f"section {name}: a point is outside the prime-order subgroup")
             fields[name] = aff
         jax.block_until_ready(fields)
     finally:

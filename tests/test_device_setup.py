@@ -1,0 +1,122 @@
+"""The device (development) setup: its scalar programs against Python ints, the batch-affine fixed-base
+multiplication against the reference curve, and whole keys bit for bit against the host setup and the Python-int
+reference setup (issue 19, item 4). Small sizes with small chunks, so every chunked path runs more than once; the
+compiled programs are shared between the tests (window 4, chunk 8)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from cuzk_jax import encoding
+from cuzk_jax.circuits import base
+from cuzk_jax.groth16 import generator, prover, verifier
+from cuzk_jax.groth16.host_curve import affine_from_device
+from cuzk_jax.ops import curve as C
+from cuzk_jax.ops import fixed_base
+from cuzk_jax.ops import setup_scalars as S
+from cuzk_jax.reference import groth16 as RG
+from cuzk_jax.reference.constants import R
+
+WINDOW, CHUNK = 4, 8  # shared by every test here: one compiled fixed-base program per group
+
+
+def _ints(limbs, montgomery=True):
+    return encoding.limbs_to_ints(np.asarray(limbs), "fr", montgomery=montgomery)
+
+
+def test_lagrange_and_powers_match_python_ints():
+    n, tau = 16, 0x1234567890ABCDEF1234567890
+    lo, hi, a = S.power_tables(pow(7, (R - 1) // n, R), n)
+    k = (pow(tau, n, R) - 1) * pow(n, R - 2, R) % R
+    got = []
+    for s in range(0, n, 8):  # two chunks: the start offset is honoured
+        got += _ints(S.lagrange(lo, hi, s, S.mont_limbs([tau]), S.mont_limbs([k]), chunk=8, a=a))
+    assert got == generator.lagrange_at(n, tau)
+    assert sum(got) % R == 1  # the Lagrange basis sums to one (a check independent of lagrange_at)
+    lo, hi, a = S.power_tables(tau, 11, scale=5)
+    assert _ints(S.powers(lo, hi, 3, chunk=8, a=a)) == [5 * pow(tau, i, R) % R for i in range(3, 11)]
+
+
+def test_column_sums_match_python_ints():
+    """Repeated columns, repeated (row, col) pairs, several chunks with a padded last one, unused columns."""
+    rnd = random.Random(3)
+    rows_n, num_vars, nnz = 12, 9, 37
+    coeffs = [1, R - 1, 2, rnd.randrange(R), rnd.randrange(R)]
+    rows = np.sort(np.array([rnd.randrange(rows_n) for _ in range(nnz)], np.int32))
+    cols = np.array([rnd.randrange(num_vars - 2) for _ in range(nnz)], np.int32)  # the last 2 columns unused
+    cids = np.array([rnd.randrange(len(coeffs)) for _ in range(nnz)], np.int32)
+    lag_ints = [rnd.randrange(R) for _ in range(rows_n)]
+    got = S.column_sums(S.mont_limbs(lag_ints), rows, cols, cids, S.scaled_coeffs(coeffs), num_vars, chunk=16)
+    want = [0] * num_vars
+    for r_, c_, k_ in zip(rows, cols, cids):
+        want[c_] = (want[c_] + coeffs[k_] * lag_ints[r_]) % R
+    assert _ints(got) == want
+    assert want[-1] == 0 and any(want)
+    # a wrong coefficient table gives a different answer (the twin: the comparison can fail)
+    bad = S.column_sums(S.mont_limbs(lag_ints), rows, cols, cids, S.scaled_coeffs([2] + coeffs[1:]), num_vars,
+                        chunk=16)
+    assert _ints(bad) != want
+
+
+def test_batch_affine_fixed_base_edges():
+    """0, 1, r - 1, values at and above r (reduced first: the same point as s mod r), all-ones digits, random."""
+    rnd = random.Random(5)
+    ks = [0, 1, 2, R - 1, R, R + 1, 2**256 - 1, 2**16 + 1, int("f" * 63, 16) % R] + [rnd.randrange(R)
+                                                                                   for _ in range(4)]
+    limbs = np.array([[(k >> (32 * i)) & 0xFFFFFFFF for k in ks] for i in range(8)], np.uint32)
+    got = affine_from_device(C.g1, fixed_base.mul_affine(C.g1, limbs, window=WINDOW, chunk=CHUNK))
+    g = C.g1.ref
+    assert got == [g.mul(g.generator, k % R) for k in ks]
+    assert got[0] is None and got[3] == g.neg(g.generator)
+
+
+@pytest.fixture(scope="module")
+def cube_keys():
+    circuit = base.get_circuit("cube")
+    r1cs = circuit.r1cs()
+    toxic = generator.insecure_toxic_waste_for_tests(11)  # test_groth16's key: its compiled prover is shared
+    dev = generator.development_setup(r1cs, toxic, window=WINDOW, chunk=CHUNK, scalar_chunk=2)
+    return circuit, r1cs, toxic, dev
+
+
+def test_device_setup_equals_host_setup_and_reference(cube_keys):
+    circuit, r1cs, toxic, dev = cube_keys
+    host = generator.setup(r1cs, toxic, method="host")
+    assert dev.to_bytes() == host.to_bytes()  # every point, bit for bit, in the key file format
+    rpk, _ = RG.setup(r1cs.with_input_constraints().reference_matrices(), r1cs.num_inputs, r1cs.num_vars, toxic)
+    assert affine_from_device(C.g1, dev.h_query) == rpk.h_query
+    assert affine_from_device(C.g1, dev.l_query) == rpk.l_query
+    assert affine_from_device(C.g2, dev.b_g2_query) == rpk.b_g2_query
+    assert dev.vk.ic == rpk.vk.ic and dev.delta_g1 == rpk.delta_g1
+    # the twin: other toxic waste gives another key
+    other = generator.development_setup(r1cs, generator.insecure_toxic_waste_for_tests(12), window=WINDOW,
+                                        chunk=CHUNK, scalar_chunk=2)
+    assert other.to_bytes() != dev.to_bytes()
+    assert affine_from_device(C.g1, other.a_query) != affine_from_device(C.g1, dev.a_query)
+
+
+def test_device_setup_key_proves_and_verifies(cube_keys):
+    circuit, r1cs, _, dev = cube_keys
+    ws = [circuit.witness(circuit.sample_inputs(p)) for p in range(2)]
+    proofs, _ = prover.prove(dev, r1cs, ws, randomness=prover.insecure_randomness_for_tests(5, 2), verify=False)
+    for w, proof in zip(ws, proofs):
+        assert verifier.verify(dev.vk, w.public_inputs, proof)
+        wrong = [(x + 1) % R for x in w.public_inputs]
+        assert not verifier.verify(dev.vk, wrong, proof)
+
+
+def test_development_setup_seed_and_domain_check(cube_keys):
+    circuit, r1cs, toxic, _ = cube_keys
+    assert generator.insecure_toxic_waste_for_tests(11) == toxic
+    bad = toxic._replace(tau=1) if hasattr(toxic, "_replace") else None
+    if bad is None:
+        import dataclasses
+
+        bad = dataclasses.replace(toxic, tau=1)
+    with pytest.raises(ValueError, match="domain"):
+        generator.development_setup(r1cs, bad, window=WINDOW, chunk=CHUNK)
+    with pytest.raises(ValueError, match="unknown setup method"):
+        generator.setup(r1cs, toxic, method="gpu")
