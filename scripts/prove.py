@@ -4,6 +4,9 @@
   python3 scripts/prove.py --preset=small --sectors=4 --max_batch=20        # several sectors: the engine
   python3 scripts/prove.py --zkey=c.zkey --wtns=w.wtns --proof=proof.json --public=public.json   # circom/snarkjs
   python3 scripts/prove.py --zkey=c.zkey --wasm=c_js/c.wasm --input=input.json    # like snarkjs groth16 fullprove
+  python3 scripts/prove.py --preset=domain20 --sectors=8 --devices=0,1 --device_mode=per_device   # two local GPUs
+  python3 scripts/prove.py --sectors=8 --coordinator=host0:8476 --num_processes=2 --process_id=0  # on host 0 ...
+  python3 scripts/prove.py --sectors=8 --coordinator=host0:8476 --num_processes=2 --process_id=1  # ... and host 1
 
 Keys come from the key cache (setup on first use). Prints per-phase timing per sector; writes
 ``sector-<k>.proofs`` (192 bytes per partition) and ``sector-<k>.public.json`` under --out.
@@ -11,6 +14,18 @@ Keys come from the key cache (setup on first use). Prints per-phase timing per s
 ``--mode``: ``sequential`` proves one sector after another (each sector one batch); ``engine`` submits every sector
 to :class:`cuzk_jax.engine.Engine` (synthesis workers overlapping the device, partitions of several sectors in one
 batch of up to ``--max_batch``); ``auto`` (default) is the engine for more than one sector.
+
+Several local devices (``--devices``, default all): ``--device_mode=per_device`` runs one engine per device (keys
+committed per device, each sector's partitions split over the devices), ``sharded`` one engine whose batches are
+sharded over a mesh of the devices (:mod:`cuzk_jax.engine.multidevice`); more than one device means engine mode.
+
+Several processes or hosts (``--coordinator=host:port --num_processes=N --process_id=i``, or the environment
+variables ``CUZK_COORDINATOR`` / ``CUZK_NUM_PROCESSES`` / ``CUZK_PROCESS_ID``): run the same command once per host
+(or per GPU, with ``--devices=<i>``), each with its own ``--process_id``. Process 0 runs the coordinator and decides
+the sectors; partitions are assigned by process index, proved on each process's local devices, gathered to process
+0, verified there, and written there only (:mod:`cuzk_jax.engine.distributed`). Every process gets the same exit
+status. A coordinator that cannot be reached within ``--dist_timeout`` seconds is one ``error:`` line, exit 2. Every
+process needs the same proving key: copy process 0's key cache (``--key_dir``) to the other hosts.
 
 With ``--zkey`` and ``--wtns`` it proves a circom circuit from snarkjs files instead (``cuzk_jax.snarkjs``) and
 writes snarkjs's ``proof.json`` / ``public.json``; ``npx snarkjs groth16 verify`` accepts them.
@@ -48,6 +63,15 @@ cli.define_path("snarkjs_out", "", "also export every partition's proof for snar
 flags.DEFINE_enum("mode", "auto", ["auto", "sequential", "engine"], "how several sectors are proved (see above)")
 flags.DEFINE_integer("max_batch", 0, "engine: partitions per device batch (0 = 2 sectors' worth)")
 flags.DEFINE_integer("workers", 0, "engine: synthesis workers (0 = cores - 1)")
+flags.DEFINE_string("devices", "", "local devices to prove on: comma-separated indices into jax.local_devices() "
+                    "('' = all of them); with --coordinator and one process per GPU: the GPU(s) this process claims")
+flags.DEFINE_enum("device_mode", "per_device", ["per_device", "sharded"], "several devices: one engine per device "
+                  "(per_device) or one batch sharded over all of them (sharded)")
+flags.DEFINE_string("coordinator", "", "multi-process run: host:port of process 0's coordinator (env CUZK_COORDINATOR)")
+flags.DEFINE_integer("num_processes", None, "multi-process run: number of processes (env CUZK_NUM_PROCESSES)")
+flags.DEFINE_integer("process_id", None, "multi-process run: this process, 0..num_processes-1 (env CUZK_PROCESS_ID)")
+flags.DEFINE_float("dist_timeout", 300.0, "multi-process run: seconds to wait for the coordinator and the other "
+                   "processes before giving up with an error")
 cli.define_path("zkey", "", "snarkjs Groth16 proving key (.zkey); with --wtns: prove a circom circuit")
 cli.define_path("wtns", "", "circom witness file (.wtns), with --zkey")
 cli.define_path("wasm", "", "with --zkey and --input: the circuit's circom WebAssembly (snarkjs groth16 fullprove: the "
@@ -118,14 +142,15 @@ def _sequential(circuit, pk, sectors):
     return out
 
 
-def _engine(circuit, pk, sectors, config):
-    from cuzk_jax.engine import Engine
+def _engine(circuit, pk, sectors, config, devices):
+    from cuzk_jax.engine.multidevice import MultiDeviceEngine
 
     max_batch = FLAGS.max_batch or 2 * FLAGS.partitions
-    print(f"engine: {len(sectors)} sectors x {FLAGS.partitions} partitions, batches of up to {max_batch}", flush=True)
+    print(f"engine: {len(sectors)} sectors x {FLAGS.partitions} partitions, batches of up to {max_batch}, "
+          f"{len(devices)} device(s) ({FLAGS.device_mode if len(devices) > 1 else 'one engine'})", flush=True)
     out = []
-    with Engine(max_batch=max_batch, synthesis_workers=FLAGS.workers or None, prover=config,
-                verify=FLAGS.verify) as eng:  # the engine verifies each sector before returning it
+    with MultiDeviceEngine(FLAGS.device_mode, devices, max_batch=max_batch, synthesis_workers=FLAGS.workers or None,
+                           prover=config, verify=FLAGS.verify) as eng:  # each sector verified before it returns
         eng.preload(circuit, pk)
         futures = [eng.submit_sector(circuit, sector=k, partitions=FLAGS.partitions) for k in sectors]
         bar = tqdm.tqdm(total=len(futures), desc="sectors", unit="sector",
@@ -137,8 +162,26 @@ def _engine(circuit, pk, sectors, config):
             bar.update()
         bar.close()
         st = eng.status()
-    print(f"engine: {st['proofs_per_minute']:.1f} proofs/min, batches {st['batch_sizes']}", flush=True)
+    per = st["engines"]
+    rate = sum(e["proofs_per_minute"] for e in per)
+    print(f"engine: {rate:.1f} proofs/min, batches {[e['batch_sizes'] for e in per]}", flush=True)
     return out
+
+
+def _distributed(circuit, pk, sectors, config, pconf):
+    from cuzk_jax.engine import distributed
+
+    print(f"process {pconf.process_id}/{pconf.num_processes}: proving its share of {len(sectors)} sector(s) x "
+          f"{FLAGS.partitions} partitions", flush=True)
+    res = distributed.prove_sectors(circuit, pk, sectors, FLAGS.partitions, mode=FLAGS.device_mode,
+                                    verify=FLAGS.verify, prover=config,
+                                    max_batch=FLAGS.max_batch or 2 * FLAGS.partitions,
+                                    synthesis_workers=FLAGS.workers or None)
+    print(f"process {res.process_id}: proved {len(res.items)} partition(s) in {res.local_s:.3f} s (device busy "
+          f"{', '.join(f'{b:.3f}' for b in res.busy_s) or '-'} s), gathered in {res.gather_s:.3f} s", flush=True)
+    for r in res.sectors:  # process 0 only: every sector, verified
+        _report(circuit, r, pk.vk)
+    return res.sectors
 
 
 def main(argv):
@@ -151,6 +194,12 @@ def main(argv):
 
     if FLAGS.sectors < 1 or FLAGS.partitions < 1:
         raise app.UsageError("--sectors and --partitions must be at least 1")
+    from cuzk_jax.engine import distributed
+
+    pconf = distributed.ProcessConfig.resolve(FLAGS.coordinator, FLAGS.num_processes, FLAGS.process_id,
+                                              FLAGS.devices if FLAGS.coordinator else None, FLAGS.dist_timeout)
+    if pconf is not None:  # before any other JAX call of this process
+        distributed.initialize(pconf)
     if FLAGS.out:  # output paths before any work
         cli.check_output_dir(FLAGS.out, "out")
     if FLAGS.timings_json:
@@ -168,17 +217,27 @@ def main(argv):
     pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True))
     t_key = time.perf_counter() - t_key
     sectors = list(range(FLAGS.first_sector, FLAGS.first_sector + FLAGS.sectors))
-    mode = FLAGS.mode if FLAGS.mode != "auto" else ("engine" if len(sectors) > 1 else "sequential")
-    if mode == "engine":
-        used = str(config)
-        results = _engine(circuit, pk, sectors, config)
+    from cuzk_jax.engine.multidevice import select_devices
+
+    # distributed: --devices was the local_device_ids this process claimed; its local devices are those
+    devices = select_devices(FLAGS.devices if pconf is None else None)
+    mode = FLAGS.mode if FLAGS.mode != "auto" else ("engine" if len(sectors) > 1 or len(devices) > 1 else "sequential")
+    if pconf is not None:
+        mode, used = "distributed", str(config)
+        results = _distributed(circuit, pk, sectors, config, pconf)
+    elif mode == "engine" or len(devices) > 1:
+        mode, used = "engine", str(config)
+        results = _engine(circuit, pk, sectors, config, devices)
     else:
-        t_res = time.perf_counter()
-        rk = prover.resident(pk, r1cs, config)  # device arrays and, if chosen, window tables: once for all sectors
-        used = str(rk.config) + (f" (window tables built in {time.perf_counter() - t_res:.1f} s, "
-                                 f"{rk.table_bytes / 2**30:.2f} GiB)" if rk.tables else " (no window tables)")
-        print(f"prover: {used}", flush=True)
-        results = _sequential(circuit, rk, sectors)
+        import jax
+
+        with jax.default_device(devices[0]):  # the one device chosen (default: the first local device)
+            t_res = time.perf_counter()
+            rk = prover.resident(pk, r1cs, config)  # device arrays and, if chosen, window tables: once for all
+            used = str(rk.config) + (f" (window tables built in {time.perf_counter() - t_res:.1f} s, "
+                                     f"{rk.table_bytes / 2**30:.2f} GiB)" if rk.tables else " (no window tables)")
+            print(f"prover: {used}", flush=True)
+            results = _sequential(circuit, rk, sectors)
     rows = [{"sector": r.sector, **r.timings.as_dict(), "synthesis": r.synthesis_s, "verified": r.verified}
             for r in results]
     if FLAGS.timings_json:
