@@ -23,6 +23,16 @@ reduction (REDC with a single 32-bit quotient digit ``m = V_0 * (-r^-1) mod 2^32
 ``(V + m r) / 2^32 < 2r``; a conditional subtraction finishes. That division by 2^32 is pre-compensated by storing
 the coefficient table as ``c * R * 2^32 mod r`` (Montgomery form with one extra factor 2^32), so the result is
 exactly the Montgomery form of ``sum c * z``.
+
+Sizes and memory (issue 22 item 2, issue 18 item 3):
+
+* **Buckets.** ``to_device(r1cs, bucket_steps=s)`` pads rows, nonzeros and the coefficient table to
+  :func:`bucket` sizes (padded rows evaluate to exactly zero, see :class:`DeviceR1CS`), and :func:`pad_z` pads
+  ``z``'s variable axis, so circuits of nearby sizes share one compiled program.
+* **Row chunks.** :func:`evaluate_chunked` evaluates a :class:`ChunkedR1CS` (:func:`chunk_rows`) one chunk of
+  constraints at a time in a ``fori_loop`` -- one compiled body, results written in place -- for sizes where the
+  one-shot gather of every nonzero does not fit; :func:`evaluate_device_bytes` / :func:`rows_per_chunk_for` size
+  the chunks for a memory budget.
 """
 
 from __future__ import annotations
@@ -261,7 +271,8 @@ def check_program(dr, z, method, chunk=None):
 
 @x64
 def evaluate(dr: DeviceR1CS, z, method: str = "scatter", chunk: int | None = None):
-    """``(A z, B z, C z)``, each uint32 ``(8, *batch, m)`` in Montgomery form (jitted; compiled once per shape).
+    """``(A z, B z, C z)``, each uint32 ``(8, *batch, M)`` in Montgomery form (jitted; compiled once per shape).
+    ``M = dr.padded_constraints``: the real ``m`` rows, then (bucketed ``dr``) zero rows.
 
     ``chunk``: evaluate the partitions of ``z`` (``(8, P, n_vars)``) ``chunk`` at a time (sequential ``lax.map``)
     to bound device memory; ``None`` evaluates all at once.
