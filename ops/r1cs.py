@@ -289,13 +289,19 @@ def check(dr: DeviceR1CS, z, method: str = "scatter", chunk: int | None = None):
     return check_program(dr, z, method, chunk)
 
 
-def assert_satisfied(r1cs, z, dr: DeviceR1CS | None = None, method: str = "scatter") -> None:
+def assert_satisfied(r1cs, z, dr: DeviceR1CS | None = None, method: str = "scatter", *,
+                     rows_per_chunk: int | None = None) -> None:
     """Raise :class:`cuzk_jax.errors.Unsatisfied` naming the first failing constraint (index and namespaced
-    name; with a batch, the first failing partition) -- the device twin of ``R1CS.check``."""
+    name; with a batch, the first failing partition) -- the device twin of ``R1CS.check``. ``rows_per_chunk``:
+    evaluate in chunks of that many constraints (:func:`evaluate_chunked`; same report)."""
     dr = dr if dr is not None else to_device(r1cs)
     if z.shape[-1] != r1cs.num_vars:
         raise BadInput(f"z has {z.shape[-1]} variables, the R1CS {r1cs.num_vars}")
-    ok, first = check(dr, pad_z(dr, jnp.asarray(z)), method)
+    zd = pad_z(dr, jnp.asarray(z))
+    if rows_per_chunk is None:
+        ok, first = check(dr, zd, method)
+    else:
+        ok, first = evaluate_chunked(dr, zd, rows_per_chunk=rows_per_chunk, method=method)[3:]
     ok, first = np.asarray(ok).reshape(-1), np.asarray(first).reshape(-1)
     if not ok.all():
         p = int(np.argmin(ok))

@@ -198,6 +198,10 @@ def test_chunked_equals_one_shot_and_host(porep):
     assert np.asarray(got[3]).tolist() == [True, False]
     # the same from a DeviceR1CS with a row count that does not divide m, and with the cumsum method
     _same(O.evaluate_chunked(dr, z, rows_per_chunk=1000, method="cumsum"), one_shot)
+    # the report names the partition, the constraint and its gadget as the host does
+    with pytest.raises(Unsatisfied) as got:
+        O.assert_satisfied(r1cs, np.asarray(z), dr, rows_per_chunk=256)
+    assert (got.value.index, got.value.name, got.value.partition) == (first, want.value.name, 1)
 
 
 def test_chunked_reference_values_and_bucketed(nearby):
