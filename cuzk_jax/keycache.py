@@ -153,12 +153,14 @@ def write_cached(path: str, pk: ProvingKey) -> int:
 
 
 def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=None, progress=None,
-                  subgroup_check: bool = False) -> ProvingKey:
+                  subgroup_check: bool = False, method: str | None = None) -> ProvingKey:
     """The proving key for ``circuit`` from the cache, or a fresh setup saved to the cache.
 
     Safe to call from several processes at once on one cache directory: they share one setup (module docstring).
     ``toxic`` (tests only) fixes the toxic waste; by default it comes from the OS CSPRNG. ``progress`` is called
-    with short status strings (e.g. ``print``) for long steps.
+    with short status strings (e.g. ``print``) for long steps. ``method`` picks the setup's implementation
+    (:func:`cuzk_jax.groth16.generator.setup`: ``"host"``, ``"device"``, or None for the platform's default); both
+    give the same key.
     """
     say = progress or (lambda msg: log.info("%s", msg))
     r1cs = r1cs if r1cs is not None else circuit.r1cs()
@@ -189,7 +191,7 @@ def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=Non
             return pk
         say(f"setup for {circuit.name}/{circuit.preset} ({r1cs.num_constraints} constraints) ...")
         t0 = time.perf_counter()
-        pk = generator.setup(r1cs, toxic, progress=say)
+        pk = generator.setup(r1cs, toxic, progress=say, method=method)
         say(f"setup done in {time.perf_counter() - t0:.1f}s; saving {path}")
         t0 = time.perf_counter()
         size = write_cached(path, pk)

@@ -8,6 +8,7 @@
   python scripts/bench.py --op=snarkjs --log_n=12,16 --impl=snarkjs,device --export_dir=bench/snarkjs_artifacts
   python scripts/bench.py --op=kernel-compile --kernel=acc,general_acc --group=g1,g2   # Pallas kernel compile time
   python scripts/bench.py --op=check-msm --group=g1,g2 --log_n=12 --impl=pallas    # the MSM against arkworks
+  python scripts/bench.py --op=sector --preset=domain24 --partitions=10 --prover=device_budget=120GiB,split=auto
   python scripts/bench.py --op=soak --proofs=10000 --soak_faults=kill=0.01,crash=0.002,cancel=0.02,unsat=0.02
 
 Each op lives in cuzk_jax/bench/<op>.py (``-`` read as ``_``; ``run(cfg) -> rows``; an op's ``DEFAULTS`` replace
@@ -26,7 +27,7 @@ from absl import app, flags
 from cuzk_jax import cli
 
 OPS = ("field", "curve", "msm", "ntt", "h", "engine", "keyload", "synth", "snarkjs", "kernel-compile", "check-msm",
-       "soak", "kinds")
+       "soak", "kinds", "sector")
 
 flags.DEFINE_list("op", ["field"], f"ops to benchmark, from {OPS}")
 flags.DEFINE_list("field", ["fq"], "fields for --op=field (fq, fr, fq2)")

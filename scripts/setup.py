@@ -6,6 +6,8 @@ The key directory is checked (created, writable) before any work. Exit status: 0
 (one ``error:`` line on stderr).
 """
 
+import os
+
 from absl import flags
 
 from cuzk_jax import cli
@@ -13,6 +15,9 @@ from cuzk_jax import cli
 flags.DEFINE_string("circuit", "porep_like", "circuit name")
 flags.DEFINE_string("preset", "", "circuit preset (default: the circuit's own, e.g. tiny for porep_like)")
 cli.define_path("key_dir", "", "key directory (default: the key cache, ~/.cache/cuzk_jax/keys)")
+flags.DEFINE_enum("setup_method", "auto", ["auto", "host", "device"], "setup implementation: device (every scalar and "
+                  "point as device array programs), host (scalars as Python ints), auto (device on an accelerator, "
+                  "host on CPU); the same key either way")
 cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
@@ -26,9 +31,11 @@ def main(argv):
     cli.check_output_dir(FLAGS.key_dir or keycache.cache_dir(), "key_dir")  # before any work
     circuit = base.get_circuit(FLAGS.circuit, FLAGS.preset)
     r1cs = circuit.r1cs(cache=True)  # the compiled circuit file: synthesized once per shape, then loaded
-    pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True))
+    method = None if FLAGS.setup_method == "auto" else FLAGS.setup_method
+    pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True),
+                                method=method)
     path = keycache.key_path(circuit, r1cs, FLAGS.key_dir or None)
-    print(f"proving key: {path}\nverifying key: {path[:-3]}.vk\n"
+    print(f"proving key: {path} ({os.path.getsize(path) / 1e9:.3f} GB on disk)\nverifying key: {path[:-3]}.vk\n"
           f"{r1cs.num_constraints} constraints, domain {pk.domain_size}, {pk.num_inputs} inputs, {pk.num_aux} private")
 
 

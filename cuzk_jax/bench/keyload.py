@@ -1,6 +1,9 @@
 """``--op=keyload``: loading a cached proving key, with and without the subgroup test of its queries.
 
 The key cache loads with ``subgroup_check=False`` (its files are its own, hash-named); ``full`` runs every check.
+A cached key in the raw format (:mod:`cuzk_jax.groth16.keyfile`, what the cache writes now) is loaded with
+``keyfile.load`` (``cache``: checksums + curve checks; ``full``: also the subgroup test), an older unit in the byte
+format of ``data_structures`` with ``ProvingKey.from_bytes``; the row says which (``format``) and the GB/s.
 Each mode (``--modes``: cache, full) loads twice in one process: the first includes compiling the decode programs,
 the second is the steady cost. Needs the key in the cache (``cuzk-setup --circuit=... --preset=...`` first).
 """
@@ -30,15 +33,26 @@ def run(cfg) -> list[dict]:
     path = keycache.key_path(circuit, circuit.r1cs(), cfg.key_dir or None)
     if not os.path.exists(path):
         raise ValueError(f"no cached key {path}: run cuzk-setup --circuit={cfg.circuit} --preset={cfg.preset} first")
-    with open(path, "rb") as fh:
-        data = fh.read()
+    from cuzk_jax.groth16 import keyfile
+
+    raw = keyfile.is_raw_key(path)
+    size = os.path.getsize(path)
+    data = None
+    if not raw:
+        with open(path, "rb") as fh:
+            data = fh.read()
     rows: list[dict] = []
     for mode in cfg.modes:
         for rep in ("first", "second"):
             t0 = time.perf_counter()
-            pk = ProvingKey.from_bytes(data, subgroup_check=mode == "full")
+            if raw:
+                pk = keyfile.load(path, subgroup_check=mode == "full")
+            else:
+                pk = ProvingKey.from_bytes(data, subgroup_check=mode == "full")
             jax.block_until_ready(pk)
-            bench.emit(rows, {"preset": cfg.preset, "mode": mode, "load": rep, "mbytes": round(len(data) / 2**20, 1),
-                              "seconds": round(time.perf_counter() - t0, 2)})
+            dt = time.perf_counter() - t0
+            bench.emit(rows, {"preset": cfg.preset, "format": "raw" if raw else "bytes", "mode": mode, "load": rep,
+                              "mbytes": round(size / 2**20, 1), "seconds": round(dt, 2),
+                              "gb_per_s": round(size / 1e9 / max(dt, 1e-9), 3)})
             del pk
     return rows

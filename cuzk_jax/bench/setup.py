@@ -1,0 +1,188 @@
+"""``--op=setup``: the device (development) setup and raw key files, at sizes 2^log_n (issue 19, item 4).
+
+  python scripts/bench.py --op=setup --log_n=16,20,22,24 --group=g1,g2 --out=bench/results/setup-h200.json
+
+Phases (``--modes``; default all three):
+
+* ``fixed_base`` -- :func:`cuzk_jax.ops.fixed_base.mul_affine` (``--impl=affine``, the batch-affine path) and/or the
+  older Jacobian method (``--impl=jacobian``) over ``2^log_n`` random scalars per ``--group``: the first call
+  (table build + compile) and the median of ``--reps`` warm calls, as points/s; 4 random outputs are compared with
+  the Python-int reference curve (``ok``).
+* ``setup`` -- :func:`cuzk_jax.groth16.generator.development_setup` on a synthetic R1CS with a ``2^log_n`` domain
+  (``2^log_n - 2`` constraints, 2 / 1 / 1 nonzeros per row of A / B / C, random columns): the whole key (4 G1
+  queries and the G2 query) and its points/s, twice (the second call is warm); one H-query point is compared with
+  the reference (``ok``).
+* ``keyfile`` -- that key written with :func:`cuzk_jax.groth16.keyfile.save` into ``--key_dir`` (default: a
+  temporary folder; the file is removed afterwards) and loaded back with every check, then with the checksums
+  only: bytes on disk and GB/s. Needs the ``setup`` phase.
+
+The rows are printed as a table at the end and written as JSON (``--out``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import statistics
+import tempfile
+import time
+
+from cuzk_jax import bench
+
+MODES = ("fixed_base", "setup", "keyfile")
+IMPLS = ("affine", "jacobian")
+DEFAULTS = {"log_n": ["16", "18"], "impl": ["affine"], "modes": list(MODES), "reps": 3, "warmup": 1}
+
+
+def _random_scalars(n: int, seed: int):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    limbs = rng.integers(0, 2**32, size=(8, n), dtype=np.uint64).astype(np.uint32)
+    limbs[7] &= 0x3FFFFFFF  # < 2^254 < r: canonical
+    return limbs
+
+
+def synthetic_r1cs(log_n: int, seed: int = 0):
+    """An R1CS with ``2^log_n - 2`` constraints (a ``2^log_n`` domain with the 2 input constraints), 2 / 1 / 1
+    nonzeros per row of A / B / C at random columns and coefficients from a table of 4; for timing a setup only
+    (no witness satisfies it)."""
+    import numpy as np
+
+    from cuzk_jax.circuits.r1cs import R1CS, SparseMatrix
+    from cuzk_jax.reference.constants import R
+
+    rng = np.random.default_rng(seed)
+    m = (1 << log_n) - 2
+    num_inputs, num_aux = 2, m
+    nv = num_inputs + num_aux
+
+    def mat(per_row):
+        nnz = m * per_row
+        return SparseMatrix(indptr=np.arange(0, nnz + 1, per_row, dtype=np.int64),
+                            cols=rng.integers(0, nv, nnz, dtype=np.int32),
+                            coeff_ids=rng.integers(0, 4, nnz, dtype=np.int32))
+
+    rnd = random.Random(seed)
+    return R1CS(num_inputs=num_inputs, num_aux=num_aux, A=mat(2), B=mat(1), C=mat(1),
+                coeffs=(1,) + tuple(rnd.randrange(R) for _ in range(3)), namespaces=("synthetic",), labels=("row",),
+                row_namespace=np.zeros(m, np.int32), row_label=np.zeros(m, np.int32))
+
+
+def _spot_check(curve, scalars, pts, idx) -> bool:
+    from cuzk_jax import encoding
+    from cuzk_jax.groth16.host_curve import affine_from_device
+
+    import jax
+
+    ks = encoding.limbs_to_ints(scalars[:, idx], "fr")
+    got = affine_from_device(curve, jax.tree_util.tree_map(lambda a: a[..., idx], pts))
+    return got == [curve.ref.mul(curve.ref.generator, k) for k in ks]
+
+
+def _fixed_base_rows(cfg, rows, log_n):
+    import jax
+    import numpy as np
+
+    from cuzk_jax.ops import curve as C
+    from cuzk_jax.ops import fixed_base
+
+    n = 1 << log_n
+    for group in cfg.group:
+        curve = C.g1 if group == "g1" else C.g2
+        scalars = _random_scalars(n, log_n)
+        dev = jax.device_put(scalars)
+        for impl in cfg.impl:
+            if impl not in IMPLS:
+                raise ValueError(f"unknown --impl {impl!r} for --op=setup; expected some of {IMPLS}")
+            fn = (lambda s: fixed_base.mul_affine(curve, s)) if impl == "affine" else \
+                (lambda s: fixed_base.mul(curve, s))
+            t0 = time.perf_counter()
+            out = jax.block_until_ready(fn(dev))
+            first = time.perf_counter() - t0
+            for _ in range(max(0, cfg.warmup - 1)):
+                jax.block_until_ready(fn(dev))
+            times = []
+            for _ in range(max(1, cfg.reps)):
+                t0 = time.perf_counter()
+                out = jax.block_until_ready(fn(dev))
+                times.append(time.perf_counter() - t0)
+            med = statistics.median(times)
+            idx = np.array(sorted(random.Random(log_n).sample(range(n), min(4, n))))
+            bench.emit(rows, {"phase": "fixed_base", "impl": impl, "group": group, "log_n": log_n, "points": n,
+                              "window": fixed_base.default_window() if impl == "affine" else fixed_base.WINDOW,
+                              "first_s": round(first, 3), "median_s": round(med, 4),
+                              "points_per_s": round(n / med), "ok": _spot_check(curve, scalars, out, idx)})
+            del out
+
+
+def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
+    import jax
+
+    from cuzk_jax.groth16 import generator, keyfile
+    from cuzk_jax.groth16.host_curve import affine_from_device
+    from cuzk_jax.ops import curve as C
+    from cuzk_jax.reference.constants import R
+
+    r1cs = synthetic_r1cs(log_n)
+    toxic = generator.insecure_toxic_waste_for_tests(log_n)
+    nv, n = r1cs.num_vars, 1 << log_n
+    g1_points, g2_points = 2 * nv + (n - 1) + r1cs.num_aux + r1cs.num_inputs, nv
+    pk = None
+    for rep in ("first", "warm"):
+        del pk
+        t0 = time.perf_counter()
+        pk = jax.block_until_ready(generator.development_setup(r1cs, toxic))
+        dt = time.perf_counter() - t0
+        # one H point against the reference: tau^i Z(tau) / delta
+        i = n // 3
+        zt = (pow(toxic.tau, n, R) - 1) % R
+        k = pow(toxic.tau, i, R) * zt % R * pow(toxic.delta, R - 2, R) % R
+        got = affine_from_device(C.g1, jax.tree_util.tree_map(lambda a: a[..., i:i + 1], pk.h_query))[0]
+        bench.emit(rows, {"phase": "setup", "run": rep, "log_n": log_n, "constraints": r1cs.num_constraints,
+                          "g1_points": g1_points, "g2_points": g2_points, "seconds": round(dt, 3),
+                          "points_per_s": round((g1_points + g2_points) / dt),
+                          "device_gbytes": round(pk.nbytes() / 1e9, 3),
+                          "ok": got == C.g1.ref.mul(C.g1.ref.generator, k)})
+    if not want_keyfile:
+        return
+    own_dir = not cfg.key_dir
+    directory = cfg.key_dir or tempfile.mkdtemp(prefix="cuzk-bench-setup-")
+    path = os.path.join(directory, f"bench-setup-2^{log_n}.pk")
+    try:
+        t0 = time.perf_counter()
+        size = keyfile.save(pk, path)
+        dt = time.perf_counter() - t0
+        bench.emit(rows, {"phase": "key_write", "log_n": log_n, "gbytes": round(size / 1e9, 3),
+                          "seconds": round(dt, 3), "gb_per_s": round(size / 1e9 / dt, 3)})
+        want = pk.to_bytes() if size < (1 << 28) else None  # the byte comparison only where it is cheap
+        for label, kw in (("key_load_checked", {}), ("key_load_checksums", {"check": False})):
+            t0 = time.perf_counter()
+            got = jax.block_until_ready(keyfile.load(path, **kw))
+            dt = time.perf_counter() - t0
+            ok = (got.to_bytes() == want) if want is not None else bool(
+                (jax.numpy.asarray(got.h_query.x) == pk.h_query.x).all())
+            bench.emit(rows, {"phase": label, "log_n": log_n, "gbytes": round(size / 1e9, 3),
+                              "seconds": round(dt, 3), "gb_per_s": round(size / 1e9 / dt, 3), "ok": bool(ok)})
+            del got
+    finally:
+        if own_dir:
+            shutil.rmtree(directory, ignore_errors=True)
+        elif os.path.exists(path):
+            os.unlink(path)
+
+
+def run(cfg) -> list[dict]:
+    bad = [m for m in cfg.modes if m not in MODES]
+    if bad:
+        raise ValueError(f"unknown --modes {bad} for --op=setup; expected some of {MODES}")
+    rows: list[dict] = []
+    for log_n in (int(x) for x in cfg.log_n):
+        if not 2 <= log_n <= 28:
+            raise ValueError(f"--log_n {log_n} out of range [2, 28] for --op=setup")
+        if "fixed_base" in cfg.modes:
+            _fixed_base_rows(cfg, rows, log_n)
+        if "setup" in cfg.modes:
+            _setup_rows(cfg, rows, log_n, "keyfile" in cfg.modes)
+    return rows
