@@ -20,14 +20,53 @@ Phases, each timed separately (wall seconds; synthesis also in process CPU secon
 from __future__ import annotations
 
 import os
+import resource
 import tempfile
+import threading
 import time
 
 import numpy as np
 
 from . import compiled as compiled_form
-from .base import get_circuit
-from .r1cs import stack_z
+from .base import Circuit, get_circuit
+from .porep_like import PorepLike, block_counts, warm_pool, witness_batch
+from .r1cs import PackedWitness, stack_z
+
+
+def _workers(workers: int | None) -> int:
+    return workers if workers and workers > 0 else (os.cpu_count() or 1)
+
+
+class _PeakMemory:
+    """Peak host memory in use (``MemTotal - MemAvailable`` of /proc/meminfo, so worker processes and shared
+    files count) above its value on entry, sampled every 50 ms by a thread; 0 where /proc/meminfo is missing."""
+
+    def __init__(self, period: float = 0.05):
+        self.period, self.peak, self._stop = period, 0, threading.Event()
+
+    @staticmethod
+    def used() -> int:
+        try:
+            with open("/proc/meminfo") as fh:
+                info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in fh}
+            return info["MemTotal"] - info["MemAvailable"]
+        except (OSError, KeyError, ValueError, IndexError):
+            return 0
+
+    def _loop(self):
+        while not self._stop.wait(self.period):
+            self.peak = max(self.peak, self.used() - self.base)
+
+    def __enter__(self):
+        self.base = self.used()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.used() - self.base)
 
 
 def _timed(fn, *args):
@@ -39,7 +78,8 @@ def _timed(fn, *args):
 def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, reps: int = 5, warmup: int = 1,
         device_eval: bool = True, method: str = "scatter", reference_check_max: int = 0,
         partition_chunk: int | None = None, log=print, compiled: bool = True,
-        compiled_dir: str | None = None) -> dict:
+        compiled_dir: str | None = None, workers: int | None = None, builder_max: int = 1 << 22,
+        builder_partitions: int = 2) -> dict:
     """Run the benchmark; returns a flat-ish dict of results (see the module docstring)."""
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions}")
@@ -48,17 +88,24 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
                  "seed": seed}
 
     # one-time costs kept out of the synthesis figures: Poseidon parameters (Grain LFSR, MDS checks) and the
-    # symbolic Poseidon programs are generated on first use and cached per process
+    # symbolic Poseidon programs are generated on first use and cached per process (porep_like: a counting run of
+    # one challenge block, which witness_batch needs anyway; else one builder witness)
     first_inputs, wall, _ = _timed(circuit.sample_inputs, 0, seed)
-    _, wall2, _ = _timed(circuit.witness, first_inputs, False)
+    if isinstance(circuit, PorepLike):
+        _, wall2, _ = _timed(block_counts, circuit)
+    else:
+        _, wall2, _ = _timed(circuit.witness, first_inputs, False)
     res["warmup_s"] = wall + wall2
 
-    r1cs, wall, cpu = _timed(circuit.r1cs)
+    r1cs, wall, cpu = _timed(circuit.r1cs, None, False)
     m = r1cs.num_constraints
     res.update({"constraints": m, "log2_constraints": round(float(np.log2(max(m, 1))), 3),
                 "public_inputs": r1cs.num_public, "private_vars": r1cs.num_aux, "nnz": list(r1cs.nnz),
                 "coeff_table": len(r1cs.coeffs), "digest": r1cs.digest(),
-                "structure_s": wall, "structure_cpu_s": cpu, "structure_constraints_per_s": m / wall})
+                "structure_s": wall, "structure_cpu_s": cpu, "structure_constraints_per_s": m / wall,
+                "structure_mode": "tiled" if isinstance(circuit, PorepLike) and circuit.params["challenges"] > 1
+                else "builder", "bytes_per_constraint": compiled_form.bytes_per_constraint(r1cs),
+                "domain_log2": int(m + r1cs.num_inputs - 1).bit_length()})
     log(f"[synth] {circuit_name}/{preset}: {m} constraints (2^{res['log2_constraints']}), structure {wall:.2f}s")
     if compiled:
         res.update(_compiled_phase(circuit_name, preset, r1cs, res["structure_s"], compiled_dir))
@@ -67,25 +114,55 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
             f"load {res['compiled_load_s']:.3f}s ({res['structure_s'] / res['compiled_load_s']:.0f}x faster than "
             f"structure synthesis)")
 
-    sample_s, witness_s, witness_cpu_s, witnesses = [], [], [], []
+    batched = getattr(circuit, "name", "") == "porep_like" and type(circuit).synthesize is PorepLike.synthesize
+    res["workers"] = _workers(workers)
+    inputs_list, sample_s = [], []
     for p in range(partitions):
         inputs, w_s, _ = _timed(circuit.sample_inputs, p, seed)
-        w, wall, cpu = _timed(circuit.witness, inputs)
+        inputs_list.append(inputs)
         sample_s.append(w_s)
-        witness_s.append(wall)
-        witness_cpu_s.append(cpu)
+    res["sample_s"] = sample_s
+    nb = partitions if not batched else (min(partitions, builder_partitions) if m <= builder_max else 0)
+    builder_s, witnesses = [], []
+    for p in range(nb):  # the Python builder (Circuit.witness: one Python call per gate)
+        w, wall, _ = _timed(Circuit.witness, circuit, inputs_list[p])
+        builder_s.append(wall)
         witnesses.append(w)
-    total = sum(witness_s)
-    res.update({"sample_s": sample_s, "witness_s": witness_s, "witness_cpu_s": witness_cpu_s,
-                "witness_total_s": total, "witness_constraints_per_s": m * partitions / total})
-    log(f"[synth] witness: {total:.2f}s for {partitions} partitions ({m * partitions / total:,.0f} constraints/s)")
+    if nb:
+        res.update({"builder_partitions": nb, "builder_witness_s": builder_s,
+                    "builder_constraints_per_s": m * nb / sum(builder_s)})
+        log(f"[synth] builder witness: {sum(builder_s):.2f}s for {nb} partitions "
+            f"({res['builder_constraints_per_s']:,.0f} constraints/s, 1 process)")
+    if batched:
+        if res["workers"] > 1 and partitions > 1:  # start and warm the worker pool (a service keeps it warm)
+            started, wall, _ = _timed(warm_pool, circuit, min(res["workers"], partitions))
+            res.update({"pool_warmup_s": wall, "pool_workers_started": started})
+        with _PeakMemory() as mem:
+            (z, _), wall, cpu = _timed(witness_batch, circuit, inputs_list, min(res["workers"], partitions))
+        res.update({"witness_mode": "batched", "witness_total_s": wall, "witness_parent_cpu_s": cpu,
+                    "witness_constraints_per_s": m * partitions / wall, "peak_host_used_bytes": mem.peak,
+                    "witness_z_bytes": int(z.nbytes)})
+        if witnesses:
+            res["batched_equals_builder"] = bool(np.array_equal(z[:, :nb, :], stack_z(witnesses)))
+            if not res["batched_equals_builder"]:
+                raise AssertionError("batched witness differs from the builder's")
+        log(f"[synth] batched witness: {wall:.2f}s for {partitions} partitions "
+            f"({m * partitions / wall:,.0f} constraints/s, {res['workers']} workers, "
+            f"peak host memory +{mem.peak / 2**30:.2f} GiB)")
+    else:
+        total = sum(builder_s)
+        res.update({"witness_mode": "builder", "witness_s": builder_s, "witness_total_s": total,
+                    "witness_constraints_per_s": m * partitions / total})
+        z, wall, _ = _timed(stack_z, witnesses)
+        res["pack_z_s"] = wall
+    res["peak_rss_self_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    res["peak_rss_child_bytes"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
     if reference_check_max and m <= reference_check_max:
-        _, wall, _ = _timed(r1cs.check, witnesses[0])
+        w0 = witnesses[0] if witnesses else PackedWitness(np.ascontiguousarray(z[:, 0, :]), r1cs.num_inputs)
+        _, wall, _ = _timed(r1cs.check, w0)
         res["reference_check_s"] = wall
 
-    z, wall, _ = _timed(stack_z, witnesses)
-    res["pack_z_s"] = wall
     if not device_eval:
         return res
 

@@ -33,14 +33,19 @@ import hashlib
 
 import numpy as np
 
+from cuzk_jax import encoding
+from cuzk_jax.errors import BadInput
 from cuzk_jax.reference.constants import R
 
 from .base import Circuit
+from .cs import ConstraintSystem
 from .gadgets import merkle
 from .gadgets.num import alloc_input_num, alloc_num, enforce_equal, to_bits_le
 from .gadgets.poseidon import poseidon_hash
 from .native_batch import SparseForest, poseidon_many, rand_fr, unique_leaves
+from .r1cs import R1CS, PackedWitness, SparseMatrix
 from .sha256_native import fr_to_bytes
+from .vector_witness import BatchCS, one_limbs
 
 ARITY = 8  # Filecoin's replica tree (TreeR): base arity 8 (32 GiB: U8, U8, U0 -> 10 levels of arity 8)
 
@@ -125,32 +130,148 @@ class FallbackPost(Circuit):
 
     # -- synthesis ----------------------------------------------------------------------------------------------------
     def synthesize(self, cs, inputs=None):
-        p = self.params
-        levels, w = p["levels"], inputs is not None
-
-        def get(key, *idx):
-            if not w:
-                return None
-            v = inputs[key]
-            for i in idx:
-                v = v[i]
-            return int(v)
-
-        for s in range(p["sectors"]):
+        for s in range(self.params["sectors"]):
             with cs.namespace(f"sector_{s}"):
-                comm_r = alloc_input_num(cs, get("comm_r", s), "comm_r")
-                comm_c = alloc_num(cs, get("comm_c", s), "comm_c")
-                comm_r_last = alloc_num(cs, get("comm_r_last", s), "comm_r_last")
-                with cs.namespace("comm_r"):
-                    enforce_equal(cs, poseidon_hash(cs, [comm_c, comm_r_last]), comm_r,
-                                  "comm_r = H(comm_c, comm_r_last)")
-                for j in range(p["challenges"]):
-                    with cs.namespace(f"challenge_{j}"):
-                        index = alloc_input_num(cs, get("challenges", s, j), "index")
-                        with cs.namespace("index_bits"):
-                            bits = to_bits_le(cs, index, 3 * levels)
-                        leaf = alloc_num(cs, get("leaves", s, j), "leaf")
-                        path = [[alloc_num(cs, get("paths", s, j, lvl, k), f"sibling_{lvl}_{k}")
-                                 for k in range(ARITY - 1)] for lvl in range(levels)]
-                        with cs.namespace("comm_r_last"):
-                            merkle.enforce_inclusion(cs, "poseidon", ARITY, leaf, path, bits, comm_r_last)
+                self.synthesize_sector(cs, _sector_getter(inputs, s))
+
+    def synthesize_sector(self, cs, get) -> None:
+        """One sector's block (inside the caller's ``sector_<s>`` namespace); ``get(key, *index)`` reads the
+        sector's own value (None in structure mode). Every sector block has the same gates."""
+        levels = self.params["levels"]
+        comm_r = alloc_input_num(cs, get("comm_r"), "comm_r")
+        comm_c = alloc_num(cs, get("comm_c"), "comm_c")
+        comm_r_last = alloc_num(cs, get("comm_r_last"), "comm_r_last")
+        with cs.namespace("comm_r"):
+            enforce_equal(cs, poseidon_hash(cs, [comm_c, comm_r_last]), comm_r, "comm_r = H(comm_c, comm_r_last)")
+        for j in range(self.params["challenges"]):
+            with cs.namespace(f"challenge_{j}"):
+                index = alloc_input_num(cs, get("challenges", j), "index")
+                with cs.namespace("index_bits"):
+                    bits = to_bits_le(cs, index, 3 * levels)
+                leaf = alloc_num(cs, get("leaves", j), "leaf")
+                path = [[alloc_num(cs, get("paths", j, lvl, k), f"sibling_{lvl}_{k}") for k in range(ARITY - 1)]
+                        for lvl in range(levels)]
+                with cs.namespace("comm_r_last"):
+                    merkle.enforce_inclusion(cs, "poseidon", ARITY, leaf, path, bits, comm_r_last)
+
+    # sectors from which witness() takes the batched path (below it the per-gate numpy overhead costs more than
+    # the builder's Python ints)
+    BATCH_MIN_SECTORS = 4
+
+    def witness(self, inputs, check_shape: bool = True, batched: bool | None = None):
+        """The assignment for ``inputs``: with ``batched`` (default: at least ``BATCH_MIN_SECTORS`` sectors and
+        :meth:`synthesize` not overridden) ONE sector block runs over all sectors at once with numpy values
+        (:class:`~.vector_witness.BatchCS`) and the result is a :class:`~.r1cs.PackedWitness`; else the Python
+        builder's. Both are equal wire for wire (tested)."""
+        if batched is None:
+            batched = (self.params["sectors"] >= self.BATCH_MIN_SECTORS
+                       and type(self).synthesize is FallbackPost.synthesize)
+        if not batched:
+            return super().witness(inputs, check_shape)
+        w = witness_batched(self, inputs)
+        if check_shape and self._r1cs is not None:
+            self._r1cs.check_shape(w)
+        return w
+
+    def build_structure(self):
+        """The R1CS by tiling one synthesized sector block (:func:`tiled_r1cs`; equal to the builder's)."""
+        if type(self).synthesize is FallbackPost.synthesize and self.params["sectors"] > 1:
+            return tiled_r1cs(self)
+        return super().build_structure()
+
+
+def _sector_getter(inputs, s: int):
+    """``get(key, *index)``: sector ``s``'s value of ``inputs[key][s][index...]`` as an int (None without inputs)."""
+    def get(key, *idx):
+        if inputs is None:
+            return None
+        v = inputs[key][s]
+        for i in idx:
+            v = v[i]
+        return int(v)
+    return get
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Sectors as the batch axis: one sector block over every sector (witness), and the R1CS tiled from one block
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def witness_batched(circuit: FallbackPost, inputs: dict) -> PackedWitness:
+    """The witness of ``inputs`` with one sector block run over all ``S`` sectors (numpy values); z layout as the
+    builder's: ``[1, sector_0 inputs, ..., sector_{S-1} inputs, sector_0 aux, ..., sector_{S-1} aux]``."""
+    S = circuit.params["sectors"]
+    arrays: dict = {}
+
+    def get(key, *idx):
+        a = arrays.get(key)
+        if a is None:
+            a = arrays[key] = np.asarray(inputs[key], dtype=object)
+            if a.shape[:1] != (S,):
+                raise BadInput(f"{circuit.name}: inputs[{key!r}] has {a.shape[:1]} sectors, expected {S}")
+        out = np.empty(S, object)
+        out[:] = [int(v) for v in a[(slice(None),) + idx].tolist()]
+        return out
+
+    cs = BatchCS(S)
+    with cs.namespace("sector_0"):
+        circuit.synthesize_sector(cs, get)
+    ni_b, na_b = cs.num_inputs - 1, cs.num_aux
+    n_in = 1 + S * ni_b
+    z = np.empty((8, n_in + S * na_b), np.uint32)
+    vals = [1] + [int(v) for s_vals in zip(*cs.input_values[1:]) for v in s_vals]  # sector-major
+    z[:, :n_in] = encoding.ints_to_limbs(vals, "fr", montgomery=True)
+    sector_base = n_in + np.arange(S, dtype=np.int64)[:, None] * na_b  # (S, 1)
+    if len(cs.bit_aux):
+        cols = sector_base + cs.bit_aux[None, :]  # (S, bits)
+        bits = cs.bits.T  # (S, bits)
+        one = one_limbs(True)
+        for limb in range(8):
+            z[limb, cols] = bits * one[limb]
+    if cs.fr_aux:
+        cols = (sector_base + np.asarray(cs.fr_aux, np.int64)[None, :]).ravel()  # (S * fr), sector-major
+        fvals = np.stack(cs.fr_values, axis=1).ravel().tolist()  # (S, fr) sector-major
+        z[:, cols] = encoding.ints_to_limbs([int(v) for v in fvals], "fr", montgomery=True)
+    return PackedWitness(z, n_in, S * cs.num_constraints)
+
+
+def tiled_r1cs(circuit: FallbackPost) -> R1CS:
+    """The R1CS of ``circuit`` from one synthesized sector block, its wires shifted per sector: equal to the
+    builder's (same digest, same constraint names); the builder's Python cost is paid for ``1 / sectors`` of the
+    constraints (a full WindowPoSt partition has 2349 sector blocks)."""
+    S = circuit.params["sectors"]
+    cs = ConstraintSystem("structure")
+    ns0 = len(cs.to_r1cs().namespaces)  # the root namespace(s) before any block
+    with cs.namespace("sector_0"):
+        circuit.synthesize_sector(cs, _sector_getter(None, 0))
+    one = cs.to_r1cs()
+    del cs
+    ni1, na_b, m_b = one.num_inputs, one.num_aux, one.num_constraints
+    ni_b = ni1 - 1
+    n_in = 1 + S * ni_b
+    block_ns = one.namespaces[ns0:]
+    if any(not (p == "sector_0" or p.startswith("sector_0/")) for p in block_ns):
+        raise AssertionError("tiled_r1cs: a block namespace outside sector_0")
+    mats = []
+    for mat in one.matrices():
+        cols1 = mat.cols.astype(np.int64)
+        nb = len(cols1)
+        is_in = cols1 < ni1
+        base = np.where(is_in, cols1, n_in + (cols1 - ni1))  # block 0's final columns
+        step = np.where(is_in, np.where(cols1 >= 1, ni_b, 0), na_b)  # ONE stays at column 0
+        cols = (base[None, :] + np.arange(S, dtype=np.int64)[:, None] * step[None, :]).astype(np.int32).ravel()
+        cids = np.tile(mat.coeff_ids, S)
+        ptr = np.empty(S * m_b + 1, np.int64)
+        ptr[0] = 0
+        ptr[1:] = (mat.indptr[1:].astype(np.int64)[None, :] + np.arange(S, dtype=np.int64)[:, None] * nb).ravel()
+        mats.append(SparseMatrix(indptr=ptr, cols=cols, coeff_ids=cids))
+    rns = (one.row_namespace.astype(np.int64)[None, :]
+           + np.where(one.row_namespace >= ns0, np.arange(S)[:, None] * len(block_ns), 0)).astype(np.int32).ravel()
+    namespaces = list(one.namespaces[:ns0])
+    names = list(one.input_names[:1])
+    for s in range(S):
+        namespaces += [f"sector_{s}" + p[len("sector_0"):] for p in block_ns]
+        names += [f"sector_{s}" + p[len("sector_0"):] for p in one.input_names[1:]]
+    return R1CS(num_inputs=n_in, num_aux=S * na_b, A=mats[0], B=mats[1], C=mats[2], coeffs=one.coeffs,
+                namespaces=tuple(namespaces), labels=one.labels, row_namespace=rns,
+                row_label=np.tile(one.row_label, S).astype(np.int32), input_names=tuple(names))

@@ -39,6 +39,7 @@ import mmap
 import multiprocessing
 import os
 import tempfile
+import time
 
 import numpy as np
 
@@ -68,6 +69,15 @@ def label_native(data_hash: str, replica_id: int, layer: int, node: int, parent_
                + b"".join(fr_to_bytes(x) for x in parent_labels))
         return int.from_bytes(sha256_trunc254(msg), "little")
     return native_poseidon.hash([replica_id, (layer << 64) + node] + list(parent_labels))
+
+
+def repeat_parents(items, count: int) -> list:
+    """``items`` repeated cyclically to ``count`` entries (Filecoin's label hash repeats its 14 parents' labels to
+    37 entries); ``items`` itself when ``count == len(items)``."""
+    items = list(items)
+    if not items:
+        return items
+    return [items[k % len(items)] for k in range(count)]
 
 
 def parents_of(replica_id: int, node: int, count: int) -> list[int]:
@@ -113,6 +123,15 @@ class PorepLike(Circuit):
                   "doc": "SHA-256 comm_d/labels, >= 2^20 constraints"},
         "xlarge": {"challenges": 4, "depth": 12, "layers": 2, "parents": 2, "tree_arity": 8,
                    "data_hash": "sha256", "doc": "SHA-256 comm_d/labels, ~2^21.5 constraints"},
+        "domain24": {"challenges": 2, "depth": 30, "layers": 11, "parents": 14, "label_parents": 37,
+                     "tree_arity": 8, "data_hash": "sha256",
+                     "doc": "sector32g's challenge shape with 2 challenges: fills a 2^24 domain"},
+        "domain26": {"challenges": 9, "depth": 30, "layers": 11, "parents": 14, "label_parents": 37,
+                     "tree_arity": 8, "data_hash": "sha256",
+                     "doc": "sector32g's challenge shape with 9 challenges: fills a 2^26 domain"},
+        "sector32g": {"challenges": 18, "depth": 30, "layers": 11, "parents": 14, "label_parents": 37,
+                      "tree_arity": 8, "data_hash": "sha256",
+                      "doc": "shaped like a 32 GiB PoRep C2 partition: fills a 2^27 domain"},
     }
 
     def _validate(self):
@@ -131,8 +150,19 @@ class PorepLike(Circuit):
             raise ValueError(f"porep_like: depth {p['depth']} is not a multiple of log2(tree_arity) = {k}")
         if p["depth"] > 62:
             raise ValueError("porep_like: depth must be <= 62 (node indices are 64-bit)")
+        lp = p.get("label_parents", 0)
+        if not isinstance(lp, int) or lp < 0:
+            raise ValueError(f"porep_like: label_parents must be a non-negative int, got {lp!r}")
+        if lp and (p["data_hash"] != "sha256" or lp < p["parents"] or p["parents"] < 1):
+            raise ValueError("porep_like: label_parents (repeated parent labels) needs data_hash 'sha256', at least "
+                             f"one parent and label_parents >= parents; got {lp} with {p['parents']} parents")
         if p["challenges"] > (1 << p["depth"]) - 1:
             raise ValueError(f"porep_like: {p['challenges']} distinct challenges do not fit in [1, 2^{p['depth']})")
+
+    @property
+    def label_entries(self) -> int:
+        """Parent-label entries hashed into each label: ``label_parents``, or ``parents`` when that is 0."""
+        return self.params.get("label_parents", 0) or self.params["parents"]
 
     @property
     def tree_levels(self) -> int:
@@ -155,7 +185,8 @@ class PorepLike(Circuit):
             for par in parents[c]:
                 if par not in columns:
                     columns[par] = [rng.randrange(bound) for _ in range(L)]
-            columns[c] = [label_native(dh, replica_id, layer + 1, c, [columns[par][layer] for par in parents[c]])
+            columns[c] = [label_native(dh, replica_id, layer + 1, c,
+                                       repeat_parents([columns[par][layer] for par in parents[c]], self.label_entries))
                           for layer in range(L)]
         data = {c: rng.randrange(bound) for c in challenges}
         comm_d_tree = merkle.SparseMerkleTree(dh, 2, p["depth"], data, rng)
@@ -296,9 +327,12 @@ class PorepLike(Circuit):
         header += [node_bits[63 - i] if 63 - i < len(node_bits) else B.FALSE for i in range(64)]
         header += [B.FALSE] * (8 * 20)
         msg = list(replica_bits) + header
+        pbits = []
         for k, lab in enumerate(parent_labels):
             with cs.namespace(f"parent_{k}_bits"):
-                msg += fr_bits_order(to_bits_le(cs, lab, 254) + [B.FALSE, B.FALSE])
+                pbits.append(fr_bits_order(to_bits_le(cs, lab, 254) + [B.FALSE, B.FALSE]))
+        for bits in repeat_parents(pbits, self.label_entries):
+            msg += bits
         with cs.namespace("sha256"):
             digest = trunc254(sha256(cs, msg))
         return from_bits_le(sha_bits_to_le(digest))
@@ -446,14 +480,55 @@ class _Slice:
         self.z[:, self.first + p, :] = value
 
 
+_POOL: dict = {}
+
+
+def _init_worker(circuit) -> None:
+    circuit.__dict__.pop("_block_counts", None)  # a copy may carry the parent's counts: count here for real,
+    block_counts(circuit)  # which generates the Poseidon parameters and programs this shape uses, once per worker
+
+
+def _started(_=None) -> int:
+    time.sleep(0.2)  # long enough that the warm-up tasks land on distinct, newly spawned workers
+    return os.getpid()
+
+
+def worker_pool(circuit: PorepLike, workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    """The process pool :func:`witness_batch` uses for ``workers`` workers on ``circuit``'s shape: kept between
+    calls (one pool per process; a different shape or size replaces it), ``spawn`` context (safe after JAX started
+    threads), each worker warmed by a counting run of the shape (Poseidon parameters and programs)."""
+    key = (workers, circuit.name, tuple(sorted(circuit.params.items())))
+    pool = _POOL.get(key)
+    if pool is None:
+        shutdown_pool()
+        ctx = multiprocessing.get_context("spawn")
+        pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                                                      initargs=(circuit.without_r1cs(),))
+        _POOL[key] = pool
+    return pool
+
+
+def warm_pool(circuit: PorepLike, workers: int) -> int:
+    """Start (and warm) every worker of :func:`worker_pool` now; returns how many distinct workers answered."""
+    pool = worker_pool(circuit, workers)
+    return len(set(pool.map(_started, range(workers))))
+
+
+def shutdown_pool() -> None:
+    """Stop the workers of :func:`worker_pool` (if any)."""
+    while _POOL:
+        _, pool = _POOL.popitem()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def witness_batch(circuit: PorepLike, inputs_list, workers: int | None = 1, montgomery: bool = True):
     """Witnesses of ``len(inputs_list)`` partitions of ``circuit`` (each ``inputs`` from ``sample_inputs``):
     ``(z, publics)`` with ``z`` the ``(8, P, num_vars)`` uint32 Fr limbs of :func:`~.r1cs.stack_z` (Montgomery form
     unless ``montgomery=False``), equal to stacking the builder's witnesses, and ``publics`` the public inputs of
     each partition.
 
-    ``workers`` > 1 splits the partitions into that many contiguous groups, each synthesized by a separate process
-    (``spawn``: safe after JAX has started threads) writing straight into a shared file under ``/dev/shm``; the
+    ``workers`` > 1 splits the partitions into ``min(workers, P)`` contiguous groups, each synthesized by a worker
+    of :func:`worker_pool` (kept warm between calls) writing straight into a shared file under ``/dev/shm``; the
     array returned then maps that (already unlinked) file. ``workers=None``: one per CPU.
     """
     if not isinstance(circuit, PorepLike):
@@ -475,15 +550,14 @@ def witness_batch(circuit: PorepLike, inputs_list, workers: int | None = 1, mont
     fd, path = tempfile.mkstemp(prefix="cuzk-z-", suffix=".u32", dir=shm)
     try:
         os.ftruncate(fd, 4 * shape[0] * shape[1] * shape[2])
-        ctx = multiprocessing.get_context("spawn")
         slim = circuit.without_r1cs()
-        with concurrent.futures.ProcessPoolExecutor(len(groups), mp_context=ctx) as pool:
-            futs = [pool.submit(_task, slim, [inputs_list[p] for p in g], montgomery, path, shape, int(g[0]))
-                    for g in groups]
-            for f in futs:
-                got = f.result()
-                if got["num_vars"] != shape[2]:
-                    raise AssertionError("witness_batch: a worker's shape differs from the counting run")
+        pool = worker_pool(circuit, workers)
+        futs = [pool.submit(_task, slim, [inputs_list[p] for p in g], montgomery, path, shape, int(g[0]))
+                for g in groups]
+        for f in futs:
+            got = f.result()
+            if got["num_vars"] != shape[2]:
+                raise AssertionError("witness_batch: a worker's shape differs from the counting run")
         mm = mmap.mmap(fd, 0)
     finally:
         os.close(fd)
