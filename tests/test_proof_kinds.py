@@ -124,6 +124,18 @@ def test_partitions_satisfy_one_shape(instances, name):
     assert len(c.public_inputs(inp)) == r1cs.num_public
 
 
+def test_window_post_structure_is_tiled_from_one_sector_block(instances):
+    """The R1CS tiled from one sector block equals the builder's: digest, constraint names, input names."""
+    c, tiled, _ = instances["window_post"]
+    cs = ConstraintSystem("structure")
+    c.synthesize(cs, None)
+    built = cs.to_r1cs()
+    assert tiled.digest() == built.digest() and tiled.input_names == built.input_names
+    for i in (0, built.num_constraints // 2, built.num_constraints - 1):
+        assert tiled.constraint_name(i) == built.constraint_name(i)
+    assert tiled.constraint_name(built.num_constraints - 1).startswith("sector_1/")
+
+
 def _tampered(inp, key, *idx, delta=1):
     bad = copy.deepcopy(inp)
     v = bad[key]
