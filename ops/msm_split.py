@@ -311,3 +311,272 @@ def msm_split_auto(bases: Affine, scalars, group="g1", *, config: MsmConfig | st
     counts = np.asarray(_classify_jit(scalars, bases.inf))
     cap = capacity_for(counts)
     return msm_split_jit(group, config, capacity=cap, **static)(bases, scalars), fractions(counts)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Streamed MSM: bases in host memory, copied to the device a chunk at a time
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _host_kind_counts(sc: np.ndarray, inf: np.ndarray, cs: int) -> np.ndarray:
+    """numpy twin of :func:`classify` per chunk of ``cs`` points: ``(8, P, N)`` -> ``(nc, 3, P)``."""
+    high = ~sc[1:].any(axis=0)
+    zero = (high & (sc[0] == 0)) | inf[None, :]
+    one = high & (sc[0] == 1) & ~inf[None, :]
+    other = ~zero & ~one
+    nc = -(-sc.shape[-1] // cs)
+    seg = np.arange(sc.shape[-1]) // cs
+    out = np.zeros((nc, 3, sc.shape[1]), np.int64)
+    for k, m in enumerate((zero, one, other)):
+        for p in range(sc.shape[1]):
+            out[:, k, p] = np.bincount(seg, weights=m[p], minlength=nc)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _device_chunk_counts(cs: int, nc: int):
+    """Jitted per-chunk :func:`classify` of device scalars ``(8, P, N)`` -> ``(nc, 3, P)`` (no padded copy)."""
+
+    def f(sc, inf):
+        one, other = _kind_masks(sc, inf)
+        seg = jnp.arange(sc.shape[-1], dtype=jnp.int32) // cs
+        zero = ~one & ~other
+        return jnp.stack([jax.ops.segment_sum(m.T.astype(jnp.int32), seg, num_segments=nc)
+                          for m in (zero, one, other)], axis=1)
+
+    return jax.jit(f)
+
+
+@functools.lru_cache(maxsize=None)
+def _chunk_program(group: str, config: MsmConfig, split: bool, capacity: int, window, device_scalars: bool,
+                   cs: int):
+    """``acc + MSM(chunk)`` as one jitted program per (group, config, path, chunk size): the chunk's scalars are a
+    ``dynamic_slice`` of the device scalars (or arrive with the bases), and the first ``skip`` points of the chunk
+    (already covered by the previous chunk: the last chunk is aligned to the end) get scalar zero."""
+    curve = M.rolled(M.curve_of(group))
+
+    def f(acc, bx, by, binf, sc, start, skip):
+        if device_scalars:
+            sc = lax.dynamic_slice_in_dim(sc, start, cs, axis=2)
+        sc = jnp.where(jnp.arange(cs, dtype=jnp.int32) < skip, jnp.uint32(0), sc)
+        b = Affine(bx, by, binf)
+        if split:
+            r = msm_split(b, sc, group, config=config, capacity=capacity, window=window)
+        else:
+            r = M.msm(b, sc, group, config=config, window=window)
+        return x64(curve.jacobian_add)(acc, r)
+
+    return jax.jit(f)
+
+
+def stream_chunks(n: int, chunk: int) -> tuple[int, list[tuple[int, int]]]:
+    """(points per chunk ``cs`` = :func:`cuzk_jax.ops.msm.padded_size` of ``chunk``, [(start, skip), ...]): chunk
+    ``j`` covers points ``[start, start + cs)``, of which the first ``skip`` belong to the previous chunk (the last
+    chunk ends at ``n`` rather than past it, so no chunk needs padding unless ``n < cs``)."""
+    if not isinstance(chunk, (int, np.integer)) or chunk <= 0:
+        raise BadInput(f"ops.msm_split.msm_streamed: chunk must be a positive int, got {chunk!r}")
+    cs = M.padded_size(int(chunk))
+    nc = max(1, -(-n // cs))
+    out = []
+    for j in range(nc):
+        start = max(0, min(j * cs, n - cs))
+        out.append((start, j * cs - start))
+    return cs, out
+
+
+def msm_streamed(
+    host_bases: Affine,
+    scalars,
+    group="g1",
+    *,
+    config: MsmConfig | str | None = None,
+    chunk: int,
+    split: bool = False,
+    capacity: int | None = None,
+    window: int | None = None,
+    device=None,
+) -> Jacobian:
+    """``sum_i scalars[..., i] * bases[i]`` with the bases in host memory, streamed to the device ``chunk`` points at
+    a time, double-buffered (module docstring); equal as a group element to the resident
+    :func:`cuzk_jax.ops.msm.msm`.
+
+    ``host_bases``: :class:`Affine` of numpy arrays (Montgomery limbs ``(*coord, N)``, ``inf`` ``(N,)``), shared by
+    every partition. ``scalars``: canonical uint32 ``(8, N)`` / ``(8, P, N)``; a numpy array streams with the bases,
+    a ``jax.Array`` stays on its device and each chunk is sliced there. ``chunk``: points per device chunk (rounded
+    up to a power of two, at least 64: one compiled program per chunk size). ``split``: run each chunk with
+    :func:`msm_split` (``capacity`` None: :func:`capacity_for` over the per-chunk counts, computed once up front).
+    ``window``: as :func:`cuzk_jax.ops.msm.msm`. ``device``: where to run (default: the scalars' device, else the
+    default device). Returns a :class:`Jacobian` on that device, batch ``(P,)`` (``()`` for ``(8, N)`` scalars).
+    """
+    curve = M.curve_of(group)
+    nd = curve.coord_ndim
+    gname = curve.name
+    config = MsmConfig.coerce(config)
+    if not isinstance(host_bases, Affine):
+        raise BadInput(f"ops.msm_split.msm_streamed: host_bases must be an Affine of numpy arrays, got "
+                       f"{type(host_bases).__name__}")
+    bx, by, binf = (np.asarray(a) for a in host_bases)
+    lead = (12,) if nd == 1 else (2, 12)
+    if bx.dtype != np.uint32 or by.dtype != np.uint32 or bx.shape[:nd] != lead or bx.ndim != nd + 1 \
+            or by.shape != bx.shape or binf.dtype != np.bool_ or binf.shape != bx.shape[nd:]:
+        raise BadInput(f"ops.msm_split.msm_streamed: {gname} host bases must be uint32 {lead + ('N',)} coordinates "
+                       f"and a bool (N,) mask, got x {bx.dtype}{bx.shape}, y {by.dtype}{by.shape}, inf "
+                       f"{binf.dtype}{binf.shape}")
+    on_device = isinstance(scalars, jax.Array)
+    sc = scalars if on_device else np.asarray(scalars)
+    if sc.dtype != np.uint32 or sc.ndim not in (2, 3) or sc.shape[0] != 8:
+        raise BadInput(f"ops.msm_split.msm_streamed: scalars must be canonical Fr limbs, uint32 of shape (8, N) or "
+                       f"(8, P, N), got {sc.dtype}{sc.shape}")
+    batched = sc.ndim == 3
+    if not batched:
+        sc = sc[:, None]
+    _, P, N = sc.shape
+    if bx.shape[nd] != N:
+        raise BadInput(f"ops.msm_split.msm_streamed: {N} scalars per partition but {bx.shape[nd]} bases")
+    if device is None:
+        device = next(iter(sc.devices())) if on_device else jax.devices()[0]
+    cs, plan = stream_chunks(N, chunk)
+    if N < cs:  # one short chunk: pad it (bases at infinity, scalars zero)
+        pad = cs - N
+        bx = np.pad(bx, [(0, 0)] * nd + [(0, pad)])
+        by = np.pad(by, [(0, 0)] * nd + [(0, pad)])
+        binf = np.pad(binf, (0, pad), constant_values=True)
+        sc = jnp.pad(sc, ((0, 0), (0, 0), (0, pad))) if on_device else np.pad(sc, ((0, 0), (0, 0), (0, pad)))
+    if split and capacity is None:
+        if on_device:
+            counts = np.asarray(_device_chunk_counts(cs, len(plan))(sc, jax.device_put(binf, device)))
+        else:
+            counts = _host_kind_counts(sc, binf, cs)
+        capacity = capacity_for(np.moveaxis(counts, 0, -1).reshape(3, -1))
+    prog = _chunk_program(gname, config, bool(split), int(capacity or 0), window, on_device, cs)
+
+    def put(j):
+        s = plan[j][0]
+        arrs = [bx[..., s:s + cs], by[..., s:s + cs], binf[s:s + cs]]
+        if not on_device:
+            arrs.append(sc[..., s:s + cs])
+        return jax.device_put(arrs, device)
+
+    acc = jax.device_put(M.curve_of(group).jacobian_identity((P,)), device)
+    nxt = put(0)
+    for j, (start, skip) in enumerate(plan):
+        cur = nxt
+        if j + 1 < len(plan):
+            nxt = put(j + 1)  # issued before chunk j's MSM: the copy overlaps it
+        bj = cur[:3]
+        scj = sc if on_device else cur[3]
+        acc = prog(acc, *bj, scj, jnp.int32(start), jnp.int32(skip))
+        acc = jax.block_until_ready(acc)  # at most two chunks of bases on the device: this one and the next
+        del cur, bj, scj
+    return acc if batched else Jacobian(*[x[..., 0] for x in acc])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Device memory estimate (for the memory planner)
+# ---------------------------------------------------------------------------------------------------------------
+
+# Per-element byte costs of the XLA-path programs' temporaries, calibrated on XLA's buffer assignment
+# (``compiled.memory_analysis()`` on CPU, G1, 2^8..2^14 points, 1-4 partitions) and rounded up; the tests check the
+# estimate against it. A GPU sort may take more scratch than XLA:CPU's; the bucket state is counted separately.
+PAIR_BYTES = 48  # plain path, per (key, value) pair: key, value, their sorted and padded copies, window words/digits
+POINT_BYTES_PLAIN = 64  # plain path, per (partition, point): masked scalars, the uint64 limbs of the digit recoding
+SPLIT_SLOT_BYTES = 112  # split path, per (partition, point): kind masks, ranks, merged-list keys/values and copies
+SPLIT_PAIR_BYTES = 160  # split path, per "other" digit pair: compacted scalars, digits, keys, values, the sort
+
+
+def _coord_bytes(group: str) -> int:
+    return 48 if M.curve_of(group).coord_ndim == 1 else 96
+
+
+def base_bytes(n: int, group: str) -> int:
+    """Device bytes of ``n`` affine bases: two coordinates of 12 (G1) / 24 (G2) uint32 limbs and an ``inf`` byte."""
+    return n * (2 * _coord_bytes(group) + 1)
+
+
+def _pass_state_bytes(plan: M.Plan, group: str, config: MsmConfig) -> int:
+    """Bucket / partial / accumulator arrays of one accumulation pass (XYZZ points: 4 coordinates)."""
+    pt = 4 * _coord_bytes(group)
+    if config.kernel == "xla":
+        ms = M.machine_shape(plan)
+        return pt * (2 * (plan.NB + 1) + 8 * ms.lanes + 4 * (2 * ms.lanes + 1))
+    # Pallas (ops.msm._pallas_pass): E, the buckets, the zero buffer, the kernel outputs -- ~6 (4 Lc, nbuf) arrays
+    block = config.block or 64
+    seg = config.seg or M.pallas_seg(plan.M)
+    nseg = -(-plan.M // (seg * block)) * block
+    nbuf = M.pow2_ceil(max(2 * nseg, plan.NB + 2, 2 * block))
+    return 6 * pt * nbuf
+
+
+def _plain_work_bytes(n: int, p: int, group: str, config: MsmConfig, window=None,
+                      max_pairs: int = M.DEFAULT_MAX_PAIRS) -> int:
+    n = M.padded_size(n)
+    c = window or M.window_bits(n)
+    G, chunk = M.group_and_chunk(p, n, M.num_windows(c), max_pairs)
+    if chunk < n and window is None:
+        c = M.window_bits(chunk)
+        G, chunk = M.group_and_chunk(p, n, M.num_windows(c), max_pairs)
+    plan = M.Plan(G=G, n=chunk, c=c, shared_bases=True)
+    return PAIR_BYTES * plan.M + POINT_BYTES_PLAIN * p * n + _pass_state_bytes(plan, group, config)
+
+
+def _split_work_bytes(n: int, p: int, group: str, config: MsmConfig, capacity: int, window=None,
+                      max_pairs: int = M.DEFAULT_MAX_PAIRS) -> int:
+    n = M.padded_size(n)
+    c = window or M.window_bits(M.padded_size(capacity))
+    W = M.num_windows(c)
+    chunk = split_chunk(p, n, W, capacity, max_pairs)
+    L = p * chunk + W * p * capacity
+    plan = M.Plan(G=p, n=-(-L // (p * W)), c=c, shared_bases=True)
+    return (SPLIT_SLOT_BYTES * p * chunk + SPLIT_PAIR_BYTES * W * p * capacity
+            + _pass_state_bytes(plan, group, config))
+
+
+def msm_device_bytes(n: int, p: int, group: str = "g1", path: str = "plain", chunk: int | None = None, *,
+                     capacity: int | None = None, config: MsmConfig | str | None = None,
+                     window: int | None = None) -> int:
+    """Estimated peak device bytes of one MSM of ``p`` partitions over ``n`` shared bases of ``group``.
+
+    Terms (B(n) = :func:`base_bytes`, 97 / 193 bytes per G1 / G2 point; S = 32 bytes per scalar; work(n) the
+    temporaries of one program over n points, below):
+
+    * ``"plain"`` (bases and scalars resident, :func:`cuzk_jax.ops.msm.msm`): ``B(n) + 32 p n + work_plain(p, n)``;
+    * ``"split"`` (:func:`msm_split`): ``B(n) + 32 p n + work_split(p, n, capacity)``;
+    * ``"streamed"`` / ``"streamed_split"`` (:func:`msm_streamed`, numpy scalars): ``2 (B(chunk) + 32 p chunk) +
+      work(p, chunk)`` -- two chunks in flight, independent of ``n``;
+    * ``"streamed_device_scalars"`` / ``"streamed_split_device_scalars"``: ``32 p n + 2 B(chunk) + 32 p chunk +
+      work(p, chunk)`` -- the scalars stay resident.
+
+    ``work_plain(p, n) = 48 M + 64 p n + state``: ``M = G W n'`` (key, value) pairs of one pass (``G`` partitions
+    of ``n'`` points per pass as :func:`cuzk_jax.ops.msm.group_and_chunk` decides, so it stops growing past
+    ``max_pairs``); ``work_split(p, n) = 112 p n' + 160 W p capacity + state`` (``n'`` points per pass,
+    :func:`split_chunk`; ``W`` windows sized for ``capacity``); ``state``: the pass's bucket / partial / accumulator XYZZ arrays
+    (XLA step machine: ``2 NB + 16 lanes`` points; Pallas: six ``(4 Lc, nbuf)`` buffers). ``capacity`` defaults to
+    ``n / 64`` (the ~1 % "other" share of a PoRep witness, rounded to a power of two, at least 64). ``config``
+    defaults to the platform's :meth:`MsmConfig.default`. An upper bound within a small factor of XLA's buffer
+    assignment at test sizes (the tests check both), not an exact figure: allocator rounding and fragmentation are
+    not modelled.
+    """
+    if path not in PATHS:
+        raise BadInput(f"ops.msm_split.msm_device_bytes: unknown path {path!r}; expected one of {PATHS}")
+    if n < 0 or p <= 0:
+        raise BadInput(f"ops.msm_split.msm_device_bytes: need n >= 0 and p >= 1, got n={n}, p={p}")
+    config = MsmConfig.coerce(config)
+    streamed = path.startswith("streamed")
+    split = "split" in path
+    if streamed:
+        if not chunk or chunk <= 0:
+            raise BadInput(f"ops.msm_split.msm_device_bytes: path {path!r} needs a positive chunk, got {chunk!r}")
+        cs = M.padded_size(chunk)
+    else:
+        cs = n
+    if n == 0:
+        return 0
+    if capacity is None:
+        capacity = M.pow2_ceil(max(MIN_CAPACITY, -(-min(n, cs) // 64)))
+    work = (_split_work_bytes(cs, p, group, config, capacity, window) if split
+            else _plain_work_bytes(cs, p, group, config, window))
+    if not streamed:
+        return base_bytes(M.padded_size(n), group) + 32 * p * M.padded_size(n) + work
+    if path.endswith("device_scalars"):
+        return 32 * p * n + 2 * base_bytes(cs, group) + 32 * p * cs + work
+    return 2 * (base_bytes(cs, group) + 32 * p * cs) + work
