@@ -82,6 +82,7 @@ def cube_keys():
     return circuit, r1cs, toxic, dev
 
 
+@pytest.mark.slow  # the module's key fixture compiles the G2 programs (about a minute on a 2-core CPU)
 def test_device_setup_equals_host_setup_and_reference(cube_keys):
     circuit, r1cs, toxic, dev = cube_keys
     host = generator.setup(r1cs, toxic, method="host")
@@ -98,6 +99,7 @@ def test_device_setup_equals_host_setup_and_reference(cube_keys):
     assert affine_from_device(C.g1, other.a_query) != affine_from_device(C.g1, dev.a_query)
 
 
+@pytest.mark.slow
 def test_device_setup_key_proves_and_verifies(cube_keys):
     circuit, r1cs, _, dev = cube_keys
     ws = [circuit.witness(circuit.sample_inputs(p)) for p in range(2)]
@@ -108,14 +110,12 @@ def test_device_setup_key_proves_and_verifies(cube_keys):
         assert not verifier.verify(dev.vk, wrong, proof)
 
 
-def test_development_setup_seed_and_domain_check(cube_keys):
-    circuit, r1cs, toxic, _ = cube_keys
-    assert generator.insecure_toxic_waste_for_tests(11) == toxic
-    bad = toxic._replace(tau=1) if hasattr(toxic, "_replace") else None
-    if bad is None:
-        import dataclasses
+def test_development_setup_seed_and_domain_check():
+    import dataclasses
 
-        bad = dataclasses.replace(toxic, tau=1)
+    r1cs = base.get_circuit("cube").r1cs()
+    toxic = generator.insecure_toxic_waste_for_tests(11)
+    bad = toxic._replace(tau=1) if hasattr(toxic, "_replace") else dataclasses.replace(toxic, tau=1)
     with pytest.raises(ValueError, match="domain"):
         generator.development_setup(r1cs, bad, window=WINDOW, chunk=CHUNK)
     with pytest.raises(ValueError, match="unknown setup method"):

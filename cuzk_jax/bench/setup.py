@@ -7,7 +7,9 @@ Phases (``--modes``; default all three):
 * ``fixed_base`` -- :func:`cuzk_jax.ops.fixed_base.mul_affine` (``--impl=affine``, the batch-affine path) and/or the
   older Jacobian method (``--impl=jacobian``) over ``2^log_n`` random scalars per ``--group``: the first call
   (table build + compile) and the median of ``--reps`` warm calls, as points/s; 4 random outputs are compared with
-  the Python-int reference curve (``ok``).
+  the Python-int reference curve (``ok``). The affine path takes tuning keys, one row per spec:
+  ``affine:w=WINDOW_BITS:chunk=LOG2_SCALARS_PER_CALL:inv=INVERSION_RUN`` (e.g. ``--impl=affine:w=16,affine:w=20:
+  chunk=23:inv=256``); omitted keys take the module's defaults. The ``setup`` phase uses the first affine spec.
 * ``setup`` -- :func:`cuzk_jax.groth16.generator.development_setup` on a synthetic R1CS with a ``2^log_n`` domain
   (``2^log_n - 2`` constraints, 2 / 1 / 1 nonzeros per row of A / B / C, random columns): the whole key (4 G1
   queries and the G2 query) and its points/s, twice (the second call is warm); one H-query point is compared with
@@ -32,6 +34,23 @@ from cuzk_jax import bench
 
 MODES = ("fixed_base", "setup", "keyfile")
 IMPLS = ("affine", "jacobian")
+_KEYS = {"w": "window", "chunk": "chunk", "inv": "inv_chunk"}
+
+
+def parse_impl(spec: str) -> tuple[str, dict]:
+    """``"affine:w=16:chunk=22:inv=128"`` -> ``("affine", {"window": 16, "chunk": 2**22, "inv_chunk": 128})``."""
+    kind, *opts = spec.split(":")
+    if kind not in IMPLS or (opts and kind != "affine"):
+        raise ValueError(f"unknown --impl {spec!r} for --op=setup; expected jacobian or affine[:w=..][:chunk=..]"
+                         "[:inv=..]")
+    kw = {}
+    for opt in opts:
+        key, _, val = opt.partition("=")
+        if key not in _KEYS or not val.isdigit() or int(val) < 1:
+            raise ValueError(f"bad option {opt!r} in --impl {spec!r}: expected w=, chunk= (log2) or inv= with a "
+                             "positive integer")
+        kw[_KEYS[key]] = 1 << int(val) if key == "chunk" else int(val)
+    return kind, kw
 DEFAULTS = {"log_n": ["16", "18"], "impl": ["affine"], "modes": list(MODES), "reps": 3, "warmup": 1}
 
 
@@ -94,9 +113,8 @@ def _fixed_base_rows(cfg, rows, log_n):
         scalars = _random_scalars(n, log_n)
         dev = jax.device_put(scalars)
         for impl in cfg.impl:
-            if impl not in IMPLS:
-                raise ValueError(f"unknown --impl {impl!r} for --op=setup; expected some of {IMPLS}")
-            fn = (lambda s: fixed_base.mul_affine(curve, s)) if impl == "affine" else \
+            kind, kw = parse_impl(impl)
+            fn = (lambda s, kw=kw: fixed_base.mul_affine(curve, s, **kw)) if kind == "affine" else \
                 (lambda s: fixed_base.mul(curve, s))
             t0 = time.perf_counter()
             out = jax.block_until_ready(fn(dev))
@@ -111,7 +129,8 @@ def _fixed_base_rows(cfg, rows, log_n):
             med = statistics.median(times)
             idx = np.array(sorted(random.Random(log_n).sample(range(n), min(4, n))))
             bench.emit(rows, {"phase": "fixed_base", "impl": impl, "group": group, "log_n": log_n, "points": n,
-                              "window": fixed_base.default_window() if impl == "affine" else fixed_base.WINDOW,
+                              "window": kw.get("window", fixed_base.default_window()) if kind == "affine"
+                              else fixed_base.WINDOW,
                               "first_s": round(first, 3), "median_s": round(med, 4),
                               "points_per_s": round(n / med), "ok": _spot_check(curve, scalars, out, idx)})
             del out
@@ -125,6 +144,8 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
     from cuzk_jax.ops import curve as C
     from cuzk_jax.reference.constants import R
 
+    specs = [parse_impl(i) for i in cfg.impl]
+    tuning = next((kw for kind, kw in specs if kind == "affine"), {})
     r1cs = synthetic_r1cs(log_n)
     toxic = generator.insecure_toxic_waste_for_tests(log_n)
     nv, n = r1cs.num_vars, 1 << log_n
@@ -133,14 +154,14 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
     for rep in ("first", "warm"):
         del pk
         t0 = time.perf_counter()
-        pk = jax.block_until_ready(generator.development_setup(r1cs, toxic))
+        pk = jax.block_until_ready(generator.development_setup(r1cs, toxic, **tuning))
         dt = time.perf_counter() - t0
         # one H point against the reference: tau^i Z(tau) / delta
         i = n // 3
         zt = (pow(toxic.tau, n, R) - 1) % R
         k = pow(toxic.tau, i, R) * zt % R * pow(toxic.delta, R - 2, R) % R
         got = affine_from_device(C.g1, jax.tree_util.tree_map(lambda a: a[..., i:i + 1], pk.h_query))[0]
-        bench.emit(rows, {"phase": "setup", "run": rep, "log_n": log_n, "constraints": r1cs.num_constraints,
+        bench.emit(rows, {"phase": "setup", "run": rep, "log_n": log_n, "tuning": str(tuning or "default"), "constraints": r1cs.num_constraints,
                           "g1_points": g1_points, "g2_points": g2_points, "seconds": round(dt, 3),
                           "points_per_s": round((g1_points + g2_points) / dt),
                           "device_gbytes": round(pk.nbytes() / 1e9, 3),
