@@ -21,7 +21,7 @@ challenges of one sector (Filecoin's v1.1 API); Filecoin's WindowPoSt v1 numbere
 ``(sectors, challenges)`` array, the replica trees are one :class:`~.native_batch.SparseForest` (each level of all
 sectors hashed in one batch), leaves and comm_c are drawn for all sectors at once. Every sector is the same block
 of gates (:meth:`FallbackPost.synthesize_sector`), so the R1CS is built by tiling one synthesized block
-(:func:`tiled_r1cs`, equal to the builder's: 8 sectors of 32 GiB shape in 1.65 s instead of 13.2 s). Witness
+(:func:`.tiling.tiled_r1cs`, equal to the builder's: 8 sectors of 32 GiB shape in 1.65 s instead of 13.2 s). Witness
 synthesis stays the builder's: running one sector block over all sectors with numpy object arrays
 (:mod:`.vector_witness`) gave the same wires but no gain for this Poseidon-only circuit (16 sectors: 0.72 s vs
 0.82 s; 128 sectors: 4.9 s vs 4.1 s), so it is not used.
@@ -41,13 +41,12 @@ import numpy as np
 from cuzk_jax.reference.constants import R
 
 from .base import Circuit
-from .cs import ConstraintSystem
 from .gadgets import merkle
 from .gadgets.num import alloc_input_num, alloc_num, enforce_equal, to_bits_le
 from .gadgets.poseidon import poseidon_hash
 from .native_batch import SparseForest, poseidon_many, rand_fr, unique_leaves
-from .r1cs import R1CS, SparseMatrix
 from .sha256_native import fr_to_bytes
+from .tiling import tiled_r1cs
 
 ARITY = 8  # Filecoin's replica tree (TreeR): base arity 8 (32 GiB: U8, U8, U0 -> 10 levels of arity 8)
 
@@ -157,9 +156,10 @@ class FallbackPost(Circuit):
                     merkle.enforce_inclusion(cs, "poseidon", ARITY, leaf, path, bits, comm_r_last)
 
     def build_structure(self):
-        """The R1CS by tiling one synthesized sector block (:func:`tiled_r1cs`; equal to the builder's)."""
+        """The R1CS by tiling one synthesized sector block (:func:`.tiling.tiled_r1cs`; equal to the builder's)."""
         if type(self).synthesize is FallbackPost.synthesize and self.params["sectors"] > 1:
-            return tiled_r1cs(self)
+            return tiled_r1cs(lambda cs: None, lambda cs, _: self.synthesize_sector(cs, _sector_getter(None, 0)),
+                              self.params["sectors"], "sector")
         return super().build_structure()
 
 
@@ -173,50 +173,3 @@ def _sector_getter(inputs, s: int):
             v = v[i]
         return int(v)
     return get
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The R1CS tiled from one sector block
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def tiled_r1cs(circuit: FallbackPost) -> R1CS:
-    """The R1CS of ``circuit`` from one synthesized sector block, its wires shifted per sector: equal to the
-    builder's (same digest, same constraint names); the builder's Python cost is paid for ``1 / sectors`` of the
-    constraints (a full WindowPoSt partition has 2349 sector blocks)."""
-    S = circuit.params["sectors"]
-    cs = ConstraintSystem("structure")
-    ns0 = len(cs.to_r1cs().namespaces)  # the root namespace(s) before any block
-    with cs.namespace("sector_0"):
-        circuit.synthesize_sector(cs, _sector_getter(None, 0))
-    one = cs.to_r1cs()
-    del cs
-    ni1, na_b, m_b = one.num_inputs, one.num_aux, one.num_constraints
-    ni_b = ni1 - 1
-    n_in = 1 + S * ni_b
-    block_ns = one.namespaces[ns0:]
-    if any(not (p == "sector_0" or p.startswith("sector_0/")) for p in block_ns):
-        raise AssertionError("tiled_r1cs: a block namespace outside sector_0")
-    mats = []
-    for mat in one.matrices():
-        cols1 = mat.cols.astype(np.int64)
-        nb = len(cols1)
-        is_in = cols1 < ni1
-        base = np.where(is_in, cols1, n_in + (cols1 - ni1))  # block 0's final columns
-        step = np.where(is_in, np.where(cols1 >= 1, ni_b, 0), na_b)  # ONE stays at column 0
-        cols = (base[None, :] + np.arange(S, dtype=np.int64)[:, None] * step[None, :]).astype(np.int32).ravel()
-        cids = np.tile(mat.coeff_ids, S)
-        ptr = np.empty(S * m_b + 1, np.int64)
-        ptr[0] = 0
-        ptr[1:] = (mat.indptr[1:].astype(np.int64)[None, :] + np.arange(S, dtype=np.int64)[:, None] * nb).ravel()
-        mats.append(SparseMatrix(indptr=ptr, cols=cols, coeff_ids=cids))
-    rns = (one.row_namespace.astype(np.int64)[None, :]
-           + np.where(one.row_namespace >= ns0, np.arange(S)[:, None] * len(block_ns), 0)).astype(np.int32).ravel()
-    namespaces = list(one.namespaces[:ns0])
-    names = list(one.input_names[:1])
-    for s in range(S):
-        namespaces += [f"sector_{s}" + p[len("sector_0"):] for p in block_ns]
-        names += [f"sector_{s}" + p[len("sector_0"):] for p in one.input_names[1:]]
-    return R1CS(num_inputs=n_in, num_aux=S * na_b, A=mats[0], B=mats[1], C=mats[2], coeffs=one.coeffs,
-                namespaces=tuple(namespaces), labels=one.labels, row_namespace=rns,
-                row_label=np.tile(one.row_label, S).astype(np.int32), input_names=tuple(names))

@@ -60,6 +60,7 @@ from .gadgets import merkle
 from .gadgets.num import Num, alloc_input_num, alloc_num, enforce_equal, from_bits_le, mul, to_bits_le
 from .gadgets.poseidon import poseidon_hash
 from .native_batch import SparseForest, poseidon_many, rand_fr
+from .tiling import tiled_r1cs
 
 ARITY = 8
 H_SELECT_BITS = 6  # Filecoin: six allowed h values, h_select = 2^i
@@ -213,22 +214,14 @@ class SnapUpdate(Circuit):
 
     # -- synthesis ----------------------------------------------------------------------------------------------------
     def synthesize(self, cs, inputs=None):
-        p = self.params
-        nb, levels, dh = self.node_bits, p["levels"], p["data_hash"]
-        w = inputs is not None
+        get = _getter(inputs)
+        shared = self.synthesize_header(cs, get)
+        for j in range(self.params["challenges"]):
+            with cs.namespace(f"challenge_{j}"):
+                self.synthesize_challenge(cs, shared, get, j)
 
-        def get(key, *idx):
-            if not w:
-                return None
-            v = inputs[key]
-            for i in idx:
-                v = v[i]
-            return int(v)
-
-        def path(key, j, arity, n_levels, name):
-            return [[alloc_num(cs, get(key, j, lvl, s), f"{name}_{lvl}_{s}") for s in range(arity - 1)]
-                    for lvl in range(n_levels)]
-
+    def synthesize_header(self, cs, get) -> dict:
+        """Public inputs, comm_c and the two roots, the comm_r relations, phi and h_select (one-hot)."""
         k = alloc_input_num(cs, get("k"), "k")
         comm_r_old = alloc_input_num(cs, get("comm_r_old"), "comm_r_old")
         comm_d_new = alloc_input_num(cs, get("comm_d_new"), "comm_d_new")
@@ -247,28 +240,58 @@ class SnapUpdate(Circuit):
         with cs.namespace("h_select"):
             sel = to_bits_le(cs, h_select, H_SELECT_BITS)
             enforce_equal(cs, sum((_bit(b) for b in sel), Num.constant(0)), Num.constant(1), "one-hot")
-        for j in range(p["challenges"]):
-            with cs.namespace(f"challenge_{j}"):
-                c = alloc_input_num(cs, get("challenges", j), "index")
-                with cs.namespace("index_bits"):
-                    bits = to_bits_le(cs, c, nb)
-                with cs.namespace("high"):
-                    high = Num.constant(0)  # sum_i h_select_i * (c >> (node_bits - hs[i]))
-                    for i, h in enumerate(p["hs"]):
-                        high = high + mul(cs, _bit(sel[i]), from_bits_le(bits[nb - h:]), f"hs_{i}")
-                with cs.namespace("rho"):
-                    rho = poseidon_hash(cs, [phi, high])
-                old = alloc_num(cs, get("old", j), "old")
-                data = alloc_num(cs, get("data", j), "data")
-                new = alloc_num(cs, get("new", j), "new")
-                # R_new - R_old = D * rho
-                cs.enforce_raw(data.terms(), rho.terms(), (new - old).terms(), "encode")
-                with cs.namespace("comm_r_last_old"):
-                    merkle.enforce_inclusion(cs, "poseidon", ARITY, old, path("old_paths", j, ARITY, levels,
-                                                                                "sibling"), bits, root_old)
-                with cs.namespace("comm_r_last_new"):
-                    merkle.enforce_inclusion(cs, "poseidon", ARITY, new, path("new_paths", j, ARITY, levels,
-                                                                                "sibling"), bits, root_new)
-                with cs.namespace("comm_d_new"):
-                    merkle.enforce_inclusion(cs, dh, 2, data, path("data_paths", j, 2, nb, "sibling"), bits,
-                                             comm_d_new)
+        return {"comm_d_new": comm_d_new, "root_old": root_old, "root_new": root_new, "phi": phi, "sel": sel}
+
+    def synthesize_challenge(self, cs, shared, get, j: int) -> None:
+        """Challenge ``j``'s block (inside the caller's ``challenge_<j>`` namespace): the same gates for every j."""
+        p = self.params
+        nb, levels = self.node_bits, p["levels"]
+
+        def path(key, arity, n_levels):
+            return [[alloc_num(cs, get(key, j, lvl, s), f"sibling_{lvl}_{s}") for s in range(arity - 1)]
+                    for lvl in range(n_levels)]
+
+        c = alloc_input_num(cs, get("challenges", j), "index")
+        with cs.namespace("index_bits"):
+            bits = to_bits_le(cs, c, nb)
+        with cs.namespace("high"):
+            high = Num.constant(0)  # sum_i h_select_i * (c >> (node_bits - hs[i]))
+            for i, h in enumerate(p["hs"]):
+                high = high + mul(cs, _bit(shared["sel"][i]), from_bits_le(bits[nb - h:]), f"hs_{i}")
+        with cs.namespace("rho"):
+            rho = poseidon_hash(cs, [shared["phi"], high])
+        old = alloc_num(cs, get("old", j), "old")
+        data = alloc_num(cs, get("data", j), "data")
+        new = alloc_num(cs, get("new", j), "new")
+        cs.enforce_raw(data.terms(), rho.terms(), (new - old).terms(), "encode")  # R_new - R_old = D * rho
+        with cs.namespace("comm_r_last_old"):
+            merkle.enforce_inclusion(cs, "poseidon", ARITY, old, path("old_paths", ARITY, levels), bits,
+                                     shared["root_old"])
+        with cs.namespace("comm_r_last_new"):
+            merkle.enforce_inclusion(cs, "poseidon", ARITY, new, path("new_paths", ARITY, levels), bits,
+                                     shared["root_new"])
+        with cs.namespace("comm_d_new"):
+            merkle.enforce_inclusion(cs, p["data_hash"], 2, data, path("data_paths", 2, nb), bits,
+                                     shared["comm_d_new"])
+
+    def build_structure(self):
+        """The R1CS by tiling one synthesized challenge block (:func:`.tiling.tiled_r1cs`; equal to the
+        builder's): a full partition has 86 blocks of 1.38M constraints."""
+        if type(self).synthesize is SnapUpdate.synthesize and self.params["challenges"] > 1:
+            get = _getter(None)
+            return tiled_r1cs(lambda cs: self.synthesize_header(cs, get),
+                              lambda cs, shared: self.synthesize_challenge(cs, shared, get, 0),
+                              self.params["challenges"], "challenge")
+        return super().build_structure()
+
+
+def _getter(inputs):
+    """``get(key, *index)``: ``int(inputs[key][index...])``, or None without inputs (structure mode)."""
+    def get(key, *idx):
+        if inputs is None:
+            return None
+        v = inputs[key]
+        for i in idx:
+            v = v[i]
+        return int(v)
+    return get
