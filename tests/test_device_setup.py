@@ -115,7 +115,7 @@ def test_development_setup_seed_and_domain_check():
 
     r1cs = base.get_circuit("cube").r1cs()
     toxic = generator.insecure_toxic_waste_for_tests(11)
-    bad = toxic._replace(tau=1) if hasattr(toxic, "_replace") else dataclasses.replace(toxic, tau=1)
+    bad = dataclasses.replace(toxic, tau=1)
     with pytest.raises(ValueError, match="domain"):
         generator.development_setup(r1cs, bad, window=WINDOW, chunk=CHUNK)
     with pytest.raises(ValueError, match="unknown setup method"):
