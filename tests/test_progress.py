@@ -8,6 +8,7 @@ from cuzk_jax.circuits import get_circuit
 from cuzk_jax.groth16 import generator
 
 
+@pytest.mark.slow  # a real setup: ~25 s of compiling on a loaded 2-core CPU
 def test_setup_logs_phases(caplog, monkeypatch):
     r1cs = get_circuit("cube").r1cs()
     bars = []
