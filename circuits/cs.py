@@ -238,6 +238,8 @@ class ConstraintSystem:
     :meth:`enforce_boolean_raw`, :meth:`enforce_xor_raw`, :meth:`value_raw`.
     """
 
+    batched = False  # True for vector_witness.BatchCS (values are arrays over a batch of instances)
+
     def __init__(self, mode: str = "full"):
         if mode not in MODES:
             raise ValueError(f"unknown constraint-system mode {mode!r}; expected one of {MODES}")

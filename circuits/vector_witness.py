@@ -58,6 +58,8 @@ class BatchCS(ConstraintSystem):
     object array per input, index 0 = ONE).
     """
 
+    batched = True
+
     def __init__(self, n: int, capacity: int = 1 << 14):
         super().__init__("witness")
         if n < 1:
@@ -100,6 +102,22 @@ class BatchCS(ConstraintSystem):
             self.fr_aux.append(j)
             self.fr_values.append(value)
         return -1 - j
+
+    def alloc_bits_block(self, mat: np.ndarray) -> int:
+        """Allocate ``len(mat)`` consecutive private bit wires with the rows of ``mat`` (``(k, n)`` uint8 0/1) as
+        values; returns the first one's aux index (the gadgets' word-level fast paths; constraints are counted by
+        the caller)."""
+        k = mat.shape[0]
+        j0 = self.num_aux
+        self.num_aux = j0 + k
+        nb = self._nb
+        while nb + k > len(self._bit_aux):
+            self._bits = np.concatenate([self._bits, np.empty_like(self._bits)])
+            self._bit_aux = np.concatenate([self._bit_aux, np.empty_like(self._bit_aux)])
+        self._bits[nb:nb + k] = mat
+        self._bit_aux[nb:nb + k] = np.arange(j0, j0 + k)
+        self._nb = nb + k
+        return j0
 
     @property
     def bits(self) -> np.ndarray:

@@ -79,6 +79,15 @@ def alloc_bit(cs: ConstraintSystem, value: int | None, label: str = "boolean") -
 
 def alloc_bits(cs: ConstraintSystem, values, n: int, label: str = "boolean") -> list[Boolean]:
     """``n`` new bits with booleanity constraints; ``values``: n bits, or None in structure mode."""
+    if cs.batched and not cs.keep and values is not None:  # batched witness: one block of n wires
+        mat = np.asarray(values if not isinstance(values, list) else np.stack(values)).astype(np.uint8, copy=False)
+        if mat.ndim == 1:  # one value per bit for every instance
+            mat = np.repeat(mat[:, None], cs.n, axis=1)
+        if mat.shape[0] != n or (mat.size and mat.max() > 1):
+            raise ValueError(f"alloc_bits: need {n} bit values (0 or 1)")
+        j0 = cs.alloc_bits_block(mat)
+        cs.num_constraints += n
+        return [Boolean(-1 - (j0 + i), False, mat[i]) for i in range(n)]
     if not cs.has_values:
         values = [None] * n
     elif values is None or len(values) != n:
@@ -258,3 +267,89 @@ def ints_to_bits(values: np.ndarray, nbits: int) -> np.ndarray:
     raw = b"".join([int(v).to_bytes(32, "little") for v in values])
     bits = np.unpackbits(np.frombuffer(raw, np.uint8).reshape(len(values), 32), axis=1, bitorder="little")
     return np.ascontiguousarray(bits[:, :nbits].T)
+
+
+# -- batched word-level fast paths (vector_witness.BatchCS) ------------------------------------------------------------
+# The per-bit gadgets above allocate a wire only for some bit combinations (constants fold, equal variables
+# cancel); the fast paths walk the bits in the same order, take the per-bit gadget for every bit that does not
+# allocate exactly as the common case does, and allocate the common-case bits in blocks -- so wires come out in
+# the per-bit gadgets' order and with their values.
+
+
+def word_bits(word: np.ndarray, nbits: int = 32) -> np.ndarray:
+    """An int64 array of words -> ``(nbits, N)`` uint8 bits, least significant first."""
+    return ((word[None, :] >> np.arange(nbits, dtype=np.int64)[:, None]) & 1).astype(np.uint8)
+
+
+class _Blocks:
+    """Pending common-case allocations -- rows of a source matrix (``src[idx] ^ neg``) and the Booleans they
+    become -- flushed as one block."""
+
+    def __init__(self, cs, src: np.ndarray):
+        self.cs, self.src, self.idx, self.negs, self.slots = cs, src, [], [], []
+
+    def add(self, row: int, neg: bool, out, i):
+        self.idx.append(row)
+        self.negs.append(neg)
+        self.slots.append((out, i, neg, row))
+
+    def flush(self):
+        if not self.idx:
+            return
+        mat = self.src[self.idx]
+        if any(self.negs):
+            mat ^= np.asarray(self.negs, np.uint8)[:, None]
+        j0 = self.cs.alloc_bits_block(mat)
+        self.cs.num_constraints += len(self.idx)
+        src = self.src
+        for t, (out, i, neg, row) in enumerate(self.slots):
+            out[i] = Boolean(-1 - (j0 + t), neg, src[row])
+        self.idx, self.negs, self.slots = [], [], []
+
+
+def xor_bits_batched(cs, abits, bbits, values: np.ndarray, label: str = "xor") -> list:
+    """``[xor(a_i, b_i)]`` (see :func:`xor`) with ``values`` the ``(n, N)`` result bits."""
+    out = [None] * len(abits)
+    blk = _Blocks(cs, values)
+    for i, (a, b) in enumerate(zip(abits, bbits)):
+        if a.var is None or b.var is None or a.var == b.var:
+            blk.flush()
+            out[i] = xor(cs, a, b, label)
+        else:
+            blk.add(i, a.neg != b.neg, out, i)  # the wire holds the xor of the un-negated variables
+    blk.flush()
+    return out
+
+
+def ch_bits_batched(cs, ebits, fbits, gbits, values: np.ndarray, label: str = "ch") -> list:
+    """``[ch(e_i, f_i, g_i)]`` (see :func:`ch`) with ``values`` the ``(n, N)`` result bits."""
+    out = [None] * len(ebits)
+    blk = _Blocks(cs, values)
+    for i, (e, f, g) in enumerate(zip(ebits, fbits, gbits)):
+        if e.var is None or f.var is None or g.var is None or _same(f, g):
+            blk.flush()
+            out[i] = ch(cs, e, f, g, label)
+        else:
+            blk.add(i, False, out, i)
+    blk.flush()
+    return out
+
+
+def maj_bits_batched(cs, abits, bbits, cbits, values: np.ndarray, bc_values: np.ndarray,
+                     label: str = "maj") -> list:
+    """``[maj(a_i, b_i, c_i)]`` (see :func:`maj`) with ``values`` the ``(n, N)`` result bits and ``bc_values``
+    those of ``b_i & c_i`` (maj's and_ wire)."""
+    n = len(abits)
+    out = [None] * n
+    scratch = [None]
+    blk = _Blocks(cs, np.concatenate([values, bc_values]))
+    for i, (a, b, c) in enumerate(zip(abits, bbits, cbits)):
+        if (a.var is None or b.var is None or c.var is None or a.var == b.var or a.var == c.var
+                or b.var == c.var):
+            blk.flush()
+            out[i] = maj(cs, a, b, c, label)
+        else:
+            blk.add(n + i, False, scratch, 0)  # the and_ wire bc, then maj's own (the per-bit order)
+            blk.add(i, False, out, i)
+    blk.flush()
+    return out

@@ -126,7 +126,7 @@ def to_bits_le(cs: ConstraintSystem, a: Num, nbits: int, label: str = "bits") ->
     if isinstance(a.value, np.ndarray):  # batched values (vector_witness): every instance's bits at once
         if any(int(v) >> nbits for v in a.value):
             raise SynthesisError(f"to_bits_le: value does not fit in {nbits} bits")
-        vals = list(B.ints_to_bits(a.value, nbits))
+        vals = B.ints_to_bits(a.value, nbits)
     elif a.value is not None:
         if a.value >> nbits:
             raise SynthesisError(f"to_bits_le: value does not fit in {nbits} bits")

@@ -62,8 +62,10 @@ class UInt32:
         return UInt32(bits, None if self.value is None else self.value >> n)
 
     def xor(self, cs: ConstraintSystem, other: "UInt32", label: str = "xor") -> "UInt32":
-        bits = [B.xor(cs, a, b, label) for a, b in zip(self.bits, other.bits)]
         v = None if self.value is None or other.value is None else self.value ^ other.value
+        if cs.batched and isinstance(v, np.ndarray):
+            return UInt32(B.xor_bits_batched(cs, self.bits, other.bits, B.word_bits(v), label), v)
+        bits = [B.xor(cs, a, b, label) for a, b in zip(self.bits, other.bits)]
         return UInt32(bits, v)
 
 
@@ -72,14 +74,19 @@ def xor3(cs: ConstraintSystem, a: UInt32, b: UInt32, c: UInt32, label: str = "xo
 
 
 def ch(cs: ConstraintSystem, e: UInt32, f: UInt32, g: UInt32, label: str = "ch") -> UInt32:
-    bits = [B.ch(cs, x, y, z, label) for x, y, z in zip(e.bits, f.bits, g.bits)]
     v = None if e.value is None else (e.value & f.value) ^ (~e.value & g.value & MASK32)
+    if cs.batched and isinstance(v, np.ndarray):
+        return UInt32(B.ch_bits_batched(cs, e.bits, f.bits, g.bits, B.word_bits(v), label), v)
+    bits = [B.ch(cs, x, y, z, label) for x, y, z in zip(e.bits, f.bits, g.bits)]
     return UInt32(bits, v)
 
 
 def maj(cs: ConstraintSystem, a: UInt32, b: UInt32, c: UInt32, label: str = "maj") -> UInt32:
-    bits = [B.maj(cs, x, y, z, label) for x, y, z in zip(a.bits, b.bits, c.bits)]
     v = None if a.value is None else (a.value & b.value) ^ (a.value & c.value) ^ (b.value & c.value)
+    if cs.batched and isinstance(v, np.ndarray):
+        bc = np.broadcast_to(np.asarray(b.value & c.value, np.int64), v.shape)
+        return UInt32(B.maj_bits_batched(cs, a.bits, b.bits, c.bits, B.word_bits(v), B.word_bits(bc), label), v)
+    bits = [B.maj(cs, x, y, z, label) for x, y, z in zip(a.bits, b.bits, c.bits)]
     return UInt32(bits, v)
 
 
@@ -106,7 +113,7 @@ def add_many(cs: ConstraintSystem, operands, label: str = "add") -> UInt32:
             total = total + op.value
         if isinstance(total, np.ndarray):  # batched values (vector_witness): all the sum's bits in one operation
             total = total.astype(np.int64)
-            bit_values = list(((total[None, :] >> np.arange(nbits, dtype=np.int64)[:, None]) & 1).astype(np.uint8))
+            bit_values = B.word_bits(total, nbits)
         else:
             bit_values = [(total >> i) & 1 for i in range(nbits)]
     # the full sum's bits (booleanity constraints), least significant first
