@@ -1,4 +1,5 @@
-"""``python -m cuzk_jax {prove,setup,verify,bench} [flags]``: the same mains as ``cuzk-prove`` etc.
+"""``python -m cuzk_jax {prove,setup,verify,bench,serve,client} [flags]`` (also ``cuzk-jax ...``): the same mains as
+``cuzk-prove`` etc.; ``serve`` runs the proving daemon, ``client`` talks to it (docs/service.md).
 
 ``python -m cuzk_jax <command> --help`` lists the command's flags.
 """
@@ -12,7 +13,9 @@ COMMANDS = {"prove": "prove sectors, or a circom circuit from snarkjs files",
             "setup": "circuit-specific Groth16 setup into the key cache",
             "verify": "verify cuzk_jax sector proofs or a snarkjs proof.json",
             "bench": "benchmarks (--op=field,curve,msm,ntt,h,engine,keyload,synth,snarkjs,kernel-compile,"
-                     "check-msm,soak)"}
+                     "check-msm,soak)",
+            "serve": "the proving daemon: gRPC API, priorities, job journal, metrics (docs/service.md)",
+            "client": "client of the daemon: submit, wait, poll, cancel, status, preload, evict, metrics"}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -26,6 +29,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {what}; {usage}", file=sys.stderr)
         sys.exit(2)
     command = argv[1]
+    if command == "client":  # argparse, not absl: no flags of the scripts to share
+        from cuzk_jax.service import client
+
+        sys.exit(client.main(argv[2:]))
     module = importlib.import_module(f"cuzk_jax.scripts.{command}")
     sys.argv = [f"python -m cuzk_jax {command}", *argv[2:]]  # absl parses sys.argv; error hints name the command
     module.run()

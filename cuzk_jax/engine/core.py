@@ -158,7 +158,7 @@ FILL_MODES = ("predict", "wait")
 DEFAULT_DELAYS_S = {"winning_post": 0.0, "window_post": 60.0, "porep": 600.0, "snap_deals": 1200.0}
 
 
-def _check_input_values(values: dict, what: str) -> None:
+def check_input_values(values: dict, what: str) -> None:
     """BadInput unless every number in ``values`` (recursively through lists, tuples and dicts) is an int in
     ``[0, r)``: a value >= r would be reduced inside the circuit while the job reported it unreduced as a public
     input, and a float or bool is not a field element."""
@@ -425,6 +425,10 @@ class Engine:
                 entry = self._circuits.setdefault(key, entry)
         return entry
 
+    def circuit_digest(self, circuit) -> str:
+        """The R1CS digest that identifies ``circuit``'s key (its structure is synthesized once, then cached)."""
+        return self._entry(circuit).digest
+
     def preload(self, circuit, pk=None) -> None:
         """Make ``circuit``'s key resident now: ``pk`` if given, else through the key loader."""
         entry = self._entry(circuit)
@@ -600,11 +604,11 @@ class Engine:
         elif inputs is not None:
             specs = [("inputs", dict(x)) for x in inputs]
             for p, (_, x) in enumerate(specs):
-                _check_input_values(x, f"submit: partition {p} input")
+                check_input_values(x, f"submit: partition {p} input")
         else:
             specs = [("witness", w) for w in witnesses]
             for p, (_, w) in enumerate(specs):
-                _check_input_values({"inputs": list(w.inputs)}, f"submit: partition {p} witness")
+                check_input_values({"inputs": list(w.inputs)}, f"submit: partition {p} witness")
         if not specs:
             raise ValueError("submit: a job needs at least one partition")
         P = len(specs)

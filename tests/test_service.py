@@ -1,0 +1,332 @@
+"""The proving daemon (issue 23), against the real server started as a subprocess (``python -m cuzk_jax serve``).
+
+The daemon runs the host backend (Python-int Groth16, no device compile) on the cube circuit, one thread synthesis
+worker, batches of 2, no prefetch; proofs are checked here by arkworks pairings against the key the daemon loads
+from the same key directory. One daemon serves most tests (module fixture); the restart test runs its own.
+"""
+
+import json
+import os
+import queue
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+import pytest
+
+from cuzk_jax import keycache
+from cuzk_jax.circuits import base
+from cuzk_jax.groth16 import verifier
+from cuzk_jax.groth16.data_structures import Proof
+from cuzk_jax.service import config as service_config
+from cuzk_jax.service.client import Client
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.environ.get("CUZK_JAX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "cuzk_jax",
+                                                             "xla-test")
+MAX_BATCH = 2
+
+
+class Daemon:
+    """``python -m cuzk_jax serve`` on a Unix socket in ``directory``; ``address`` once it listens."""
+
+    def __init__(self, directory, key_dir, *extra, journal=None):
+        self.sock = os.path.join(directory, "s.sock")
+        self.journal = journal or os.path.join(directory, "journal.sqlite")
+        self.log = open(os.path.join(directory, "daemon.log"), "a")
+        cmd = [sys.executable, "-m", "cuzk_jax", "serve", f"--address=unix:{self.sock}", f"--journal={self.journal}",
+               f"--key_dir={key_dir}", "--backend=host", "--synthesis=thread", "--workers=1",
+               f"--max_batch={MAX_BATCH}", "--prefetch=0", f"--cache_dir={CACHE}", *extra]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=ROOT)
+        lines = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()
+        try:
+            line = lines.get(timeout=120)
+        except queue.Empty:
+            line = ""
+        if "listening on" not in line:
+            self.kill()
+            raise AssertionError(f"daemon did not start: {line!r}; log: {self.tail()}")
+        self.address = line.split("listening on", 1)[1].strip()
+
+    def tail(self) -> str:
+        self.log.flush()
+        with open(self.log.name) as fh:
+            return fh.read()[-3000:]
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        self.proc.wait(timeout=60)
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    """A key directory holding cube's key (set up once here; the daemons load it) and its verifying key."""
+    key_dir = str(tmp_path_factory.mktemp("keys"))
+    circuit = base.get_circuit("cube")
+    pk = keycache.load_or_setup(circuit, directory=key_dir)
+    return key_dir, pk.vk
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory, keys):
+    d = Daemon(str(tmp_path_factory.mktemp("svc")), keys[0])
+    yield d
+    d.kill(signal.SIGTERM)
+    assert d.proc.returncode == 0, d.tail()
+
+
+@pytest.fixture(scope="module")
+def client(daemon):
+    with Client(daemon.address) as c:
+        c.preload("cube")
+        yield c
+
+
+def verified(vk, job) -> bool:
+    proofs, publics = Client.result(job)
+    return len(proofs) == len(publics) > 0 and all(verifier.verify(vk, x, p) for x, p in zip(publics, proofs))
+
+
+def rpc_error(fn, *args, **kw) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as e:
+        fn(*args, **kw)
+    return e.value
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_generated_code_is_current(tmp_path):
+    """proving_pb2*.py are what grpc_tools makes of proving.proto now."""
+    pytest.importorskip("grpc_tools")
+    proto = "cuzk_jax/service/proving.proto"
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", "-I.", f"--python_out={tmp_path}",
+                    f"--grpc_python_out={tmp_path}", proto], cwd=ROOT, check=True)
+    for name in ("proving_pb2.py", "proving_pb2_grpc.py"):
+        with open(os.path.join(ROOT, "cuzk_jax", "service", name)) as a, \
+                open(os.path.join(tmp_path, "cuzk_jax", "service", name)) as b:
+            assert a.read() == b.read(), f"{name} is stale: regenerate it (see proving.proto)"
+
+
+def test_round_trip_verifies_and_is_delivered_once(keys, client):
+    """A job round-trips and its proofs verify; awaiting again returns the same bytes; a resubmitted job id returns
+    the existing job. Negative twins: the proof with A and C swapped, and a wrong public input, do not verify."""
+    vk = keys[1]
+    inputs = [base.get_circuit("cube").sample_inputs(p, 5) for p in range(2)]
+    r = client.submit("rt-1", "cube", inputs=inputs)
+    assert r.state == "queued" and not r.existing
+    job = client.wait("rt-1", 120)
+    assert job.state == "done" and len(job.proof) == 2 * 192 and job.priority == "porep", job.error
+    assert verified(vk, job)
+    again = client.wait("rt-1", 1)
+    assert again.proof == job.proof and again.done_seq == job.done_seq
+    dup = client.submit("rt-1", "cube", inputs=inputs)
+    assert dup.existing and dup.state == "done"
+    assert client.poll("rt-1").proof == job.proof
+    proofs, publics = Client.result(job)
+    swapped = Proof(proofs[0].c, proofs[0].b, proofs[0].a)
+    assert not verifier.verify(vk, publics[0], swapped)
+    assert not verifier.verify(vk, [publics[0][0] + 1], proofs[0])
+    err = rpc_error(client.submit, "rt-1", "cube", inputs=inputs[:1])  # same id, another request
+    assert err.code() == grpc.StatusCode.ALREADY_EXISTS and "rt-1" in err.details()
+
+
+def test_malformed_requests_get_clean_errors(client, daemon):
+    cases = [
+        (dict(job_id="m1", circuit="no_such_circuit", sample=(1, 1)), grpc.StatusCode.INVALID_ARGUMENT,
+         "unknown circuit"),
+        (dict(job_id="m2", circuit="cube", preset="huge", sample=(1, 1)), grpc.StatusCode.INVALID_ARGUMENT,
+         "preset"),
+        (dict(job_id="m3", circuit="cube", inputs="[{"), grpc.StatusCode.INVALID_ARGUMENT, "not valid JSON"),
+        (dict(job_id="m4", circuit="cube", inputs="[" * 100 + "]" * 100), grpc.StatusCode.INVALID_ARGUMENT,
+         "nested too deeply"),
+        (dict(job_id="m5", circuit="cube", inputs='{"x": 1}'), grpc.StatusCode.INVALID_ARGUMENT, "list of objects"),
+        (dict(job_id="m6", circuit="cube", inputs='[{"x": 1.5, "y": 2}]'), grpc.StatusCode.INVALID_ARGUMENT,
+         "not a field element"),
+        (dict(job_id="m7", circuit="cube", sample=(1, 1), priority="urgent"), grpc.StatusCode.INVALID_ARGUMENT,
+         "unknown priority class"),
+        (dict(job_id="bad id!", circuit="cube", sample=(1, 1)), grpc.StatusCode.INVALID_ARGUMENT, "job_id"),
+        (dict(job_id="m8", circuit="cube"), grpc.StatusCode.INVALID_ARGUMENT, "give one of"),
+        (dict(job_id="m9", circuit="cube", sample=(1, 10_000)), grpc.StatusCode.INVALID_ARGUMENT, "partitions"),
+        (dict(job_id="m10", circuit="cube", input_path="/etc/passwd"), grpc.StatusCode.PERMISSION_DENIED,
+         "input_dir"),
+        (dict(job_id="m11", circuit="cube", inputs="[" + "1," * (9 << 20) + "1]"),
+         grpc.StatusCode.RESOURCE_EXHAUSTED, ""),
+    ]
+    for kw, code, text in cases:
+        err = rpc_error(client.submit, **kw)
+        assert err.code() == code and text in err.details(), (kw.get("job_id"), err.code(), err.details())
+    for fn in (client.poll, client.wait, client.cancel):
+        err = rpc_error(fn, "never-submitted")
+        assert err.code() == grpc.StatusCode.NOT_FOUND
+    assert rpc_error(client.preload, "nope").code() == grpc.StatusCode.INVALID_ARGUMENT
+    # an unsatisfied witness (y != x^3 + x + 5) is accepted, then fails with its cause; nothing else is disturbed
+    x = base.get_circuit("cube").sample_inputs(0, 9)
+    bad = {**x, "y": (x["y"] + 1)}
+    client.submit("m-unsat", "cube", inputs=[bad])
+    job = client.wait("m-unsat", 120)
+    assert job.state == "failed" and job.error.split(":")[0] in ("Unsatisfied", "SynthesisError"), job.error
+    assert daemon.proc.poll() is None  # still serving
+    assert client.status()["journal"]["failed"] >= 1
+
+
+def test_cancel(keys, client):
+    """A queued job is cancelled (state cancelled, no proof, stays cancelled); cancelling a done job does nothing
+    and keeps its proof."""
+    ids = [f"c-{k}" for k in range(12)]
+    for k, job_id in enumerate(ids):
+        client.submit(job_id, "cube", sample=(100 + k, 1))
+    r = client.cancel(ids[-1])
+    assert r.cancelled and r.state == "cancelled"
+    for job_id in ids[:-1]:
+        assert client.wait(job_id, 120).state == "done"
+    last = client.wait(ids[-1], 1)
+    assert last.state == "cancelled" and last.proof == b""
+    r = client.cancel(ids[0])
+    assert not r.cancelled and r.state == "done" and verified(keys[1], client.poll(ids[0]))
+
+
+def test_winning_post_overtakes_queued_porep(keys, client):
+    """A WinningPoSt-class job submitted behind 50 queued PoRep-class jobs finishes before all but the batches
+    already under way when it arrived (the running one, and the one formed while it was synthesized). Twin: the same
+    job as PoRep class finishes after them."""
+    def run(tag, priority):
+        ids = [f"{tag}-{k}" for k in range(50)]
+        for k, job_id in enumerate(ids):
+            client.submit(job_id, "cube", sample=(1000 + k, 1), priority="porep")
+        client.submit(f"{tag}-last", "cube", sample=(999, 1), priority=priority)
+        done_before = max(client.poll(job_id).done_seq or 0 for job_id in ids) or 0
+        last = client.wait(f"{tag}-last", 300)
+        assert last.state == "done" and verified(keys[1], last)
+        seqs = [client.wait(job_id, 300).done_seq for job_id in ids]
+        return sum(s < last.done_seq for s in seqs), sum(s <= done_before for s in seqs)
+
+    ahead, finished_at_submit = run("pri", "winning_post")
+    assert finished_at_submit <= 25, "the PoRep queue drained before the urgent job arrived: test is vacuous"
+    assert ahead <= finished_at_submit + 2 * MAX_BATCH, (ahead, finished_at_submit)
+    ahead, finished_at_submit = run("fifo", "porep")
+    assert ahead == 50
+
+
+def test_concurrent_clients_get_their_own_proofs(keys, daemon):
+    """8 client threads x 4 jobs, each with its own inputs: every job returns the proof of its own public input."""
+    circuit = base.get_circuit("cube")
+    errors = []
+
+    def worker(t):
+        try:
+            with Client(daemon.address) as c:
+                for k in range(4):
+                    x = circuit.sample_inputs(k, 500 + t)
+                    c.submit(f"cc-{t}-{k}", "cube", inputs=[x], priority="window_post")
+                for k in range(4):
+                    job = c.wait(f"cc-{t}-{k}", 300)
+                    proofs, publics = Client.result(job)
+                    want = circuit.public_inputs(circuit.sample_inputs(k, 500 + t))
+                    assert publics == [want] and verifier.verify(keys[1], want, proofs[0]), (t, k)
+        except Exception as e:  # noqa: BLE001 -- reported by the main thread
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(600)
+    assert not errors, errors
+
+
+def test_metrics_and_status(client):
+    text = client.metrics()
+    for name in ("cuzk_queue_depth{class=\"winning_post\"}", "cuzk_proofs_total", "cuzk_proofs_per_minute",
+                 "cuzk_phase_seconds_bucket", "cuzk_job_latency_seconds_bucket", "cuzk_key_resident_bytes",
+                 "cuzk_jobs_finished_total{class=\"porep\",state=\"done\"}"):
+        assert name in text, name
+    proofs = next(float(line.split()[-1]) for line in text.splitlines() if line.startswith("cuzk_proofs_total "))
+    assert proofs >= 1
+    st = client.status()
+    assert set(st["classes"]) == {"winning_post", "window_post", "porep", "snap_deals"}
+    assert "cube/default" in st["keys"]["resident"] and st["service"]["backend"] == "host"
+    r = client.evict("cube")
+    assert r.changed and json.loads(r.json) == {}
+    assert client.preload("cube").changed
+
+
+def test_token_and_tls_rules(tmp_path, keys):
+    """Beyond localhost the daemon refuses to start without TLS and a token; with a token, calls without it get
+    UNAUTHENTICATED and calls with it work."""
+    with pytest.raises(Exception, match="needs TLS and a token"):
+        service_config.ServiceConfig(address="0.0.0.0:50061").check()
+    with pytest.raises(Exception, match="needs TLS and a token"):
+        service_config.ServiceConfig(address="cuzk.example.org:50061").check()
+    for ok in ("unix:/tmp/x.sock", "localhost:1", "127.0.0.1:1", "[::1]:1"):
+        service_config.ServiceConfig(address=ok).check()
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    from cuzk_jax.service.server import Server
+
+    cfg = service_config.ServiceConfig(address="localhost:0", journal=str(tmp_path / "j.sqlite"), key_dir=keys[0],
+                                       backend="host", synthesis="thread", workers=1, token_file=str(token))
+    server = Server(cfg)
+    address = server.start()
+    try:
+        with Client(address) as c:
+            assert rpc_error(c.status).code() == grpc.StatusCode.UNAUTHENTICATED
+        with Client(address, token="wrong") as c:
+            assert rpc_error(c.status).code() == grpc.StatusCode.UNAUTHENTICATED
+        with Client(address, token="s3cret") as c:
+            assert "classes" in c.status()
+    finally:
+        server.stop()
+
+
+def test_config_file_and_flags(tmp_path):
+    path = tmp_path / "service.toml"
+    path.write_text('backend = "host"\nmax_batch = 4\npreload = ["cube"]\n[priority_delays_s]\nporep = 30\n')
+    cfg = service_config.ServiceConfig.from_toml(str(path)).check()
+    assert (cfg.backend, cfg.max_batch, cfg.preload, cfg.priority_delays_s) == ("host", 4, ["cube"], {"porep": 30})
+    assert cfg.engine_config().delays()["porep"] == 30
+    for text, match in (('max_batch = "4"\n', "max_batch must be a int"), ("colour = 1\n", "unknown setting"),
+                        ("[priority_delays_s]\nurgent = 1\n", "unknown priority class"), ("x = [\n", "not valid TOML")):
+        path.write_text(text)
+        with pytest.raises(Exception, match=match):
+            service_config.ServiceConfig.from_toml(str(path)).check()
+    # the CLI: a bad config is one error line and exit status 2
+    path.write_text("colour = 1\n")
+    r = subprocess.run([sys.executable, "-m", "cuzk_jax", "serve", f"--config={path}"], capture_output=True,
+                       text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().startswith("error:") and "colour" in r.stderr, r.stderr
+
+
+@pytest.mark.slow
+def test_kill_9_then_restart_resumes_every_job_once(tmp_path, keys):
+    """``kill -9`` with 20 jobs queued, then a restart on the same journal: all 20 complete and verify, each job
+    finished exactly once (journal ``completions`` 1, distinct ``done_seq``), the interrupted ones re-attempted."""
+    d = Daemon(str(tmp_path), keys[0], "--max_batch=1")
+    with Client(d.address) as c:
+        for k in range(20):
+            c.submit(f"r-{k}", "cube", sample=(2000 + k, 2))
+    d.kill(signal.SIGKILL)
+    with sqlite3.connect(d.journal) as db:
+        queued = db.execute("SELECT COUNT(*) FROM jobs WHERE state = 'queued'").fetchone()[0]
+        total = db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
+    assert total == 20 and queued >= 1, (total, queued)  # every accepted job was journaled; some were unfinished
+    d2 = Daemon(str(tmp_path), keys[0], journal=d.journal)
+    try:
+        with Client(d2.address) as c:
+            for k in range(20):
+                job = c.wait(f"r-{k}", 300)
+                assert job.state == "done" and verified(keys[1], job), (k, job.state, job.error)
+    finally:
+        d2.kill(signal.SIGTERM)
+    with sqlite3.connect(d.journal) as db:
+        rows = db.execute("SELECT completions, attempts, done_seq FROM jobs").fetchall()
+    assert len(rows) == 20 and all(c == 1 for c, _, _ in rows)
+    assert len({s for _, _, s in rows}) == 20
+    assert sum(a == 2 for _, a, _ in rows) == queued  # exactly the unfinished ones were handed over again
