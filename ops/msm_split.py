@@ -348,25 +348,21 @@ def _device_chunk_counts(cs: int, nc: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _chunk_program(group: str, config: MsmConfig, split: bool, capacity: int, window, device_scalars: bool,
-                   cs: int):
-    """``acc + MSM(chunk)`` as one jitted program per (group, config, path, chunk size): the chunk's scalars are a
-    ``dynamic_slice`` of the device scalars (or arrive with the bases), and the first ``skip`` points of the chunk
-    (already covered by the previous chunk: the last chunk is aligned to the end) get scalar zero."""
-    curve = M.rolled(M.curve_of(group))
+def _slice_program(cs: int):
+    """Chunk ``[start, start + cs)`` of device scalars ``(8, P, N)`` with its first ``skip`` points zeroed (they
+    belong to the previous chunk: the last chunk is aligned to the end of the array, see :func:`stream_chunks`)."""
 
-    def f(acc, bx, by, binf, sc, start, skip):
-        if device_scalars:
-            sc = lax.dynamic_slice_in_dim(sc, start, cs, axis=2)
-        sc = jnp.where(jnp.arange(cs, dtype=jnp.int32) < skip, jnp.uint32(0), sc)
-        b = Affine(bx, by, binf)
-        if split:
-            r = msm_split(b, sc, group, config=config, capacity=capacity, window=window)
-        else:
-            r = M.msm(b, sc, group, config=config, window=window)
-        return x64(curve.jacobian_add)(acc, r)
+    def f(sc, start, skip):
+        sc = lax.dynamic_slice_in_dim(sc, start, cs, axis=2)
+        return jnp.where(jnp.arange(cs, dtype=jnp.int32) < skip, jnp.uint32(0), sc)
 
     return jax.jit(f)
+
+
+@functools.lru_cache(maxsize=None)
+def _add_program(group: str):
+    """Jacobian ``a + b`` (complete: infinity and doubling handled) in the rolled schedule, jitted once per group."""
+    return jax.jit(x64(M.rolled(M.curve_of(group)).jacobian_add))
 
 
 def stream_chunks(n: int, chunk: int) -> tuple[int, list[tuple[int, int]]]:
@@ -448,26 +444,33 @@ def msm_streamed(
         else:
             counts = _host_kind_counts(sc, binf, cs)
         capacity = capacity_for(np.moveaxis(counts, 0, -1).reshape(3, -1))
-    prog = _chunk_program(gname, config, bool(split), int(capacity or 0), window, on_device, cs)
+    # the chunk MSM is the shared jitted program of the resident path (same compiled code, one per chunk shape)
+    kw = {} if window is None else {"window": window}
+    prog = (msm_split_jit(gname, config, capacity=int(capacity), **kw) if split else M.msm_jit(gname, config, **kw))
+    add = _add_program(gname)
+    slice_ = _slice_program(cs)
 
     def put(j):
-        s = plan[j][0]
+        s, skip = plan[j]
         arrs = [bx[..., s:s + cs], by[..., s:s + cs], binf[s:s + cs]]
         if not on_device:
-            arrs.append(sc[..., s:s + cs])
+            scj = sc[..., s:s + cs]
+            if skip:
+                scj = np.where(np.arange(cs) < skip, np.uint32(0), scj)
+            arrs.append(scj)
         return jax.device_put(arrs, device)
 
-    acc = jax.device_put(M.curve_of(group).jacobian_identity((P,)), device)
+    acc = None
     nxt = put(0)
     for j, (start, skip) in enumerate(plan):
         cur = nxt
         if j + 1 < len(plan):
             nxt = put(j + 1)  # issued before chunk j's MSM: the copy overlaps it
-        bj = cur[:3]
-        scj = sc if on_device else cur[3]
-        acc = prog(acc, *bj, scj, jnp.int32(start), jnp.int32(skip))
+        scj = slice_(sc, jnp.int32(start), jnp.int32(skip)) if on_device else cur[3]
+        r = prog(Affine(*cur[:3]), scj)
+        acc = r if acc is None else add(acc, r)
         acc = jax.block_until_ready(acc)  # at most two chunks of bases on the device: this one and the next
-        del cur, bj, scj
+        del cur, scj, r
     return acc if batched else Jacobian(*[x[..., 0] for x in acc])
 
 
