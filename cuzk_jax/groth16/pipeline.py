@@ -48,6 +48,7 @@ from cuzk_jax.ops import config as ops_config
 from cuzk_jax.ops import field as ops_field
 from cuzk_jax.ops import msm as ops_msm
 from cuzk_jax.ops import msm_precomputed as ops_pre
+from cuzk_jax.ops import msm_split as ops_split
 from cuzk_jax.ops import qap as ops_qap
 from cuzk_jax.ops import r1cs as ops_r1cs
 from cuzk_jax.ops.curve import Affine, Jacobian, g1, g2
@@ -339,9 +340,21 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
 
 def _drop_infinity(queries: dict) -> tuple[dict, dict]:
     """Bases without their points at infinity, and the int32 indices of the columns kept (only for queries that
-    have such points: the others keep every column and need no gather)."""
+    have such points: the others keep every column and need no gather). Host (numpy) queries are compacted on the
+    host; device queries (a device setup's) on the device, without a round trip through host memory."""
     out, columns = {}, {}
     for name, bases in queries.items():
+        if isinstance(bases.inf, jax.Array):
+            live = ~bases.inf
+            count = int(jnp.sum(live))  # one scalar to the host: the static size of the compacted query
+            if count == int(bases.inf.shape[-1]):
+                out[name] = bases
+                continue
+            keep = jnp.nonzero(live, size=count)[0].astype(jnp.int32)
+            out[name] = Affine(jnp.take(bases.x, keep, axis=-1), jnp.take(bases.y, keep, axis=-1),
+                               jnp.zeros((count,), bool))
+            columns[name] = keep
+            continue
         inf = np.asarray(bases.inf)
         if not inf.any():
             out[name] = bases
@@ -430,7 +443,8 @@ def proof_checker(vk) -> Callable[[list, list], list]:
     return check
 
 
-def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: int | None = None) -> ResidentKey:
+def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: int | None = None,
+                  partitions: int | None = None, max_batch: int | None = None) -> ResidentKey:
     """The :class:`ResidentKey` of a :class:`~cuzk_jax.groth16.data_structures.ProvingKey` for ``r1cs`` (a
     ``circuits.r1cs.R1CS``; the device evaluates it extended with bellman's input constraints)."""
     digest = r1cs.digest()
@@ -442,7 +456,8 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
     return build_resident(queries=queries, r1cs=ops_r1cs.to_device(ext), finish=finish_points(pk),
                           num_inputs=pk.num_inputs, num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
                           config=config, pk=pk, constraint_name=ext.constraint_name, verifier=proof_checker(pk.vk),
-                          mesh=mesh, device=device, headroom=headroom)
+                          mesh=mesh, device=device, headroom=headroom, partitions=partitions,
+                          max_batch=max_batch)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -567,18 +582,19 @@ SPLIT_QUERIES = ("msm_a", "msm_b1", "msm_b2", "msm_l")
 SPLIT_AUTO_OTHER = 0.5
 
 
+_classify = jax.jit(ops_split.classify)
+
+
 def _split_decision(rk: ResidentKey, name: str, scalars, stats: dict | None):
     """``(split?, counts)`` for one MSM: classify the scalars (zeros / ones / others per partition, one small
     device -> host copy) when the config may split this query, record the shares in ``stats``."""
     if rk.config.split == "off" or name not in SPLIT_QUERIES or rk.mesh is not None:
         return False, None
-    from cuzk_jax.ops import msm_split
-
-    counts = np.asarray(jax.device_get(msm_split.classify(scalars)))  # (3, P)
+    counts = np.asarray(jax.device_get(_classify(scalars)))  # (3, P)
     total = max(int(scalars.shape[-1]), 1)
     if stats is not None:
-        stats[name] = {kind: round(float(counts[k].sum()) / (total * counts.shape[1]), 6)
-                       for k, kind in enumerate(("zero", "one", "other"))}
+        kinds = ops_split.fractions(counts)
+        stats[name] = {k: round(kinds[k], 6) for k in ops_split.KINDS}
     use = rk.config.split == "on" or counts[2].max() <= SPLIT_AUTO_OTHER * total
     return bool(use), counts
 
@@ -607,18 +623,14 @@ def msm(rk: ResidentKey, name: str, scalars, stats: dict | None = None):
     group = MSMS[name]
     split, counts = _split_decision(rk, name, scalars, stats)
     if name in rk.streamed:
-        from cuzk_jax.ops import msm_split
-
-        return msm_split.msm_streamed(rk.streamed[name], scalars, group, rk.config.msm, rk.plan.chunk,
-                                      split=split)
+        return ops_split.msm_streamed(rk.streamed[name], scalars, group, config=rk.config.msm,
+                                      chunk=rk.plan.chunk, split=split, device=rk.device)
     table = rk.tables.get(name)
     if table is not None:
         return ops_pre.msm_jit(group, table.c, rk.config.msm)(table.points, scalars)
     if split:
-        from cuzk_jax.ops import msm_split
-
-        return msm_split.msm_split(rk.queries[name], scalars, group, rk.config.msm,
-                                   msm_split.capacity_for(counts))
+        return ops_split.msm_split_jit(group, rk.config.msm, capacity=ops_split.capacity_for(counts))(
+            rk.queries[name], scalars)
     return _programs(rk)[group](rk.queries[name], scalars)
 
 

@@ -1,0 +1,93 @@
+"""``--op=sector``: one sector of ``--partitions`` partitions of a ``porep_like`` preset, end to end, under the
+memory plan (issue 19's sector benchmark).
+
+Per run (one row each):
+
+1. **structure** -- the compiled R1CS of the preset (``Circuit.r1cs(cache=True)``: tiled from one challenge block
+   for the large presets, memory-mapped from the cache when it exists);
+2. **setup** -- :func:`cuzk_jax.groth16.generator.development_setup` (a DEVELOPMENT key made on the device, toxic
+   waste from the OS CSPRNG; never written to disk here);
+3. **resident** -- :func:`cuzk_jax.groth16.pipeline.make_resident` under ``--prover``'s budgets: the plan is
+   logged and stored in the row; the setup's full-size device queries are dropped once the resident key holds
+   its infinity-free copies (the plan counts those only);
+4. **witnesses** -- :func:`cuzk_jax.circuits.porep_like.witness_batch` with ``--workers`` processes (0: one per
+   core);
+5. **prove** -- :func:`cuzk_jax.groth16.pipeline.prove_batch` over the planned batches, every proof verified by
+   pairing before it is returned (a proof that does not verify fails the row); ``--reps`` times (the first one
+   compiles), each with its per-phase times.
+
+The row records per-phase seconds, the plan, the shares of zero / one / other scalars per MSM (what the split MSM
+earns on), the device's peak memory (``memory_stats()['peak_bytes_in_use']``, where the device reports it) and
+the peak host RSS of this process and of the witness workers (``getrusage``).
+"""
+
+from __future__ import annotations
+
+import logging
+import resource
+import time
+
+import jax
+
+DEFAULTS = {"preset": "domain20", "reps": 2, "warmup": 0, "circuit": "porep_like"}
+log = logging.getLogger(__name__)
+
+
+def _peak_device_bytes() -> int | None:
+    stats = jax.local_devices()[0].memory_stats() or {}
+    return stats.get("peak_bytes_in_use")
+
+
+def _host_peak() -> dict:
+    kib = 1 << 10  # ru_maxrss is in KiB on Linux
+    return {"host_peak_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * kib / 2**30, 3),
+            "workers_peak_gib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * kib / 2**30, 3)}
+
+
+def run(cfg) -> list[dict]:
+    from cuzk_jax import bench
+    from cuzk_jax.circuits import get_circuit
+    from cuzk_jax.circuits import porep_like
+    from cuzk_jax.errors import BadInput
+    from cuzk_jax.groth16 import generator, pipeline
+
+    if cfg.circuit != "porep_like":
+        raise BadInput("--op=sector proves porep_like presets (its witness generation is the batched one)")
+    circuit = get_circuit("porep_like", cfg.preset)
+    config = pipeline.as_config(cfg.prover or None)
+    P = int(cfg.partitions)
+    row: dict = {"circuit": "porep_like", "preset": cfg.preset, "partitions": P, "prover": str(config)}
+    t = time.perf_counter()
+    r1cs = circuit.r1cs(cache=True)
+    row.update(structure_s=round(time.perf_counter() - t, 3), constraints=r1cs.num_constraints,
+               num_vars=r1cs.num_vars)
+    t = time.perf_counter()
+    pk = generator.development_setup(r1cs)
+    jax.block_until_ready((pk.a_query, pk.b_g1_query, pk.b_g2_query, pk.l_query, pk.h_query))
+    row.update(setup_s=round(time.perf_counter() - t, 3), domain=pk.domain_size)
+    log.info("sector bench: %s", row)
+    t = time.perf_counter()
+    rk = pipeline.make_resident(pk, r1cs, config, partitions=P)
+    for name in ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query"):
+        setattr(pk, name, None)  # the resident key holds its own (infinity-free) copies; free the setup's
+    row.update(resident_s=round(time.perf_counter() - t, 3), key_device_gib=round(rk.nbytes / 2**30, 3),
+               plan=rk.plan.as_dict() if rk.plan is not None else None,
+               plan_text=rk.plan.describe() if rk.plan is not None else "no plan (host MSM)")
+    print(row["plan_text"], flush=True)
+    t = time.perf_counter()
+    inputs = [circuit.sample_inputs(p, seed=cfg.seed) for p in range(P)]
+    z, _publics = porep_like.witness_batch(circuit, inputs, workers=cfg.workers or None)
+    row.update(witness_s=round(time.perf_counter() - t, 3), witness_gib=round(z.nbytes / 2**30, 3))
+    rows: list[dict] = []
+    for rep in range(max(1, cfg.reps)):
+        timings = pipeline.Timings()
+        t = time.perf_counter()
+        proofs = pipeline.prove_batch(rk, z, timings=timings)  # verified before it returns (raises otherwise)
+        wall = time.perf_counter() - t
+        out = dict(row, rep=rep, prove_s=round(wall, 3), per_partition_s=round(wall / P, 3),
+                   batches=timings.batches, proofs=len(proofs), ok=len(proofs) == P,
+                   phases={k: round(v, 4) for k, v in timings.phases.items()}, scalar_kinds=timings.scalar_kinds)
+        peak = _peak_device_bytes()
+        out.update(device_peak_gib=None if peak is None else round(peak / 2**30, 3), **_host_peak())
+        bench.emit(rows, out)
+    return rows
