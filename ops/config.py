@@ -137,27 +137,34 @@ class MsmConfig:
 
 @dataclasses.dataclass(frozen=True)
 class NttConfig:
-    """How :mod:`cuzk_jax.ops.ntt` (and :mod:`cuzk_jax.ops.qap`) run the stage loop.
+    """How :mod:`cuzk_jax.ops.ntt` (and :mod:`cuzk_jax.ops.qap`) run the passes of a transform (docs/ntt.md).
 
-    ``kernel``: ``"xla"`` -- radix-2 stages as XLA programs (one fused butterfly per ``fori_loop`` step);
-    ``"pallas"`` -- radix-4 stages as the Pallas/Triton kernel of :mod:`cuzk_jax.ops.pallas.ntt` with PTX
-    carry-chain field blocks (GPU only); ``"pallas_interpret"`` -- that kernel under the Pallas interpreter with the
-    rolled jnp field (the CPU test twin: same function).
-    ``block``: butterfly groups per kernel program (Pallas; a power of two).
+    ``kernel``: ``"xla"`` -- each pass's sub-transform as constant-geometry radix-2 stages in one XLA
+    ``fori_loop``; ``"pallas"`` -- each pass one Pallas/Triton kernel launch doing whole sub-transforms of a tile in
+    registers / shared memory (:mod:`cuzk_jax.ops.pallas.ntt`, PTX carry-chain field blocks; GPU only);
+    ``"pallas_interpret"`` -- that kernel under the Pallas interpreter with the rolled jnp field (the CPU test
+    twin: same function).
+    ``sub``: log2 of the largest sub-transform of one pass (Bailey's four-step, applied recursively: a 2^L NTT is
+    ``ceil(L / sub)`` passes); None: one pass for ``xla`` (its stages run one per XLA kernel anyway), 5 for the
+    Pallas kernels (a 32-point sub-transform per tile, 8 columns of 32-byte rows with the default block).
+    ``block``: elements (points x columns) per kernel program (Pallas; a power of two).
     ``warps``: Triton warps per program (Pallas).
     ``schedule``: the field multiplication schedule (``"unrolled"`` / ``"rolled"``) of the XLA programs -- the
-    ``"xla"`` stages and, for every kernel, the pre-pass (bit reversal, scaling, stage 0) and the post-pass;
-    None: :func:`default_schedule` of the platform.
+    ``"xla"`` passes and, for every kernel, the pointwise scalings and the H step's pointwise product; None:
+    :func:`default_schedule` of the platform.
     """
 
     kernel: str = "xla"
     block: int = 256
     warps: int = 8
     schedule: str | None = None
+    sub: int | None = None
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown NttConfig kernel {self.kernel!r}; expected one of {KERNELS}")
+        if self.sub is not None and (not isinstance(self.sub, int) or not 1 <= self.sub <= 32):
+            raise ValueError(f"NttConfig.sub must be an int in 1..32 or None, got {self.sub!r}")
         for name in ("block", "warps"):
             v = getattr(self, name)
             if not isinstance(v, int) or v <= 0:
@@ -169,26 +176,27 @@ class NttConfig:
 
     @classmethod
     def default(cls, platform: str | None = None) -> "NttConfig":
-        """The Pallas radix-4 kernel (256 groups per program, 8 warps) on a GPU, the XLA radix-2 stages elsewhere;
-        the schedule of the platform (:func:`default_schedule`)."""
+        """The Pallas sub-transform kernel (256 elements per program, 8 warps, 32-point passes) on a GPU, the
+        single-pass XLA stages elsewhere; the schedule of the platform (:func:`default_schedule`)."""
         p = platform_of(platform)
         return cls("pallas" if p == "gpu" else "xla", schedule=default_schedule(p))
 
     @classmethod
     def parse(cls, text: str) -> "NttConfig":
-        """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W`` (positive ints) and
-        ``:schedule=unrolled|rolled``."""
+        """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:sub=S`` (positive ints)
+        and ``:schedule=unrolled|rolled``."""
         kernel, pairs = _split(text, "NttConfig")
         kw = {}
         for key, val in pairs:
-            if key in ("block", "warps"):
+            if key in ("block", "warps", "sub"):
                 kw[key] = _int(key, val, text)
             elif key == "schedule":
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
             else:
-                raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule")
+                raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
+                                 f"sub")
         return cls(kernel, **kw)
 
     @classmethod
@@ -204,6 +212,12 @@ class NttConfig:
         if config.schedule is None:
             config = dataclasses.replace(config, schedule=default_schedule())
         return config
+
+    def sub_log(self) -> int:
+        """``sub`` resolved: the largest sub-transform of a pass (log2) for this kernel."""
+        if self.sub is not None:
+            return self.sub
+        return 32 if self.kernel == "xla" else 5
 
     def __str__(self) -> str:
         return _format(self)

@@ -5,43 +5,62 @@ Representation
 The public functions take and return ``uint32`` arrays of shape ``(8, *batch, n)``: Fr elements in Montgomery form,
 fully reduced (as :mod:`cuzk_jax.ops.field`), the **domain axis last** and any batch axes (e.g. a leading partition
 axis ``(8, P, n)``) in between. ``n = 2^k``, ``0 <= k <= 32`` (memory bounds the practical size: an ``(8, 2^26)``
-array is 2 GiB). Semantics are those of :mod:`cuzk_jax.reference.ntt`:
+array is 2 GiB). Every program works on this layout (flattened to ``(8, B, n)``): no layout conversion pass.
+Semantics are those of :mod:`cuzk_jax.reference.ntt`:
 
 * ``ntt(x)[i] = sum_j x[j] w^(i j)`` with ``w = 7^((r-1)/n)`` (``generator=5`` gives snarkjs's roots);
 * ``ntt(x, inverse=True)`` is its inverse (divides by n);
 * ``ntt(x, coset=g)[i] = sum_j x[j] (g w^i)^j`` (evaluation on the coset ``g H``), and the inverse with ``coset=g``
   returns the coefficients from evaluations on ``g H``.
 
-Algorithm
----------
-Radix-2 decimation in time in Pease's **constant-geometry** form (M. C. Pease, "An adaptation of the fast Fourier
-transform for parallel processing", JACM 1968): every stage reads the pairs ``(x[2i], x[2i+1])`` and writes
-``y[i] = e + w o`` and ``y[i + n/2] = e - w o``, so all stages have the same data movement and the stage loop is one
-``lax.fori_loop`` whose body is one fused butterfly (no per-stage Python unrolling). Stage ``s`` (0-based) uses the
-twiddle ``w^(i with its low log2(n)-1-s bits cleared)`` from one table of ``n/2`` powers, read in non-decreasing order. The
-input must be in bit-reversed order, which a gather does in the first pass; that pass also applies the pointwise
-pre-scaling (``1/n`` or coset powers) and the first stage, whose twiddles are all 1 (no multiplication). Output is in
-natural order, so no final permutation is needed.
+Algorithm: passes of sub-transforms (Bailey's four-step, applied recursively)
+-------------------------------------------------------------------------------
+D. H. Bailey, "FFTs in external or hierarchical memory" (J. Supercomputing, 1990); the same decomposition as
+sppark's GPU NTT. ``log2 n`` is split into digits ``s_1 + ... + s_P`` (:func:`plan`: balanced, each at most
+``NttConfig.sub``). Pass ``p`` views the data as ``(8, B R, M, C)`` with ``M = 2^(s_p)``, ``R = 2^(s_1 + ... +
+s_(p-1))`` and ``C = n / (R M)``, and
 
-Kernels (:class:`~cuzk_jax.ops.config.NttConfig`, ``config=``; the platform default is chosen in
-:meth:`NttConfig.default <cuzk_jax.ops.config.NttConfig.default>`):
+1. transforms every length-``M`` column (the ``M`` axis, for each of the ``C`` contiguous columns): an ``M``-point
+   NTT with root ``w_(MC) ^ C``;
+2. multiplies element ``(k, j)`` (``k < M`` the transformed index, ``j < C`` the column) by ``w_(MC)^(k j)``, the
+   four-step twiddle (``w_(MC) = w^R``; skipped in the last pass, where ``C = 1``);
+3. leaves each length-``C`` row to the later passes.
 
-* ``xla``: radix-2 stages, the carry one ``(B, 8, n)`` array, each iteration one fused butterfly (the default off
-  GPUs);
-* ``pallas``: radix-4 stages -- each loop iteration fuses 2 consecutive stages, reading ``x[4 q + d]`` (``d < 4``)
-  and writing ``z[q + C n/4]`` (``C < 4``): the same multiplications, half the passes over memory -- as the Pallas
-  kernel of :mod:`cuzk_jax.ops.pallas.ntt`, whose field operations are PTX carry-chain blocks (the GPU default; a
-  stage left over when ``log_n - 1`` is odd runs first as one radix-2 kernel pass);
+With ``j = j_M C + j_C`` and ``k = k_M + M k_C`` this is ``X[k] = sum_(j_C) w_C^(j_C k_C) w_(MC)^(j_C k_M)
+sum_(j_M) w_M^(j_M k_M) x[j]`` (Cooley-Tukey with radices ``M`` and ``C``). After the last pass output index
+``k = k_1 + M_1 (k_2 + M_2 (...))`` sits at position ``(k_1, k_2, ..., k_P)`` (major to minor): one transpose that
+reverses the digit axes gives natural order (XLA fuses it with the scaling that follows, when there is one; absent
+for a single pass).
+
+The sub-transform of a pass is per kernel (:class:`~cuzk_jax.ops.config.NttConfig`, ``config=``; the platform
+default is chosen in :meth:`NttConfig.default <cuzk_jax.ops.config.NttConfig.default>`):
+
+* ``xla``: radix-2 decimation in time in Pease's **constant-geometry** form (M. C. Pease, "An adaptation of the
+  fast Fourier transform for parallel processing", JACM 1968): every stage reads the pairs ``(x[2i], x[2i+1])``
+  along the ``M`` axis and writes ``y[i] = e + t o``, ``y[i + M/2] = e - t o`` with ``t = w_M^(i with its low
+  s-1-stage bits cleared)``, so all stages have the same shapes and the stage loop is one ``lax.fori_loop`` (one
+  field multiplication in the program, whatever n). The bit reversal it needs is folded into the pass's first
+  read (a gather), which also does stage 0 (twiddles all 1); output is in natural order. XLA runs one stage per
+  kernel (its fusions give each output its own thread, so a multi-stage fusion would recompute shared products),
+  so the default ``sub`` for ``xla`` is "one pass" (no four-step twiddles).
+* ``pallas``: the whole ``M``-point sub-transform of a ``(M, columns)`` tile in ONE kernel launch
+  (:mod:`cuzk_jax.ops.pallas.ntt`): Stockham's self-sorting radix-2 stages (natural order in and out, no bit
+  reversal) on values held in registers / shared memory, the four-step twiddle fused into the store; PTX
+  carry-chain field blocks. A 2^20 NTT with ``sub=5`` is 4 kernel launches (plus the digit-reversal transpose), not
+  20 passes over memory.
 * ``pallas_interpret``: that kernel under the Pallas interpreter with the rolled jnp field (CPU tests).
 
-Every kernel computes the same function; ``scripts/bench.py --op=ntt`` measures them.
-
-Internally the batch is flattened to ``B`` and the layout is ``(B, 8, n)`` (each batch entry's limb planes
-contiguous), converted from/to the public ``(8, B, n)`` inside the first and last passes.
-
-Tables (twiddles ``w^e`` for ``e < n/2``, coset powers) are computed once per (size, root, kind) and cached as
-device arrays (:func:`clear_cache` frees them); the program for each shape is jit-compiled once and the tables are
-passed to it as arguments, so the forward and inverse transforms share one compiled stage loop.
+Tables (never program constants)
+--------------------------------
+One table per (n, direction, generator): ``T = [w^e for e < n/2]`` (``w^-1`` for the inverse), ``(8, n/2)``.
+Sub-transform twiddles are ``T[e n / M]`` and four-step twiddles ``+-T[e mod n/2]`` (``w^(n/2) = -1``). Coset and
+``1/n`` scalings are outer products ``hi[j >> c] * lo[j mod 2^c]`` of two ``~sqrt(n)`` tables. All of them are made
+on the device from a few roots by :func:`_powers` (a doubling loop: ``log2`` of the length steps, one
+multiplication each) and one outer product, and enter the transform programs as **arguments**: called eagerly,
+``ntt`` builds them once per key and caches the device arrays (:func:`clear_cache` frees them); called inside a
+caller's ``jit`` (the Groth16 H phase), the same generator is traced into the caller's program, so its size does
+not grow with n (only a handful of 32-byte roots are constants). Each program is compiled once per (shape, config),
+and the forward and inverse transforms of one shape share it (the table is an argument).
 """
 
 from __future__ import annotations
@@ -55,7 +74,7 @@ from cuzk_jax import encoding
 from cuzk_jax.errors import BadInput
 from cuzk_jax.ops import field as F
 from cuzk_jax.ops.config import NttConfig
-from cuzk_jax.ops.ntt_network import network
+from cuzk_jax.ops.ntt_network import bitrev, digit_reverse, fourstep_exponents, plan
 from cuzk_jax.reference import ntt as ref_ntt
 
 try:  # jax.core.Tracer moves between JAX versions
@@ -106,88 +125,19 @@ def check_input(x, name: str = "x", where: str = "ops.ntt"):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Host-side tables, cached on the device
+# Tables: generated on the device from a few roots, passed to the programs as arguments
 # ---------------------------------------------------------------------------------------------------------------
 
 _TABLES: dict = {}
-_HOST_MAX = 1 << 12  # geometric tables up to this length are built from Python ints directly
 
 
 def clear_cache() -> None:
-    """Drop the cached twiddle / coset tables (they are rebuilt on demand)."""
+    """Drop the cached twiddle / scaling tables (they are rebuilt on demand)."""
     _TABLES.clear()
-
-
-@jax.jit
-def _outer_mul(a, b):
-    # one-off table construction: the rolled schedule compiles fast and its speed does not matter here
-    return F.fr_rolled.mul(a, b)
-
-
-def _mont(values: list[int]) -> np.ndarray:
-    return encoding.ints_to_limbs(values, "fr", montgomery=True)
-
-
-def _geometric(first: int, ratio: int, count: int) -> jax.Array:
-    """``[first * ratio^k for k < count]`` as a device ``(8, count)`` Montgomery array.
-
-    Long tables are an outer product ``hi[a] * lo[b]`` (``k = a * len(lo) + b``) of two short host-computed
-    tables, done by one device multiplication, so building a 2^25-entry table costs milliseconds of host time.
-    """
-    first %= R
-    ratio %= R
-    if count <= _HOST_MAX:
-        vals, x = [], first
-        for _ in range(count):
-            vals.append(x)
-            x = x * ratio % R
-        return jnp.asarray(_mont(vals))
-    lo_n = _HOST_MAX
-    hi_n = count // lo_n
-    lo, x = [], 1
-    for _ in range(lo_n):
-        lo.append(x)
-        x = x * ratio % R
-    step = x  # ratio^lo_n
-    hi, x = [], first
-    for _ in range(hi_n):
-        hi.append(x)
-        x = x * step % R
-    with jax.enable_x64(True):
-        out = _outer_mul(jnp.asarray(_mont(hi))[:, :, None], jnp.asarray(_mont(lo))[:, None, :])
-    return out.reshape(LIMBS, count)
-
-
-def _cached(key, build):
-    t = _TABLES.get(key)
-    if t is None:
-        with jax.ensure_compile_time_eval():  # concrete even when called inside a caller's jit trace
-            t = build()
-        _TABLES[key] = t
-    return t
 
 
 def root_of_unity(n: int, generator: int = GENERATOR) -> int:
     return ref_ntt.root_of_unity(n, generator)
-
-
-def twiddles(n: int, inverse: bool = False, generator: int = GENERATOR) -> jax.Array:
-    """``(8, max(n/2, 1))`` Montgomery table of ``w^e`` (``w^-e`` if inverse), ``w`` the n-th root from
-    ``generator``."""
-    w = root_of_unity(n, generator)
-    if inverse:
-        w = pow(w, R - 2, R)
-    return _cached(("tw", n, inverse, generator), lambda: _geometric(1, w, max(n // 2, 1)))
-
-
-def scale_table(n: int, first: int, ratio: int) -> jax.Array:
-    """``(8, n)`` table ``first * ratio^k``."""
-    return _cached(("geo", n, first % R, ratio % R), lambda: _geometric(first, ratio, n))
-
-
-def constant(v: int) -> jax.Array:
-    """``(8, 1)`` Montgomery form of ``v``."""
-    return _cached(("const", v % R), lambda: jnp.asarray(_mont([v % R])))
 
 
 def inv_mod_r(v: int) -> int:
@@ -195,255 +145,224 @@ def inv_mod_r(v: int) -> int:
     return pow(v % R, R - 2, R)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Limb-list arithmetic (lists of 8 uint64 arrays holding 32-bit words)
-# ---------------------------------------------------------------------------------------------------------------
+def _mont(values) -> jax.Array:
+    """Montgomery limbs ``(8, len(values))`` of a few Python ints (the only constants a traced table build holds)."""
+    return jnp.asarray(encoding.ints_to_limbs([int(v) % R for v in values], "fr", montgomery=True))
 
 
-def _field(schedule: str):
-    return F.fr.with_schedule(schedule)
+def _powers_impl(firsts, ratios, *, log_t: int):
+    """``out[:, k, e] = firsts[k] * ratios[k]^e`` for ``e < 2^log_t``: ``(8, K, 2^log_t)`` from ``(8, K)`` roots.
 
-
-def _addsub(a, b, schedule: str, subtract: bool):
-    shape = jnp.broadcast_shapes(a[0].shape, b[0].shape)
-    a = [jnp.broadcast_to(x, shape) for x in a]
-    b = [jnp.broadcast_to(x, shape) for x in b]
-    if schedule == "rolled":
-        # the field layer's rolled add/sub (one lax.scan over the limbs): XLA:CPU would otherwise copy the whole
-        # carry chain into every output limb and compile slowly
-        f = _field("rolled")
-        A = jnp.stack([x.astype(U32) for x in a])
-        Bv = jnp.stack([x.astype(U32) for x in b])
-        out = f.sub(A, Bv) if subtract else f.add(A, Bv)
-        return [out[l].astype(U64) for l in range(LIMBS)]
-    return F.sub_limbs(a, b, fr.p_limbs) if subtract else F.add_limbs(a, b, fr.p_limbs)
-
-
-def _add(a, b, schedule: str):
-    return _addsub(a, b, schedule, False)
-
-
-def limb_sub(a, b, schedule: str):
-    """``a - b mod r`` on limb lists (8 uint64 arrays of 32-bit words, broadcast to one shape) under ``schedule``."""
-    return _addsub(a, b, schedule, True)
-
-
-def _stack_pairs(pairs):
-    """Broadcast each (a, b) pair to a common shape and stack all pairs on a new leading axis (if more than one)."""
-    norm = []
-    for a, b in pairs:
-        shape = jnp.broadcast_shapes(a[0].shape, b[0].shape)
-        norm.append(([jnp.broadcast_to(x, shape) for x in a], [jnp.broadcast_to(x, shape) for x in b]))
-    if len(norm) == 1:
-        return norm[0]
-    a = [jnp.stack([p[0][l] for p in norm]) for l in range(LIMBS)]
-    b = [jnp.stack([p[1][l] for p in norm]) for l in range(LIMBS)]
-    return a, b
-
-
-def _unstack(out, m: int):
-    return [out] if m == 1 else [[x[j] for x in out] for j in range(m)]
-
-
-def _addsub_many(pairs, schedule: str, subtract: bool):
-    """Sums (or differences) of several limb-list pairs. Under the rolled (CPU) schedule they are stacked into ONE
-    field addition (small programs); straight-line code stays per pair (no stacking inside Pallas kernels)."""
-    if schedule != "rolled":
-        return [_addsub(a, b, schedule, subtract) for a, b in pairs]
-    a, b = _stack_pairs(pairs)
-    return _unstack(_addsub(a, b, schedule, subtract), len(pairs))
-
-
-def limb_mul_many(pairs, schedule: str):
-    """Montgomery products of several (a, b) limb-list pairs, stacked into ONE field multiplication (small programs).
-
-    Operands of a pair are broadcast to a common shape; all pairs must then agree in shape.
+    A doubling loop (``lax.fori_loop``, ONE rolled multiplication in the program): step ``s`` fills entries
+    ``[2^s, 2^(s+1))`` as entries ``[0, 2^s)`` times ``ratio^(2^s)``, whose square rides along as an extra column
+    of the same product.
     """
-    a, b = _stack_pairs(pairs)
-    if schedule == "unrolled":
-        prod = F.cios_limbs(a, b, fr.p_limbs, fr.pinv)
-    else:
-        out = _field("rolled").mul(jnp.stack([x.astype(U32) for x in a]), jnp.stack([x.astype(U32) for x in b]))
-        prod = [out[l].astype(U64) for l in range(LIMBS)]
-    return _unstack(prod, len(pairs))
+    f = F.fr_rolled
+    K = firsts.shape[1]
+    T = 1 << log_t
+    idx = lax.iota(U32, T)
+    t = jnp.broadcast_to(firsts[:, :, None], (LIMBS, K, T))
+
+    def body(s, carry):
+        t, sq = carry  # sq: (8, K, 1) = ratio^(2^s)
+        half = jnp.left_shift(U32(1), s.astype(U32))
+        src = jnp.where(idx >= half, idx - half, idx)
+        moved = t[:, :, src]
+        prod = f.mul(jnp.concatenate([moved, sq], axis=-1),
+                     jnp.concatenate([jnp.broadcast_to(sq, moved.shape), sq], axis=-1))
+        fill = (idx >= half) & (idx < 2 * half)
+        return jnp.where(fill, prod[..., :T], t), prod[..., T:]
+
+    t, _ = lax.fori_loop(0, log_t, body, (t, ratios[:, :, None]))
+    return t
 
 
-def _bitrev(i, bits: int):
-    """Reverse the low ``bits`` bits of the uint32 vector ``i`` (the bit-reversal permutation)."""
-    if bits == 0:
-        return jnp.zeros_like(i)
-    x = i
-    for shift, mask in ((1, 0x55555555), (2, 0x33333333), (4, 0x0F0F0F0F), (8, 0x00FF00FF)):
-        x = ((x >> shift) & U32(mask)) | ((x & U32(mask)) << shift)
-    x = (x >> 16) | (x << 16)
-    return x >> (32 - bits)
+_powers = jax.jit(_powers_impl, static_argnames=("log_t",))
 
 
-def gather(a, idx):
-    """``a[..., idx]`` (indices promised in bounds: no clamping in the program)."""
-    return a.at[..., idx].get(mode="promise_in_bounds")
+def _outer_impl(hi, lo):
+    """``(8, len(hi) * len(lo))`` table ``hi[a] * lo[b]`` at index ``a len(lo) + b``."""
+    return F.fr_rolled.mul(hi[:, :, None], lo[:, None, :]).reshape(LIMBS, -1)
+
+
+_outer = jax.jit(_outer_impl)
+
+
+def _split_log(log_count: int) -> tuple[int, int]:
+    c = (log_count + 1) // 2
+    return c, log_count - c
+
+
+def _geometric_parts(first: int, ratio: int, log_count: int):
+    """``(lo, hi)``: ``lo[b] = first ratio^b`` (``b < 2^c``), ``hi[a] = ratio^(a 2^c)``, ``c = ceil(log_count / 2)``;
+    ``first ratio^e = hi[e >> c] lo[e mod 2^c]``."""
+    c, h = _split_log(log_count)
+    out = _powers(_mont([first, 1]), _mont([ratio, pow(ratio, 1 << c, R)]), log_t=c)
+    return out[:, 0, : 1 << c], out[:, 1, : 1 << h]
+
+
+def _build(key, build, eager: bool):
+    """Cached device arrays when called eagerly; a fresh (traced) build inside a caller's trace -- never a
+    concrete array captured as a program constant."""
+    if not eager:
+        return build()
+    t = _TABLES.get(key)
+    if t is None:
+        t = build()
+        _TABLES[key] = t
+    return t
+
+
+def _eager(x) -> bool:
+    return not isinstance(x, _Tracer)
+
+
+def twiddles(n: int, inverse: bool = False, generator: int = GENERATOR, *, eager: bool = True) -> jax.Array:
+    """``(8, max(n/2, 1))`` Montgomery table ``T[e] = w^e`` (``w^-e`` if inverse), ``w`` the n-th root from
+    ``generator``. ``eager=False`` builds it in the current trace (no cache)."""
+    w = root_of_unity(n, generator)
+    if inverse:
+        w = inv_mod_r(w)
+    log_h = max(log2_size(n) - 1, 0)
+
+    def build():
+        with jax.enable_x64(True):
+            lo, hi = _geometric_parts(1, w, log_h)
+            return _outer(hi, lo)
+
+    return _build(("tw", n, inverse, generator), build, eager)
+
+
+def scale_parts(n: int, first: int, ratio: int, *, eager: bool = True):
+    """``(lo, hi)`` with ``first ratio^j = hi[j >> c] lo[j mod 2^c]`` for ``j < n`` (see :func:`_geometric_parts`)."""
+
+    def build():
+        with jax.enable_x64(True):
+            return _geometric_parts(first, ratio, log2_size(n))
+
+    return _build(("geo", n, first % R, ratio % R), build, eager)
+
+
+def constant(v: int) -> jax.Array:
+    """``(8, 1)`` Montgomery form of ``v`` (a 32-byte constant)."""
+    return _mont([v])
+
+
+def gather(a, idx, axis: int = -1):
+    """``take(a, idx, axis)`` with indices promised in bounds (no clamping in the program)."""
+    axis %= a.ndim
+    return a.at[(slice(None),) * axis + (idx,)].get(mode="promise_in_bounds")
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# XLA programs
+# The XLA pass: constant-geometry radix-2 stages along the middle axis of (8, BR, M, C)
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _xla_twiddle_getter(W):
-    def get(taus):
-        idx = jnp.stack(taus)  # (m, Q)
-        g = gather(W, idx)  # (8, m, Q)
-        return [[g[l, j].astype(U64) for l in range(LIMBS)] for j in range(len(taus))]
+def _xla_pass(X, T, *, s: int, n: int, R_: int, twiddle: bool, schedule: str):
+    """One pass on ``X`` ``(8, BR, M, C)``: M-point NTT along axis 2 (natural order in and out), then the four-step
+    twiddle if ``twiddle``. ``T`` is the ``(8, n/2)`` root table."""
+    f = fr.with_schedule(schedule)
+    _, BR, M, C = X.shape
+    h = M // 2
+    stride = n // M  # w_M = w_n^stride
+    # bit-reversal read + stage 0 (twiddles 1): y[i] = x[rev(2i)] + x[rev(2i+1)], y[i + M/2] = the difference
+    r = bitrev(lax.iota(U32, h), s - 1)
+    e = gather(X, r, axis=2)
+    o = gather(X, r + U32(h), axis=2)
+    X = jnp.concatenate([f.add(e, o), f.sub(e, o)], axis=2)
 
-    return get
+    def stage(t, X):
+        V = X.reshape(LIMBS, BR, h, 2, C)
+        e, o = V[:, :, :, 0], V[:, :, :, 1]
+        sh = (U32(s - 1) - t.astype(U32)).astype(U32)
+        i = lax.iota(U32, h)
+        tw = gather(T, ((i >> sh) << sh) * U32(stride)).reshape(LIMBS, 1, h, 1)
+        p = f.mul(o, jnp.broadcast_to(tw, o.shape))
+        return jnp.concatenate([f.add(e, p), f.sub(e, p)], axis=2)
+
+    X = lax.fori_loop(1, s, stage, X)
+    if twiddle:
+        ex = fourstep_exponents(M, C, R_, n)
+        half = n // 2
+        tw = gather(T, (ex & U32(half - 1)).reshape(-1)).reshape(LIMBS, 1, M, C)
+        Y = f.mul(X, jnp.broadcast_to(tw, X.shape))
+        X = jnp.where((ex >= U32(half))[None, None], f.neg(Y), Y)  # w^(e + n/2) = -w^e
+    return X
 
 
-def _xla_step_stacked(X, W, stage, log_n: int, k: int, schedule: str):
-    """One iteration (k stages) on the stacked carry ``(B, 8, n)``."""
-    B = X.shape[0]
+def _passes_impl(x, T, *, log_n: int, config: NttConfig, natural: bool = True):
+    """All passes of the transform of ``x`` ``(8, B, n)`` with root table ``T``, unscaled; natural order out
+    (``natural=False``: pass order, see the module docstring)."""
     n = 1 << log_n
-    Q = n >> k
-    V = X.reshape(B, LIMBS, Q, 1 << k)
-    xs = [[V[:, l, :, d].astype(U64) for l in range(LIMBS)] for d in range(1 << k)]
-    q = lax.iota(U32, Q)
-    zs = network(xs, q, stage, log_n, k, _xla_twiddle_getter(W), lambda pairs: limb_mul_many(pairs, schedule),
-                 lambda pairs, subtract: _addsub_many(pairs, schedule, subtract))
-    out = [zs[C][l].astype(U32) for l in range(LIMBS) for C in range(1 << k)]
-    return jnp.stack(out, axis=1).reshape(B, LIMBS, n)
+    B = x.shape[1]
+    digits = plan(log_n, config.sub_log())
+    R_ = 1
+    for p, s in enumerate(digits):
+        M = 1 << s
+        C = n // (R_ * M)
+        X = x.reshape(LIMBS, B * R_, M, C)
+        twiddle = C > 1
+        if config.kernel == "xla":
+            X = _xla_pass(X, T, s=s, n=n, R_=R_, twiddle=twiddle, schedule=config.schedule)
+        else:
+            from cuzk_jax.ops.pallas import ntt as pntt
+
+            X = pntt.sub_transform(X, T, s=s, n=n, R_=R_, twiddle=twiddle,
+                                   interpret=config.kernel == "pallas_interpret", block=config.block,
+                                   num_warps=config.warps)
+        x = X.reshape(LIMBS, B, n)
+        R_ *= M
+    return digit_reverse(x, digits) if natural else x
 
 
-def _stage_loop(X, W, first: int, count: int, log_n: int, k: int, config: NttConfig):
-    """``count`` iterations of k stages each, starting at stage ``first``."""
-    if count <= 0:
-        return X
-    if config.kernel != "xla":
-        from cuzk_jax.ops.pallas import ntt as pntt
-
-        def body(t, X):
-            return pntt.step(X, W, first + k * t, log_n=log_n, k=k, interpret=config.kernel == "pallas_interpret",
-                             block=config.block, num_warps=config.warps)
-
-        return lax.fori_loop(0, count, body, X)
-    return lax.fori_loop(0, count, lambda t, X: _xla_step_stacked(X, W, first + k * t, log_n, k, config.schedule), X)
+_stages_jit = jax.jit(_passes_impl, static_argnames=("log_n", "config", "natural"))
 
 
-def _stages_impl(X, W, *, log_n: int, config: NttConfig):
-    """Stages 1 .. log_n-1 (stage 0 is done by the pre-pass) on the internal layout ``(B, 8, n)``: radix-2
-    iterations for the XLA kernel, radix-4 for the Pallas kernel (a stage left over runs first as radix 2)."""
-    k = 1 if config.kernel == "xla" else 2
-    todo = log_n - 1
-    if todo <= 0:
-        return X
-    lead = todo % k  # stages left over when todo is not a multiple of k
-    X = _stage_loop(X, W, 1, lead, log_n, 1, config)
-    return _stage_loop(X, W, 1 + lead, (todo - lead) // k, log_n, k, config)
+def passes(x, T, log_n: int, config: NttConfig, natural: bool = True):
+    """The unscaled transform of ``x`` ``(8, B, n)`` with root table ``T`` (one jitted program per shape and config;
+    forward and inverse share it)."""
+    with jax.enable_x64(True):
+        return _stages_jit(x, T, log_n=log_n, config=config, natural=natural)
 
 
-_stages_jit = jax.jit(_stages_impl, static_argnames=("log_n", "config"))
-_stages_jit_donate = jax.jit(_stages_impl, static_argnames=("log_n", "config"), donate_argnums=0)
+def lower_passes(x, T, log_n: int, config: NttConfig):
+    """The program :func:`passes` runs (arguments may be ``jax.ShapeDtypeStruct``), lowered, not compiled."""
+    with jax.enable_x64(True):
+        return _stages_jit.lower(x, T, log_n=log_n, config=config, natural=True)
 
 
-def stage0(a, b, schedule: str):
-    """The first DIT stage: twiddles are all 1. a, b: limb lists of x[2i], x[2i+1] -> (u, v) for y[i], y[i+n/2]."""
-    return _add(a, b, schedule), limb_sub(a, b, schedule)
+def _scale_impl(x, lo, hi, *, schedule: str):
+    """``x[..., j] * hi[j >> c] * lo[j mod 2^c]`` (``2^c = len(lo)``; ``hi`` of length 1 for a constant)."""
+    f = fr.with_schedule(schedule)
+    n = x.shape[-1]
+    s = lo if hi.shape[-1] == 1 and lo.shape[-1] == 1 else _outer_impl(hi, lo)
+    s = jnp.broadcast_to(s.reshape((LIMBS,) + (1,) * (x.ndim - 2) + (-1,)), x.shape[:-1] + (n,))
+    return f.mul(x, s)
 
 
-def pack_stage0(u, v, B: int, n: int):
-    """Limb lists ``(u, v)`` of :func:`stage0` (limbs ``(B, n/2)``) -> the internal layout ``(B, 8, n)``: ``u`` in
-    positions ``[0, n/2)``, ``v`` in ``[n/2, n)``."""
-    planes = []
-    for l in range(LIMBS):
-        planes += [u[l].astype(U32), v[l].astype(U32)]
-    return jnp.stack(planes, axis=1).reshape(B, LIMBS, n)
+_scale_jit = jax.jit(_scale_impl, static_argnames=("schedule",))
 
 
-def pre_indices(log_n: int):
-    """Source positions of the first stage's pairs: x[rev(2i)] and x[rev(2i+1)] = x[rev'(i)], x[rev'(i) + n/2]."""
-    h = 1 << (log_n - 1)
-    r = _bitrev(lax.iota(U32, h), log_n - 1)
-    return jnp.stack([r, r + U32(h)])  # (2, h)
-
-
-def _pre_impl(x, scale, *, log_n: int, layout: str, scale_kind: str, schedule: str):
-    """Bit-reversal gather + optional pointwise scaling + stage 0; output internal ``(B, 8, n)``.
-
-    ``layout``: 'ext' for a public ``(8, B, n)`` input, 'int' for an internal ``(B, 8, n)`` one.
-    ``scale_kind``: 'none', 'const' (``scale`` is ``(8, 1)``) or 'table' (``scale`` is ``(8, n)``, natural order).
-    """
-    n = 1 << log_n
-    idx = pre_indices(log_n)
-    g = gather(x, idx)  # (8, B, 2, h) or (B, 8, 2, h)
-    if layout == "ext":
-        B = x.shape[1]
-        vals = [g[l].astype(U64) for l in range(LIMBS)]
-    else:
-        B = x.shape[0]
-        vals = [g[:, l].astype(U64) for l in range(LIMBS)]
-    if scale_kind == "const":
-        s = [scale[l].astype(U64) for l in range(LIMBS)]  # shape (1,), broadcasts
-        vals = limb_mul_many([(vals, s)], schedule)[0]
-    elif scale_kind == "table":
-        sg = gather(scale, idx)  # (8, 2, h)
-        vals = limb_mul_many([(vals, [sg[l].astype(U64) for l in range(LIMBS)])], schedule)[0]
-    elif scale_kind != "none":
-        raise ValueError(scale_kind)
-    u, v = stage0([x[:, 0] for x in vals], [x[:, 1] for x in vals], schedule)
-    return pack_stage0(u, v, B, n)
-
-
-_pre_jit = jax.jit(_pre_impl, static_argnames=("log_n", "layout", "scale_kind", "schedule"))
-
-
-def _post_impl(Y, scale, *, scale_kind: str, schedule: str):
-    """Internal ``(B, 8, n)`` -> public ``(8, B, n)``, optionally times a pointwise table/constant."""
-    if scale_kind == "none":
-        return jnp.transpose(Y, (1, 0, 2))
-    vals = [Y[:, l].astype(U64) for l in range(LIMBS)]  # (B, n)
-    s = [scale[l].astype(U64) for l in range(LIMBS)]  # (n,) or (1,)
-    out = limb_mul_many([(vals, s)], schedule)[0]
-    return jnp.stack([x.astype(U32) for x in out])
-
-
-_post_jit = jax.jit(_post_impl, static_argnames=("scale_kind", "schedule"))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Building blocks for the QAP module (all under x64; internal layout (B, 8, n))
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def pre(x, log_n: int, config: NttConfig, layout: str = "ext", scale=None):
-    kind = "none" if scale is None else ("const" if scale.shape[-1] == 1 else "table")
-    if scale is None:
-        scale = jnp.zeros((LIMBS, 1), U32)
-    return _pre_jit(x, scale, log_n=log_n, layout=layout, scale_kind=kind, schedule=config.schedule)
-
-
-def _stages_program(X):
-    # donate the intermediate buffer on accelerators (halves peak memory at 2^26 x partitions); not inside a trace
-    return _stages_jit_donate if (jax.default_backend() != "cpu" and not isinstance(X, _Tracer)) else _stages_jit
-
-
-def stages(X, W, log_n: int, config: NttConfig):
-    return _stages_program(X)(X, W, log_n=log_n, config=config)
-
-
-def lower_stages(X, W, log_n: int, config: NttConfig):
-    """The program :func:`stages` runs for these arguments (arrays or ``jax.ShapeDtypeStruct``), lowered and not
-    compiled (``.compile().as_text()`` for its HLO)."""
-    return _stages_program(X).lower(X, W, log_n=log_n, config=config)
-
-
-def post(Y, config: NttConfig, scale=None):
-    kind = "none" if scale is None else "table"
-    if scale is None:
-        scale = jnp.zeros((LIMBS, 1), U32)
-    return _post_jit(Y, scale, scale_kind=kind, schedule=config.schedule)
+def scale(x, parts, schedule: str):
+    """``x`` times the pointwise table given as ``(lo, hi)`` (:func:`scale_parts`), or by a constant given as
+    ``(constant(c), constant(1))``."""
+    with jax.enable_x64(True):
+        return _scale_jit(x, parts[0], parts[1], schedule=schedule)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Public API
 # ---------------------------------------------------------------------------------------------------------------
+
+
+def check_coset(coset, n: int):
+    if coset is None:
+        return None
+    coset = int(coset) % R
+    if coset == 0 or pow(coset, n, R) == 1:
+        raise ValueError(f"coset generator {coset} must satisfy g^n != 1 (g outside the domain subgroup)")
+    return coset
 
 
 def ntt(x, *, inverse: bool = False, coset: int | None = None, generator: int = GENERATOR,
@@ -452,36 +371,31 @@ def ntt(x, *, inverse: bool = False, coset: int | None = None, generator: int = 
 
     ``coset=g`` evaluates on (or, with ``inverse``, interpolates from) the coset ``g H``; ``generator`` picks the
     roots of unity (7: zcash/arkworks; 5: snarkjs); ``config`` the kernel (None: :meth:`NttConfig.default`). Works
-    inside a caller's ``jax.jit`` (tables are built eagerly and captured as constants).
+    inside a caller's ``jax.jit``: the tables are then generated inside that program (module docstring).
     """
     config = NttConfig.coerce(config)
     x = check_input(x, "x", "ops.ntt.ntt")
     n = x.shape[-1]
     log_n = log2_size(n)
-    if coset is not None:
-        coset = int(coset) % R
-        if coset == 0 or pow(coset, n, R) == 1:
-            raise ValueError(f"coset generator {coset} must satisfy g^n != 1 (g outside the domain subgroup)")
+    coset = check_coset(coset, n)
     if n == 1:
         return x  # a constant polynomial: every transform is the identity
+    eager = _eager(x)
     batch = x.shape[1:-1]
     B = int(np.prod(batch)) if batch else 1
     xb = x.reshape(LIMBS, B, n)
-    with jax.enable_x64(True):
-        W = twiddles(n, inverse, generator)
-        if not inverse:
-            scale = scale_table(n, 1, coset) if coset is not None else None
-            X = pre(xb, log_n, config, "ext", scale)
-            X = stages(X, W, log_n, config)
-            y = post(X, config)
-        elif coset is None:
-            X = pre(xb, log_n, config, "ext", constant(inv_mod_r(n)))
-            X = stages(X, W, log_n, config)
-            y = post(X, config)
+    T = twiddles(n, inverse, generator, eager=eager)
+    one = constant(1)
+    if not inverse:
+        if coset is not None:
+            xb = scale(xb, scale_parts(n, 1, coset, eager=eager), config.schedule)
+        y = passes(xb, T, log_n, config)
+    else:
+        y = passes(xb, T, log_n, config)
+        if coset is None:
+            y = scale(y, (constant(inv_mod_r(n)), one), config.schedule)
         else:
-            X = pre(xb, log_n, config, "ext")
-            X = stages(X, W, log_n, config)
-            y = post(X, config, scale_table(n, inv_mod_r(n), inv_mod_r(coset)))
+            y = scale(y, scale_parts(n, inv_mod_r(n), inv_mod_r(coset), eager=eager), config.schedule)
     return y.reshape(x.shape)
 
 

@@ -1,53 +1,53 @@
-"""The constant-geometry radix-2^k butterfly network of one NTT loop iteration, shared by the XLA stage programs of
-:mod:`cuzk_jax.ops.ntt` and the Pallas kernel of :mod:`cuzk_jax.ops.pallas.ntt` (below both, so neither imports the
-other). Elements are limb lists; the caller supplies the field operations.
+"""Index algebra of the NTT's passes, shared by the XLA passes of :mod:`cuzk_jax.ops.ntt` and the Pallas kernel of
+:mod:`cuzk_jax.ops.pallas.ntt` (below both, so neither imports the other): the pass plan (Bailey's four-step
+applied recursively), the four-step twiddle exponents, the bit reversal of the constant-geometry (Pease) stages and
+the final digit reversal. Pure index arithmetic on uint32 vectors; no field operations.
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax import lax
 
 U32 = jnp.uint32
 
 
-def network(xs, q, stage, log_n: int, k: int, get_twiddles, mul_many, addsub):
-    """k consecutive DIT stages (``stage .. stage+k-1``) on one group of inputs.
+def plan(log_n: int, sub: int) -> tuple[int, ...]:
+    """The digits ``(s_1, ..., s_P)`` of the passes (major first): ``P = ceil(log_n / sub)`` balanced digits, the
+    larger ones first; ``()`` for ``log_n = 0``. Pass ``p`` transforms ``2^(s_p)``-point sub-transforms."""
+    if log_n <= 0:
+        return ()
+    p = -(-log_n // max(1, int(sub)))
+    base, extra = divmod(log_n, p)
+    return tuple(base + 1 if i < extra else base for i in range(p))
 
-    ``xs[d]`` (``d < 2^k``) is the limb list of ``x[2^k q + d]``; returns ``zs`` with ``zs[C]`` the limb list of
-    ``z[q + C n/2^k]``. ``q`` is the uint32 vector of group indices; ``stage`` may be traced.
-    ``get_twiddles(taus)`` gathers the twiddle limb lists ``w^tau`` for a list of index vectors;
-    ``mul_many(pairs)`` multiplies limb-list pairs and ``addsub(pairs, subtract)`` adds (or subtracts) them (the
-    caller's field: the XLA path's stacked additions, the kernel's PTX blocks or limb lists).
 
-    After j of the k stages, the value labelled (c_1..c_j, dd) sits at position
-    ``sum_m c_m 2^(L-1-(j-m)) + q 2^(k-j) + dd``; stage j+1 pairs dd = 2t, 2t+1 (pair index = position >> 1) and
-    uses the twiddle ``w^((i >> sh) << sh)``, ``sh = L-1-(stage+j)``.
-    """
-    L = log_n
-    state = {((), d): xs[d] for d in range(1 << k)}
-    for j in range(k):
-        sh = (jnp.asarray(L - 1 - j, U32) - jnp.asarray(stage, U32)).astype(U32)
-        keys = sorted({(cs, dd >> 1) for (cs, dd) in state})
-        taus, pairs = [], []
-        for cs, t in keys:
-            base = 0
-            for m, c in enumerate(cs, start=1):
-                base += c << (L - 2 - (j - m))
-            i = (q << U32(k - j - 1)) + U32(base + t)
-            taus.append((i >> sh) << sh)
-        tws = get_twiddles(taus)
-        for (cs, t), tw in zip(keys, tws):
-            pairs.append((state[(cs, 2 * t + 1)], tw))
-        prods = mul_many(pairs)
-        ets = [(state[(cs, 2 * t)], tprod) for (cs, t), tprod in zip(keys, prods)]
-        sums = addsub(ets, subtract=False)  # stacked: one addition and one subtraction per stage
-        diffs = addsub(ets, subtract=True)
-        state = {}
-        for (cs, t), u, v in zip(keys, sums, diffs):
-            state[(cs + (0,), t)] = u
-            state[(cs + (1,), t)] = v
-    zs = []
-    for C in range(1 << k):
-        cs = tuple((C >> (m - 1)) & 1 for m in range(1, k + 1))
-        zs.append(state[(cs, 0)])
-    return zs
+def bitrev(i, bits: int):
+    """Reverse the low ``bits`` bits of the uint32 vector ``i`` (the bit-reversal permutation)."""
+    if bits == 0:
+        return jnp.zeros_like(i)
+    x = i
+    for shift, mask in ((1, 0x55555555), (2, 0x33333333), (4, 0x0F0F0F0F), (8, 0x00FF00FF)):
+        x = ((x >> shift) & U32(mask)) | ((x & U32(mask)) << shift)
+    x = (x >> 16) | (x << 16)
+    return x >> (32 - bits)
+
+
+def fourstep_exponents(M: int, cols: int, R_: int, n: int, col0=0):
+    """``(k j R_) mod n`` for rows ``k < M`` and columns ``j = col0 + [0, cols)`` (``col0`` may be traced): the
+    four-step twiddle exponents of a pass in units of ``w_n`` (``w_(MC) = w_n^R_``), uint32 ``(M, cols)``. The
+    product stays below ``n <= 2^32``: ``k j R_ < M C R_ = n``."""
+    k = lax.broadcasted_iota(jnp.int32, (M, cols), 0).astype(U32)
+    j = (lax.broadcasted_iota(jnp.int32, (M, cols), 1) + col0).astype(U32)
+    return (k * j * U32(R_)) & U32(n - 1)
+
+
+def digit_reverse(x, digits):
+    """``(L, B, n)`` in pass order (digit ``k_1`` major) -> natural order: reverse the digit axes (one transpose;
+    the identity for a single pass)."""
+    if len(digits) <= 1:
+        return x
+    L, B = x.shape[0], x.shape[1]
+    P = len(digits)
+    v = x.reshape((L, B) + tuple(1 << s for s in digits))
+    return jnp.transpose(v, (0, 1) + tuple(range(P + 1, 1, -1))).reshape(x.shape)

@@ -5,7 +5,8 @@ partition, the evaluations on the size-n domain ``H = {w^i}`` (``w = 7^((r-1)/n)
 ``B(x)``, ``C(x)`` -- i.e. row ``i`` of ``A z``, ``B z``, ``C z`` for constraint i, zero-padded to n (arkworks
 ``R1CStoQAP::witness_map``, bellman/bellperson ``EvaluationDomain`` with the ``a, b, c`` of the prover; supraseal
 ``groth16_ntt_h``, gnark ``computeH``). The batch axes (typically one leading partition axis) are all transformed
-together, so the 7 NTTs of every partition run as 3 batched transform passes.
+together, so the 7 NTTs of every partition run as 3 batched transforms, all in ONE jitted program per (shape,
+config, form) whose tables (roots, coset powers) are arguments (:mod:`cuzk_jax.ops.ntt`, "Tables").
 
 :func:`compute_h` (arkworks / bellperson form)
     ``A, B, C = iNTT(a), iNTT(b), iNTT(c)`` (coefficients), their evaluations on the coset ``g H`` (coset NTT),
@@ -28,6 +29,11 @@ together, so the 7 NTTs of every partition run as 3 batched transform passes.
     c are the evaluations in snarkjs's domain order (``a[i]`` at ``w_n^i`` with the generator-5 root), as snarkjs
     builds them from the zkey's coefficient section (``c = a * b`` pointwise for a satisfied witness).
 
+Fusion: the coset NTTs leave their evaluations in pass order (:func:`cuzk_jax.ops.ntt.passes` with
+``natural=False``): the pointwise step ``A B - C`` does not care about order, so it runs first and only ``P`` (a
+third of the data) goes through the digit-reversal transpose; the ``1/n`` of the first iNTT and the coset powers
+are one pointwise scaling, and ``1/n``, ``1/Z_H(g)`` and ``g^-k`` of the last iNTT another.
+
 Reference: :func:`cuzk_jax.reference.ntt.compute_h` / ``compute_h_snarkjs`` (Python ints).
 """
 
@@ -37,6 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cuzk_jax.ops import field as F
 from cuzk_jax.ops import ntt as N
 from cuzk_jax.ops.config import NttConfig
 
@@ -44,13 +51,12 @@ COSET_GENERATOR = N.COSET_GENERATOR  # 7
 SNARKJS_GENERATOR = 5
 R = N.R
 LIMBS = N.LIMBS
-U32, U64 = N.U32, N.U64
 
 
 def _check(a, b, c):
-    a = N.check_input(a, "a")
-    b = N.check_input(b, "b")
-    c = N.check_input(c, "c")
+    a = N.check_input(a, "a", "ops.qap")
+    b = N.check_input(b, "b", "ops.qap")
+    c = N.check_input(c, "c", "ops.qap")
     if not (a.shape == b.shape == c.shape):
         raise ValueError(f"a, b, c must have the same shape, got {a.shape}, {b.shape}, {c.shape}")
     n = a.shape[-1]
@@ -59,59 +65,49 @@ def _check(a, b, c):
     batch = a.shape[1:-1]
     B = int(np.prod(batch)) if batch else 1
     abc = jnp.concatenate([v.reshape(LIMBS, B, n) for v in (a, b, c)], axis=1)  # (8, 3B, n)
-    return abc, a.shape, B, n, N.log2_size(n)
+    return abc, a.shape, B, n, N.log2_size(n), N._eager(a) and N._eager(b) and N._eager(c)
 
 
-def _abc_at(E, idx, nb: int):
-    """Limb lists of A, B, C gathered at positions ``idx`` from the internal ``(3 nb, 8, n)`` evaluations."""
-    g = E if idx is None else N.gather(E, idx)  # (3nb, 8, ...)
-    parts = (g[:nb], g[nb:2 * nb], g[2 * nb:])
-    return [[p[:, l].astype(U64) for l in range(LIMBS)] for p in parts]
+def _h_impl(abc, Ti, Tf, shift_parts, out_parts, *, log_n: int, nb: int, config: NttConfig, form: str):
+    """The whole H step on ``abc`` ``(8, 3 nb, n)``: iNTT (unscaled), ``* (1/n) shift^j``, NTT (pass order),
+    ``P = A B - C``, natural order; for ``form == "arkworks"`` then iNTT and ``* out_parts``."""
+    f = F.fr.with_schedule(config.schedule)
+    digits = N.plan(log_n, config.sub_log())
+    coef = N._passes_impl(abc, Ti, log_n=log_n, config=config)  # n * coefficients
+    coef = N._scale_impl(coef, *shift_parts, schedule=config.schedule)  # / n, * shift^j: onto the coset
+    E = N._passes_impl(coef, Tf, log_n=log_n, config=config, natural=False)
+    P = f.sub(f.mul(E[:, :nb], E[:, nb:2 * nb]), E[:, 2 * nb:])  # pointwise in pass order
+    P = N.digit_reverse(P, digits)
+    if form == "snarkjs":
+        return P
+    P = N._passes_impl(P, Ti, log_n=log_n, config=config)
+    return N._scale_impl(P, *out_parts, schedule=config.schedule)
 
 
-def _combine_pre_impl(E, *, log_n: int, nb: int, schedule: str):
-    """``P = A B - C`` read in bit-reversed order + the first inverse stage; output internal ``(nb, 8, n)``."""
+_h_jit = jax.jit(_h_impl, static_argnames=("log_n", "nb", "config", "form"))
+
+
+def _run(abc, log_n: int, nb: int, shift: int, generator: int, out, config: NttConfig, form: str, eager: bool):
     n = 1 << log_n
-    A, B, C = _abc_at(E, N.pre_indices(log_n), nb)  # each limb (nb, 2, h)
-    P = N.limb_sub(N.limb_mul_many([(A, B)], schedule)[0], C, schedule)
-    u, v = N.stage0([x[:, 0] for x in P], [x[:, 1] for x in P], schedule)
-    return N.pack_stage0(u, v, nb, n)
-
-
-def _combine_out_impl(E, *, nb: int, schedule: str):
-    """``P = A B - C`` in natural order, public layout ``(8, nb, n)``."""
-    A, B, C = _abc_at(E, None, nb)
-    P = N.limb_sub(N.limb_mul_many([(A, B)], schedule)[0], C, schedule)
-    return jnp.stack([x.astype(U32) for x in P])
-
-
-_combine_pre = jax.jit(_combine_pre_impl, static_argnames=("log_n", "nb", "schedule"))
-_combine_out = jax.jit(_combine_out_impl, static_argnames=("nb", "schedule"))
-
-
-def _coset_evals(abc, log_n: int, shift: int, generator: int, config: NttConfig):
-    """Internal-layout evaluations on ``shift * H`` of the polynomials interpolating ``abc`` on H."""
-    n = 1 << log_n
-    X = N.pre(abc, log_n, config, "ext")
-    X = N.stages(X, N.twiddles(n, True, generator), log_n, config)  # n * coefficients
-    X = N.pre(X, log_n, config, "int", N.scale_table(n, N.inv_mod_r(n), shift))  # / n, * shift^k, bit-reverse, stage 0
-    return N.stages(X, N.twiddles(n, False, generator), log_n, config)
+    Ti = N.twiddles(n, True, generator, eager=eager)
+    Tf = N.twiddles(n, False, generator, eager=eager)
+    shift_parts = N.scale_parts(n, N.inv_mod_r(n), shift, eager=eager)
+    out_parts = shift_parts if out is None else N.scale_parts(n, *out, eager=eager)
+    with jax.enable_x64(True):
+        return _h_jit(abc, Ti, Tf, shift_parts, out_parts, log_n=log_n, nb=nb, config=config, form=form)
 
 
 def compute_h(a, b, c, *, g: int = COSET_GENERATOR, config: NttConfig | None = None):
     """Coefficients of ``h = (A B - C) / Z_H``, shape ``(8, *batch, n)`` like the inputs (see the module doc).
     ``config``: the NTT kernel (None: :meth:`NttConfig.default`)."""
     config = NttConfig.coerce(config)
-    abc, shape, nb, n, log_n = _check(a, b, c)
+    abc, shape, nb, n, log_n, eager = _check(a, b, c)
     g %= R
     if g == 0 or pow(g, n, R) == 1:
         raise ValueError(f"coset generator {g} must satisfy g^n != 1")
-    with jax.enable_x64(True):
-        E = _coset_evals(abc, log_n, g, N.GENERATOR, config)
-        P = _combine_pre(E, log_n=log_n, nb=nb, schedule=config.schedule)
-        P = N.stages(P, N.twiddles(n, True), log_n, config)
-        zinv = N.inv_mod_r(pow(g, n, R) - 1)
-        h = N.post(P, config, N.scale_table(n, N.inv_mod_r(n) * zinv % R, N.inv_mod_r(g)))  # / n, / Z_H(g), * g^-k
+    zinv = N.inv_mod_r(pow(g, n, R) - 1)
+    out = (N.inv_mod_r(n) * zinv % R, N.inv_mod_r(g))  # / n, / Z_H(g), * g^-k
+    h = _run(abc, log_n, nb, g, N.GENERATOR, out, config, "arkworks", eager)
     return h.reshape(shape)
 
 
@@ -119,9 +115,7 @@ def compute_h_snarkjs(a, b, c, *, config: NttConfig | None = None):
     """The n evaluations ``P(w_2n^(2i+1)) = (A B - C)(w_2n^(2i+1))`` snarkjs's H MSM takes (Montgomery form,
     shape ``(8, *batch, n)``; see the module doc). ``config`` as in :func:`compute_h`."""
     config = NttConfig.coerce(config)
-    abc, shape, nb, n, log_n = _check(a, b, c)
+    abc, shape, nb, n, log_n, eager = _check(a, b, c)
     shift = N.root_of_unity(2 * n, SNARKJS_GENERATOR)
-    with jax.enable_x64(True):
-        E = _coset_evals(abc, log_n, shift, SNARKJS_GENERATOR, config)
-        out = _combine_out(E, nb=nb, schedule=config.schedule)
+    out = _run(abc, log_n, nb, shift, SNARKJS_GENERATOR, None, config, "snarkjs", eager)
     return out.reshape(shape)

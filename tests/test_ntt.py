@@ -142,39 +142,63 @@ def test_batch_axes_are_independent():
     assert bool(jnp.all(swapped == y[:, ::-1]))
 
 
-def test_pallas_ntt_interpret():
-    """The Pallas stage loop end to end (interpreter, several programs per row): a 2^4 transform runs one radix-2
-    kernel pass (the stage left over) and one radix-4 pass; forward, inverse and coset."""
-    rng = random.Random(301)
-    vals = rows(rng, 16)
-    cfg = NttConfig("pallas_interpret", block=2)
+def test_plan_digits():
+    assert N.plan(0, 5) == () and N.plan(1, 5) == (1,) and N.plan(20, 32) == (20,)
+    assert N.plan(20, 5) == (5, 5, 5, 5) and N.plan(27, 5) == (5, 5, 5, 4, 4, 4) and N.plan(7, 3) == (3, 2, 2)
+    for L in range(1, 33):
+        for sub in (1, 3, 5, 8, 11):
+            d = N.plan(L, sub)
+            assert sum(d) == L and max(d) <= sub and max(d) - min(d) <= 1 and len(d) == -(-L // sub)
+
+
+@pytest.mark.parametrize("log_n,sub", [(4, 2), (7, 3)])
+def test_four_step_xla_matches_reference(log_n, sub):
+    """Several passes (four-step twiddles between them, digit reversal at the end): every transform kind exact."""
+    rng = random.Random(400 + log_n)
+    n = 1 << log_n
+    vals = rows(rng, n)
+    cfg = NttConfig("xla", sub=sub)
     x = to_arr(vals)
     assert from_arr(N.ntt(x, config=cfg)) == [RN.ntt(v) for v in vals]
+    assert from_arr(N.intt(x, config=cfg)) == [RN.intt(v) for v in vals]
+    assert from_arr(N.coset_ntt(x, config=cfg)) == [RN.coset_ntt(v, 7) for v in vals]
+    assert from_arr(N.coset_intt(x, config=cfg)) == [RN.coset_intt(v, 7) for v in vals]
+
+
+@pytest.mark.parametrize("log_n,sub,block", [(5, 2, 8), (3, 8, 4)])
+def test_pallas_ntt_interpret(log_n, sub, block):
+    """The Pallas sub-transform kernel end to end under the interpreter: 2^5 as three passes (4 x 4 x 2 points,
+    tiles of 2 columns, so the four-step twiddle sees column offsets), 2^3 as one pass; forward, inverse, coset."""
+    rng = random.Random(301 + log_n)
+    vals = rows(rng, 1 << log_n)
+    cfg = NttConfig("pallas_interpret", block=block, sub=sub)
+    x = to_arr(vals)
+    assert from_arr(N.ntt(x, config=cfg)) == [RN.ntt(v) for v in vals]
+    assert from_arr(N.intt(x, config=cfg)) == [RN.intt(v) for v in vals]
     assert bool(jnp.all(N.coset_intt(N.coset_ntt(x, config=cfg), config=cfg) == x))
 
 
-@pytest.mark.parametrize("k,stage", [(1, 3), (2, 2)])
-def test_pallas_step_matches_xla_step(k, stage):
-    """The kernel (Pallas interpreter, several programs per row; the rolled jnp limb field) against its XLA
-    fallback on one iteration."""
-    from functools import partial
-
+def test_pallas_pass_matches_xla_pass():
+    """One pass of the kernel (interpreter, Stockham stages, 4 programs) against the XLA pass (Pease stages with a
+    bit-reversal read) on the same (8, BR, M, C) view, with the four-step twiddle."""
     from cuzk_jax.ops.config import default_schedule
     from cuzk_jax.ops.pallas import ntt as P
 
-    log_n = 6
-    x = jnp.asarray(encoding.random_limbs(BATCH * 64, "fr", np.random.default_rng(k), montgomery=True)
-                    .reshape(8, BATCH, 64).transpose(1, 0, 2))
-    w = N.twiddles(64)
+    n, M, C, R_ = 64, 8, 4, 2
+    x = jnp.asarray(encoding.random_limbs(BATCH * n, "fr", np.random.default_rng(9), montgomery=True)
+                    .reshape(8, BATCH * R_, M, C))
+    T = N.twiddles(n)
     with jax.enable_x64(True):
-        got = jax.jit(partial(P.step, log_n=log_n, k=k, interpret=True, block=4))(x, w, stage)
-        want = jax.jit(partial(N._xla_step_stacked, log_n=log_n, k=k, schedule=default_schedule()))(x, w, stage)
+        got = jax.jit(lambda a, w: P.sub_transform(a, w, s=3, n=n, R_=R_, twiddle=True, interpret=True,
+                                                   block=16))(x, T)
+        want = jax.jit(lambda a, w: N._xla_pass(a, w, s=3, n=n, R_=R_, twiddle=True,
+                                                schedule=default_schedule()))(x, T)
     assert bool(jnp.all(got == want))
     assert not bool(jnp.all(got == x))
 
 
-@pytest.mark.parametrize("k", [1, 2])
-def test_pallas_kernel_lowers_to_triton(k):
+@pytest.mark.parametrize("s,C,twiddle", [(5, 64, True), (3, 1, False)])
+def test_pallas_kernel_lowers_to_triton(s, C, twiddle):
     """Lower the kernel (the GPU default's PTX field) for CUDA on this GPU-less machine (Pallas -> Triton IR), so a
     lowering regression shows up in CPU CI; compiling and running it needs the GPU (scripts/bench.py --op=ntt)."""
     from jax import export
@@ -185,18 +209,18 @@ def test_pallas_kernel_lowers_to_triton(k):
         from jax.experimental.pallas import triton  # noqa: F401
     except ImportError:
         pytest.skip("Pallas Triton backend not available")
-    n = 1 << 8
     cfg = NttConfig.default("gpu")
     assert cfg.kernel == "pallas"
+    n = (1 << s) * C * 4
 
-    def f(x, w, s):
-        return P.step(x, w, s, log_n=8, k=k, triton=True, block=cfg.block, num_warps=cfg.warps)
+    def f(x, w):
+        return P.sub_transform(x, w, s=s, n=n, R_=4, twiddle=twiddle, triton=True, block=cfg.block,
+                               num_warps=cfg.warps)
 
     with jax.enable_x64(True):
         exp = export.export(jax.jit(f), platforms=["cuda"], disabled_checks=[
             export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(
-            jax.ShapeDtypeStruct((BATCH, 8, n), jnp.uint32), jax.ShapeDtypeStruct((8, n // 2), jnp.uint32),
-            jax.ShapeDtypeStruct((), jnp.int32))
+            jax.ShapeDtypeStruct((8, BATCH * 4, 1 << s, C), jnp.uint32), jax.ShapeDtypeStruct((8, n // 2), jnp.uint32))
     text = exp.mlir_module()
     assert "xla.gpu.triton" in text and "madc.hi.cc.u32" in text
 
@@ -216,17 +240,48 @@ def test_works_inside_jit_with_tables_built_under_trace():
     x = to_arr(vals)
     f = jax.jit(lambda a: N.ntt(a))
     assert from_arr(f(x)) == [RN.ntt(v) for v in vals]
-    assert from_arr(N.ntt(x)) == [RN.ntt(v) for v in vals]  # the cached tables are concrete, not leaked tracers
+    assert not N._TABLES  # built inside the program, not cached as (leaked) tracers
+    assert from_arr(N.ntt(x)) == [RN.ntt(v) for v in vals]
 
 
-def test_long_tables_built_on_device():
-    """Tables longer than the host limit are an outer product on the device: check entries against Python ints."""
-    count = 4 * N._HOST_MAX
-    first, ratio = 12345, RN.root_of_unity(1 << 20)
-    t = np.asarray(N._geometric(first, ratio, count))
-    idx = [0, 1, N._HOST_MAX - 1, N._HOST_MAX, count - 1, 7777]
-    got = encoding.limbs_to_ints(t[:, idx], "fr", montgomery=True)
-    assert got == [first * pow(ratio, i, R) % R for i in idx]
+def _largest_constant(text: str) -> int:
+    """Bytes of the largest dense constant in a StableHLO module (0 if none)."""
+    import re
+
+    sizes = [len(m) // 2 for m in re.findall(r'dense<"0x([0-9A-Fa-f]+)"', text)]
+    return max(sizes, default=0)
+
+
+def test_tables_are_not_program_constants():
+    """Traced inside a caller's jit (as the Groth16 H phase is), the transform holds no table as a constant: the
+    lowered program is the same size at 2^8 and 2^16 (tables are generated on the device from a few roots)."""
+    import re
+
+    from cuzk_jax.ops import qap
+
+    sizes, biggest = [], []
+    for log_n in (8, 16):
+        spec = jax.ShapeDtypeStruct((8, BATCH, 1 << log_n), jnp.uint32)
+        for fn in (lambda a: N.coset_intt(a), lambda a: qap.compute_h(a, a, a)):
+            text = jax.jit(fn).lower(spec).as_text()
+            sizes.append(len(re.sub(r"[0-9]+", "", text)))  # shape literals differ with n; the code must not
+            biggest.append(_largest_constant(text))
+    assert max(biggest) <= 1024, biggest
+    assert abs(sizes[0] - sizes[2]) < 0.02 * sizes[0] and abs(sizes[1] - sizes[3]) < 0.02 * sizes[1], sizes
+
+
+def test_tables_built_on_device():
+    """The doubling-loop generator and the hi/lo outer product: entries against Python ints."""
+    n = 1 << 12
+    w = RN.root_of_unity(n)
+    t = np.asarray(N.twiddles(n))
+    idx = [0, 1, 31, 32, 33, 777, n // 2 - 1]
+    assert encoding.limbs_to_ints(t[:, idx], "fr", montgomery=True) == [pow(w, i, R) for i in idx]
+    lo, hi = N.scale_parts(n, 12345, 7)
+    c = lo.shape[1].bit_length() - 1
+    lo, hi = (encoding.limbs_to_ints(np.asarray(a), "fr", montgomery=True) for a in (lo, hi))
+    for j in (0, 1, 63, 64, 65, 4000, n - 1):
+        assert hi[j >> c] * lo[j & ((1 << c) - 1)] % R == 12345 * pow(7, j, R) % R
 
 
 def test_size_one_is_identity():
@@ -250,7 +305,8 @@ def test_bad_inputs_rejected():
         N.ntt(jnp.zeros((8, 16), jnp.uint32), coset=1)
     with pytest.raises(ValueError, match="unknown NttConfig kernel 'fft9000'"):
         N.ntt(jnp.zeros((8, 16), jnp.uint32), config="fft9000")
-    for bad, token in (("xla:lead=4", "'lead'"), ("pallas:block=x", "block='x'"), ("xla:schedule=fast", "'fast'")):
+    for bad, token in (("xla:lead=4", "'lead'"), ("pallas:block=x", "block='x'"), ("xla:schedule=fast", "'fast'"),
+                       ("xla:sub=0", "sub='0'")):
         with pytest.raises(ValueError, match=token):
             N.ntt(jnp.zeros((8, 16), jnp.uint32), config=bad)
 

@@ -1,41 +1,55 @@
-"""NTT over Fr (forward, natural order in and out, data resident on the device) per stage implementation.
+"""NTT over Fr (forward, natural order in and out, data resident on the device) per configuration and size.
 
-  python scripts/bench.py --op=ntt --log_n=16,18,20,22,24            # one transform per size
-  python scripts/bench.py --op=ntt --log_n=20 --batch=10              # 10 partitions of 2^20 in one call
-  python scripts/bench.py --op=ntt --log_n=20 --impl=xla,pallas:block=128:warps=4  # NttConfig strings
+  python scripts/bench.py --op=ntt --log_n=16,20,24,26,27,20x10        # sizes; LOGNxB = a batch of B transforms
+  python scripts/bench.py --op=ntt --log_n=20 --impl=xla,pallas,pallas:sub=6:block=512   # NttConfig strings
 
-Rows: impl, log_n, batch, first_call_s (table build + compile + one run; the persistent compilation cache may
-shorten it -- pass --cache_dir= for a cold figure), median_ms (whole batch), per_ntt_ms, sppark_ms (the reference
-point times the batch), ratio (median / sppark; 1.0 = parity), target_ms (this issue's target, where one is set),
-hlo_fusions (fusions in the compiled stage loop, a diagnostic), checked (outputs compared with Python-int
-evaluation at two points for log_n <= 20), error (an impl that failed to build or run, e.g. a Pallas lowering
-problem, is reported instead of aborting the run).
+Every (impl, case) runs in a **fresh Python process** without the persistent compilation cache, so
+``first_call_s`` is what a new process pays: table generation + compile + one run (``compile_s`` is the part
+reported by JAX's backend-compile events). Then the warm median of ``--reps`` runs after ``--warmup``.
+
+Rows: impl, log_n, batch, first_call_s, compile_s, median_ms (whole batch), min_ms, per_ntt_ms, sppark_ms (the
+reference point times the batch), ratio (median / sppark; 1.0 = parity), target_ms (issue 20's target, where one is
+set), passes (kernel passes of the plan), peak_gib (device memory high-water mark of the process, where the backend
+reports one), checked (outputs 0 and one random index of batch entry 0 compared with Python-int evaluation, for
+log_n <= 20), error (a configuration that failed to build or run -- e.g. a Pallas lowering problem -- is reported
+instead of aborting the run).
 
 Reference: supraseal's GPU NTT (sppark, BLS12-381 Fr, data resident, natural order in and out, median of 7),
-measured on an H200.
+measured on an H200 (issue 20).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-
-from cuzk_jax import bench, encoding
-from cuzk_jax.ops import ntt as N
-from cuzk_jax.ops.config import NttConfig
-from cuzk_jax.reference import ntt as RN
-
-SPPARK_MS = {16: 0.034, 18: 0.078, 20: 0.28, 22: 1.12, 24: 4.7, 26: 23.8}
-TARGET_MS = {(20, 1): 2.0, (24, 1): 30.0, (20, 10): 20.0}
+SPPARK_MS = {16: 0.034, 18: 0.078, 20: 0.276, 22: 1.12, 24: 4.74, 26: 23.8}
+TARGET_MS = {(20, 1): 0.25, (24, 1): 4.0, (20, 10): 2.5, (27, 1): 40.0}
 CHECK_MAX_LOG_N = 20
+WORKER_TIMEOUT_S = 900
 
 
-def random_fr(shape, seed: int) -> jax.Array:
+def parse_cases(values) -> list[tuple[int, int | None]]:
+    """``["20", "24", "20x10"]`` -> ``[(20, None), (24, None), (20, 10)]`` (None: the ``--batch`` flag)."""
+    out = []
+    for v in values:
+        v = str(v).strip()
+        log_n, _, b = v.partition("x")
+        if not log_n.isdigit() or (b and not b.isdigit()):
+            raise ValueError(f"bad --log_n entry {v!r}: expected LOGN or LOGNxBATCH, e.g. 20 or 20x10")
+        out.append((int(log_n), int(b) if b else None))
+    return out
+
+
+def random_fr(shape, seed: int):
     """Uniform-ish valid Montgomery-form Fr limbs: the top limb is kept below 2^30, so every value is < 2^254 < r."""
+    import jax.numpy as jnp
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 1 << 32, size=(8,) + tuple(shape), dtype=np.uint64).astype(np.uint32)
     x[-1] &= np.uint32(0x3FFFFFFF)
@@ -43,28 +57,22 @@ def random_fr(shape, seed: int) -> jax.Array:
 
 
 def default_impls() -> list[str]:
+    import jax
+
+    from cuzk_jax.ops.config import NttConfig
+
     if jax.default_backend() == "gpu":
         return [str(NttConfig.default("gpu")), "xla"]
     return [str(NttConfig.default())]  # the Pallas interpreter on CPU measures nothing useful
 
 
-def hlo_fusions(x, config: NttConfig) -> int | None:
-    """Number of fusion instructions in the compiled stage loop (how many kernels XLA made of it)."""
-    try:
-        n = x.shape[-1]
-        log_n = N.log2_size(n)
-        B = int(np.prod(x.shape[1:-1])) if x.ndim > 2 else 1
-        with jax.enable_x64(True):
-            X = jax.ShapeDtypeStruct((B, 8, n), jnp.uint32)
-            W = jax.ShapeDtypeStruct((8, max(n // 2, 1)), jnp.uint32)
-            text = N.lower_stages(X, W, log_n, config).compile().as_text()
-        return sum(1 for line in text.splitlines() if " fusion(" in line and "=" in line)
-    except Exception:  # diagnostics only
-        return None
-
-
 def spot_check(x, y, seed: int) -> bool:
     """Compare outputs 0 and one random index of batch entry 0 with the definition (Python ints)."""
+    import numpy as np
+
+    from cuzk_jax import encoding
+    from cuzk_jax.reference import ntt as RN
+
     n = x.shape[-1]
     x0 = np.asarray(x).reshape(8, -1, n)[:, 0]
     y0 = np.asarray(y).reshape(8, -1, n)[:, 0]
@@ -73,42 +81,124 @@ def spot_check(x, y, seed: int) -> bool:
     i = random.Random(seed).randrange(n)
     ok = True
     for idx in (0, i):
-        wi = pow(w, idx, RN.R)
-        got = encoding.limbs_to_ints(y0[:, idx : idx + 1], "fr", montgomery=True)[0]
-        ok &= got == RN.poly_eval(xs, wi)
+        got = encoding.limbs_to_ints(y0[:, idx: idx + 1], "fr", montgomery=True)[0]
+        ok &= got == RN.poly_eval(xs, pow(w, idx, RN.R))
     return bool(ok)
 
 
+class _CompileClock:
+    """Sums JAX's backend-compile durations while installed (jax.monitoring; JAX 0.10 / 0.11 event name)."""
+
+    def __init__(self):
+        import jax
+
+        self.total = 0.0
+
+        def listener(event, duration, **_):
+            if event == "/jax/core/compile/backend_compile_duration":
+                self.total += duration
+
+        jax.monitoring.register_event_duration_secs_listener(listener)
+
+
+def _peak_gib():
+    import jax
+
+    try:
+        stats = jax.devices()[0].memory_stats() or {}
+    except Exception:  # backends without memory statistics
+        return None
+    peak = stats.get("peak_bytes_in_use")
+    return round(peak / 2**30, 3) if peak else None
+
+
+def _fn(op: str, config):
+    from cuzk_jax.ops import ntt as N
+    from cuzk_jax.ops import qap
+
+    if op == "ntt":
+        return lambda x: N.ntt(x, config=config)
+    if op == "h":
+        return lambda a, b, c: qap.compute_h(a, b, c, config=config)
+    if op == "h_snarkjs":
+        return lambda a, b, c: qap.compute_h_snarkjs(a, b, c, config=config)
+    raise ValueError(op)
+
+
+def measure(op: str, impl: str, log_n: int, batch: int, reps: int, warmup: int) -> dict:
+    """One row, in THIS process (the worker side of :func:`measure_fresh`)."""
+    from cuzk_jax import bench
+    from cuzk_jax.ops import ntt as N
+    from cuzk_jax.ops.config import NttConfig
+
+    clock = _CompileClock()
+    config = NttConfig.coerce(impl)
+    n = 1 << log_n
+    shape = (batch, n) if batch > 1 or op != "ntt" else (n,)
+    nargs = 1 if op == "ntt" else 3
+    args = tuple(random_fr(shape, seed=10 * log_n + k) for k in range(nargs))
+    bench.block(args)
+    fn = _fn(op, config)
+    row = {"passes": len(N.plan(log_n, config.sub_log()))}
+    t0 = time.perf_counter()
+    y = bench.block(fn(*args))
+    row["first_call_s"] = round(time.perf_counter() - t0, 3)
+    row["compile_s"] = round(clock.total, 3)
+    t = bench.time_runs(fn, args, reps=reps, warmup=warmup)
+    row["median_ms"] = t["median_s"] * 1e3
+    row["min_ms"] = t["min_s"] * 1e3
+    row["peak_gib"] = _peak_gib()
+    if op == "ntt":
+        row["checked"] = spot_check(args[0], y, seed=log_n) if log_n <= CHECK_MAX_LOG_N else None
+    return row
+
+
+def measure_fresh(op: str, impl: str, log_n: int, batch: int, reps: int, warmup: int) -> dict:
+    """:func:`measure` in a fresh Python process with no persistent compilation cache (a cold first call)."""
+    spec = json.dumps({"op": op, "impl": impl, "log_n": log_n, "batch": batch, "reps": reps, "warmup": warmup})
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "CUZK_JAX_CACHE_DIR")}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "cuzk_jax.bench.ntt", spec], capture_output=True, text=True,
+                              timeout=WORKER_TIMEOUT_S, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"worker timed out after {WORKER_TIMEOUT_S} s"}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        return {"error": f"worker exit {proc.returncode}: {(proc.stderr or proc.stdout)[-600:]}"}
+    return json.loads(lines[-1])
+
+
 def run(cfg) -> list[dict]:
+    from cuzk_jax import bench
+
     impls = list(cfg.impl) or default_impls()
-    batch = int(cfg.batch)
     rows = []
-    for log_n in map(int, cfg.log_n):
-        n = 1 << log_n
-        shape = (batch, n) if batch > 1 else (n,)
-        x = random_fr(shape, seed=log_n)
+    for log_n, b in parse_cases(cfg.log_n):
+        batch = b or int(cfg.batch)
         for impl in impls:
             row = {"impl": impl, "log_n": log_n, "batch": batch}
-            try:
-                config = NttConfig.coerce(impl)
-                fn = lambda a, config=config: N.ntt(a, config=config)  # noqa: E731
-                t0 = time.perf_counter()
-                y = bench.block(fn(x))
-                row["first_call_s"] = round(time.perf_counter() - t0, 2)
-                t = bench.time_runs(fn, (x,), reps=cfg.reps, warmup=cfg.warmup)
-                med = t["median_s"] * 1e3
-                row["median_ms"] = med
-                row["min_ms"] = t["min_s"] * 1e3
+            row.update(measure_fresh("ntt", impl, log_n, batch, cfg.reps, cfg.warmup))
+            if "median_ms" in row:
+                med = row["median_ms"]
                 row["per_ntt_ms"] = med / batch
                 ref = SPPARK_MS.get(log_n)
                 row["sppark_ms"] = ref * batch if ref else None
                 row["ratio"] = med / (ref * batch) if ref else None
                 row["target_ms"] = TARGET_MS.get((log_n, batch))
-                row["hlo_fusions"] = hlo_fusions(x, config)
-                row["checked"] = spot_check(x, y, seed=log_n) if log_n <= CHECK_MAX_LOG_N else None
-                del y
-            except Exception as e:  # keep measuring the other implementations
-                row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             bench.emit(rows, row)
             print(row, flush=True)
     return rows
+
+
+def _worker(argv) -> int:
+    spec = json.loads(argv[1])
+    try:
+        row = measure(spec["op"], spec["impl"], spec["log_n"], spec["batch"], spec["reps"], spec["warmup"])
+    except Exception as e:  # reported as the row's error by the parent
+        row = {"error": f"{type(e).__name__}: {str(e)[:400]}"}
+    print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker(sys.argv))

@@ -1,16 +1,23 @@
-"""Pallas kernel: one iteration (k radix-2 stages) of the constant-geometry NTT of :mod:`cuzk_jax.ops.ntt`.
+"""Pallas kernel: one pass of the NTT of :mod:`cuzk_jax.ops.ntt` -- a whole ``M``-point sub-transform per tile.
 
-Same butterfly network as the XLA path (:func:`cuzk_jax.ops.ntt_network.network`); what the kernel buys is control over
-the schedule: each program owns ``block`` consecutive groups q of one batch entry, gathers its ``2^k`` inputs
-``x[2^k q + d]`` (all 8 limbs) and the twiddles straight from the unblocked input refs (``x_ref[l, idx]``: a
-dynamic-index gather, which Triton does well on an H200), keeps every product in registers, and stores the ``2^k``
-outputs ``z[q + C n/2^k]`` as contiguous rows. No intermediate limb array ever goes to memory.
+Layout: ``x`` is the ``(8, BR, M, C)`` uint32 Montgomery view of a pass (:mod:`cuzk_jax.ops.ntt`, module docstring:
+``M = 2^s`` the points of the pass's sub-transforms, along axis 2; ``C`` contiguous columns; ``BR`` independent
+rows), ``w`` the ``(8, n/2)`` root table ``w_n^e``. Each program owns one ``(M, Cb)`` tile (all 8 limbs):
+``M`` points of ``Cb`` adjacent columns (``Cb = min(C, max(1, block // M))``: with ``Cb >= 8`` every row read is a
+32-byte segment), loads it once, runs all ``s`` radix-2 stages on values held by the program (registers, and the
+shared memory Triton uses for the reshapes between stages), multiplies by the four-step twiddle
+``w_n^((k j R) mod n)`` (``k`` the row, ``j`` the global column; ``-w^(e - n/2)`` for ``e >= n/2``) and stores the
+tile once: one read and one write of the data per pass instead of one per stage (the structure of sppark's GPU
+NTT, which keeps 2^k-point sub-transforms in shared memory).
 
-Layout: ``x`` is the internal ``(B, 8, n)`` uint32 Montgomery array, ``w`` the ``(8, n/2)`` twiddle table, ``stage``
-the first stage of the iteration (a traced int32 scalar). ``step`` returns the ``(B, 8, n)`` result.
+Stages: Stockham's self-sorting radix-2 FFT (natural order in and out, so no bit reversal; C. Van Loan,
+"Computational Frameworks for the FFT", Alg. 1.7.2). Stage ``q = 1..s`` with ``L = 2^q``, ``r = M / L`` reads the
+tile as ``(2, r, L/2, Cb)`` (halves ``a0``, ``a1``) and writes ``(r, 2, L/2, Cb)``: ``a0 + t a1`` and
+``a0 - t a1`` with ``t = w_L^j`` (``j < L/2``; ``w_L^j = w_n^(j r n / M)``). Only reshapes, equal two-way splits,
+last-axis stacks and transposes: the value operations Pallas lowers to Triton.
 
 Field arithmetic: compiled for a GPU, every Fr product, sum and difference is one PTX carry-chain block on uint32
-limbs (:mod:`cuzk_jax.ops.pallas.ptx_field`); ``interpret=True`` (CPU tests) runs the same network with the rolled
+limbs (:mod:`cuzk_jax.ops.pallas.ptx_field`); ``interpret=True`` (CPU tests) runs the same kernel with the rolled
 jnp limb field (:class:`~cuzk_jax.ops.pallas.limb_field.LimbField`: same function; inline PTX has no interpreter).
 """
 
@@ -22,11 +29,11 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from cuzk_jax.ops.ntt_network import network
+from cuzk_jax.ops.ntt_network import fourstep_exponents
 
 LIMBS = 8
-DEFAULT_BLOCK = 128
-U32, U64 = jnp.uint32, jnp.uint64
+DEFAULT_BLOCK = 256
+U32 = jnp.uint32
 
 
 def _field(interpret: bool):
@@ -38,27 +45,33 @@ def _field(interpret: bool):
     return fr
 
 
-def _kernel(s_ref, x_ref, w_ref, o_ref, *, log_n: int, k: int, block: int, interpret: bool):
-    S = 1 << k
-    j = pl.program_id(0)  # the long grid axis first: CUDA caps grid y/z at 65535
-    q = (j * block + jnp.arange(block, dtype=jnp.int32)).astype(U32)
-    stage = s_ref[0]
+def _bcast(a, shape):
+    return [jnp.broadcast_to(v, shape) for v in a]
+
+
+def _kernel(x_ref, w_ref, o_ref, *, n: int, s: int, R_: int, Cb: int, nc: int, twiddle: bool, interpret: bool):
     f = _field(interpret)
-    xs = []
-    for d in range(S):
-        idx = (q * U32(S) + U32(d)).astype(jnp.int32)
-        xs.append([x_ref[l, idx].astype(f.dtype) for l in range(LIMBS)])
-
-    def get_twiddles(taus):
-        return [[w_ref[l, t.astype(jnp.int32)].astype(f.dtype) for l in range(LIMBS)] for t in taus]
-
-    def addsub(pairs, subtract):
-        return [(f.sub if subtract else f.add)(a, b) for a, b in pairs]
-
-    zs = network(xs, q, stage, log_n, k, get_twiddles, f.mul_many, addsub)
-    for C in range(S):
-        for l in range(LIMBS):
-            o_ref[l, C, :] = zs[C][l].astype(U32)
+    M = 1 << s
+    v = [x_ref[l].astype(f.dtype) for l in range(LIMBS)]  # each (M, Cb)
+    for q in range(1, s + 1):
+        Ls = 1 << (q - 1)
+        r = M >> q
+        halves = [jnp.split(x, 2, axis=0) for x in v]
+        a0 = [h[0].reshape(r, Ls, Cb) for h in halves]
+        a1 = [h[1].reshape(r, Ls, Cb) for h in halves]
+        tau = jax.lax.broadcasted_iota(jnp.int32, (Ls,), 0) * jnp.int32(r * (n // M))  # w_L^j = w_n^(j r n/M)
+        t = _bcast([w_ref[l, tau].astype(f.dtype).reshape(1, Ls, 1) for l in range(LIMBS)], (r, Ls, Cb))
+        p = f.mul(a1, t)
+        u, d = f.add(a0, p), f.sub(a0, p)
+        v = [jnp.transpose(jnp.stack([x, y], axis=-1), (0, 3, 1, 2)).reshape(M, Cb) for x, y in zip(u, d)]
+    if twiddle:
+        e = fourstep_exponents(M, Cb, R_, n, col0=(pl.program_id(0) % nc) * Cb)
+        idx = (e & U32(n // 2 - 1)).astype(jnp.int32)
+        t = [w_ref[l, idx].astype(f.dtype) for l in range(LIMBS)]
+        y = f.mul(v, t)
+        v = f.select(e >= U32(n // 2), f.neg(y), y)  # w^(e + n/2) = -w^e
+    for l in range(LIMBS):
+        o_ref[l] = v[l].astype(U32)
 
 
 def _compiler_params(num_warps, triton: bool | None):
@@ -71,34 +84,30 @@ def _compiler_params(num_warps, triton: bool | None):
     return pltriton.CompilerParams(num_warps=num_warps, num_stages=1)
 
 
-def step(x, w, stage, *, log_n: int, k: int, interpret: bool = False, block: int = DEFAULT_BLOCK,
-         num_warps: int | None = 4, triton: bool | None = None):
-    """One k-stage iteration on ``x`` ``(B, 8, n)``; see the module docstring.
+def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, interpret: bool = False,
+                  block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None):
+    """One pass on ``x`` ``(8, BR, M, C)`` (``M = 2^s``): the M-point NTT along axis 2 with root ``w_n^(n/M)``, then
+    (``twiddle``) the four-step factor ``w_n^(k j R_)``; same shape out. See the module docstring.
 
-    ``block`` (a power of two) groups per program; ``triton`` forces (True) or omits (False) the Triton compiler
+    ``block`` (a power of two): elements per program; ``triton`` forces (True) or omits (False) the Triton compiler
     parameters, default: on when the default backend is a GPU (used to lower for CUDA on a machine without one).
     """
-    B = x.shape[0]
-    n = 1 << log_n
-    S = 1 << k
-    Q = n // S
+    _, BR, M, C = x.shape
+    if M != 1 << s:
+        raise ValueError(f"sub_transform: axis 2 has {M} points, expected 2^{s}")
     if block <= 0 or block & (block - 1):
         raise ValueError(f"block must be a power of two, got {block}")
-    block = min(block, Q)
-    s = jnp.asarray(stage, jnp.int32).reshape(1)
-    kernel = functools.partial(_kernel, log_n=log_n, k=k, block=block, interpret=interpret)
+    Cb = min(C, max(1, block // M))
+    nc = C // Cb
+    kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, interpret=interpret)
+    spec = pl.BlockSpec((LIMBS, None, M, Cb), lambda i: (0, i // nc, 0, i % nc))
     with jax.enable_x64(True):
-        out = pl.pallas_call(
+        return pl.pallas_call(
             kernel,
-            out_shape=jax.ShapeDtypeStruct((B, LIMBS, S, Q), U32),
-            grid=(Q // block, B),
-            in_specs=[
-                pl.BlockSpec((1,), lambda j, b: (0,)),
-                pl.BlockSpec((None, LIMBS, n), lambda j, b: (b, 0, 0)),
-                pl.BlockSpec(tuple(w.shape), lambda j, b: (0, 0)),
-            ],
-            out_specs=pl.BlockSpec((None, LIMBS, S, block), lambda j, b: (b, 0, 0, j)),
+            out_shape=jax.ShapeDtypeStruct(x.shape, U32),
+            grid=(BR * nc,),  # one long grid axis: CUDA caps grid y/z at 65535
+            in_specs=[spec, pl.BlockSpec(tuple(w.shape), lambda i: (0, 0))],
+            out_specs=spec,
             interpret=interpret,
             compiler_params=_compiler_params(num_warps, triton),
-        )(s, x, w)
-    return out.reshape(B, LIMBS, n)
+        )(x, w)
