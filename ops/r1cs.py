@@ -433,20 +433,22 @@ def chunked_program(cr: ChunkedR1CS, z, m: int, method: str = "scatter"):
     zeros = (0,) * (1 + len(batch))
 
     def body(j, carry):
-        out, first = carry
+        outs, first = carry
         sub = DeviceR1CS(rows=cr.rows[j], cols=cr.cols[j], coeff_ids=cr.coeff_ids[j], indptr=cr.indptr[j],
                          coeffs=cr.coeffs)
-        abc = _abc(sub, z, method).reshape((fr.limbs,) + batch + (3, rc))
-        bad = ~fr.eq(fr.mul(abc[..., 0, :], abc[..., 1, :]), abc[..., 2, :])  # (*batch, rc)
+        abc = _abc(sub, z, method)  # (8, *batch, 3 rc): this chunk's A, B, C rows
+        a, b, c = abc[..., :rc], abc[..., rc:2 * rc], abc[..., 2 * rc:]
+        bad = ~fr.eq(fr.mul(a, b), c)  # (*batch, rc)
         hit = jnp.any(bad, axis=-1) & (first < 0)
         first = jnp.where(hit, j * rc + jnp.argmax(bad, axis=-1).astype(jnp.int32), first)
-        out = jax.lax.dynamic_update_slice(out, abc, zeros + (0, j * rc))
-        return out, first
+        # three separate buffers: when C rc == m the final slices below are whole arrays (no copy)
+        outs = tuple(jax.lax.dynamic_update_slice(o, x, zeros + (j * rc,)) for o, x in zip(outs, (a, b, c)))
+        return outs, first
 
-    out0 = jnp.zeros((fr.limbs,) + batch + (3, C * rc), jnp.uint32)
+    outs0 = tuple(jnp.zeros((fr.limbs,) + batch + (C * rc,), jnp.uint32) for _ in range(3))
     first0 = jnp.full(batch, -1, jnp.int32)
-    out, first = jax.lax.fori_loop(0, C, body, (out0, first0))
-    return out[..., 0, :m], out[..., 1, :m], out[..., 2, :m], first < 0, first
+    (az, bz, cz), first = jax.lax.fori_loop(0, C, body, (outs0, first0))
+    return az[..., :m], bz[..., :m], cz[..., :m], first < 0, first
 
 
 # Bytes of the evaluation's live intermediates, fitted (rounded up) to XLA's buffer assignment
@@ -467,7 +469,8 @@ def _eval_bytes(M: int, nnz: int, batch: int, rows_per_chunk: int | None, schedu
     work = batch * (per_nnz * nnz + _PER_ROW * 3 * rows) + _PER_NNZ_SHARED * nnz
     if rows_per_chunk is None:
         return outputs + work
-    staging = 3 * 32 * max(1, -(-M // rows_per_chunk)) * rows_per_chunk * batch  # the loop's (8, P, 3, C Rc)
+    padded = max(1, -(-M // rows_per_chunk)) * rows_per_chunk
+    staging = 3 * 32 * padded * batch if padded != M else 0  # the loop's buffers, when the outputs are slices
     return staging + outputs + work
 
 
@@ -475,7 +478,8 @@ def evaluate_device_bytes(dr: DeviceR1CS, batch: int, rows_per_chunk: int | None
                           schedule: str | None = None) -> int:
     """Estimated peak device bytes the evaluation of ``batch`` partitions adds on top of its inputs (``z`` and the
     R1CS tables, which the caller holds anyway): the intermediates of the one-shot gather (``rows_per_chunk``
-    None) or of one chunk, plus the outputs ``A z, B z, C z`` (and, chunked, the loop's staging buffer). An upper
+    None) or of one chunk, plus the outputs ``A z, B z, C z`` (and, chunked with ``C Rc != M``, the loop's
+    buffers the outputs are sliced from). An upper
     bound of what XLA's buffer assignment reports on CPU, for the memory planner. ``dr``: a
     :class:`DeviceR1CS` (host-readable) or a :class:`ChunkedR1CS` (its chunk shape is used). ``schedule``: the
     field multiplication schedule the program is compiled with (``"rolled"`` / ``"unrolled"``; default: this
