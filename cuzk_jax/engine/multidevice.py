@@ -34,7 +34,7 @@ from typing import Sequence
 
 import jax
 
-from cuzk_jax.errors import BadInput
+from cuzk_jax.errors import BadInput, ProofRejected, Unsatisfied
 
 from . import synthesis
 from .backends import DeviceBackend
@@ -84,9 +84,10 @@ def split(n: int, parts: int) -> list[range]:
 class _Joined(ProofFuture):
     """The future of a job split over several engines: done when every part is; cancelling it cancels them."""
 
-    def __init__(self, job_id: int, parts: list, sector):
+    def __init__(self, job_id: int, parts: list, sector, offsets: list):
         super().__init__(job_id)
         self.parts = parts
+        self._offsets = {id(f): o for f, o in zip(parts, offsets)}
         self._sector = sector
         self._left = len(parts)
         self._lock = threading.Lock()
@@ -114,10 +115,29 @@ class _Joined(ProofFuture):
             for other in self.parts:
                 if other is not fut:
                     other.cancel()
-            _settle(self, exc=exc)
+            _settle(self, exc=_renumbered(exc, self._offsets[id(fut)]))
             return
         if last:
             _settle(self, result=_join([f.result() for f in self.parts], self.job_id, self._sector))
+
+
+def _renumbered(exc: BaseException, offset: int) -> BaseException:
+    """The error of a chunk with its partition numbers made the job's (chunk partition ``i`` is job partition
+    ``offset + i``): :class:`~cuzk_jax.errors.Unsatisfied` (``partition``) and the engine's ProofRejected
+    (``partitions``); other errors unchanged."""
+    if not offset:
+        return exc
+    if isinstance(exc, Unsatisfied) and exc.partition is not None:
+        new = Unsatisfied(exc.index, exc.name, exc.partition + offset)
+        new.__cause__ = exc
+        return new
+    if isinstance(exc, ProofRejected) and getattr(exc, "partitions", None):
+        parts = [p + offset for p in exc.partitions]
+        new = ProofRejected(f"job: the proof of partition(s) {parts} does not verify (the prover made an invalid "
+                            f"proof; it is not returned)")
+        new.partitions, new.__cause__ = parts, exc
+        return new
+    return exc
 
 
 def _settle(fut: cf.Future, result=None, exc: BaseException | None = None) -> None:
@@ -239,11 +259,12 @@ class MultiDeviceEngine:
             if len(randomness) != len(items):
                 raise ValueError(f"submit: {len(items)} partitions but {len(randomness)} (r, s) pairs")
         order = sorted(range(len(self.engines)), key=self._load)  # least loaded first: it takes the larger chunk
-        parts = []
+        parts, offsets = [], []
         try:
             for chunk, k in zip(split(len(items), len(self.engines)), order):
                 if not len(chunk):
                     continue
+                offsets.append(chunk.start)
                 rs = None if randomness is None else randomness[chunk.start:chunk.stop]
                 key = "inputs" if inputs is not None else "witnesses"
                 parts.append(self.engines[k].submit(circuit, **{key: items[chunk.start:chunk.stop]}, randomness=rs))
@@ -251,7 +272,7 @@ class MultiDeviceEngine:
             for fut in parts:
                 fut.cancel()
             raise
-        return _Joined(next(self._ids), parts, sector)
+        return _Joined(next(self._ids), parts, sector, offsets)
 
     def submit_sector(self, circuit, sector: int, partitions: int = 10, randomness=None) -> ProofFuture:
         return self.submit(circuit, sector=sector, partitions=partitions, randomness=randomness)
