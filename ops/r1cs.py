@@ -379,46 +379,45 @@ def _check_rows_per_chunk(rows_per_chunk) -> int:
 
 
 def chunk_rows(dr: DeviceR1CS, rows_per_chunk: int, *, nnz_steps: int | None = BUCKET_STEPS) -> ChunkedR1CS:
-    """Cut ``dr`` into chunks of ``rows_per_chunk`` constraints (host work over every nonzero: build it once per
-    R1CS and keep it, as the :class:`DeviceR1CS`). The chunk's nonzero count ``N`` (the largest chunk's) is rounded
-    up with :func:`bucket` (``nnz_steps``; ``None``: exact) so nearby circuits share the chunk program."""
+    """Cut ``dr`` into chunks of ``rows_per_chunk`` constraints (host work, one pass over the nonzeros: build it
+    once per R1CS and keep it, as the :class:`DeviceR1CS`). The chunk's nonzero count ``N`` (the largest chunk's)
+    is rounded up with :func:`bucket` (``nnz_steps``; ``None``: exact) so nearby circuits share the chunk program.
+
+    No sort: the stacked nonzeros of matrix ``k`` and constraints ``[r0, r1)`` are one contiguous range of ``dr``
+    (``indptr[k M + r0] : indptr[k M + r1]``), copied whole into the chunk after the previous matrices' ranges."""
     rc = _check_rows_per_chunk(rows_per_chunk)
     M = dr.padded_constraints
-    rows = np.asarray(dr.rows).astype(np.int64)
-    cols, cids = np.asarray(dr.cols), np.asarray(dr.coeff_ids)
+    indptr = np.asarray(dr.indptr).astype(np.int64)
+    rows, cols, cids = np.asarray(dr.rows), np.asarray(dr.cols), np.asarray(dr.coeff_ids)
     coeffs = np.asarray(dr.coeffs)
     zero_id = coeffs.shape[1]
     coeffs = np.concatenate([coeffs, np.zeros((fr.limbs, 1), np.uint32)], axis=1)
     C = max(1, -(-M // rc))
-    if rows.size:
-        k, i = rows // M, rows % M  # matrix, constraint
-        j = i // rc
-        key = j * (3 * rc) + k * rc + (i - j * rc)  # (chunk, local stacked row)
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        cols, cids = cols[order], cids[order]
-    else:
-        key = np.zeros(0, np.int64)
-    counts = np.bincount(key, minlength=C * 3 * rc).reshape(C, 3 * rc)
-    per_chunk = counts.sum(axis=1)
+    r0 = np.minimum(np.arange(C, dtype=np.int64) * rc, M)
+    r1 = np.minimum(r0 + rc, M)
+    per_chunk = sum(indptr[k * M + r1] - indptr[k * M + r0] for k in range(3))  # (C,)
     n = int(per_chunk.max()) if per_chunk.size else 0
     n = max(1, bucket(n, nnz_steps) if nnz_steps else n)
     if n >= 2**31 or 3 * rc >= 2**31:
         raise BadInput(f"chunk too large for int32 indexing ({n} nonzeros, {rc} rows)")
-    starts = np.concatenate([[0], np.cumsum(per_chunk)[:-1]])
-    j = key // (3 * rc)
-    slot = np.arange(key.size) - starts[j]  # position within its chunk
-    out_rows = np.full((C, n), 3 * rc - 1, np.int32)
+    out_rows = np.full((C, n), 3 * rc - 1, np.int32)  # padding: last local row, column 0, the zero coefficient
     out_cols = np.zeros((C, n), np.int32)
     out_cids = np.full((C, n), zero_id, np.int32)
-    out_rows[j, slot] = (key - j * 3 * rc).astype(np.int32)
-    out_cols[j, slot] = cols
-    out_cids[j, slot] = cids
-    indptr = np.zeros((C, 3 * rc + 1), np.int64)
-    np.cumsum(counts, axis=1, out=indptr[:, 1:])
-    indptr[:, -1] = n  # the padding belongs to the last local row
+    out_ptr = np.empty((C, 3 * rc + 1), np.int32)
+    for j in range(C):
+        a, nrows, pos = int(r0[j]), int(r1[j] - r0[j]), 0
+        for k in range(3):
+            s0, s1 = int(indptr[k * M + a]), int(indptr[k * M + a + nrows])
+            cnt = s1 - s0
+            out_rows[j, pos:pos + cnt] = rows[s0:s1] - (k * M + a) + k * rc
+            out_cols[j, pos:pos + cnt] = cols[s0:s1]
+            out_cids[j, pos:pos + cnt] = cids[s0:s1]
+            out_ptr[j, k * rc:k * rc + nrows + 1] = indptr[k * M + a:k * M + a + nrows + 1] - s0 + pos
+            out_ptr[j, k * rc + nrows + 1:(k + 1) * rc + 1] = pos + cnt  # rows past M: empty
+            pos += cnt
+        out_ptr[j, -1] = n  # the padding belongs to the last local row
     return ChunkedR1CS(rows=jnp.asarray(out_rows), cols=jnp.asarray(out_cols), coeff_ids=jnp.asarray(out_cids),
-                       indptr=jnp.asarray(indptr.astype(np.int32)), coeffs=jnp.asarray(coeffs))
+                       indptr=jnp.asarray(out_ptr), coeffs=jnp.asarray(coeffs))
 
 
 @functools.partial(jax.jit, static_argnames=("m", "method"))

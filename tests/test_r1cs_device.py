@@ -213,6 +213,11 @@ def test_chunked_reference_values_and_bucketed(nearby):
     cr = O.chunk_rows(dr, 7)
     az, bz, cz, ok, first = O.evaluate_chunked(cr, z)  # without num_rows: C * Rc = 70 rows, those past m zero
     assert az.shape == (8, 2, 70) and cr.num_chunks == 10
+    # layout: rows sorted within a chunk (the scatter promises sorted indices), indptr their CSR pointers
+    rows, ptr = np.asarray(cr.rows), np.asarray(cr.indptr)
+    for j in range(cr.num_chunks):
+        assert (np.diff(rows[j]) >= 0).all()
+        assert np.array_equal(ptr[j], np.searchsorted(rows[j], np.arange(3 * 7 + 1)))
     _assert_evals((az, bz, cz), _want(r1cs, ws), r1cs.num_constraints)
     ok1, first1 = O.check(dr, z)
     _same((ok, first), (ok1, first1))
