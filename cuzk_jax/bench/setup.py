@@ -164,7 +164,7 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
         bench.emit(rows, {"phase": "setup", "run": rep, "log_n": log_n, "tuning": str(tuning or "default"), "constraints": r1cs.num_constraints,
                           "g1_points": g1_points, "g2_points": g2_points, "seconds": round(dt, 3),
                           "points_per_s": round((g1_points + g2_points) / dt),
-                          "device_gbytes": round(pk.nbytes() / 1e9, 3),
+                          "device_mbytes": round(pk.nbytes() / 2**20, 2),
                           "ok": got == C.g1.ref.mul(C.g1.ref.generator, k)})
     if not want_keyfile:
         return
@@ -175,7 +175,7 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
         t0 = time.perf_counter()
         size = keyfile.save(pk, path)
         dt = time.perf_counter() - t0
-        bench.emit(rows, {"phase": "key_write", "log_n": log_n, "gbytes": round(size / 1e9, 3),
+        bench.emit(rows, {"phase": "key_write", "log_n": log_n, "mbytes": round(size / 2**20, 2),
                           "seconds": round(dt, 3), "gb_per_s": round(size / 1e9 / dt, 3)})
         want = pk.to_bytes() if size < (1 << 28) else None  # the byte comparison only where it is cheap
         for label, kw in (("key_load_checked", {}), ("key_load_checksums", {"check": False})):
@@ -184,7 +184,7 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
             dt = time.perf_counter() - t0
             ok = (got.to_bytes() == want) if want is not None else bool(
                 (jax.numpy.asarray(got.h_query.x) == pk.h_query.x).all())
-            bench.emit(rows, {"phase": label, "log_n": log_n, "gbytes": round(size / 1e9, 3),
+            bench.emit(rows, {"phase": label, "log_n": log_n, "mbytes": round(size / 2**20, 2),
                               "seconds": round(dt, 3), "gb_per_s": round(size / 1e9 / dt, 3), "ok": bool(ok)})
             del got
     finally:

@@ -228,16 +228,21 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
     total = sum(sizes)
     if total == 0:
         return [curve.affine_identity((0,)) for _ in parts]
-    scalars = jnp.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
     chunk = chunk or fixed_base.default_affine_chunk(total)
     starts = list(range(0, total, chunk))
+    offsets = [sum(sizes[:k]) for k in range(len(parts))]
     bar = _progress_bar(len(starts), f"setup {curve.name}")
     outs: dict[int, C.Affine] = {}
 
+    def chunk_scalars(lo, hi):  # the scalars [lo, hi) of the virtual concatenation, without concatenating it all
+        pieces = [p[:, max(lo, o) - o:min(hi, o + sz) - o] for p, o, sz in zip(parts, offsets, sizes)
+                  if o < hi and o + sz > lo]
+        return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis=1)
+
     def chunk_out(i):
         if i not in outs:
-            outs[i] = fixed_base.mul_affine(curve, scalars[:, starts[i]:starts[i] + chunk], window=window, chunk=chunk,
-                                            inv_chunk=inv_chunk)
+            outs[i] = fixed_base.mul_affine(curve, chunk_scalars(starts[i], min(total, starts[i] + chunk)),
+                                            window=window, chunk=chunk, inv_chunk=inv_chunk)
             if bar is not None:
                 jax.block_until_ready(outs[i])
                 bar.update(1)
