@@ -79,7 +79,7 @@ class DeviceR1CS(NamedTuple):
     coeff_ids: jax.Array
     indptr: jax.Array
     coeffs: jax.Array
-    sizes: jax.Array | None = None
+    sizes: np.ndarray | jax.Array | None = None
 
     def _size(self, i: int, default: int) -> int:
         return default if self.sizes is None else int(np.asarray(self.sizes)[i])
@@ -148,7 +148,7 @@ def to_device(r1cs, *, bucket_steps: int | None = None) -> DeviceR1CS:
         mp, nnzp, vp = bucket(m, bucket_steps), bucket(nnz, bucket_steps), bucket(r1cs.num_vars, bucket_steps)
     if nnzp >= 2**31 or 3 * mp >= 2**31:
         raise BadInput(f"R1CS too large for int32 indexing (nnz={nnz}, constraints={m})")
-    rows = np.concatenate([mat.row_ids().astype(np.int64) + k * mp for k, mat in enumerate(mats)])
+    rows = np.concatenate([mat.row_ids().astype(np.int32) + np.int32(k * mp) for k, mat in enumerate(mats)])
     cols = np.concatenate([mat.cols for mat in mats]).astype(np.int32)
     cids = np.concatenate([mat.coeff_ids for mat in mats]).astype(np.int32)
     scaled = [c * fr.r_mod % R * (1 << 32) % R for c in r1cs.coeffs]  # c * R * 2^32 mod r
@@ -156,13 +156,13 @@ def to_device(r1cs, *, bucket_steps: int | None = None) -> DeviceR1CS:
         k = len(scaled)
         scaled = scaled + [0] * ((1 << k.bit_length()) - k)  # entry k is zero: the padding's coefficient
         pad = nnzp - nnz
-        rows = np.concatenate([rows, np.full(pad, 3 * mp - 1, np.int64)])
+        rows = np.concatenate([rows, np.full(pad, 3 * mp - 1, np.int32)])
         cols = np.concatenate([cols, np.zeros(pad, np.int32)])
         cids = np.concatenate([cids, np.full(pad, k, np.int32)])
     indptr = np.searchsorted(rows, np.arange(3 * mp + 1), side="left").astype(np.int32)
     coeffs = encoding.ints_to_limbs(scaled, "fr", montgomery=False)
     sizes = np.array([m, nnz, r1cs.num_vars, vp], np.int32)
-    return DeviceR1CS(rows=jnp.asarray(rows.astype(np.int32)), cols=jnp.asarray(cols), coeff_ids=jnp.asarray(cids),
+    return DeviceR1CS(rows=jnp.asarray(rows), cols=jnp.asarray(cols), coeff_ids=jnp.asarray(cids),
                       indptr=jnp.asarray(indptr), coeffs=jnp.asarray(coeffs), sizes=sizes)
 
 
@@ -184,10 +184,12 @@ def _check_z(dr: DeviceR1CS, z, chunk: int | None = None) -> None:
         raise BadInput(f"z must have shape (8, *batch, n_vars), got {getattr(z, 'shape', type(z).__name__)}")
     if z.dtype != jnp.uint32:
         raise BadInput(f"z must be uint32 limbs, got {z.dtype}")
-    sizes = getattr(dr, "sizes", None)
-    if sizes is not None and not isinstance(sizes, jax.core.Tracer):
-        need = dr.num_vars
-        if z.shape[-1] < need:
+    if getattr(dr, "sizes", None) is not None:
+        try:
+            need = dr.num_vars
+        except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+            need = None  # under a caller's jit the sizes are traced: nothing to compare
+        if need is not None and z.shape[-1] < need:
             raise BadInput(f"z has {z.shape[-1]} variables, the R1CS {need}")
     if chunk is not None:
         if not isinstance(chunk, int) or chunk < 1:
