@@ -1,5 +1,5 @@
-"""``python -m cuzk_jax {prove,setup,verify,bench,serve,client} [flags]`` (also ``cuzk-jax ...``): the same mains as
-``cuzk-prove`` etc.; ``serve`` runs the proving daemon, ``client`` talks to it (docs/service.md).
+"""``python -m cuzk_jax {prove,setup,verify,bench,serve,client} [flags]``: the same mains as ``cuzk-prove`` etc.;
+``serve`` runs the proving daemon, ``client`` talks to it (docs/service.md).
 
 ``python -m cuzk_jax <command> --help`` lists the command's flags.
 """
@@ -13,17 +13,19 @@ COMMANDS = {"prove": "prove sectors, or a circom circuit from snarkjs files",
             "setup": "circuit-specific Groth16 setup into the key cache",
             "verify": "verify cuzk_jax sector proofs or a snarkjs proof.json",
             "bench": "benchmarks (--op=field,curve,msm,ntt,h,engine,keyload,synth,snarkjs,kernel-compile,"
-                     "check-msm,soak)",
-            "serve": "the proving daemon: gRPC API, priorities, job journal, metrics (docs/service.md)",
-            "client": "client of the daemon: submit, wait, poll, cancel, status, preload, evict, metrics"}
+                     "check-msm,soak)"}
+# The daemon and its client (docs/service.md): ``serve`` is scripts/serve.py, ``client`` an argparse CLI.
+SERVICE_COMMANDS = {"serve": "the proving daemon: gRPC API, priorities, job journal, metrics",
+                    "client": "client of the daemon: submit, wait, poll, cancel, status, preload, evict, metrics"}
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv if argv is None else argv)
-    if len(argv) < 2 or argv[1] not in COMMANDS:
-        usage = "usage: python -m cuzk_jax {" + ",".join(COMMANDS) + "} [flags]   (<command> --help for its flags)"
+    every = {**COMMANDS, **SERVICE_COMMANDS}
+    if len(argv) < 2 or argv[1] not in every:
+        usage = "usage: python -m cuzk_jax {" + ",".join(every) + "} [flags]   (<command> --help for its flags)"
         if len(argv) >= 2 and argv[1] in ("-h", "--help", "help"):
-            print(usage + "\n" + "\n".join(f"  {k:8s}{v}" for k, v in COMMANDS.items()))
+            print(usage + "\n" + "\n".join(f"  {k:8s}{v}" for k, v in every.items()))
             sys.exit(0)
         what = f"unknown command {argv[1]!r}" if len(argv) >= 2 else "no command"
         print(f"error: {what}; {usage}", file=sys.stderr)
