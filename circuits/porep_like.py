@@ -411,73 +411,61 @@ def block_counts(circuit: PorepLike) -> dict:
     return counts
 
 
-def fill_z(cs: BatchCS, counts: dict, P: int, out: np.ndarray, montgomery: bool = True) -> None:
-    """Write the ``P`` partitions of a batch (from :func:`synthesize_batch`) into ``out`` ``(8, P, num_vars)``
-    uint32 (Fr limbs, Montgomery form unless ``montgomery=False``; any array-like supporting slice assignment)."""
+def fill_z(cs: BatchCS, counts: dict, P: int, out: np.ndarray, montgomery: bool = True, first: int = 0) -> None:
+    """Write the ``P`` partitions of a batch (from :func:`synthesize_batch`) into ``out[:, first:first + P, :]``
+    (``out``: ``(8, *, num_vars)`` uint32, e.g. a memmap; Fr limbs, Montgomery form unless ``montgomery=False``).
+
+    Each challenge block's private wires are one contiguous column range: its bits are laid out as one uint8
+    vector and multiplied by the limbs of 1 in a single broadcast write, then the few field wires are scattered."""
     C = counts["challenges"]
     ni_h, na_h, ni_b, na_b = counts["head_inputs"], counts["head_aux"], counts["block_inputs"], counts["block_aux"]
-    n_in = counts["num_inputs"]
-    if out.shape != (8, P, counts["num_vars"]):
-        raise ValueError(f"fill_z: out has shape {out.shape}, expected {(8, P, counts['num_vars'])}")
-    one = one_limbs(montgomery)
+    n_in, V = counts["num_inputs"], counts["num_vars"]
+    if out.ndim != 3 or out.shape[0] != 8 or out.shape[2] != V or out.shape[1] < first + P:
+        raise ValueError(f"fill_z: out has shape {out.shape}, expected (8, >= {first + P}, {V})")
+    one = one_limbs(montgomery)[:, None]
     bit_aux, bits = cs.bit_aux, cs.bits
-    head_rows = bit_aux < na_h
-    bh_cols = n_in + bit_aux[head_rows]
-    bb_off = bit_aux[~head_rows] - na_h
-    bb_cols = (n_in + na_h + np.arange(C, dtype=np.int64)[:, None] * na_b + bb_off[None, :])  # (C, nbb)
-    bits_h, bits_b = bits[head_rows], bits[~head_rows]
+    nh = int(np.searchsorted(bit_aux, na_h))  # header bit rows come first (aux indices ascend)
+    h_off, b_off = bit_aux[:nh], bit_aux[nh:] - na_h
+    bits_h, bits_b = bits[:nh], bits[nh:]
     fr_aux = np.asarray(cs.fr_aux, np.int64)
-    fr_head = [k for k, a in enumerate(cs.fr_aux) if a < na_h]
-    fr_block = [k for k, a in enumerate(cs.fr_aux) if a >= na_h]
+    fr_head = np.flatnonzero(fr_aux < na_h).tolist()
+    fr_block = np.flatnonzero(fr_aux >= na_h).tolist()
     fb_off = fr_aux[fr_block] - na_h
+    vec_h = np.zeros(na_h, np.uint8)
+    vec_b = np.zeros(na_b, np.uint8)
     for p in range(P):
-        k0 = p * C
-        row = np.empty((8, counts["num_vars"]), np.uint32)
+        k0, q = p * C, first + p
         # inputs: ONE and the header's, then each challenge's
         vals = [int(cs.input_values[i][k0]) for i in range(ni_h)]
         for j in range(C):
             vals += [int(cs.input_values[i][k0 + j]) for i in range(ni_h, ni_h + ni_b)]
-        row[:, :n_in] = encoding.ints_to_limbs(vals, "fr", montgomery=montgomery)
-        # bit wires: 0 or the limbs of 1
-        hb = bits_h[:, k0]
-        bb = bits_b[:, k0:k0 + C].T  # (C, nbb)
-        for limb in range(8):
-            row[limb, bh_cols] = hb * one[limb]
-            row[limb, bb_cols] = bb * one[limb]
+        out[:, q, :n_in] = encoding.ints_to_limbs(vals, "fr", montgomery=montgomery)
+        # bit wires (0 or the limbs of 1), one contiguous range per block; field wires are overwritten below
+        vec_h[h_off] = bits_h[:, k0]
+        out[:, q, n_in:n_in + na_h] = one * vec_h[None, :]
+        for j in range(C):
+            vec_b[b_off] = bits_b[:, k0 + j]
+            start = n_in + na_h + j * na_b
+            out[:, q, start:start + na_b] = one * vec_b[None, :]
         # field wires
         fvals = [int(cs.fr_values[k][k0]) for k in fr_head]
         fcols = [n_in + int(fr_aux[k]) for k in fr_head]
         for j in range(C):
             fvals += [int(cs.fr_values[k][k0 + j]) for k in fr_block]
-        if fr_block:
-            fcols = np.concatenate([np.asarray(fcols, np.int64),
-                                    (n_in + na_h + np.arange(C, dtype=np.int64)[:, None] * na_b
-                                     + fb_off[None, :]).ravel()])
+        cols = np.concatenate([np.asarray(fcols, np.int64),
+                               (n_in + na_h + np.arange(C, dtype=np.int64)[:, None] * na_b + fb_off[None, :]).ravel()])
         if len(fvals):
-            row[:, np.asarray(fcols, np.int64)] = encoding.ints_to_limbs(fvals, "fr", montgomery=montgomery)
-        out[:, p, :] = row
+            out[:, q, cols] = encoding.ints_to_limbs(fvals, "fr", montgomery=montgomery)
 
 
 def _task(circuit, inputs_list, montgomery, path, shape, first):
     """Worker: the batch of partitions ``first .. first + len(inputs_list)`` into the shared output file."""
     cs, counts = synthesize_batch(circuit, inputs_list)
     z = np.memmap(path, np.uint32, "r+", shape=shape)
-    fill_z(cs, counts, len(inputs_list), _Slice(z, first, len(inputs_list)), montgomery)
+    fill_z(cs, counts, len(inputs_list), z, montgomery, first)
     z.flush()
     del z
     return counts
-
-
-class _Slice:
-    """``out[:, first:first + n, :]`` of a memmap without materialising it (fill_z assigns one partition at a
-    time)."""
-
-    def __init__(self, z, first, n):
-        self.z, self.first, self.shape = z, first, (z.shape[0], n, z.shape[2])
-
-    def __setitem__(self, key, value):
-        _, p, _ = key
-        self.z[:, self.first + p, :] = value
 
 
 _POOL: dict = {}

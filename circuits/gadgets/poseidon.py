@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+
 from cuzk_jax.reference.constants import R
 
 from .. import poseidon as native
@@ -81,6 +83,8 @@ def permutation_lanes(cs: ConstraintSystem, inputs: list, capacity: int = 0, lab
     keep, has_values = cs.keep, cs.has_values
     lane_terms = [None] + [list(x.lc.terms.items()) for x in inputs]
     lane_vals = [None] + [x.value for x in inputs]
+    if cs.batched and not keep:
+        return _permutation_batched(cs, prog, capacity, lane_terms, lane_vals)
     out_var: list[int] = []
     out_val: list = []
     ONE = ONE_INDEX
@@ -152,3 +156,75 @@ def poseidon_hash(cs: ConstraintSystem, inputs: list, label: str = "poseidon") -
 
 def constraints_per_hash(arity: int) -> int:
     return 3 * len(program(arity + 1).sbox_inputs)
+
+
+# -- batched witness (vector_witness.BatchCS) ----------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _dense(t: int, capacity: int):
+    """The program as index / coefficient arrays: per S-box (and per output lane) ``(const, lane ids, lane coeffs,
+    S-box ids, S-box coeffs)`` with the coefficients as object arrays (Python ints), for np.dot over a batch."""
+    prog = program(t, capacity)
+
+    def split(spec):
+        const, lanes, lc, ks, kc = 0, [], [], [], []
+        for k, c in spec:
+            if k >= 0:
+                ks.append(k)
+                kc.append(c)
+            elif k == CONST:
+                const = c
+            else:
+                lanes.append(-2 - k)
+                lc.append(c)
+        obj = lambda xs: np.array(xs, dtype=object) if xs else None  # noqa: E731
+        return const, np.array(lanes, np.int64), obj(lc), np.array(ks, np.int64), obj(kc)
+
+    return [split(sp) for sp in prog.sbox_inputs], [split(sp) for sp in prog.outputs]
+
+
+def _permutation_batched(cs, prog: Program, capacity: int, lane_terms, lane_vals) -> list:
+    """:func:`permutation_lanes` with array values over ``cs.n`` instances: each S-box input is two object-array
+    dot products (input lanes, earlier S-boxes) instead of one numpy call per term; wires in the same order."""
+    t, n = prog.t, cs.n
+    sboxes, outputs = _dense(t, capacity)
+    lanes = np.zeros((t, n), object)
+    for i in range(1, t):
+        lanes[i] = lane_vals[i]
+    outs = np.empty((len(sboxes), n), object)
+    out_var: list[int] = []
+
+    def value(spec):
+        const, li, lc, ks, kc = spec
+        v = np.full(n, const, dtype=object) if const else np.zeros(n, dtype=object)
+        if lc is not None:
+            v = v + lc.dot(lanes[li])
+        if kc is not None:
+            v = v + kc.dot(outs[ks])
+        return v % R
+
+    for s_i, spec in enumerate(sboxes):
+        x = value(spec)
+        x2 = x * x % R
+        x4 = x2 * x2 % R
+        y = x4 * x % R
+        cs.alloc_raw(x2)
+        cs.alloc_raw(x4)
+        out_var.append(cs.alloc_raw(y))
+        outs[s_i] = y
+        cs.num_constraints += 3
+    result = []
+    for spec, ospec in zip(prog.outputs, outputs):
+        d: dict = {}
+        for k, c in spec:
+            if k >= 0:
+                d[out_var[k]] = c
+            elif k == CONST:
+                d[ONE_INDEX] = c
+            else:
+                for v, w in lane_terms[-2 - k]:
+                    d[v] = (d.get(v, 0) + w * c) % R
+        result.append(Num(LinearCombination({k: v for k, v in d.items() if v}), value(ospec)))
+    return result
+

@@ -17,7 +17,7 @@ from __future__ import annotations
 from .. import sha256_native as native
 from ..cs import ConstraintSystem
 from . import boolean as B
-from .uint32 import UInt32, add_many, ch, maj, xor3
+from .uint32 import UInt32, add_many, as_batched, ch, maj, xor3
 
 
 def bytes_to_bits(data: bytes) -> list[int]:
@@ -44,7 +44,8 @@ def sha256_compress(cs: ConstraintSystem, state: list, block: list) -> list:
     """One compression: ``state`` = 8 :class:`UInt32`, ``block`` = 512 Booleans (big-endian) -> new state."""
     if len(state) != 8 or len(block) != 512:
         raise ValueError(f"sha256_compress: need 8 state words and 512 block bits, got {len(state)}, {len(block)}")
-    w = [UInt32.from_bits_be(block[32 * i: 32 * i + 32]) for i in range(16)]
+    w = [as_batched(cs, UInt32.from_bits_be(block[32 * i: 32 * i + 32])) for i in range(16)]
+    state = [as_batched(cs, s) for s in state]
     with cs.namespace("schedule"):
         for t in range(16, 64):
             x, y = w[t - 15], w[t - 2]

@@ -64,7 +64,7 @@ class UInt32:
     def xor(self, cs: ConstraintSystem, other: "UInt32", label: str = "xor") -> "UInt32":
         v = None if self.value is None or other.value is None else self.value ^ other.value
         if cs.batched and isinstance(v, np.ndarray):
-            return UInt32(B.xor_bits_batched(cs, self.bits, other.bits, B.word_bits(v), label), v)
+            return BatchedWord.of(self, len(v)).xor(cs, other, label)
         bits = [B.xor(cs, a, b, label) for a, b in zip(self.bits, other.bits)]
         return UInt32(bits, v)
 
@@ -76,7 +76,7 @@ def xor3(cs: ConstraintSystem, a: UInt32, b: UInt32, c: UInt32, label: str = "xo
 def ch(cs: ConstraintSystem, e: UInt32, f: UInt32, g: UInt32, label: str = "ch") -> UInt32:
     v = None if e.value is None else (e.value & f.value) ^ (~e.value & g.value & MASK32)
     if cs.batched and isinstance(v, np.ndarray):
-        return UInt32(B.ch_bits_batched(cs, e.bits, f.bits, g.bits, B.word_bits(v), label), v)
+        return _ch_batched(cs, e, f, g, v, label)
     bits = [B.ch(cs, x, y, z, label) for x, y, z in zip(e.bits, f.bits, g.bits)]
     return UInt32(bits, v)
 
@@ -84,8 +84,7 @@ def ch(cs: ConstraintSystem, e: UInt32, f: UInt32, g: UInt32, label: str = "ch")
 def maj(cs: ConstraintSystem, a: UInt32, b: UInt32, c: UInt32, label: str = "maj") -> UInt32:
     v = None if a.value is None else (a.value & b.value) ^ (a.value & c.value) ^ (b.value & c.value)
     if cs.batched and isinstance(v, np.ndarray):
-        bc = np.broadcast_to(np.asarray(b.value & c.value, np.int64), v.shape)
-        return UInt32(B.maj_bits_batched(cs, a.bits, b.bits, c.bits, B.word_bits(v), B.word_bits(bc), label), v)
+        return _maj_batched(cs, a, b, c, v, label)
     bits = [B.maj(cs, x, y, z, label) for x, y, z in zip(a.bits, b.bits, c.bits)]
     return UInt32(bits, v)
 
@@ -116,6 +115,11 @@ def add_many(cs: ConstraintSystem, operands, label: str = "add") -> UInt32:
             bit_values = B.word_bits(total, nbits)
         else:
             bit_values = [(total >> i) & 1 for i in range(nbits)]
+    if cs.batched and not cs.keep and isinstance(total, np.ndarray):  # one block, a BatchedWord result
+        j0 = cs.alloc_bits_block(bit_values)
+        cs.num_constraints += nbits + 1
+        return BatchedWord(-1 - (j0 + np.arange(32, dtype=np.int64)), np.zeros(32, bool), np.zeros(32, np.uint8),
+                           np.zeros(32, bool), total & MASK32)
     # the full sum's bits (booleanity constraints), least significant first
     sbits = B.alloc_bits(cs, bit_values, nbits, label + "/boolean")
     if cs.keep:
@@ -126,3 +130,156 @@ def add_many(cs: ConstraintSystem, operands, label: str = "add") -> UInt32:
     else:
         cs.num_constraints += 1
     return UInt32(sbits[:32], None if total is None else total & MASK32)
+
+
+# -- batched words (vector_witness.BatchCS) ----------------------------------------------------------------------------
+# In a batched witness run a word keeps its 32 bits as arrays -- encoded variable index, constant flag, constant
+# value, negation -- and its value as an int64 array over the instances, so xor / ch / maj / add work on all 32 bits
+# with a few numpy operations and allocate their wires as one block, in the order (and with the values) the per-bit
+# gadgets would. Bits that the common case does not cover (constants, repeated variables) go through the per-bit
+# gadget, in bit order. ``bits`` materialises Booleans when a caller needs them (digests, message packing).
+
+
+class BatchedWord(UInt32):
+    __slots__ = ("var", "const", "cval", "neg", "_bits")
+
+    def __init__(self, var, const, cval, neg, value):
+        self.var, self.const, self.cval, self.neg, self.value = var, const, cval, neg, value
+        self._bits = None
+
+    @staticmethod
+    def of(word: UInt32, n: int) -> "BatchedWord":
+        if isinstance(word, BatchedWord):
+            return word
+        bits = word.bits
+        var = np.array([0 if b.var is None else b.var for b in bits], np.int64)
+        const = np.array([b.var is None for b in bits], bool)
+        cval = np.array([b.value if b.var is None else 0 for b in bits], np.uint8)
+        neg = np.array([bool(b.neg) and b.var is not None for b in bits], bool)
+        value = np.broadcast_to(np.asarray(word.value, np.int64), (n,))
+        return BatchedWord(var, const, cval, neg, value)
+
+    @property
+    def bits(self) -> list:
+        if self._bits is None:
+            vb = B.word_bits(self.value)
+            self._bits = [(B.TRUE if self.cval[i] else B.FALSE) if self.const[i]
+                          else B.Boolean(int(self.var[i]), bool(self.neg[i]), vb[i]) for i in range(32)]
+        return self._bits
+
+    def _perm(self, idx, value) -> "BatchedWord":
+        return BatchedWord(self.var[idx], self.const[idx], self.cval[idx], self.neg[idx], value)
+
+    def rotr(self, n: int) -> "BatchedWord":
+        n %= 32
+        idx = (np.arange(32) + n) % 32
+        return self._perm(idx, ((self.value >> n) | (self.value << (32 - n))) & MASK32)
+
+    def shr(self, n: int) -> "BatchedWord":
+        idx = np.minimum(np.arange(32) + n, 32)
+        ext = lambda a, fill: np.concatenate([a, [fill]])  # noqa: E731  (index 32 = the constant 0)
+        return BatchedWord(ext(self.var, 0)[idx], ext(self.const, True)[idx], ext(self.cval, 0)[idx],
+                           ext(self.neg, False)[idx], self.value >> n)
+
+    @property
+    def is_constant(self) -> bool:
+        return bool(self.const.all())
+
+    def xor(self, cs: ConstraintSystem, other: "UInt32", label: str = "xor") -> "BatchedWord":
+        a, b = self, BatchedWord.of(other, len(self.value))
+        w = a.value ^ b.value
+        ac, bc = a.const, b.const
+        var, const = np.where(ac, b.var, a.var), ac & bc
+        cval = a.cval ^ b.cval  # for constant results; for a constant operand the other is negated by its value
+        neg = np.where(ac, b.neg ^ (a.cval == 1), np.where(bc, a.neg ^ (b.cval == 1), a.neg ^ b.neg))
+        both = ~ac & ~bc
+        same = both & (a.var == b.var)
+        const = const | same
+        cval = np.where(same, (a.neg != b.neg).astype(np.uint8), cval)
+        alloc = both & ~same
+        k = int(alloc.sum())
+        if k:
+            raw = B.word_bits(w)[alloc] ^ neg[alloc].astype(np.uint8)[:, None]
+            j0 = cs.alloc_bits_block(raw)
+            cs.num_constraints += k
+            var = var.copy()
+            var[alloc] = -1 - (j0 + np.arange(k))
+        neg = neg & ~const
+        return BatchedWord(var, const, np.where(const, cval, 0).astype(np.uint8), neg, w)
+
+
+def _emit_runs(cs, fast, rows, per_bit: int, slow, out_var):
+    """Allocate the fast bits' wires (``rows[t]``: ``per_bit`` raw rows for the t-th fast bit; the last one is the
+    bit's own wire) as blocks between the slow bits, whose per-bit gadget ``slow(i)`` runs in bit order; fills
+    ``out_var`` for the fast bits. Returns ``{i: Boolean}`` for the slow bits."""
+    slow_out = {}
+    order = np.flatnonzero(fast)
+    pos = {int(i): t for t, i in enumerate(order)}
+    run: list[int] = []
+
+    def flush():
+        if not run:
+            return
+        ts = [pos[i] for i in run]
+        mat = rows[ts].reshape(len(ts) * per_bit, -1)
+        j0 = cs.alloc_bits_block(mat)
+        cs.num_constraints += len(ts) * per_bit
+        for t, i in enumerate(run):
+            out_var[i] = -1 - (j0 + t * per_bit + per_bit - 1)
+        run.clear()
+
+    for i in range(32):
+        if fast[i]:
+            run.append(i)
+        else:
+            flush()
+            slow_out[i] = slow(i)
+    flush()
+    return slow_out
+
+
+def _word_from(fast, out_var, slow_out, value) -> BatchedWord:
+    var = out_var.copy()
+    const = np.zeros(32, bool)
+    cval = np.zeros(32, np.uint8)
+    neg = np.zeros(32, bool)
+    for i, bit in slow_out.items():
+        if bit.var is None:
+            const[i], cval[i] = True, bit.value
+        else:
+            var[i], neg[i] = bit.var, bit.neg
+    return BatchedWord(var, const, cval, neg, value)
+
+
+def _ch_batched(cs, e, f, g, v, label):
+    n = len(v)
+    e, f, g = (BatchedWord.of(x, n) for x in (e, f, g))
+    fast = ~e.const & ~f.const & ~g.const & ~((f.var == g.var) & (f.neg == g.neg))
+    vb = B.word_bits(v)
+    rows = vb[fast][:, None, :]
+    eb, fb, gb = e.bits if not fast.all() else None, f.bits if not fast.all() else None, \
+        g.bits if not fast.all() else None
+    out_var = np.zeros(32, np.int64)
+    slow_out = _emit_runs(cs, fast, rows, 1, lambda i: B.ch(cs, eb[i], fb[i], gb[i], label), out_var)
+    return _word_from(fast, out_var, slow_out, v)
+
+
+def _maj_batched(cs, a, b, c, v, label):
+    n = len(v)
+    a, b, c = (BatchedWord.of(x, n) for x in (a, b, c))
+    fast = (~a.const & ~b.const & ~c.const & (a.var != b.var) & (a.var != c.var) & (b.var != c.var))
+    vb = B.word_bits(v)
+    bc = B.word_bits(np.broadcast_to(np.asarray(b.value & c.value, np.int64), v.shape))
+    rows = np.stack([bc[fast], vb[fast]], axis=1)  # per fast bit: the and_ wire bc, then maj's own
+    slow_bits = not fast.all()
+    ab, bb, cb = (a.bits, b.bits, c.bits) if slow_bits else (None, None, None)
+    out_var = np.zeros(32, np.int64)
+    slow_out = _emit_runs(cs, fast, rows, 2, lambda i: B.maj(cs, ab[i], bb[i], cb[i], label), out_var)
+    return _word_from(fast, out_var, slow_out, v)
+
+
+def as_batched(cs: ConstraintSystem, word: UInt32) -> UInt32:
+    """``word`` as a :class:`BatchedWord` in a batched witness run (else unchanged)."""
+    if cs.batched and not cs.keep and isinstance(word.value, np.ndarray) and not isinstance(word, BatchedWord):
+        return BatchedWord.of(word, len(word.value))
+    return word
