@@ -6,15 +6,15 @@ proof through the library API, issue 22); with the persistent cache a second pro
 * :func:`enable_compile_cache` (``cuzk_jax.enable_compile_cache``): turn the cache on for this process at ``path``,
   else ``$CUZK_JAX_CACHE_DIR``, else ``~/.cache/cuzk_jax/xla`` (the folder the scripts use: ``cuzk_jax.cli``'s
   ``--cache_dir`` calls this). Never called at import: importing ``cuzk_jax`` changes no global JAX configuration.
-* :func:`install_compile_hint`: called by the library's entry points (``generator.setup``, ``cuzk_jax.msm``,
-  ``cuzk_jax.ntt``) on first use, not at import; registers a :mod:`jax.monitoring` listener on the backend-compile
+* :func:`install_compile_hint`: called by the library's entry points (``generator.setup``, ``prover.prove``,
+  ``cuzk_jax.msm``, ``cuzk_jax.ntt``) on first use, not at import; registers a :mod:`jax.monitoring` listener on the backend-compile
   event (``/jax/core/compile/backend_compile_duration`` in JAX 0.10) that logs one warning the first time a compile
   takes longer than :data:`HINT_AFTER_SECS` while no cache directory is configured. It also installs the compile
   progress (:func:`install_compile_progress`).
-* :func:`install_compile_progress`: a compile that runs longer than :data:`PROGRESS_AFTER_SECS` is announced while
-  it runs -- a ``compiling <name> ...`` log line (``cuzk_jax`` logger, INFO; absl shows it in the scripts) and, when
-  stderr is a terminal, a tqdm spinner with the elapsed time -- and a ``compiled <name> in <t> s`` line when it
-  ends. JAX reports a backend compile's start as a :mod:`jax.monitoring` scalar event (its start time) and its end
+* :func:`install_compile_progress` (installed by both functions above): a compile that runs longer than
+  :data:`PROGRESS_AFTER_SECS` is announced while it runs -- a ``compiling <name> ...`` log line (``cuzk_jax``
+  logger, INFO; the scripts show INFO with ``--verbosity=0``) and, when stderr is a terminal, a tqdm spinner with
+  the elapsed time -- and a ``compiled <name> in <t> s`` line when it ends. JAX reports a backend compile's start as a :mod:`jax.monitoring` scalar event (its start time) and its end
   as a duration event, both named :data:`BACKEND_COMPILE_EVENT` and carrying ``fun_name``; a timer thread decides
   when a compile has run long enough to be announced, so short compiles print nothing. Where a JAX version reports
   no start event, only the end line is logged.
@@ -62,7 +62,8 @@ def enable_compile_cache(path: str | os.PathLike | None = None,
     ``path``: the cache folder (``~`` expanded, created if missing); ``None``: :func:`default_cache_dir`.
     Programs compiling in at least ``min_compile_time_secs`` are stored. Idempotent: calling it again with the same
     folder changes nothing; a different folder switches the cache to it (JAX's cache state is reset so that the new
-    folder is used even after earlier compiles).
+    folder is used even after earlier compiles). Also installs the compile progress
+    (:func:`install_compile_progress`), so the scripts, which call this, announce long compiles.
     """
     import jax
 
@@ -74,6 +75,7 @@ def enable_compile_cache(path: str | os.PathLike | None = None,
             _reset_jax_cache_state()
         if jax.config.jax_persistent_cache_min_compile_time_secs != min_compile_time_secs:
             jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_secs))
+    install_compile_progress()
     return target
 
 

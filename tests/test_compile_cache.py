@@ -27,6 +27,8 @@ def test_enable_sets_dir_and_is_idempotent(tmp_path, restore_config):
     assert jax.config.jax_persistent_cache_min_compile_time_secs == cc.MIN_COMPILE_TIME_SECS
     assert cuzk_jax.enable_compile_cache(str(target)) == got
     assert jax.config.jax_compilation_cache_dir == got
+    from jax._src import monitoring  # the cache comes with the compile progress (the scripts call this)
+    assert cc._on_scalar in monitoring.get_scalar_listeners()
 
 
 def test_env_var_and_default(tmp_path, monkeypatch, restore_config):
