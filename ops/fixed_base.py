@@ -166,13 +166,82 @@ def _shifted_digit_limbs(digits: np.ndarray, shift: int) -> np.ndarray:
     return out.astype(np.uint32)
 
 
-def _affine_chord_add(F, p: C.Affine, q: C.Affine, inv_chunk: int) -> C.Affine:
+def _pow_windowed(F, a, e: int, k: int):
+    """``a^e`` (static ``e > 0``) by fixed ``k``-bit windows (HAC 14.82): the table ``a^0 .. a^(2^k - 1)`` from one
+    ``lax.scan``, then one ``lax.scan`` step per digit holding ``k`` squarings and one table product -- about
+    ``bits / k + 2^k`` dependent loop steps instead of the ~1.5 bits of square-and-multiply. On an accelerator each
+    step of a device loop has a fixed cost, and the batched inversion runs once per window of every call, so the
+    step count matters as much as the products."""
+    digits = []
+    while e:
+        digits.append(e & ((1 << k) - 1))
+        e >>= k
+    digits.reverse()
+    one = F.ones_like(a)
+
+    def table_step(acc, _):
+        acc = F.mul(acc, a)
+        return acc, acc
+
+    _, powers = lax.scan(table_step, one, None, length=(1 << k) - 1)
+    tab = jnp.concatenate([one[None], powers], axis=0)
+
+    def body(acc, d):
+        for _ in range(k):
+            acc = F.mul(acc, acc)
+        return F.mul(acc, lax.dynamic_index_in_dim(tab, d, 0, keepdims=False)), None
+
+    acc, _ = lax.scan(body, tab[digits[0]], jnp.asarray(digits[1:], jnp.int32))
+    return acc
+
+
+def _batch_inv(F, a, chunk: int, fermat_window: int):
+    """Inverse of every element of ``a`` (zeros map to zeros): ``F.batch_inv`` (Montgomery's trick over runs of
+    ``chunk``), except that the lane totals are inverted by :func:`_pow_windowed` when ``fermat_window > 1``. Fq2
+    reduces to Fq through the norm, as ``Fq2.batch_inv``."""
+    if fermat_window <= 1:
+        return F.batch_inv(a, chunk=chunk)
+    base = getattr(F, "base", None)
+    if base is not None:  # Fq2: 1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2)
+        s0, s1 = base.mul_many([(a[0], a[0]), (a[1], a[1])])
+        ninv = _batch_inv(base, base.add(s0, s1), chunk, fermat_window)
+        r0, r1 = base.mul_many([(a[0], ninv), (base.neg(a[1]), ninv)])
+        return jnp.stack([r0, r1])
+    batch = a.shape[1:]
+    size = int(np.prod(batch)) if batch else 1
+    flat = a.reshape(F.limbs, size)
+    zero = F.is_zero(flat)
+    flat = jnp.where(zero[None], F.ones((size,)), flat)
+    chunk = max(1, min(chunk, size))
+    m = -(-size // chunk)
+    if chunk * m - size:
+        flat = jnp.concatenate([flat, F.ones((chunk * m - size,))], axis=1)
+    x = flat.reshape(F.limbs, chunk, m).transpose(1, 0, 2)
+
+    def fwd(acc, xi):
+        acc = F.mul(acc, xi)
+        return acc, acc
+
+    total, prefix = lax.scan(fwd, F.ones((m,)), x)
+    inv_total = _pow_windowed(F, total, F.modulus - 2, fermat_window)
+    prev = jnp.concatenate([F.ones((m,))[None], prefix[:-1]], axis=0)
+
+    def bwd(acc, inp):
+        xi, before = inp
+        return F.mul(acc, xi), F.mul(acc, before)
+
+    _, invs = lax.scan(bwd, inv_total, (x, prev), reverse=True)
+    out = invs.transpose(1, 0, 2).reshape(F.limbs, chunk * m)[:, :size]
+    return jnp.where(zero[None], jnp.zeros_like(out), out).reshape((F.limbs,) + batch)
+
+
+def _affine_chord_add(F, p: C.Affine, q: C.Affine, inv_chunk: int, fermat_window: int = 1) -> C.Affine:
     """``p + q`` for affine batches where ``x(p) != x(q)`` whenever both are finite (see the comment above): one
     batched inversion of all denominators, 3 products. Infinity coordinates stay zero (the Affine invariant)."""
     both = ~p.inf & ~q.inf
     one = F.ones_like(p.x)
     den = F.select(both, F.sub(q.x, p.x), one)
-    inv = F.batch_inv(den, chunk=inv_chunk)
+    inv = _batch_inv(F, den, inv_chunk, fermat_window)
     (lam,) = F.mul_many([(F.sub(q.y, p.y), inv)])
     (lam2,) = F.mul_many([(lam, lam)])
     x3 = F.sub(F.sub(lam2, p.x), q.x)
@@ -193,9 +262,9 @@ def _reduce_mod_r(scalars):
     return jnp.stack(limbs).astype(jnp.uint32)
 
 
-def _digit(scalars, k, window: int):
-    """Digit ``k`` (bits ``[w k, w k + w)``) of each scalar, int32; ``k`` may be traced."""
-    padded = jnp.concatenate([scalars, jnp.zeros((1,) + scalars.shape[1:], jnp.uint32)], axis=0)
+def _digit(padded, k, window: int):
+    """Digit ``k`` (bits ``[w k, w k + w)``) of each scalar, int32; ``padded``: the limbs ``(8, N)`` with a
+    ninth zero limb appended; ``k`` may be traced."""
     bit = jnp.asarray(k, jnp.int32) * window
     lo = lax.dynamic_index_in_dim(padded, bit // 32, 0, keepdims=False).astype(jnp.uint64)
     hi = lax.dynamic_index_in_dim(padded, bit // 32 + 1, 0, keepdims=False).astype(jnp.uint64)
@@ -209,25 +278,28 @@ def _field_of(curve_name: str, schedule: str):
     return curve.with_schedule(schedule).field if schedule != "platform" else curve.field
 
 
-@functools.partial(jax.jit, static_argnames=("curve_name", "window", "schedule", "inv_chunk"))
-def _mul_affine_program(curve_name: str, tab: C.Affine, scalars, window: int, schedule: str, inv_chunk: int):
+@functools.partial(jax.jit, static_argnames=("curve_name", "window", "schedule", "inv_chunk", "fermat_window"))
+def _mul_affine_program(curve_name: str, tab: C.Affine, scalars, window: int, schedule: str, inv_chunk: int,
+                        fermat_window: int):
     with jax.enable_x64(True):
         F = _field_of(curve_name, schedule)
         scalars = _reduce_mod_r(scalars)
+        padded = jnp.concatenate([scalars, jnp.zeros((1,) + scalars.shape[1:], jnp.uint32)], axis=0)
         size = 1 << window
 
         def gather(k):
-            idx = k * size + _digit(scalars, k, window)
+            idx = k * size + _digit(padded, k, window)
             return jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=-1), tab)
 
         def body(k, acc):
-            return _affine_chord_add(F, acc, gather(k), inv_chunk)
+            return _affine_chord_add(F, acc, gather(k), inv_chunk, fermat_window)
 
         return lax.fori_loop(1, num_windows(window), body, gather(0))
 
 
-@functools.partial(jax.jit, static_argnames=("curve_name", "schedule", "inv_chunk"))
-def _outer_sum_program(curve_name: str, hi: C.Affine, lo: C.Affine, schedule: str, inv_chunk: int):
+@functools.partial(jax.jit, static_argnames=("curve_name", "schedule", "inv_chunk", "fermat_window"))
+def _outer_sum_program(curve_name: str, hi: C.Affine, lo: C.Affine, schedule: str, inv_chunk: int,
+                       fermat_window: int):
     """``out[k, a * len(lo) + b] = hi[k, a] + lo[k, b]`` (batch shape ``(K, len(hi) * len(lo))``)."""
     with jax.enable_x64(True):
         F = _field_of(curve_name, schedule)
@@ -240,11 +312,12 @@ def _outer_sum_program(curve_name: str, hi: C.Affine, lo: C.Affine, schedule: st
                 return a.reshape(a.shape[:-2] + (nh * nl,))
             return jax.tree_util.tree_map(f, p)
 
-        return _affine_chord_add(F, expand(hi, True), expand(lo, False), inv_chunk)
+        return _affine_chord_add(F, expand(hi, True), expand(lo, False), inv_chunk, fermat_window)
 
 
 @functools.lru_cache(maxsize=8)
-def _affine_table_cached(curve_name: str, window: int, schedule: str, inv_chunk: int) -> C.Affine:
+def _affine_table_cached(curve_name: str, window: int, schedule: str, inv_chunk: int,
+                         fermat_window: int) -> C.Affine:
     curve = C.g1 if curve_name == "g1" else C.g2
     K = num_windows(window)
     h = -(-window // 2)
@@ -258,16 +331,17 @@ def _affine_table_cached(curve_name: str, window: int, schedule: str, inv_chunk:
     n_lo = lo_s.shape[1]
     lo = jax.tree_util.tree_map(lambda a: a[..., :n_lo].reshape(a.shape[:-1] + (K, 1 << lo_bits)), both)
     hi = jax.tree_util.tree_map(lambda a: a[..., n_lo:].reshape(a.shape[:-1] + (K, 1 << hi_bits)), both)
-    out = _outer_sum_program(curve_name, hi, lo, schedule, inv_chunk)  # (K, 2^w): index a * 2^h + b = digit
+    out = _outer_sum_program(curve_name, hi, lo, schedule, inv_chunk, fermat_window)  # (K, 2^w): index a * 2^h + b = digit
     return jax.tree_util.tree_map(lambda a: a.reshape(a.shape[:-2] + (K << window,)), out)
 
 
-def affine_table(curve: C.Curve, window: int, schedule: str = "platform", inv_chunk: int = 64) -> C.Affine:
+def affine_table(curve: C.Curve, window: int, schedule: str = "platform", inv_chunk: int = 64,
+                 fermat_window: int = 1) -> C.Affine:
     """The batch-affine method's window table ``T[k][d] = d 2^(w k) G`` flattened to ``K 2^w`` points (``K =
     num_windows(window)``), built on the device and cached per (group, window, schedule)."""
     if not 2 <= window <= 24:
         raise ValueError(f"window must be in [2, 24] bits, got {window}")
-    return _affine_table_cached(curve.name, window, schedule, inv_chunk)
+    return _affine_table_cached(curve.name, window, schedule, inv_chunk, fermat_window)
 
 
 def default_affine_chunk(n: int | None = None) -> int:
@@ -286,6 +360,13 @@ def default_inv_chunk() -> int:
     return 64 if jax.default_backend() == "cpu" else 128
 
 
+def default_fermat_window() -> int:
+    """Window bits of the exponentiation that inverts the lane totals in every batched inversion
+    (:func:`_pow_windowed`): 1 (the field's own square-and-multiply, ~570 dependent steps) on CPU, whose tests
+    compile one program less; 4 (~110 steps, 5 products per step) on an accelerator."""
+    return 1 if jax.default_backend() == "cpu" else 4
+
+
 def default_window() -> int:
     """Window bits of the batch-affine path: 16 on an accelerator (16 windows, a 2^20-point table: 96 MiB for G1,
     192 MiB for G2); 8 on CPU (a table built in seconds)."""
@@ -293,14 +374,15 @@ def default_window() -> int:
 
 
 def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int | None = None,
-               schedule: str = "platform", inv_chunk: int | None = None) -> C.Affine:
+               schedule: str = "platform", inv_chunk: int | None = None,
+               fermat_window: int | None = None) -> C.Affine:
     """``scalars[:, i] * G`` (G the generator) by the batch-affine windowed method (see the comment above).
 
     ``scalars``: Fr limbs ``(8, N)`` uint32, canonical (not Montgomery) form; values ``>= r`` are reduced first.
     Same result as :func:`mul` (affine points are unique). Runs in chunks of exactly ``chunk`` scalars (default
     :func:`default_affine_chunk`; the last one zero-padded), one compiled program per (group, window, chunk,
-    schedule, inv_chunk); ``window`` defaults to :func:`default_window`, ``inv_chunk`` to
-    :func:`default_inv_chunk`.
+    schedule, inv_chunk, fermat_window); ``window`` defaults to :func:`default_window`, ``inv_chunk`` to
+    :func:`default_inv_chunk`, ``fermat_window`` to :func:`default_fermat_window`.
     Accepts a device array and returns a device :class:`Affine` batch of ``N`` points.
     """
     scalars = jnp.asarray(scalars, jnp.uint32)
@@ -308,17 +390,18 @@ def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
         raise ValueError(f"scalars must be canonical Fr limbs of shape (8, N), got {scalars.shape}")
     window = window or default_window()
     inv_chunk = inv_chunk or default_inv_chunk()
+    fermat_window = fermat_window or default_fermat_window()
     n = scalars.shape[1]
     if n == 0:
         return curve.affine_identity((0,))
     chunk = chunk or default_affine_chunk(n)
-    tab = affine_table(curve, window, schedule, inv_chunk)
+    tab = affine_table(curve, window, schedule, inv_chunk, fermat_window)
     outs = []
     for start in range(0, n, chunk):
         part = scalars[:, start:start + chunk]
         if part.shape[1] < chunk:
             part = jnp.pad(part, ((0, 0), (0, chunk - part.shape[1])))
-        outs.append(_mul_affine_program(curve.name, tab, part, window, schedule, inv_chunk))
+        outs.append(_mul_affine_program(curve.name, tab, part, window, schedule, inv_chunk, fermat_window))
     if len(outs) == 1:
         return jax.tree_util.tree_map(lambda a: a[..., :n], outs[0])
     return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1)[..., :n], *outs)

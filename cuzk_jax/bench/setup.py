@@ -8,8 +8,8 @@ Phases (``--modes``; default all three):
   older Jacobian method (``--impl=jacobian``) over ``2^log_n`` random scalars per ``--group``: the first call
   (table build + compile) and the median of ``--reps`` warm calls, as points/s; 4 random outputs are compared with
   the Python-int reference curve (``ok``). The affine path takes tuning keys, one row per spec:
-  ``affine:w=WINDOW_BITS:chunk=LOG2_SCALARS_PER_CALL:inv=INVERSION_RUN`` (e.g. ``--impl=affine:w=16,affine:w=20:
-  chunk=23:inv=256``); omitted keys take the module's defaults. The ``setup`` phase uses the first affine spec.
+  ``affine:w=WINDOW_BITS:chunk=LOG2_SCALARS_PER_CALL:inv=INVERSION_RUN:fw=FERMAT_WINDOW`` (e.g.
+  ``--impl=affine:w=16,affine:w=20:chunk=23:inv=256:fw=1``); omitted keys take the module's defaults. The ``setup`` phase uses the first affine spec.
 * ``setup`` -- :func:`cuzk_jax.groth16.generator.development_setup` on a synthetic R1CS with a ``2^log_n`` domain
   (``2^log_n - 2`` constraints, 2 / 1 / 1 nonzeros per row of A / B / C, random columns): the whole key (4 G1
   queries and the G2 query) and its points/s, twice (the second call is warm); one H-query point is compared with
@@ -34,7 +34,7 @@ from cuzk_jax import bench
 
 MODES = ("fixed_base", "setup", "keyfile")
 IMPLS = ("affine", "jacobian")
-_KEYS = {"w": "window", "chunk": "chunk", "inv": "inv_chunk"}
+_KEYS = {"w": "window", "chunk": "chunk", "inv": "inv_chunk", "fw": "fermat_window"}
 
 
 def parse_impl(spec: str) -> tuple[str, dict]:
@@ -42,12 +42,12 @@ def parse_impl(spec: str) -> tuple[str, dict]:
     kind, *opts = spec.split(":")
     if kind not in IMPLS or (opts and kind != "affine"):
         raise ValueError(f"unknown --impl {spec!r} for --op=setup; expected jacobian or affine[:w=..][:chunk=..]"
-                         "[:inv=..]")
+                         "[:inv=..][:fw=..]")
     kw = {}
     for opt in opts:
         key, _, val = opt.partition("=")
         if key not in _KEYS or not val.isdigit() or int(val) < 1:
-            raise ValueError(f"bad option {opt!r} in --impl {spec!r}: expected w=, chunk= (log2) or inv= with a "
+            raise ValueError(f"bad option {opt!r} in --impl {spec!r}: expected w=, chunk= (log2), inv= or fw= with a "
                              "positive integer")
         kw[_KEYS[key]] = 1 << int(val) if key == "chunk" else int(val)
     return kind, kw

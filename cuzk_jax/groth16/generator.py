@@ -220,7 +220,7 @@ def _next_pow2(n: int) -> int:
 
 
 def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: int | None,
-                        inv_chunk: int | None = None) -> list:
+                        inv_chunk: int | None = None, fermat_window: int | None = None) -> list:
     """One batch-affine fixed-base run (:func:`cuzk_jax.ops.fixed_base.mul_affine`) over the concatenation of the
     scalar arrays ``parts`` (canonical Fr limbs ``(8, N_i)``, device), split back into one :class:`Affine` per
     part. Chunks are sliced per part as they are consumed, so at most one part is held twice."""
@@ -242,7 +242,8 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
     def chunk_out(i):
         if i not in outs:
             outs[i] = fixed_base.mul_affine(curve, chunk_scalars(starts[i], min(total, starts[i] + chunk)),
-                                            window=window, chunk=chunk, inv_chunk=inv_chunk)
+                                            window=window, chunk=chunk, inv_chunk=inv_chunk,
+                                            fermat_window=fermat_window)
             if bar is not None:
                 jax.block_until_ready(outs[i])
                 bar.update(1)
@@ -272,7 +273,8 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
 
 def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_for_tests: int | None = None,
                       progress=None, window: int | None = None, chunk: int | None = None,
-                      inv_chunk: int | None = None, scalar_chunk: int | None = None) -> ProvingKey:
+                      inv_chunk: int | None = None, fermat_window: int | None = None,
+                      scalar_chunk: int | None = None) -> ProvingKey:
     """A DEVELOPMENT Groth16 setup computed on the device: same key as :func:`setup` for the same toxic waste.
 
     "Development": one party knows the toxic waste while this runs (no ceremony); it comes from the OS CSPRNG
@@ -284,7 +286,8 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     ``u_i, v_i, w_i`` as scatter-adds over the CSR nonzeros of A, B, C (with bellman's input constraints
     appended); the query scalars (``l``, ``ic``, H's ``tau^i Z(tau) / delta``) in canonical form; then one batch-
     affine fixed-base run per group (:func:`cuzk_jax.ops.fixed_base.mul_affine`: ``window`` bits, ``chunk``
-    scalars per call, ``inv_chunk`` its inversion run length; None = that module's defaults). ``scalar_chunk``:
+    scalars per call, ``inv_chunk`` its inversion run length, ``fermat_window`` the window of the inversions'
+    exponentiation; None = that module's defaults). ``scalar_chunk``:
     elements per call of the scalar programs (default ``min(domain, 2^22)``). The key's queries stay on the device (a prover can use them without a host round trip);
     only the verifying key and the two fixed proving-key points come to the host.
     """
@@ -333,12 +336,12 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
 
     with _phase(f"{2 * num_vars + n - 1 + num_aux + num_inputs} G1 points (batch-affine fixed-base)", progress):
         a_q, b1_q, h_q, l_q, ic_q = _fixed_base_queries(C.g1, [a_s, b_s, h_s, l_s, ic_s], window, chunk,
-                                                           inv_chunk)
+                                                           inv_chunk, fermat_window)
         jax.block_until_ready((a_q, b1_q, h_q, l_q, ic_q))
     t_g1 = time.perf_counter() - t0 - t_scalars
     del a_s, h_s, l_s, ic_s
     with _phase(f"{num_vars} G2 points (batch-affine fixed-base)", progress):
-        (b2_q,) = _fixed_base_queries(C.g2, [b_s], window, chunk, inv_chunk)
+        (b2_q,) = _fixed_base_queries(C.g2, [b_s], window, chunk, inv_chunk, fermat_window)
         jax.block_until_ready(b2_q)
     t_g2 = time.perf_counter() - t0 - t_scalars - t_g1
 
