@@ -519,6 +519,19 @@ def witness_batch(circuit: PorepLike, inputs_list, workers: int | None = 1, mont
     of :func:`worker_pool` (kept warm between calls) writing straight into a shared file under ``/dev/shm``; the
     array returned then maps that (already unlinked) file. ``workers=None``: one per CPU.
     """
+    z, publics, _ = _witness_batch(circuit, inputs_list, workers, montgomery)
+    return z, publics
+
+
+def partition_witnesses(circuit: PorepLike, inputs_list, workers: int | None = 1):
+    """:func:`witness_batch` as one :class:`~.r1cs.PackedWitness` per partition (views of one ``(8, P, n)``
+    array; what :func:`cuzk_jax.groth16.prover.prove` takes) and the public inputs."""
+    z, publics, counts = _witness_batch(circuit, inputs_list, workers, True)
+    return [PackedWitness(z[:, p, :], counts["num_inputs"], counts["num_constraints"])
+            for p in range(len(inputs_list))], publics
+
+
+def _witness_batch(circuit, inputs_list, workers, montgomery):
     if not isinstance(circuit, PorepLike):
         raise BadInput(f"witness_batch: needs a porep_like circuit, got {type(circuit).__name__}")
     P = len(inputs_list)
@@ -531,7 +544,7 @@ def witness_batch(circuit: PorepLike, inputs_list, workers: int | None = 1, mont
         cs, counts = synthesize_batch(circuit, inputs_list)
         z = np.empty((8, P, counts["num_vars"]), np.uint32)
         fill_z(cs, counts, P, z, montgomery)
-        return z, publics
+        return z, publics, counts
     counts = block_counts(circuit)
     shape = (8, P, counts["num_vars"])
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
@@ -542,15 +555,19 @@ def witness_batch(circuit: PorepLike, inputs_list, workers: int | None = 1, mont
         pool = worker_pool(circuit, workers)
         futs = [pool.submit(_task, slim, [inputs_list[p] for p in g], montgomery, path, shape, int(g[0]))
                 for g in groups]
-        for f in futs:
-            got = f.result()
-            if got["num_vars"] != shape[2]:
-                raise AssertionError("witness_batch: a worker's shape differs from the counting run")
+        try:
+            for f in futs:
+                got = f.result()
+                if got["num_vars"] != shape[2]:
+                    raise AssertionError("witness_batch: a worker's shape differs from the counting run")
+        except concurrent.futures.process.BrokenProcessPool:
+            shutdown_pool()  # a dead worker breaks the pool: the next call starts a fresh one
+            raise
         mm = mmap.mmap(fd, 0)
     finally:
         os.close(fd)
         os.unlink(path)
-    return np.frombuffer(mm, np.uint32).reshape(shape), publics
+    return np.frombuffer(mm, np.uint32).reshape(shape), publics, counts
 
 
 # -------------------------------------------------------------------------------------------------------------------

@@ -80,3 +80,23 @@ def test_tiled_structure_equals_builder(preset, overrides):
     assert np.array_equal(tiled.row_namespace, built.row_namespace)
     assert np.array_equal(tiled.row_label, built.row_label)
     assert c.r1cs().digest() == built.digest()  # Circuit.r1cs takes the tiled path
+
+
+def test_worker_processes_and_sector_synthesis():
+    """Two worker processes (spawned, writing one shared file) give the in-process batch; the sector synthesis
+    returns PackedWitness objects that stack to the same z."""
+    from cuzk_jax.circuits.porep_like import partition_witnesses, shutdown_pool
+    from cuzk_jax.groth16.sector import synthesize
+
+    c = get_circuit("porep_like", "mini", challenges=2, depth=3)
+    ins = [c.sample_inputs(p, seed=0) for p in range(3)]
+    one, publics = witness_batch(c, ins, workers=1)
+    try:
+        two, publics2 = witness_batch(c, ins, workers=2)
+    finally:
+        shutdown_pool()
+    assert np.array_equal(one, two) and publics == publics2
+    ws, pubs = synthesize(c, 3, 0)
+    assert all(isinstance(w, PackedWitness) for w in ws) and pubs == publics
+    assert np.array_equal(stack_z(ws), one)
+    c.r1cs().check(ws[1])

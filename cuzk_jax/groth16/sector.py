@@ -39,14 +39,20 @@ class SectorResult:
         return proofs_to_bytes(self.proofs)
 
 
-def synthesize(circuit, partitions: int, sector: int):
-    """Witnesses and public inputs of every partition of ``sector`` (host, Python)."""
-    witnesses, publics = [], []
-    for p in range(partitions):
-        inputs = circuit.sample_inputs(p, seed=sector)
-        witnesses.append(circuit.witness(inputs))
-        publics.append(circuit.public_inputs(inputs))
-    return witnesses, publics
+def synthesize(circuit, partitions: int, sector: int, workers: int | None = 1):
+    """Witnesses and public inputs of every partition of ``sector`` (host).
+
+    porep_like (its own synthesis, not a subclass override) takes the batched path: every partition and challenge
+    in one run of the gadgets over numpy arrays (:func:`cuzk_jax.circuits.porep_like.partition_witnesses`;
+    ``workers`` > 1 splits the partitions over that many worker processes, None = one per CPU), giving
+    :class:`~cuzk_jax.circuits.r1cs.PackedWitness` objects equal wire for wire to the builder's; other circuits
+    use ``circuit.witness`` per partition."""
+    from cuzk_jax.circuits.porep_like import PorepLike, partition_witnesses
+
+    inputs = [circuit.sample_inputs(p, seed=sector) for p in range(partitions)]
+    if isinstance(circuit, PorepLike) and type(circuit).synthesize is PorepLike.synthesize:
+        return partition_witnesses(circuit, inputs, workers)
+    return [circuit.witness(x) for x in inputs], [circuit.public_inputs(x) for x in inputs]
 
 
 def prove_sector(circuit, pk, partitions: int, sector: int, *, verify: bool = True, randomness=None,
