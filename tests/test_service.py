@@ -265,9 +265,22 @@ def test_metrics_and_status(client):
     assert client.preload("cube").changed
 
 
+def _self_signed(tmp_path):
+    """A self-signed certificate for localhost (openssl), or skip."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    try:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                        str(cert), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                       check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.CalledProcessError) as e:
+        pytest.skip(f"openssl cannot make a test certificate: {e}")
+    return str(cert), str(key)
+
+
 def test_token_and_tls_rules(tmp_path, keys):
-    """Beyond localhost the daemon refuses to start without TLS and a token; with a token, calls without it get
-    UNAUTHENTICATED and calls with it work."""
+    """Beyond localhost the daemon refuses to start without TLS and a token. With TLS and a token: calls without the
+    token, or with a wrong one, get UNAUTHENTICATED; a plaintext client cannot talk to it; the right client works.
+    The Prometheus HTTP endpoint serves the same metrics."""
     with pytest.raises(Exception, match="needs TLS and a token"):
         service_config.ServiceConfig(address="0.0.0.0:50061").check()
     with pytest.raises(Exception, match="needs TLS and a token"):
@@ -278,17 +291,28 @@ def test_token_and_tls_rules(tmp_path, keys):
     token.write_text("s3cret\n")
     from cuzk_jax.service.server import Server
 
+    cert, key = _self_signed(tmp_path)
+    with pytest.raises(Exception, match="needs TLS and a token; set token_file"):
+        service_config.ServiceConfig(address="0.0.0.0:50061", tls_cert=cert, tls_key=key).check()
     cfg = service_config.ServiceConfig(address="localhost:0", journal=str(tmp_path / "j.sqlite"), key_dir=keys[0],
-                                       backend="host", synthesis="thread", workers=1, token_file=str(token))
+                                       backend="host", synthesis="thread", workers=1, token_file=str(token),
+                                       tls_cert=cert, tls_key=key, metrics_address="127.0.0.1:0")
     server = Server(cfg)
     address = server.start()
     try:
-        with Client(address) as c:
-            assert rpc_error(c.status).code() == grpc.StatusCode.UNAUTHENTICATED
-        with Client(address, token="wrong") as c:
-            assert rpc_error(c.status).code() == grpc.StatusCode.UNAUTHENTICATED
-        with Client(address, token="s3cret") as c:
+        with Client(address, tls_ca=cert) as c:
+            assert rpc_error(c.status, timeout=10).code() == grpc.StatusCode.UNAUTHENTICATED
+        with Client(address, token="wrong", tls_ca=cert) as c:
+            assert rpc_error(c.status, timeout=10).code() == grpc.StatusCode.UNAUTHENTICATED
+        with Client(address, token="s3cret") as c:  # plaintext to a TLS port
+            assert rpc_error(c.status, timeout=10).code() == grpc.StatusCode.UNAVAILABLE
+        with Client(address, token="s3cret", tls_ca=cert) as c:
             assert "classes" in c.status()
+        import urllib.request
+
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only, never a proxy
+        with direct.open(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10) as r:
+            assert b'cuzk_queue_depth{class="porep"}' in r.read()
     finally:
         server.stop()
 

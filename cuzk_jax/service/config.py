@@ -41,7 +41,7 @@ class ServiceConfig:
     Listening: ``address`` (``unix:PATH`` or ``HOST:PORT``), ``tls_cert`` / ``tls_key`` (PEM files),
     ``token_file`` (a file holding the bearer token every call must carry; required with TLS beyond localhost),
     ``metrics_address`` (``HOST:PORT`` of a Prometheus HTTP endpoint, "" for none; the gRPC ``Metrics`` call always
-    works), ``rpc_threads``.
+    works), ``rpc_threads`` (calls served at once; an Await in progress holds one).
     Limits: ``max_request_bytes`` (largest gRPC message accepted), ``max_partitions`` (per job), ``max_queued_jobs``
     (jobs not yet finished), ``max_await_s`` (longest single Await).
     Storage: ``journal`` (SQLite file), ``key_dir`` (proving key cache; "" = keycache's default), ``input_dir``
@@ -58,7 +58,7 @@ class ServiceConfig:
     tls_key: str = ""
     token_file: str = ""
     metrics_address: str = ""
-    rpc_threads: int = 16
+    rpc_threads: int = 64
     max_request_bytes: int = 16 << 20
     max_partitions: int = 64
     max_queued_jobs: int = 100_000

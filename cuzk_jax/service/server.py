@@ -436,6 +436,7 @@ class Server:
         self._grpc = None
         self._http = None
         self.address = None
+        self.metrics_port = None  # the Prometheus HTTP port once started (a requested port 0 becomes the real one)
 
     def start(self) -> str:
         cfg = self.config
@@ -474,6 +475,7 @@ class Server:
 
             host, _, port = cfg.metrics_address.rpartition(":")
             self._http, _ = start_http_server(int(port), addr=host.strip("[]"), registry=self.service.metrics.registry)
+            self.metrics_port = self._http.server_port
         log.info("cuzk_jax service on %s (%d jobs resumed)", self.address, resumed)
         return self.address
 
