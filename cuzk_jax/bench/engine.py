@@ -84,7 +84,7 @@ def sequential(circuit, r1cs, pk, sectors, partitions, prover_config=None):
 
 
 def engine_run(circuit, pk, sectors, partitions, max_batch, *, synthesis="process", workers=None,
-               max_wait_s=1.0, prover_config=None, devices=None):
+               max_wait_s=1.0, prover_config=None, devices=None, fill="predict"):
     """Warm the engine (workers, the ``max_batch`` shape), then submit every sector at once and wait.
 
     Returns (row, events shifted to the measurement start, per-sector (publics, proofs), warm-up seconds).
@@ -92,7 +92,7 @@ def engine_run(circuit, pk, sectors, partitions, max_batch, *, synthesis="proces
     from cuzk_jax.engine import Engine
 
     with Engine(max_batch=max_batch, max_wait_s=max_wait_s, synthesis=synthesis, synthesis_workers=workers,
-                prover=prover_config, devices=devices) as eng:
+                prover=prover_config, devices=devices, fill=fill) as eng:
         eng.preload(circuit, pk)
         t0 = time.perf_counter()
         eng.warm_up([circuit])
@@ -118,6 +118,7 @@ def engine_run(circuit, pk, sectors, partitions, max_batch, *, synthesis="proces
            "synthesis": synthesis, "workers": after["synthesis"]["workers"], "devices": after["backend"]["devices"],
            "wall_s": wall, "proofs_per_min": 60 * n / wall, "synthesis_s": synth, "device_s": device,
            "device_busy": device / wall, "batches": ",".join(f"{k}x{v}" for k, v in batches.items() if v),
+           "padded_slots": after["padded_slots"] - before["padded_slots"], "fill": fill, "max_wait_s": max_wait_s,
            "key_loads": after["keys"]["loads"]}
     return row, events, [(r.public_inputs, r.proofs) for r in results], warm
 
@@ -142,8 +143,10 @@ def synth_throughput(circuit, n: int, kind: str, workers: int) -> dict:
 def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: int = 4, partitions: int = 10,
             max_batches=(20,), *, synthesis: str = "process", workers: int | None = None, max_wait_s: float = 30.0,
             prover_config: str | None = None, key_dir: str | None = None, out_dir: str | None = None,
-            name: str | None = None, synth_compare: bool = False, first_sector: int = 0) -> list[dict]:
-    """Sequential vs engine (one run per ``max_batches`` entry); writes JSON + PNG under ``out_dir`` if given."""
+            name: str | None = None, synth_compare: bool = False, first_sector: int = 0,
+            fills=("predict",)) -> list[dict]:
+    """Sequential vs engine (one run per ``max_batches`` x ``fills`` entry: the batch-forming rules of
+    :class:`~cuzk_jax.engine.EngineConfig`, A/B); writes JSON + PNG under ``out_dir`` if given."""
     from cuzk_jax.circuits import base
     from cuzk_jax.engine import synthesis as synth_mod
     from cuzk_jax.groth16 import prover
@@ -193,16 +196,16 @@ def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: in
     panels.append((f"sequential: {seq_row['wall_s']:.2f} s", seq_events))
     save(plot=False)  # a run stopped by a time limit keeps what it measured
 
-    for mb in max_batches:
+    for mb, fill in [(mb, fill) for mb in max_batches for fill in fills]:
         row, events, out, warm = engine_run(circuit, pk, ks, partitions, mb, synthesis=synthesis, workers=workers,
-                                            max_wait_s=max_wait_s, prover_config=prover_config)
+                                            max_wait_s=max_wait_s, prover_config=prover_config, fill=fill)
         rows.append({"mode": "compile", "max_batch": row["max_batch"], "wall_s": warm})
         row["speedup"] = seq_row["wall_s"] / row["wall_s"]
         row["verified"] = all(_verify(pk, pub, prf) for pub, prf in out)
         rows.append(row)
-        _say(f"  engine max_batch={row['max_batch']}: {row['wall_s']:.2f}s, {row['proofs_per_min']:.1f} proofs/min, "
-             f"speedup {row['speedup']:.2f}x, batches {row['batches']}")
-        panels.append((f"engine, max_batch={row['max_batch']}, {row['synthesis']} x{row['workers']}: "
+        _say(f"  engine max_batch={row['max_batch']} fill={fill}: {row['wall_s']:.2f}s, {row['proofs_per_min']:.1f} "
+             f"proofs/min, speedup {row['speedup']:.2f}x, batches {row['batches']}, padded {row['padded_slots']}")
+        panels.append((f"engine, max_batch={row['max_batch']}, fill={fill}, {row['synthesis']} x{row['workers']}: "
                        f"{row['wall_s']:.2f} s ({row['speedup']:.2f}x)", events))
         save(plot=False)
 
@@ -220,7 +223,8 @@ def compare(circuit_name: str = "porep_like", preset: str = "small", sectors: in
 def run(cfg) -> list[dict]:
     """``cuzk-bench --op=engine``: :func:`compare` with ``--circuit --preset --sectors --partitions --max_batch
     (default 2 x partitions) --synthesis --workers --max_wait_s --prover --synth_compare --key_dir
-    --first_sector``; the timeline JSON and PNG go beside ``--out``."""
+    --first_sector`` and, where scripts/bench.py defines it, ``--fill`` (a list: predict, wait); the timeline JSON
+    and PNG go beside ``--out``."""
     partitions = int(cfg.partitions)
     max_batch = tuple(int(x) for x in cfg.max_batch) or (2 * partitions,)
     out = cfg.out or ""
@@ -229,4 +233,5 @@ def run(cfg) -> list[dict]:
                    prover_config=cfg.prover or None, key_dir=cfg.key_dir or None,
                    out_dir=os.path.dirname(out) or os.path.join("bench", "results"),
                    name=os.path.splitext(os.path.basename(out))[0] + "-timeline" if out else None,
-                   synth_compare=cfg.synth_compare, first_sector=cfg.first_sector)
+                   synth_compare=cfg.synth_compare, first_sector=cfg.first_sector,
+                   fills=tuple(getattr(cfg, "fill", None) or ("predict",)))
