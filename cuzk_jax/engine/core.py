@@ -10,18 +10,19 @@ Data flow (one arrow = one hand-off; every stage runs concurrently with the othe
                                   --> device thread: evaluate, H, five MSMs  [the accelerator]
                                         --> finisher thread: r/s randomisation on the host, proofs to jobs
 
-* **Batching** (cuzk's batch-all-partitions and cross-sector BatchCollector): ready partitions of *any* jobs with
-  the same circuit go into one device batch. A batch is formed when ``max_batch`` partitions are ready, when
-  nothing more of that circuit is being synthesized (no reason to wait), when the oldest ready partition has waited
-  ``max_wait_s`` (a ceiling, see :class:`EngineConfig`), or -- ``fill="predict"``, the default -- when waiting would not fill it: the engine
-  estimates when each partition of that circuit still in synthesis will be ready (its running mean synthesis time
-  per circuit) and when the device will be free (its mean batch time per circuit), and waits only for partitions
-  expected before the device could run the batch anyway, or within one batch time (running a short batch now and
-  the rest later costs a whole extra batch); a partition overdue by more than one mean synthesis time is no longer
-  expected. ``fill="wait"`` is the fixed-wait rule alone. Batches are padded (with copies of a real partition, whose results are discarded) to one of
-  ``batch_sizes`` (default: just ``max_batch``), so the device runs a handful of compiled shapes and never
-  recompiles mid-run; sizes are rounded up to a multiple of the device count (sharding). A batch is only formed
-  when the device can take it soon (at most ``prefetch`` staged batches wait), so a busy device lets batches fill.
+* **Batching** (cuzk's batch-all-partitions and cross-sector BatchCollector): ready partitions of *any* jobs with the
+  same circuit go into one device batch. A batch is formed when ``max_batch`` partitions are ready, when nothing more
+  of that circuit is being synthesized (no reason to wait), when the oldest ready partition has waited ``max_wait_s``
+  (a ceiling, see :class:`EngineConfig`), or -- ``fill="predict"``, the default -- when waiting would not fill it: the
+  engine estimates when each partition of that circuit still in synthesis will be ready (its running mean synthesis
+  time per circuit) and when the device will be free (its mean batch time per circuit), and waits only for partitions
+  expected before the device could run the batch anyway, or within one batch time (running a short batch now and the
+  rest later costs a whole extra batch); a partition overdue by more than one mean synthesis time is no longer
+  expected. ``fill="wait"`` is the fixed-wait rule alone. Batches are padded (with copies of a real partition, whose
+  results are discarded) to one of ``batch_sizes`` (default: just ``max_batch``), so the device runs a handful of
+  compiled shapes and never recompiles mid-run; sizes are rounded up to a multiple of the device count (sharding). A
+  batch is only formed when the device can take it soon (at most ``prefetch`` staged batches wait), so a busy device
+  lets batches fill.
 * **Priorities** (cuzk's classes, :mod:`cuzk_jax.priorities`): every job has a class (``submit(priority=)``,
   default the circuit's ``PRIORITY_CLASS``) and an urgency key = submission time + the class's delay
   (``priority_delays_s``; default WinningPoSt 0 s, WindowPoSt 60 s, PoRep 600 s, SnapDeals 1200 s): a lower key is
@@ -99,7 +100,8 @@ class EngineConfig:
     task that never finishes cannot hold a batch back for long). fill: ``"predict"`` (form a batch early when
     the partitions still in synthesis are not expected in time to fill it) or ``"wait"`` (only the fixed wait).
     priority_delays_s: ``{class: seconds}`` added to a job's submission time to give its urgency key (lower is
-    served first); classes not named keep the default (:data:`DEFAULT_DELAYS_S`). synthesis: ``"process"`` or ``"thread"`` workers; synthesis_workers: their number (default: cores - 1).
+    served first); classes not named keep the default (:data:`DEFAULT_DELAYS_S`). synthesis: ``"process"`` or
+    ``"thread"`` workers; synthesis_workers: their number (default: cores - 1).
     prefetch: batches staged on the device while one runs. key_budget_bytes: LRU limit of resident keys (None: no
     limit). devices / prover / sync_phases: for the default :class:`DeviceBackend`. verify (default True):
     pairing-check each job's proofs (arkworks, one batched check per job) before completing it; a proof that does

@@ -1,8 +1,8 @@
 """Prometheus metrics of the daemon (``prometheus-client``, a registry of its own -- never the global one).
 
-==================================  =========  ==========================================================================
+==================================  =========  ======================================================================
 name                                type       meaning
-==================================  =========  ==========================================================================
+==================================  =========  ======================================================================
 ``cuzk_queue_depth``                gauge      partitions accepted but not yet in a device batch, label ``class``
 ``cuzk_queued_jobs``                gauge      jobs accepted and not finished, label ``class``
 ``cuzk_proofs_total``               counter    partition proofs delivered (verified)
@@ -17,7 +17,7 @@ name                                type       meaning
 ``cuzk_key_resident_bytes``         gauge      bytes of each resident proving key, label ``circuit``
 ``cuzk_key_budget_bytes``           gauge      the resident-key budget (absent without one)
 ``cuzk_key_loads_total`` etc.       gauge      key manager counters: loads, hits, evictions
-==================================  =========  ==========================================================================
+==================================  =========  ======================================================================
 
 Gauges are read from the engine when scraped (:class:`_EngineCollector`), so they are never stale.
 """
