@@ -82,7 +82,13 @@ def keys():
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, keys):
-    d = Daemon(str(tmp_path_factory.mktemp("svc")), keys[0])
+    directory = tmp_path_factory.mktemp("svc")
+    inputs = directory / "inputs"
+    inputs.mkdir()
+    circuit = base.get_circuit("cube")
+    (inputs / "two.json").write_text(json.dumps([circuit.sample_inputs(p, 41) for p in range(2)]))
+    (directory / "outside.json").write_text(json.dumps([circuit.sample_inputs(0, 41)]))
+    d = Daemon(str(directory), keys[0], f"--input_dir={inputs}")
     yield d
     d.kill(signal.SIGTERM)
     assert d.proc.returncode == 0, d.tail()
@@ -144,6 +150,18 @@ def test_round_trip_verifies_and_is_delivered_once(keys, client):
     assert err.code() == grpc.StatusCode.ALREADY_EXISTS and "rt-1" in err.details()
 
 
+def test_input_path_reads_only_under_input_dir(keys, client):
+    """input_path: a file under the daemon's input_dir is proved; paths leaving it (.., absolute) are refused."""
+    client.submit("ip-1", "cube", input_path="two.json")
+    job = client.wait("ip-1", 120)
+    assert job.state == "done" and len(job.proof) == 2 * 192 and verified(keys[1], job)
+    for path in ("../outside.json", "/etc/hostname", "inputs/../../outside.json"):
+        err = rpc_error(client.submit, "ip-2", "cube", input_path=path)
+        assert err.code() == grpc.StatusCode.PERMISSION_DENIED and "outside input_dir" in err.details(), path
+    err = rpc_error(client.submit, "ip-3", "cube", input_path="missing.json")
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "missing.json" in err.details()
+
+
 def test_malformed_requests_get_clean_errors(client, daemon):
     cases = [
         (dict(job_id="m1", circuit="no_such_circuit", sample=(1, 1)), grpc.StatusCode.INVALID_ARGUMENT,
@@ -162,7 +180,7 @@ def test_malformed_requests_get_clean_errors(client, daemon):
         (dict(job_id="m8", circuit="cube"), grpc.StatusCode.INVALID_ARGUMENT, "give one of"),
         (dict(job_id="m9", circuit="cube", sample=(1, 10_000)), grpc.StatusCode.INVALID_ARGUMENT, "partitions"),
         (dict(job_id="m10", circuit="cube", input_path="/etc/passwd"), grpc.StatusCode.PERMISSION_DENIED,
-         "input_dir"),
+         "outside input_dir"),
         (dict(job_id="m11", circuit="cube", inputs="[" + "1," * (9 << 20) + "1]"),
          grpc.StatusCode.RESOURCE_EXHAUSTED, ""),
     ]

@@ -113,14 +113,18 @@ class ProvingService:
             self.preload(name, preset)
         return resumed
 
-    def stop(self) -> None:
-        """Stop the engine; jobs not finished stay ``queued`` in the journal (resumed at the next start)."""
+    def begin_stop(self) -> None:
+        """Refuse new jobs and wake every Await (they answer ``queued``, ``timed_out``)."""
         self._stopping = True
-        self.engine.shutdown(wait=False)
         with self._lock:
             live = list(self._live.values())
         for _, ev in live:
             ev.set()
+
+    def stop(self) -> None:
+        """Stop the engine; jobs not finished stay ``queued`` in the journal (resumed at the next start)."""
+        self.begin_stop()
+        self.engine.shutdown(wait=False)
         self.journal.close()
 
     # -- circuits --------------------------------------------------------------------------------------------------
@@ -480,6 +484,7 @@ class Server:
         return self.address
 
     def stop(self, grace: float = 5.0) -> None:
+        self.service.begin_stop()
         if self._grpc is not None:
             self._grpc.stop(grace).wait()
         if self._http is not None:
