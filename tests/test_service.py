@@ -355,7 +355,8 @@ def test_config_file_and_flags(tmp_path):
 @pytest.mark.slow
 def test_kill_9_then_restart_resumes_every_job_once(tmp_path, keys):
     """``kill -9`` with 20 jobs queued, then a restart on the same journal: all 20 complete and verify, each job
-    finished exactly once (journal ``completions`` 1, distinct ``done_seq``), the interrupted ones re-attempted."""
+    finished exactly once (journal ``completions`` 1, distinct ``done_seq``), the interrupted ones re-attempted.
+    The restarted daemon also preloads its key (``--preload``)."""
     d = Daemon(str(tmp_path), keys[0], "--max_batch=1")
     with Client(d.address) as c:
         for k in range(20):
@@ -365,9 +366,10 @@ def test_kill_9_then_restart_resumes_every_job_once(tmp_path, keys):
         queued = db.execute("SELECT COUNT(*) FROM jobs WHERE state = 'queued'").fetchone()[0]
         total = db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
     assert total == 20 and queued >= 1, (total, queued)  # every accepted job was journaled; some were unfinished
-    d2 = Daemon(str(tmp_path), keys[0], journal=d.journal)
+    d2 = Daemon(str(tmp_path), keys[0], "--preload=cube", journal=d.journal)
     try:
         with Client(d2.address) as c:
+            assert "cube/default" in c.status()["keys"]["resident"]  # --preload: resident before any job asks
             for k in range(20):
                 job = c.wait(f"r-{k}", 300)
                 assert job.state == "done" and verified(keys[1], job), (k, job.state, job.error)

@@ -1,7 +1,8 @@
 """The pipelined proving engine (cuzk's contribution: keep the device busy).
 
 * :class:`Engine` / :class:`EngineConfig` (:mod:`.core`): submit proof jobs, get futures; synthesis workers,
-  cross-sector batch collector, device and finisher threads; cancel, status, timeline.
+  cross-sector batch collector (priority classes, batches that fill), device and finisher threads; cancel, status,
+  timeline. The daemon over it is :mod:`cuzk_jax.service`.
 * :class:`KeyManager` (:mod:`.keys`): resident proving keys, LRU by bytes.
 * :class:`DeviceBackend` / :class:`HostBackend` (:mod:`.backends`): where batches are proved; the device backend
   is the one prove pipeline (:mod:`cuzk_jax.groth16.pipeline`), sharded over the partition axis of several local
