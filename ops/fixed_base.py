@@ -331,14 +331,17 @@ def _affine_table_cached(curve_name: str, window: int, schedule: str, inv_chunk:
     n_lo = lo_s.shape[1]
     lo = jax.tree_util.tree_map(lambda a: a[..., :n_lo].reshape(a.shape[:-1] + (K, 1 << lo_bits)), both)
     hi = jax.tree_util.tree_map(lambda a: a[..., n_lo:].reshape(a.shape[:-1] + (K, 1 << hi_bits)), both)
-    out = _outer_sum_program(curve_name, hi, lo, schedule, inv_chunk, fermat_window)  # (K, 2^w): index a * 2^h + b = digit
+    # the table is the same whatever the schedule: build it with the rolled one (one-off; compiles in seconds)
+    out = _outer_sum_program(curve_name, hi, lo, "rolled", inv_chunk, fermat_window)  # (K, 2^w): index a * 2^h + b = digit
     return jax.tree_util.tree_map(lambda a: a.reshape(a.shape[:-2] + (K << window,)), out)
 
 
 def affine_table(curve: C.Curve, window: int, schedule: str = "platform", inv_chunk: int = 64,
                  fermat_window: int = 1) -> C.Affine:
     """The batch-affine method's window table ``T[k][d] = d 2^(w k) G`` flattened to ``K 2^w`` points (``K =
-    num_windows(window)``), built on the device and cached per (group, window, schedule)."""
+    num_windows(window)``), built on the device (always with the rolled multiplication schedule: a one-off
+    program) and cached per argument tuple (the points do not depend on ``schedule``, ``inv_chunk`` or
+    ``fermat_window``)."""
     if not 2 <= window <= 24:
         raise ValueError(f"window must be in [2, 24] bits, got {window}")
     return _affine_table_cached(curve.name, window, schedule, inv_chunk, fermat_window)

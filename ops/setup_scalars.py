@@ -1,7 +1,8 @@
 """The scalar side of a Groth16 setup as device array programs (Groth 2016, section 3.2; arkworks ``generator.rs``).
 
 All field elements here are Fr limb arrays ``(8, N)`` uint32, limb-major, Montgomery form, fully reduced (the
-representation of :mod:`cuzk_jax.ops.field`). Each function is one jitted program over a chunk of static size, so
+representation of :mod:`cuzk_jax.ops.field`). The programs use the rolled multiplication schedule on every
+platform: they run once per setup on a small share of its work, so compile time matters more than speed here. Each function is one jitted program over a chunk of static size, so
 a setup of any size reuses a few compiled programs and holds at most one chunk of intermediates:
 
 * :func:`powers` -- ``base^i`` for ``i`` in ``[start, start + chunk)`` as ``lo[i mod 2^a] * hi[i >> a]`` from two
@@ -30,7 +31,7 @@ import numpy as np
 from cuzk_jax import encoding
 from cuzk_jax.reference.constants import R
 
-from .field import fr
+from .field import fr_rolled as fr
 from .r1cs import _reduce_wide
 
 

@@ -31,6 +31,10 @@ Proving key file::
                                 h_query (G1, domain_size - 1), l_query (G1, num_aux); uncompressed
     sha256 of everything above  32
 
+This byte format is portable (zcash encodings) but converts every coordinate and hashes in one thread; the key
+cache and sector-sized keys use the raw format of :mod:`cuzk_jax.groth16.keyfile` (the device's limb arrays,
+memory-mapped on load, threaded checksums), which ``ProvingKey.save_raw`` / ``ProvingKey.load_raw`` also reach.
+
 Loading checks the magic, every length, the checksum, and every point (canonical coordinates, on the curve, in the
 prime-order subgroup; the query points in one batched device program per query); the verifying key's alpha, beta,
 gamma, delta and IC points and the proving key's beta_g1 / delta_g1 must not be the point at infinity (a
@@ -325,6 +329,20 @@ class ProvingKey:
 
     def save(self, path: str) -> None:
         atomic_write(path, self.to_bytes())
+
+    def save_raw(self, path: str) -> int:
+        """Write this key in the raw format of :mod:`cuzk_jax.groth16.keyfile`; returns the bytes on disk."""
+        from . import keyfile
+
+        return keyfile.save(self, path)
+
+    @classmethod
+    def load_raw(cls, path: str, **checks) -> "ProvingKey":
+        """Read a raw key file (:func:`cuzk_jax.groth16.keyfile.load`; ``checks``: ``verify``, ``check``,
+        ``subgroup_check``, ``device``)."""
+        from . import keyfile
+
+        return keyfile.load(path, **checks)
 
     @classmethod
     def load(cls, path: str, subgroup_check: bool = True) -> "ProvingKey":

@@ -1,9 +1,15 @@
 """Groth16 circuit-specific setup (arkworks ``generator.rs``): toxic waste -> proving and verifying keys.
 
-Formulas are those of :mod:`cuzk_jax.reference.groth16` (the oracle); here the scalars are computed once on the host
-(Python ints: Lagrange basis at tau with one batched inversion, then the sparse column sums
-``u_i(tau) = sum_j A[j][i] L_j(tau)``) and all query points come from ONE batched fixed-base scalar multiplication
-per group on the device (:mod:`cuzk_jax.ops.fixed_base`).
+Formulas are those of :mod:`cuzk_jax.reference.groth16` (the oracle). Two implementations give the same key bit for
+bit (:func:`setup` picks one per platform):
+
+* host scalars (:func:`setup` with ``method="host"``): the scalars as Python ints (Lagrange basis at tau with one
+  batched inversion, then the sparse column sums ``u_i(tau) = sum_j A[j][i] L_j(tau)``), then all query points
+  from ONE batched fixed-base scalar multiplication per group on the device (:func:`cuzk_jax.ops.fixed_base.mul`);
+* the device setup (:func:`development_setup`, ``method="device"``): the scalars as device array programs
+  (:mod:`cuzk_jax.ops.setup_scalars`) and the points by the batch-affine fixed-base method
+  (:func:`cuzk_jax.ops.fixed_base.mul_affine`) -- nothing per constraint or point in Python, for sector-sized keys
+  (docs/keys.md).
 
 The toxic waste comes from the OS CSPRNG (``secrets``) and is dropped when :func:`setup` returns. For tests,
 :func:`insecure_toxic_waste_for_tests` derives it from a seed; keys made that way are forgeable by anyone who knows
@@ -326,7 +332,7 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
         del lag
         a_s, b_s, l_s, ic_s = S.query_scalars(u, v, w, const(toxic.alpha), const(toxic.beta), const(ginv),
                                               const(dinv), num_inputs=num_inputs)
-        del u, w
+        del u, v, w
         lo, hi, a = S.power_tables(toxic.tau, n - 1, scale=zt * dinv)
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
         h_s = [S.from_mont(S.powers(lo, hi, s, chunk=sc, a=a)) for s in range(0, n - 1, sc)]
