@@ -29,6 +29,8 @@ from .cs import ConstraintSystem
 
 __all__ = ["BatchCS", "as_fr_array", "one_limbs"]
 
+_ARANGE = np.arange(1 << 10, dtype=np.int64)
+
 
 def as_fr_array(value, n: int) -> np.ndarray:
     """``value`` (an int, or an array of N ints) as an object array of N Python ints reduced mod r."""
@@ -115,7 +117,7 @@ class BatchCS(ConstraintSystem):
             self._bits = np.concatenate([self._bits, np.empty_like(self._bits)])
             self._bit_aux = np.concatenate([self._bit_aux, np.empty_like(self._bit_aux)])
         self._bits[nb:nb + k] = mat
-        self._bit_aux[nb:nb + k] = np.arange(j0, j0 + k)
+        self._bit_aux[nb:nb + k] = _ARANGE[:k] + j0 if k <= len(_ARANGE) else np.arange(j0, j0 + k)
         self._nb = nb + k
         return j0
 

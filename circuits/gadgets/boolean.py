@@ -278,7 +278,11 @@ def ints_to_bits(values: np.ndarray, nbits: int) -> np.ndarray:
 
 def word_bits(word: np.ndarray, nbits: int = 32) -> np.ndarray:
     """An int64 array of words -> ``(nbits, N)`` uint8 bits, least significant first."""
-    return ((word[None, :] >> np.arange(nbits, dtype=np.int64)[:, None]) & 1).astype(np.uint8)
+    shifts = _SHIFTS[:nbits] if nbits <= 64 else np.arange(nbits, dtype=np.int64)[:, None]
+    return ((word[None, :] >> shifts) & 1).astype(np.uint8)
+
+
+_SHIFTS = np.arange(64, dtype=np.int64)[:, None]
 
 
 class _Blocks:

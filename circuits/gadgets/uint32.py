@@ -118,8 +118,7 @@ def add_many(cs: ConstraintSystem, operands, label: str = "add") -> UInt32:
     if cs.batched and not cs.keep and isinstance(total, np.ndarray):  # one block, a BatchedWord result
         j0 = cs.alloc_bits_block(bit_values)
         cs.num_constraints += nbits + 1
-        return BatchedWord(-1 - (j0 + np.arange(32, dtype=np.int64)), np.zeros(32, bool), np.zeros(32, np.uint8),
-                           np.zeros(32, bool), total & MASK32)
+        return BatchedWord(-1 - (j0 + _AR32), _NO32, _ZERO32, _NO32, total & MASK32)
     # the full sum's bits (booleanity constraints), least significant first
     sbits = B.alloc_bits(cs, bit_values, nbits, label + "/boolean")
     if cs.keep:
@@ -138,6 +137,12 @@ def add_many(cs: ConstraintSystem, operands, label: str = "add") -> UInt32:
 # with a few numpy operations and allocate their wires as one block, in the order (and with the values) the per-bit
 # gadgets would. Bits that the common case does not cover (constants, repeated variables) go through the per-bit
 # gadget, in bit order. ``bits`` materialises Booleans when a caller needs them (digests, message packing).
+
+
+_AR32 = np.arange(32, dtype=np.int64)
+_NO32 = np.zeros(32, bool)
+_ZERO32 = np.zeros(32, np.uint8)
+_ROT = [(_AR32 + n) % 32 for n in range(32)]
 
 
 class BatchedWord(UInt32):
@@ -172,8 +177,7 @@ class BatchedWord(UInt32):
 
     def rotr(self, n: int) -> "BatchedWord":
         n %= 32
-        idx = (np.arange(32) + n) % 32
-        return self._perm(idx, ((self.value >> n) | (self.value << (32 - n))) & MASK32)
+        return self._perm(_ROT[n], ((self.value >> n) | (self.value << (32 - n))) & MASK32)
 
     def shr(self, n: int) -> "BatchedWord":
         idx = np.minimum(np.arange(32) + n, 32)
@@ -188,6 +192,15 @@ class BatchedWord(UInt32):
     def xor(self, cs: ConstraintSystem, other: "UInt32", label: str = "xor") -> "BatchedWord":
         a, b = self, BatchedWord.of(other, len(self.value))
         w = a.value ^ b.value
+        if not a.const.any() and not b.const.any() and not (a.var == b.var).any():
+            # the common case: every bit allocates one wire holding the xor of the un-negated variables
+            neg = a.neg ^ b.neg
+            raw = B.word_bits(w)
+            if neg.any():
+                raw ^= neg.astype(np.uint8)[:, None]
+            j0 = cs.alloc_bits_block(raw)
+            cs.num_constraints += 32
+            return BatchedWord(-1 - (j0 + _AR32), _NO32, _ZERO32, neg, w)
         ac, bc = a.const, b.const
         var, const = np.where(ac, b.var, a.var), ac & bc
         cval = a.cval ^ b.cval  # for constant results; for a constant operand the other is negated by its value
@@ -256,6 +269,10 @@ def _ch_batched(cs, e, f, g, v, label):
     e, f, g = (BatchedWord.of(x, n) for x in (e, f, g))
     fast = ~e.const & ~f.const & ~g.const & ~((f.var == g.var) & (f.neg == g.neg))
     vb = B.word_bits(v)
+    if fast.all():  # the common case: one wire per bit, holding ch
+        j0 = cs.alloc_bits_block(vb)
+        cs.num_constraints += 32
+        return BatchedWord(-1 - (j0 + _AR32), _NO32, _ZERO32, _NO32, v)
     rows = vb[fast][:, None, :]
     eb, fb, gb = e.bits if not fast.all() else None, f.bits if not fast.all() else None, \
         g.bits if not fast.all() else None
@@ -270,6 +287,12 @@ def _maj_batched(cs, a, b, c, v, label):
     fast = (~a.const & ~b.const & ~c.const & (a.var != b.var) & (a.var != c.var) & (b.var != c.var))
     vb = B.word_bits(v)
     bc = B.word_bits(np.broadcast_to(np.asarray(b.value & c.value, np.int64), v.shape))
+    if fast.all():  # the common case: per bit the and_ wire b & c, then maj's own
+        mat = np.empty((64, n), np.uint8)
+        mat[0::2], mat[1::2] = bc, vb
+        j0 = cs.alloc_bits_block(mat)
+        cs.num_constraints += 64
+        return BatchedWord(-1 - (j0 + 2 * _AR32 + 1), _NO32, _ZERO32, _NO32, v)
     rows = np.stack([bc[fast], vb[fast]], axis=1)  # per fast bit: the and_ wire bc, then maj's own
     slow_bits = not fast.all()
     ab, bb, cb = (a.bits, b.bits, c.bits) if slow_bits else (None, None, None)
