@@ -25,10 +25,42 @@ Definitions (native and in-circuit, see also :mod:`cuzk_jax.circuits.gadgets.mer
   graph; they are public inputs, as the parent path indices are in filecoin);
 * challenges are distinct nodes in ``[1, 2^depth)``.
 
+* ``label_parents`` (optional, SHA-256 only; 0 = ``parents``) -- parent-label entries hashed into each label: the
+  parents' labels repeated cyclically to this many entries (Filecoin repeats its 14 parents to 37).
+
 Public inputs (in z order): ``replica_id, comm_d, comm_r``, then per challenge ``node, parent_1..parent_p``.
 Private: ``comm_c, comm_r_last``, per challenge the data node, the three Merkle paths, the parents' columns and
 their comm_c paths. Witness sampling builds sparse trees (only the nodes the paths need, filled with random
 values), so every partition is a different random sector instance of the same circuit shape.
+
+Sector-scale presets (constraints from the tiled structure; domain = the next power of two of constraints + public
+inputs, what the prover's input constraints need)::
+
+    preset     challenges  constraints   public  domain  fill
+    domain24    2          16,300,762     33     2^24    97.2 %   (label_parents 43, see below)
+    domain26    9          65,510,893    138     2^26    97.6 %
+    sector32g  18         131,021,290    273     2^27    97.6 %   (Filecoin 32 GiB PoRep C2: 130,278,869)
+
+Each challenge block of ``sector32g`` costs 7,278,933 constraints: the depth-30 comm_d path (30 SHA-256 nodes of two
+compressions, ~1.37M), 11 labels of 20 compressions each (~5.8M), 15 column hashes (Poseidon arity 11) and 15
+arity-8 comm_c paths plus the comm_r_last path (~0.07M).
+
+How ``sector32g`` compares with Filecoin's 32 GiB PoRep C2 partition (rust-fil-proofs ``StackedCircuit``):
+
+* ``challenges=18``: the same (180 challenges in 10 partitions).
+* ``depth=30``: the same: 2^30 nodes of 32 bytes; comm_d is a binary SHA-256 tree of depth 30 in both.
+* ``layers=11``: the same; the column hash is Poseidon of arity 11 in both.
+* ``parents=14``: the same count (Filecoin: 6 DRG base parents from the same layer + 8 expander parents from the
+  previous layer; layer 1 has only the 6 base parents). Here all 14 come from the same layer and from a hash-based
+  stand-in graph; parent indices are public inputs in both.
+* ``label_parents=37``: the same: Filecoin hashes replica_id, layer and node (one 64-byte block) and the parents'
+  labels repeated to 37 entries, 1,248 bytes = 20 compressions with the padding, as here.
+* ``tree_arity=8``: the same arity; Filecoin's comm_c / comm_r_last trees are 8 sub-trees of arity-8 base trees
+  (9 + 1 levels of arity 8), here one arity-8 tree of 10 levels: the same path length and hash count.
+* Poseidon: this project's circomlib-style framing and round numbers (see :mod:`.poseidon`), not neptune's; the
+  constraint cost per hash is the same order (x^5 S-boxes, 3 constraints each).
+* ``domain26`` and ``domain24`` keep the per-challenge shape with fewer challenges (9 and 2); ``domain24`` also
+  hashes 43 parent-label entries (23 compressions per label instead of 20) to fill its domain.
 """
 
 from __future__ import annotations
@@ -123,9 +155,10 @@ class PorepLike(Circuit):
                   "doc": "SHA-256 comm_d/labels, >= 2^20 constraints"},
         "xlarge": {"challenges": 4, "depth": 12, "layers": 2, "parents": 2, "tree_arity": 8,
                    "data_hash": "sha256", "doc": "SHA-256 comm_d/labels, ~2^21.5 constraints"},
-        "domain24": {"challenges": 2, "depth": 30, "layers": 11, "parents": 14, "label_parents": 37,
+        "domain24": {"challenges": 2, "depth": 30, "layers": 11, "parents": 14, "label_parents": 43,
                      "tree_arity": 8, "data_hash": "sha256",
-                     "doc": "sector32g's challenge shape with 2 challenges: fills a 2^24 domain"},
+                     "doc": "sector32g's challenge shape with 2 challenges and 43 label entries: fills a 2^24 "
+                            "domain"},
         "domain26": {"challenges": 9, "depth": 30, "layers": 11, "parents": 14, "label_parents": 37,
                      "tree_arity": 8, "data_hash": "sha256",
                      "doc": "sector32g's challenge shape with 9 challenges: fills a 2^26 domain"},
