@@ -11,7 +11,13 @@ Phases, each timed separately (wall seconds; synthesis also in process CPU secon
    ``compiled_load_s``, what every later run pays instead of ``structure_s``; also the load without the checksum,
    the file's bytes and bytes per constraint;
 2. input sampling per partition (native hashing of the sparse trees -- not synthesis, reported apart);
-3. witness synthesis per partition (``ConstraintSystem("witness")``): constraints/s = constraints / time;
+3. witnesses. porep_like: the Python builder (``Circuit.witness``, one process) on the first ``builder_partitions``
+   partitions when the preset has at most ``builder_max`` constraints (``builder_constraints_per_s``), then the
+   batched witnesses of ALL partitions on the same inputs (:func:`.porep_like.witness_batch` with ``workers``
+   processes, pool started and warmed first: ``pool_warmup_s``) straight into ``(8, P, n_vars)`` Montgomery limbs
+   (``witness_constraints_per_s`` = constraints x partitions / wall time; ``batched_equals_builder`` compares the
+   two), with the peak host memory in use during it (``peak_host_used_bytes``); other circuits: the builder per
+   partition, then
 4. host packing of ``z`` into ``(8, P, n_vars)`` Montgomery limbs;
 5. device: R1CS upload, ``z`` upload, compile of the evaluator, then the median of ``reps`` evaluations of
    ``A z, B z, C z`` for all partitions at once, and the satisfaction check (must pass).
@@ -114,6 +120,9 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
             f"load {res['compiled_load_s']:.3f}s ({res['structure_s'] / res['compiled_load_s']:.0f}x faster than "
             f"structure synthesis)")
 
+    if not device_eval and not reference_check_max:  # the structure is not needed past this point: free it
+        r1cs = None
+        circuit._r1cs = None
     batched = getattr(circuit, "name", "") == "porep_like" and type(circuit).synthesize is PorepLike.synthesize
     res["workers"] = _workers(workers)
     inputs_list, sample_s = [], []
