@@ -142,3 +142,20 @@ def test_development_setup_seed_and_domain_check():
         generator.development_setup(r1cs, bad, window=WINDOW, chunk=CHUNK)
     with pytest.raises(ValueError, match="unknown setup method"):
         generator.setup(r1cs, toxic, method="gpu")
+
+
+def test_bench_setup_options_and_synthetic_r1cs():
+    """bench --op=setup: its tuning specs parse (bad ones give one clear ValueError) and its synthetic R1CS has the
+    promised domain (no device work here)."""
+    from cuzk_jax.bench import setup as bench_setup
+
+    assert bench_setup.parse_impl("affine") == ("affine", {})
+    assert bench_setup.parse_impl("affine:w=20:chunk=23:inv=256:fw=1") == (
+        "affine", {"window": 20, "chunk": 1 << 23, "inv_chunk": 256, "fermat_window": 1})
+    assert bench_setup.parse_impl("jacobian") == ("jacobian", {})
+    for bad in ("affine:w=x", "affine:q=3", "jacobian:w=4", "projective"):
+        with pytest.raises(ValueError, match="impl"):
+            bench_setup.parse_impl(bad)
+    r1cs = bench_setup.synthetic_r1cs(6)
+    assert RG.domain_size(r1cs.with_input_constraints().num_constraints) == 64
+    assert r1cs.nnz == (2 * 62, 62, 62)
