@@ -70,6 +70,14 @@ def _locked(lock_path: str, exclusive: bool):
         os.close(fd)  # closing the descriptor releases the lock
 
 
+def human_size(n: int) -> str:
+    """``n`` bytes as ``"12.3 GB"`` / ``"456.7 MB"`` / ``"65.5 kB"`` (decimal units)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
 def _digest(data: bytes) -> dict:
     return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
@@ -178,7 +186,7 @@ def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=Non
         if pk is not None:
             dt = time.perf_counter() - t0
             size = os.path.getsize(path)
-            say(f"loaded proving key {path} ({size / 1e9:.2f} GB) in {dt:.1f}s ({size / 1e9 / max(dt, 1e-9):.2f} GB/s)")
+            say(f"loaded proving key {path} ({human_size(size)}) in {dt:.1f}s ({size / 1e9 / max(dt, 1e-9):.2f} GB/s)")
         return pk
 
     with _locked(lock, exclusive=False):
@@ -196,5 +204,5 @@ def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=Non
         t0 = time.perf_counter()
         size = write_cached(path, pk)
         dt = time.perf_counter() - t0
-        say(f"saved {size / 1e9:.2f} GB in {dt:.1f}s ({size / 1e9 / max(dt, 1e-9):.2f} GB/s)")
+        say(f"saved {human_size(size)} in {dt:.1f}s ({size / 1e9 / max(dt, 1e-9):.2f} GB/s)")
     return pk

@@ -35,7 +35,7 @@ def main(argv):
     pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True),
                                 method=method)
     path = keycache.key_path(circuit, r1cs, FLAGS.key_dir or None)
-    print(f"proving key: {path} ({os.path.getsize(path) / 1e9:.3f} GB on disk)\nverifying key: {path[:-3]}.vk\n"
+    print(f"proving key: {path} ({keycache.human_size(os.path.getsize(path))} on disk)\nverifying key: {path[:-3]}.vk\n"
           f"{r1cs.num_constraints} constraints, domain {pk.domain_size}, {pk.num_inputs} inputs, {pk.num_aux} private")
 
 
