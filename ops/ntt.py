@@ -45,8 +45,8 @@ default is chosen in :meth:`NttConfig.default <cuzk_jax.ops.config.NttConfig.def
   so the default ``sub`` for ``xla`` is "one pass" (no four-step twiddles).
 * ``pallas``: the whole ``M``-point sub-transform of a ``(M, columns)`` tile in ONE kernel launch
   (:mod:`cuzk_jax.ops.pallas.ntt`): Stockham's self-sorting radix-2 stages (natural order in and out, no bit
-  reversal) on values held in registers / shared memory, the four-step twiddle fused into the store; PTX
-  carry-chain field blocks. A 2^20 NTT with ``sub=5`` is 4 kernel launches (plus the digit-reversal transpose), not
+  reversal) on values held in registers / shared memory, the four-step twiddle fused into the store and the coset
+  scaling into the first pass's load; PTX carry-chain field blocks. A 2^20 NTT with ``sub=5`` is 4 kernel launches (plus the digit-reversal transpose), not
   20 passes over memory.
 * ``pallas_interpret``: that kernel under the Pallas interpreter with the rolled jnp field (CPU tests).
 
@@ -291,12 +291,15 @@ def _xla_pass(X, T, *, s: int, n: int, R_: int, twiddle: bool, schedule: str):
     return X
 
 
-def _passes_impl(x, T, *, log_n: int, config: NttConfig, natural: bool = True):
-    """All passes of the transform of ``x`` ``(8, B, n)`` with root table ``T``, unscaled; natural order out
-    (``natural=False``: pass order, see the module docstring)."""
+def _passes_impl(x, T, pre=None, *, log_n: int, config: NttConfig, natural: bool = True):
+    """All passes of the transform of ``x`` ``(8, B, n)`` with root table ``T``; natural order out
+    (``natural=False``: pass order, see the module docstring). ``pre = (lo, hi)``: the input is first scaled by
+    :func:`scale_parts`' table (fused into the first kernel pass; an XLA multiplication on the ``xla`` path)."""
     n = 1 << log_n
     B = x.shape[1]
     digits = plan(log_n, config.sub_log())
+    if pre is not None and config.kernel == "xla":
+        x, pre = _scale_impl(x, *pre, schedule=config.schedule), None
     R_ = 1
     for p, s in enumerate(digits):
         M = 1 << s
@@ -308,7 +311,7 @@ def _passes_impl(x, T, *, log_n: int, config: NttConfig, natural: bool = True):
         else:
             from cuzk_jax.ops.pallas import ntt as pntt
 
-            X = pntt.sub_transform(X, T, s=s, n=n, R_=R_, twiddle=twiddle,
+            X = pntt.sub_transform(X, T, s=s, n=n, R_=R_, twiddle=twiddle, pre=pre if p == 0 else None,
                                    interpret=config.kernel == "pallas_interpret", block=config.block,
                                    num_warps=config.warps)
         x = X.reshape(LIMBS, B, n)
@@ -319,17 +322,17 @@ def _passes_impl(x, T, *, log_n: int, config: NttConfig, natural: bool = True):
 _stages_jit = jax.jit(_passes_impl, static_argnames=("log_n", "config", "natural"))
 
 
-def passes(x, T, log_n: int, config: NttConfig, natural: bool = True):
-    """The unscaled transform of ``x`` ``(8, B, n)`` with root table ``T`` (one jitted program per shape and config;
-    forward and inverse share it)."""
+def passes(x, T, log_n: int, config: NttConfig, natural: bool = True, pre=None):
+    """The transform of ``x`` ``(8, B, n)`` with root table ``T``, optionally pre-scaled by ``pre = (lo, hi)`` (one
+    jitted program per shape and config; forward and inverse share it)."""
     with jax.enable_x64(True):
-        return _stages_jit(x, T, log_n=log_n, config=config, natural=natural)
+        return _stages_jit(x, T, pre, log_n=log_n, config=config, natural=natural)
 
 
 def lower_passes(x, T, log_n: int, config: NttConfig):
     """The program :func:`passes` runs (arguments may be ``jax.ShapeDtypeStruct``), lowered, not compiled."""
     with jax.enable_x64(True):
-        return _stages_jit.lower(x, T, log_n=log_n, config=config, natural=True)
+        return _stages_jit.lower(x, T, None, log_n=log_n, config=config, natural=True)
 
 
 def _scale_impl(x, lo, hi, *, schedule: str):
@@ -387,9 +390,8 @@ def ntt(x, *, inverse: bool = False, coset: int | None = None, generator: int = 
     T = twiddles(n, inverse, generator, eager=eager)
     one = constant(1)
     if not inverse:
-        if coset is not None:
-            xb = scale(xb, scale_parts(n, 1, coset, eager=eager), config.schedule)
-        y = passes(xb, T, log_n, config)
+        pre = None if coset is None else scale_parts(n, 1, coset, eager=eager)
+        y = passes(xb, T, log_n, config, pre=pre)
     else:
         y = passes(xb, T, log_n, config)
         if coset is None:

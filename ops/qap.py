@@ -32,7 +32,8 @@ config, form) whose tables (roots, coset powers) are arguments (:mod:`cuzk_jax.o
 Fusion: the coset NTTs leave their evaluations in pass order (:func:`cuzk_jax.ops.ntt.passes` with
 ``natural=False``): the pointwise step ``A B - C`` does not care about order, so it runs first and only ``P`` (a
 third of the data) goes through the digit-reversal transpose; the ``1/n`` of the first iNTT and the coset powers
-are one pointwise scaling, and ``1/n``, ``1/Z_H(g)`` and ``g^-k`` of the last iNTT another.
+are one pointwise scaling fused into the first pass of the coset NTT (in the kernel on the Pallas path), and
+``1/n``, ``1/Z_H(g)`` and ``g^-k`` of the last iNTT one more (XLA fuses it with that iNTT's digit reversal).
 
 Reference: :func:`cuzk_jax.reference.ntt.compute_h` / ``compute_h_snarkjs`` (Python ints).
 """
@@ -74,8 +75,8 @@ def _h_impl(abc, Ti, Tf, shift_parts, out_parts, *, log_n: int, nb: int, config:
     f = F.fr.with_schedule(config.schedule)
     digits = N.plan(log_n, config.sub_log())
     coef = N._passes_impl(abc, Ti, log_n=log_n, config=config)  # n * coefficients
-    coef = N._scale_impl(coef, *shift_parts, schedule=config.schedule)  # / n, * shift^j: onto the coset
-    E = N._passes_impl(coef, Tf, log_n=log_n, config=config, natural=False)
+    # / n, * shift^j (onto the coset), fused into the first pass of the forward transform
+    E = N._passes_impl(coef, Tf, shift_parts, log_n=log_n, config=config, natural=False)
     P = f.sub(f.mul(E[:, :nb], E[:, nb:2 * nb]), E[:, 2 * nb:])  # pointwise in pass order
     P = N.digit_reverse(P, digits)
     if form == "snarkjs":

@@ -7,7 +7,7 @@ rows), ``w`` the ``(8, n/2)`` root table ``w_n^e``. Each program owns one ``(M, 
 32-byte segment), loads it once, runs all ``s`` radix-2 stages on values held by the program (registers, and the
 shared memory Triton uses for the reshapes between stages), multiplies by the four-step twiddle
 ``w_n^((k j R) mod n)`` (``k`` the row, ``j`` the global column; ``-w^(e - n/2)`` for ``e >= n/2``) and stores the
-tile once: one read and one write of the data per pass instead of one per stage (the structure of sppark's GPU
+tile once (a first pass may also scale its input by coset powers on load, ``pre``): one read and one write of the data per pass instead of one per stage (the structure of sppark's GPU
 NTT, which keeps 2^k-point sub-transforms in shared memory).
 
 Stages: Stockham's self-sorting radix-2 FFT (natural order in and out, so no bit reversal; C. Van Loan,
@@ -49,10 +49,21 @@ def _bcast(a, shape):
     return [jnp.broadcast_to(v, shape) for v in a]
 
 
-def _kernel(x_ref, w_ref, o_ref, *, n: int, s: int, R_: int, Cb: int, nc: int, twiddle: bool, interpret: bool):
+def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twiddle: bool, pre: bool,
+            interpret: bool):
     f = _field(interpret)
     M = 1 << s
+    col0 = (pl.program_id(0) % nc) * Cb
     v = [x_ref[l].astype(f.dtype) for l in range(LIMBS)]  # each (M, Cb)
+    if pre:  # x[j] * hi[j >> c] * lo[j mod 2^c], j = k C + column (the first pass: R_ = 1)
+        lo_ref, hi_ref, o_ref = refs
+        c = lo_ref.shape[1].bit_length() - 1
+        j = fourstep_exponents(M, Cb, 1, n, col0=col0, row_stride=nc * Cb)
+        lo = [lo_ref[l, (j & U32((1 << c) - 1)).astype(jnp.int32)].astype(f.dtype) for l in range(LIMBS)]
+        hi = [hi_ref[l, (j >> U32(c)).astype(jnp.int32)].astype(f.dtype) for l in range(LIMBS)]
+        v = f.mul(v, f.mul(hi, lo))
+    else:
+        (o_ref,) = refs
     for q in range(1, s + 1):
         Ls = 1 << (q - 1)
         r = M >> q
@@ -65,7 +76,7 @@ def _kernel(x_ref, w_ref, o_ref, *, n: int, s: int, R_: int, Cb: int, nc: int, t
         u, d = f.add(a0, p), f.sub(a0, p)
         v = [jnp.transpose(jnp.stack([x, y], axis=-1), (0, 3, 1, 2)).reshape(M, Cb) for x, y in zip(u, d)]
     if twiddle:
-        e = fourstep_exponents(M, Cb, R_, n, col0=(pl.program_id(0) % nc) * Cb)
+        e = fourstep_exponents(M, Cb, R_, n, col0=col0)
         idx = (e & U32(n // 2 - 1)).astype(jnp.int32)
         t = [w_ref[l, idx].astype(f.dtype) for l in range(LIMBS)]
         y = f.mul(v, t)
@@ -84,10 +95,14 @@ def _compiler_params(num_warps, triton: bool | None):
     return pltriton.CompilerParams(num_warps=num_warps, num_stages=1)
 
 
-def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, interpret: bool = False,
+def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, interpret: bool = False,
                   block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None):
     """One pass on ``x`` ``(8, BR, M, C)`` (``M = 2^s``): the M-point NTT along axis 2 with root ``w_n^(n/M)``, then
     (``twiddle``) the four-step factor ``w_n^(k j R_)``; same shape out. See the module docstring.
+
+    ``pre = (lo, hi)`` (first pass only, ``R_ = 1``): first multiply input ``x[..., k, j]`` by
+    ``hi[i >> c] lo[i mod 2^c]`` with ``i = k C + j`` its index in the transform and ``2^c = len(lo)`` -- the coset
+    scaling of :func:`cuzk_jax.ops.ntt.scale_parts`, fused into the pass.
 
     ``block`` (a power of two): elements per program; ``triton`` forces (True) or omits (False) the Triton compiler
     parameters, default: on when the default backend is a GPU (used to lower for CUDA on a machine without one).
@@ -99,15 +114,19 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, interpret: bo
         raise ValueError(f"block must be a power of two, got {block}")
     Cb = min(C, max(1, block // M))
     nc = C // Cb
-    kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, interpret=interpret)
+    if pre is not None and (R_ != 1 or pre[0].shape[1] * pre[1].shape[1] != M * C):
+        raise ValueError("sub_transform: pre-scaling applies to a first pass (R_ = 1, len(lo) len(hi) = M C)")
+    kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, pre=pre is not None,
+                               interpret=interpret)
     spec = pl.BlockSpec((LIMBS, None, M, Cb), lambda i: (0, i // nc, 0, i % nc))
+    tables = [w] + ([] if pre is None else list(pre))
     with jax.enable_x64(True):
         return pl.pallas_call(
             kernel,
             out_shape=jax.ShapeDtypeStruct(x.shape, U32),
             grid=(BR * nc,),  # one long grid axis: CUDA caps grid y/z at 65535
-            in_specs=[spec, pl.BlockSpec(tuple(w.shape), lambda i: (0, 0))],
+            in_specs=[spec] + [pl.BlockSpec(tuple(t.shape), lambda i: (0, 0)) for t in tables],
             out_specs=spec,
             interpret=interpret,
             compiler_params=_compiler_params(num_warps, triton),
-        )(x, w)
+        )(x, *tables)
