@@ -659,3 +659,58 @@ def test_continuously_fed_run_forms_full_batches(cube_key):
     assert hist.get("4/4", 0) >= 2, hist
     assert sum(n for b, n in hist.items() if b != "4/4") <= 2, hist  # the first two: no batch time measured yet
     assert hist_wait.get("4/4", 0) < hist["4/4"] and padded_wait > padded, (hist_wait, hist)
+
+
+def test_urgent_class_does_not_wait_to_fill_behind_another_circuit(cube_key):
+    """Circuit A (cube with +7: another R1CS, its own key) has one WinningPoSt partition ready and a second still in
+    synthesis, so its batch would wait to fill; circuit B (cube) has a full PoRep batch ready. The A partition goes
+    first, in a short batch. Twin: the same A jobs as PoRep class wait for their batch to fill, after B's."""
+    circuit, r1cs, pk = cube_key
+    cls = type(circuit)
+
+    class Cube7(cls):
+        name = "cube7_test"
+
+        def synthesize(self, cs, inputs=None):
+            from cuzk_jax.circuits.gadgets.num import alloc_input_num, alloc_num, enforce_equal, mul
+
+            y = alloc_input_num(cs, None if inputs is None else inputs["y"], "y")
+            x = alloc_num(cs, None if inputs is None else inputs["x"], "x")
+            x3 = mul(cs, mul(cs, x, x, "x^2"), x, "x^3")
+            enforce_equal(cs, x3 + x + 7, y, "x^3 + x + 7 = y")
+
+        def sample_inputs(self, partition=0, seed=0):
+            x = self._rng(partition, seed).randrange(2 ** 64)
+            return {"x": x, "y": x ** 3 + x + 7}
+
+    class SlowCube7(Cube7):
+        def sample_inputs(self, partition=0, seed=0):
+            time.sleep(1.0)  # still in synthesis when the collector picks (the rest is ready within milliseconds)
+            return super().sample_inputs(partition, seed)
+
+    a, slow_a = Cube7(), SlowCube7()
+    pk7 = generator.setup(a.r1cs(), generator.insecure_toxic_waste_for_tests(12))
+    assert pk7.circuit_digest != pk.circuit_digest
+
+    def order(a_class):
+        done, lock = [], threading.Lock()
+        with Engine(backend=HostBackend(), max_batch=4, max_wait_s=30, synthesis="thread", synthesis_workers=2,
+                    prefetch=0) as eng:
+            eng.preload(circuit, pk)
+            eng.preload(a, pk7)
+            eng.pause()
+            bulk = [eng.submit(circuit, sector=k, partitions=1, priority="porep") for k in range(4)]
+            first = eng.submit(a, sector=0, partitions=1, priority=a_class)
+            later = eng.submit(slow_a, sector=1, partitions=1, priority=a_class)
+            wait_ready(eng, 5)
+            for name, f in [("a", first), ("a_slow", later)] + [("b", f) for f in bulk]:
+                f.add_done_callback(lambda f, name=name: (lock.acquire(), done.append(name), lock.release()))
+            eng.resume()
+            for f in [first, later, *bulk]:
+                res = f.result(timeout=120)
+                assert res.verified and verifier.verify((pk7 if f in (first, later) else pk).vk,
+                                                        res.public_inputs[0], res.proofs[0])
+        return done
+
+    assert order("winning_post")[0] == "a"
+    assert order("porep")[:4] == ["b"] * 4

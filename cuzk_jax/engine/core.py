@@ -797,8 +797,10 @@ class Engine:
 
         Among the circuits whose batch may be formed now (full; nothing more of it in synthesis; its oldest ready
         partition waited long enough; or, fill="predict", waiting would not fill it: :meth:`_due`), the one whose
-        most urgent ready partition has the lowest key; its partitions are taken most urgent first."""
-        best, wait = None, 0.5
+        most urgent ready partition has the lowest key; its partitions are taken most urgent first. Exception: when
+        the most urgent ready partition of all belongs to a more urgent class than that choice, its circuit's batch
+        is formed now even though it would wait to fill (urgent work takes the next batch boundary)."""
+        best, top, wait = None, None, 0.5
         if self._paused and not self._stop:
             return None, wait
         for digest in list(self._ready):
@@ -810,6 +812,8 @@ class Engine:
                 continue
             live.sort(key=lambda s: (s.job.key, s.job.id, s.index))
             idle = self._synthesizing[digest] <= 0 or self._stop
+            if top is None or live[0].job.key < top[1][0].job.key:
+                top = (digest, live, idle)
             due = 0.0 if len(live) >= self.max_batch or idle else \
                 self._due(digest, len(live), min(s.ready for s in live), now)
             if due > 0:
@@ -819,6 +823,10 @@ class Engine:
                 best = (digest, live, idle)
         if best is None:
             return None, max(wait, 1e-3)
+        if top[0] != best[0] and (self._delays[top[1][0].job.priority] < self._delays[best[1][0].job.priority]):
+            # a more urgent class waiting for its batch to fill would lose this batch boundary to less urgent work
+            # of another circuit: its batch goes now, short
+            best = top
         digest, live, idle = best
         k = len(live)
         if k >= self.max_batch:
