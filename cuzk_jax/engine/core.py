@@ -28,7 +28,7 @@ Data flow (one arrow = one hand-off; every stage runs concurrently with the othe
   (``priority_delays_s``; default WinningPoSt 0 s, WindowPoSt 60 s, PoRep 600 s, SnapDeals 1200 s): a lower key is
   more urgent. Synthesis takes backlog partitions in key order, and at each batch boundary the collector forms the
   batch of the circuit whose most urgent ready partition has the lowest key, taking that circuit's partitions in key
-  order -- so a WinningPoSt job overtakes queued bulk work at the next batch boundary (the batch running and the
+  order (a more urgent class whose batch would wait to fill goes short rather than lose the boundary) -- so a WinningPoSt job overtakes queued bulk work at the next batch boundary (the batch running and the
   ``prefetch`` staged ones finish first), batches still hold one circuit's partitions, and bulk work is never
   starved: a PoRep job waits at most 600 s (its delay) behind a stream of newer WinningPoSt jobs (aging).
 * **Faults**: a partition whose synthesis raises fails its job with that exception; a witness that does not
