@@ -13,9 +13,9 @@ Several processes may share one cache (two ``prove.py`` runs on the same circuit
 * **One unit.** The pk and vk are written first, each atomically (a unique ``mkstemp`` file in the same folder,
   ``fsync``, ``os.replace``), then ``<name>.manifest`` (JSON: the vk's size and SHA-256, the pk's size and the
   SHA-256 of its header -- which covers the checksums of all its sections, so the manifest binds the whole file
-  without a second pass over it -- the setup's time and pid), also atomically. A load checks the manifest against both files (and the vk file against the vk embedded
-  in the pk); a missing manifest or any mismatch means "no cached key": a crash between the writes, or a vk from
-  another setup, never yields a mismatched pair.
+  without a second pass over it -- the setup's time and pid), also atomically. A load checks the manifest against
+  both files (and the vk file against the vk embedded in the pk); a missing manifest or any mismatch means "no
+  cached key": a crash between the writes, or a vk from another setup, never yields a mismatched pair.
 * **One setup.** ``<name>.lock`` is locked with ``fcntl.flock``: loading under a shared lock, setup under an
   exclusive one, re-checking the cache once the exclusive lock is held. A second run therefore waits for the
   first's setup and loads its key instead of racing it (flock is released by the kernel if a process dies).

@@ -146,8 +146,9 @@ def mul(curve: C.Curve, scalars, base=None, chunk: int | None = None) -> C.Affin
 # cases never occur; the identity (``A == 0`` or ``d_k == 0``) is handled by selects. Scalars are therefore reduced
 # below ``r`` first (two conditional subtractions: any 256-bit value is below ``3 r``), which leaves ``s G``
 # unchanged. The table is built by the same addition: ``T[k][a 2^h + b] = T_hi[k][a] + T_lo[k][b]`` for
-# ``h = ceil(w / 2)``, where the two half tables (``2 K 2^h`` points) come from the exact Jacobian method above and
-# the same argument (``a 2^h + b`` never vanishes mod ``r`` unless ``a = b = 0``) makes every addition a chord.
+# ``h = ceil(w / 2)``, where the two half tables (``2 K 2^h`` points, scalars ``d 2^(w k + ...) mod r``) come from
+# the exact Jacobian method above, and the same argument (``(a 2^h +- b) 2^(w k)`` vanishes mod ``r`` only for
+# ``a = b = 0``, as ``a 2^h + b < 2^w < r``) makes every addition a chord: every table entry is exact.
 
 
 def num_windows(window: int) -> int:
@@ -155,15 +156,12 @@ def num_windows(window: int) -> int:
     return -(-255 // window)
 
 
-def _shifted_digit_limbs(digits: np.ndarray, shift: int) -> np.ndarray:
-    """Canonical-form limbs ``(8, N)`` of ``digits << shift`` (as 256-bit integers; ``digits < 2^32``), numpy."""
-    out = np.zeros((8, digits.shape[0]), np.uint64)
-    d = digits.astype(np.uint64)
-    q, r = divmod(shift, 32)
-    out[q] = (d << np.uint64(r)) & np.uint64(0xFFFFFFFF)
-    if q + 1 < 8 and r:
-        out[q + 1] = d >> np.uint64(32 - r)
-    return out.astype(np.uint32)
+def _shifted_digit_scalars(count: int, shift: int) -> list[int]:
+    """``d 2^shift mod r`` for ``d < count`` (the scalars of one half-table row; at most a few thousand)."""
+    from cuzk_jax.reference.constants import R
+
+    step = pow(2, shift, R)
+    return [d * step % R for d in range(count)]
 
 
 def _pow_windowed(F, a, e: int, k: int):
@@ -323,16 +321,16 @@ def _affine_table_cached(curve_name: str, window: int, schedule: str, inv_chunk:
     h = -(-window // 2)
     lo_bits = h
     hi_bits = window - h
-    digits_lo = np.arange(1 << lo_bits, dtype=np.uint64)
-    digits_hi = np.arange(1 << hi_bits, dtype=np.uint64)
-    lo_s = np.concatenate([_shifted_digit_limbs(digits_lo, window * k) for k in range(K)], axis=1)
-    hi_s = np.concatenate([_shifted_digit_limbs(digits_hi, window * k + lo_bits) for k in range(K)], axis=1)
+    lo_s = [v for k in range(K) for v in _shifted_digit_scalars(1 << lo_bits, window * k)]
+    hi_s = [v for k in range(K) for v in _shifted_digit_scalars(1 << hi_bits, window * k + lo_bits)]
+    lo_s, hi_s = encoding.ints_to_limbs(lo_s, "fr"), encoding.ints_to_limbs(hi_s, "fr")
     both = mul(curve, np.concatenate([lo_s, hi_s], axis=1), chunk=default_chunk(lo_s.shape[1] + hi_s.shape[1]))
     n_lo = lo_s.shape[1]
     lo = jax.tree_util.tree_map(lambda a: a[..., :n_lo].reshape(a.shape[:-1] + (K, 1 << lo_bits)), both)
     hi = jax.tree_util.tree_map(lambda a: a[..., n_lo:].reshape(a.shape[:-1] + (K, 1 << hi_bits)), both)
-    # the table is the same whatever the schedule: build it with the rolled one (one-off; compiles in seconds)
-    out = _outer_sum_program(curve_name, hi, lo, "rolled", inv_chunk, fermat_window)  # (K, 2^w): index a * 2^h + b = digit
+    # the table is the same whatever the schedule: build it with the rolled one (one-off; compiles in seconds);
+    # out is (K, 2^w), index a * 2^h + b = digit
+    out = _outer_sum_program(curve_name, hi, lo, "rolled", inv_chunk, fermat_window)
     return jax.tree_util.tree_map(lambda a: a.reshape(a.shape[:-2] + (K << window,)), out)
 
 

@@ -2,8 +2,9 @@
 
 All field elements here are Fr limb arrays ``(8, N)`` uint32, limb-major, Montgomery form, fully reduced (the
 representation of :mod:`cuzk_jax.ops.field`). The programs use the rolled multiplication schedule on every
-platform: they run once per setup on a small share of its work, so compile time matters more than speed here. Each function is one jitted program over a chunk of static size, so
-a setup of any size reuses a few compiled programs and holds at most one chunk of intermediates:
+platform: they run once per setup on a small share of its work, so compile time matters more than speed here.
+Each function is one jitted program over a chunk of static size, so a setup of any size reuses a few compiled
+programs and holds at most one chunk of intermediates:
 
 * :func:`powers` -- ``base^i`` for ``i`` in ``[start, start + chunk)`` as ``lo[i mod 2^a] * hi[i >> a]`` from two
   small host-made tables (``lo[j] = base^j``, ``hi[j] = c * base^(j 2^a)``; a constant ``c`` folded into ``hi``):

@@ -9,7 +9,8 @@ Phases (``--modes``; default all three):
   (table build + compile) and the median of ``--reps`` warm calls, as points/s; 4 random outputs are compared with
   the Python-int reference curve (``ok``). The affine path takes tuning keys, one row per spec:
   ``affine:w=WINDOW_BITS:chunk=LOG2_SCALARS_PER_CALL:inv=INVERSION_RUN:fw=FERMAT_WINDOW`` (e.g.
-  ``--impl=affine:w=16,affine:w=20:chunk=23:inv=256:fw=1``); omitted keys take the module's defaults. The ``setup`` phase uses the first affine spec.
+  ``--impl=affine:w=16,affine:w=20:chunk=23:inv=256:fw=1``); omitted keys take the module's defaults. The ``setup``
+  phase uses the first affine spec.
 * ``setup`` -- :func:`cuzk_jax.groth16.generator.development_setup` on a synthetic R1CS with a ``2^log_n`` domain
   (``2^log_n - 2`` constraints, 2 / 1 / 1 nonzeros per row of A / B / C, random columns): the whole key (4 G1
   queries and the G2 query) and its points/s, twice (the second call is warm); one H-query point is compared with
@@ -161,7 +162,8 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
         zt = (pow(toxic.tau, n, R) - 1) % R
         k = pow(toxic.tau, i, R) * zt % R * pow(toxic.delta, R - 2, R) % R
         got = affine_from_device(C.g1, jax.tree_util.tree_map(lambda a: a[..., i:i + 1], pk.h_query))[0]
-        bench.emit(rows, {"phase": "setup", "run": rep, "log_n": log_n, "tuning": str(tuning or "default"), "constraints": r1cs.num_constraints,
+        bench.emit(rows, {"phase": "setup", "run": rep, "log_n": log_n, "tuning": str(tuning or "default"),
+                          "constraints": r1cs.num_constraints,
                           "g1_points": g1_points, "g2_points": g2_points, "seconds": round(dt, 3),
                           "points_per_s": round((g1_points + g2_points) / dt),
                           "device_mbytes": round(pk.nbytes() / 2**20, 2),

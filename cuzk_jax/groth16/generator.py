@@ -293,9 +293,9 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     appended); the query scalars (``l``, ``ic``, H's ``tau^i Z(tau) / delta``) in canonical form; then one batch-
     affine fixed-base run per group (:func:`cuzk_jax.ops.fixed_base.mul_affine`: ``window`` bits, ``chunk``
     scalars per call, ``inv_chunk`` its inversion run length, ``fermat_window`` the window of the inversions'
-    exponentiation; None = that module's defaults). ``scalar_chunk``:
-    elements per call of the scalar programs (default ``min(domain, 2^22)``). The key's queries stay on the device (a prover can use them without a host round trip);
-    only the verifying key and the two fixed proving-key points come to the host.
+    exponentiation; None = that module's defaults). ``scalar_chunk``: elements per call of the scalar programs
+    (default ``min(domain, 2^22)``). The key's queries stay on the device (a prover can use them without a host
+    round trip); only the verifying key and the two fixed proving-key points come to the host.
     """
     from cuzk_jax.ops import setup_scalars as S
 
