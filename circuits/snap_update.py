@@ -43,6 +43,10 @@ Simplifications (documented; the constraint structure otherwise follows ``circui
   carries its full TreeD path.
 * Poseidon is circomlib-framed (:mod:`.poseidon`), not neptune's "gen randomness" domain, so digests differ.
 
+Synthesis: :meth:`SnapUpdate.synthesize_header` (inputs, comm_r relations, phi, h_select) then one
+:meth:`SnapUpdate.synthesize_challenge` block per challenge, the same gates for every challenge, so the R1CS is
+tiled from one block (:func:`.tiling.tiled_r1cs`; equal to the builder's).
+
 Priority class ``snap_deals`` (:mod:`cuzk_jax.priorities`): bulk work, after PoRep. All partitions of one sector
 (``sample_inputs(k, seed)`` for ``k < partitions``) share the sector's trees and commitments.
 """
