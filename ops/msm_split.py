@@ -401,8 +401,9 @@ def msm_streamed(
     a ``jax.Array`` stays on its device and each chunk is sliced there. ``chunk``: points per device chunk (rounded
     up to a power of two, at least 64: one compiled program per chunk size). ``split``: run each chunk with
     :func:`msm_split` (``capacity`` None: :func:`capacity_for` over the per-chunk counts, computed once up front).
-    ``window``: as :func:`cuzk_jax.ops.msm.msm`. ``device``: where to run (default: the scalars' device, else the
-    default device). Returns a :class:`Jacobian` on that device, batch ``(P,)`` (``()`` for ``(8, N)`` scalars).
+    ``window``: as :func:`cuzk_jax.ops.msm.msm`. ``device``: a device to commit the chunks to (None: JAX's default
+    placement, uncommitted, so the chunks run the resident path's compiled programs; committed device scalars pull
+    them to their device). Returns a :class:`Jacobian`, batch ``(P,)`` (``()`` for ``(8, N)`` scalars).
     """
     curve = M.curve_of(group)
     nd = curve.coord_ndim
@@ -429,8 +430,6 @@ def msm_streamed(
     _, P, N = sc.shape
     if bx.shape[nd] != N:
         raise BadInput(f"ops.msm_split.msm_streamed: {N} scalars per partition but {bx.shape[nd]} bases")
-    if device is None:
-        device = next(iter(sc.devices())) if on_device else jax.devices()[0]
     cs, plan = stream_chunks(N, chunk)
     if N < cs:  # one short chunk: pad it (bases at infinity, scalars zero)
         pad = cs - N
@@ -458,7 +457,7 @@ def msm_streamed(
             if skip:
                 scj = np.where(np.arange(cs) < skip, np.uint32(0), scj)
             arrs.append(scj)
-        return jax.device_put(arrs, device)
+        return jax.device_put(arrs, device)  # device None: uncommitted, the same compiled programs as resident
 
     acc = None
     nxt = put(0)
@@ -479,16 +478,19 @@ def msm_streamed(
 # ---------------------------------------------------------------------------------------------------------------
 
 # Per-element byte costs of the XLA-path programs' temporaries, calibrated on XLA's buffer assignment
-# (``compiled.memory_analysis()`` on CPU, G1, 2^8..2^14 points, 1-4 partitions) and rounded up; the tests check the
+# (``compiled.memory_analysis()`` on CPU, G1 and G2, 2^6..2^14 points, 1-4 partitions: the estimate is 1.0-1.4x it) and rounded up; the tests check the
 # estimate against it. A GPU sort may take more scratch than XLA:CPU's; the bucket state is counted separately.
-PAIR_BYTES = 48  # plain path, per (key, value) pair: key, value, their sorted and padded copies, window words/digits
-POINT_BYTES_PLAIN = 64  # plain path, per (partition, point): masked scalars, the uint64 limbs of the digit recoding
-SPLIT_SLOT_BYTES = 112  # split path, per (partition, point): kind masks, ranks, merged-list keys/values and copies
-SPLIT_PAIR_BYTES = 160  # split path, per "other" digit pair: compacted scalars, digits, keys, values, the sort
+PAIR_BYTES = 40  # plain path, per (key, value) pair: key, value, their sorted and padded copies, window words/digits
+POINT_BYTES_PLAIN = 48  # plain path, per (partition, point): masked scalars, the uint64 limbs of the digit recoding
+SPLIT_SLOT_BYTES = 96  # split path, per (partition, point): kind masks, ranks, merged-list keys/values and copies
+SPLIT_PAIR_BYTES = 128  # split path, per "other" digit pair: compacted scalars, digits, keys, values, the sort
+# XLA step machine, per lane: the temporaries of its one XYZZ addition (stacked 64-bit CIOS products of a round)
+# and of every phase's operand selection; the Pallas kernels keep theirs in registers.
+LANE_BYTES = {"g1": 6 << 10, "g2": 36 << 10}
 
 
 def _coord_bytes(group: str) -> int:
-    return 48 if M.curve_of(group).coord_ndim == 1 else 96
+    return 48 if group == "g1" else 96
 
 
 def base_bytes(n: int, group: str) -> int:
@@ -501,7 +503,7 @@ def _pass_state_bytes(plan: M.Plan, group: str, config: MsmConfig) -> int:
     pt = 4 * _coord_bytes(group)
     if config.kernel == "xla":
         ms = M.machine_shape(plan)
-        return pt * (2 * (plan.NB + 1) + 8 * ms.lanes + 4 * (2 * ms.lanes + 1))
+        return pt * (2 * (plan.NB + 1) + 8 * ms.lanes + 4 * (2 * ms.lanes + 1)) + LANE_BYTES[group] * ms.lanes
     # Pallas (ops.msm._pallas_pass): E, the buckets, the zero buffer, the kernel outputs -- ~6 (4 Lc, nbuf) arrays
     block = config.block or 64
     seg = config.seg or M.pallas_seg(plan.M)
@@ -549,11 +551,12 @@ def msm_device_bytes(n: int, p: int, group: str = "g1", path: str = "plain", chu
     * ``"streamed_device_scalars"`` / ``"streamed_split_device_scalars"``: ``32 p n + 2 B(chunk) + 32 p chunk +
       work(p, chunk)`` -- the scalars stay resident.
 
-    ``work_plain(p, n) = 48 M + 64 p n + state``: ``M = G W n'`` (key, value) pairs of one pass (``G`` partitions
+    ``work_plain(p, n) = 40 M + 48 p n + state``: ``M = G W n'`` (key, value) pairs of one pass (``G`` partitions
     of ``n'`` points per pass as :func:`cuzk_jax.ops.msm.group_and_chunk` decides, so it stops growing past
-    ``max_pairs``); ``work_split(p, n) = 112 p n' + 160 W p capacity + state`` (``n'`` points per pass,
+    ``max_pairs``); ``work_split(p, n) = 96 p n' + 128 W p capacity + state`` (``n'`` points per pass,
     :func:`split_chunk`; ``W`` windows sized for ``capacity``); ``state``: the pass's bucket / partial / accumulator XYZZ arrays
-    (XLA step machine: ``2 NB + 16 lanes`` points; Pallas: six ``(4 Lc, nbuf)`` buffers). ``capacity`` defaults to
+    (XLA step machine: ``2 NB + 16 lanes`` points plus :data:`LANE_BYTES` per lane; Pallas: six ``(4 Lc, nbuf)``
+    buffers). ``capacity`` defaults to
     ``n / 64`` (the ~1 % "other" share of a PoRep witness, rounded to a power of two, at least 64). ``config``
     defaults to the platform's :meth:`MsmConfig.default`. An upper bound within a small factor of XLA's buffer
     assignment at test sizes (the tests check both), not an exact figure: allocator rounding and fragmentation are
