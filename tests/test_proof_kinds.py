@@ -253,3 +253,16 @@ def test_prove_and_verify(instances, keys, name):
     w_ok = c.witness(c.sample_inputs(0, seed=5))
     with pytest.raises(Unsatisfied, match=f"partition 1: .*'{where}'"):
         prover.prove(pk, r1cs, [w_ok, w_bad], config="msm=host")
+
+
+def test_bench_kinds_items():
+    import types
+
+    from cuzk_jax.bench import kinds
+
+    cfg = types.SimpleNamespace(impl=["winning_post:full", "window_post:d20:1", "snap_update", "latency:domain20:full"])
+    assert kinds._parse(cfg) == [("kind", "winning_post", "full", None), ("kind", "window_post", "d20", 1),
+                                 ("kind", "snap_update", None, None), ("latency", "domain20", "full")]
+    assert [x[1] for x in kinds._parse(types.SimpleNamespace(impl=[]))] == list(kinds.KINDS) + [None]
+    with pytest.raises(ValueError, match="expected one of"):
+        kinds._parse(types.SimpleNamespace(impl=["porep"]))
