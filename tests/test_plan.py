@@ -110,3 +110,28 @@ def test_prove_in_planned_batches(cube):
     assert all(verifier.verify(cube["pk"].vk, w.public_inputs, p) for w, p in zip(cube["witnesses"], two))
     with pytest.raises(MemoryBudgetError):
         pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,device_budget=1000")
+
+
+@pytest.mark.slow
+def test_budget_that_streams_every_query_still_proves():
+    """A device budget below the key's bases and the one-shot evaluation: the plan evaluates in row chunks,
+    streams every query (chunks of 256 points) and proves in batches of one; with the split MSM on, the proofs
+    equal the host-MSM proofs bit for bit and verify, and the scalar kinds of the witness queries are reported."""
+    circuit = base.get_circuit("porep_like", "mini")
+    r1cs = circuit.r1cs()
+    pk = generator.setup(r1cs, generator.insecure_toxic_waste_for_tests(5))
+    witnesses = [circuit.witness(circuit.sample_inputs(p)) for p in range(2)]
+    rs = prover.insecure_randomness_for_tests(9, 2)
+    want, _ = prover.prove(pk, r1cs, witnesses, randomness=rs, config="msm=host")
+    free = pipeline.make_resident(pk, r1cs, "msm=xla,tables=off,chunk=256")
+    est = free.plan.estimate
+    # room for the R1CS tables, two chunks of G2 bases and one partition's work, not for any query's bases
+    per = memplan._per_partition(free.plan.shape, tuple(memplan.STREAM_ORDER), 256, 1024)["peak"]
+    budget = int(memplan.SAFETY * (est["r1cs"] + 2 * 256 * memplan.G2_BYTES + per)) + 1024
+    rk = pipeline.make_resident(pk, r1cs, f"msm=xla,tables=off,chunk=256,split=on,device_budget={budget}")
+    assert set(rk.plan.streamed) == set(memplan.GROUPS) and rk.plan.batch == 1 and not rk.queries
+    assert rk.plan.eval_chunk == 1024 and rk.r1cs.num_chunks == 3
+    got, timings = prover.prove(rk, r1cs, witnesses, randomness=rs)
+    assert got == want and timings.batches == 2
+    assert set(timings.scalar_kinds) == set(pipeline.SPLIT_QUERIES)
+    assert all(abs(sum(k.values()) - 1) < 1e-5 for k in timings.scalar_kinds.values())  # shares rounded to 1e-6

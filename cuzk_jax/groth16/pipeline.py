@@ -231,7 +231,10 @@ class ResidentKey:
     * ``plan``: the :class:`~cuzk_jax.groth16.plan.MemoryPlan` it was built under (batch size, streamed queries,
       tables, chunked evaluation); ``streamed``: MSM phase name -> the bases of a query the plan streams, kept in
       host memory (numpy :class:`~cuzk_jax.ops.curve.Affine`, infinity-free like ``queries``) and copied to the
-      device chunk by chunk in each MSM.
+      device chunk by chunk in each MSM;
+    * ``z_width``: the length :func:`stage` pads ``z``'s variable axis to (the size-bucketed R1CS programs' width;
+      None: ``num_vars``); ``eval_rows``: the evaluations' row count (the bucketed constraint count), which the
+      chunked evaluation (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.ChunkedR1CS` when the plan chunks) returns.
 
     Invariant: ``nbytes`` counts every device array held here (queries, tables, R1CS tables, column indices) --
     the number the key manager's memory budget adds up.
@@ -256,6 +259,8 @@ class ResidentKey:
     columns: dict = dataclasses.field(default_factory=dict)
     plan: memplan.MemoryPlan | None = None
     streamed: dict = dataclasses.field(default_factory=dict)
+    z_width: int | None = None
+    eval_rows: int | None = None
 
     @property
     def vk(self):
@@ -326,11 +331,11 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
     budget = config.device_budget
     if budget is None and device_bytes():
         budget = int(memplan.DEFAULT_DEVICE_FRACTION * device_bytes())
-    dr_nnz = int(r1cs.rows.shape[0]) if hasattr(r1cs, "rows") else 0
-    rows = int(r1cs.indptr.shape[0] - 1) // 3 if hasattr(r1cs, "indptr") else 0
+    dr_nnz = int(r1cs.rows.shape[0])
+    rows = int(r1cs.indptr.shape[0] - 1) // 3
     shape = memplan.Shape(num_vars=num_vars, num_rows=rows, nnz=dr_nnz, domain=domain_size,
                           bases={k: int(np.shape(v.inf)[-1]) for k, v in queries.items()},
-                          r1cs_bytes=_r1cs_bytes(r1cs))
+                          r1cs_bytes=_r1cs_bytes(r1cs), eval_bytes=ops_r1cs.evaluate_device_bytes(r1cs, 1))
     plan = memplan.make_plan(shape, partitions, device_budget=budget, host_budget=config.host_budget,
                              want_tables=want_tables, table_bytes=table_bytes_estimate(queries, config.window)
                              if want_tables else 0, chunk=config.chunk, max_batch=max_batch)
@@ -401,6 +406,10 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     streamed = {}
     if plan is not None and plan.streamed:
         streamed = {name: Affine(*(np.asarray(c) for c in queries.pop(name))) for name in plan.streamed}
+    z_width = getattr(r1cs, "z_width", None)
+    eval_rows = getattr(r1cs, "padded_constraints", None)
+    if plan is not None and plan.eval_chunk:  # the evaluation in row chunks (one compiled loop body)
+        r1cs = ops_r1cs.chunk_rows(r1cs, plan.eval_chunk)
     queries, columns, r1cs = _place((queries, columns, r1cs), mesh, device)
     tables = {}
     if want_tables and (plan is None or plan.tables):
@@ -418,7 +427,8 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     return ResidentKey(queries=queries, tables=tables, r1cs=r1cs, finish=finish, num_inputs=num_inputs,
                        num_vars=num_vars, domain_size=domain_size, qap=qap, config=config, digest=digest, pk=pk,
                        constraint_name=constraint_name, verifier=verifier, mesh=mesh, device=device,
-                       host_bases=host_bases, columns=columns, plan=plan, streamed=streamed)
+                       host_bases=host_bases, columns=columns, plan=plan, streamed=streamed, z_width=z_width,
+                       eval_rows=eval_rows)
 
 
 def finish_points(pk) -> FinishPoints:
@@ -453,7 +463,9 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
     ext = r1cs.with_input_constraints()
     queries = {"msm_a": pk.a_query, "msm_b1": pk.b_g1_query, "msm_b2": pk.b_g2_query, "msm_l": pk.l_query,
                "msm_h": pk.h_query}
-    return build_resident(queries=queries, r1cs=ops_r1cs.to_device(ext), finish=finish_points(pk),
+    # size-bucketed R1CS tables: circuits of nearby sizes share the evaluation programs (stage pads z to match)
+    dr = ops_r1cs.to_device(ext, bucket_steps=ops_r1cs.BUCKET_STEPS)
+    return build_resident(queries=queries, r1cs=dr, finish=finish_points(pk),
                           num_inputs=pk.num_inputs, num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
                           config=config, pk=pk, constraint_name=ext.constraint_name, verifier=proof_checker(pk.vk),
                           mesh=mesh, device=device, headroom=headroom, partitions=partitions,
@@ -498,8 +510,16 @@ def stage(rk: ResidentKey, z: np.ndarray):
     if rk.mesh is not None:
         if z.shape[1] % rk.mesh.size:
             raise BadInput(f"batch of {z.shape[1]} partitions is not a multiple of {rk.mesh.size} devices")
-        return jax.device_put(z, sharding.batch_sharding(rk.mesh))
-    return _place(z, None, rk.device)
+        return jax.device_put(_pad_z(rk, z), sharding.batch_sharding(rk.mesh))
+    return _place(_pad_z(rk, z), None, rk.device)
+
+
+def _pad_z(rk: ResidentKey, z: np.ndarray) -> np.ndarray:
+    """``z`` zero-padded to the width the key's size-bucketed R1CS programs take (the padding is never read)."""
+    width = rk.z_width
+    if width is None or width == z.shape[-1]:
+        return z
+    return np.pad(z, [(0, 0)] * (z.ndim - 1) + [(0, width - z.shape[-1])])
 
 
 def _evaluate_body(dr, z, qap: str):
@@ -559,6 +579,8 @@ def evaluate(rk: ResidentKey, z):
     """Phase 2: ``(A z, B z, C z, ok, first)`` of a staged batch -- Montgomery ``(8, P, m)`` evaluations, per
     partition whether every constraint holds and the first one that does not (-1 when ok; the snarkjs form has no
     C matrix, takes ``C z = A z * B z`` and reports every partition ok)."""
+    if isinstance(rk.r1cs, ops_r1cs.ChunkedR1CS):  # the plan's row chunks
+        return ops_r1cs.evaluate_chunked(rk.r1cs, z, num_rows=rk.eval_rows)
     return _programs(rk)["evaluate"](rk.r1cs, z)
 
 
@@ -570,7 +592,7 @@ def h_scalars(rk: ResidentKey, az, bz, cz):
 def msm_scalars(rk: ResidentKey, z, h) -> dict:
     """MSM phase name -> canonical scalars: the witness for A, B1, B2, its private columns for L, ``h`` for H --
     each restricted to the columns whose bases the key keeps (:attr:`ResidentKey.columns`)."""
-    zc = _programs(rk)["from_mont"](z)
+    zc = _programs(rk)["from_mont"](z[..., :rk.num_vars])  # without the bucket padding of stage
     full = {"msm_a": zc, "msm_b1": zc, "msm_b2": zc, "msm_l": zc[:, :, rk.num_inputs:], "msm_h": h}
     return {name: sc if rk.columns.get(name) is None else jnp.take(sc, rk.columns[name], axis=2)
             for name, sc in full.items()}

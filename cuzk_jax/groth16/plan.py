@@ -95,7 +95,9 @@ def fmt_bytes(n: int | float | None) -> str:
 class Shape:
     """The sizes a plan needs: ``num_vars`` (z length), ``num_rows`` (evaluated constraints, input rows included),
     ``nnz`` (nonzeros of A, B and C together as the device holds them), ``domain`` (n), ``bases`` (query name ->
-    number of bases the key keeps on the device), ``r1cs_bytes`` (the device R1CS tables)."""
+    number of bases the key keeps on the device), ``r1cs_bytes`` (the device R1CS tables), ``eval_bytes`` (the
+    evaluation's device bytes for one partition in one shot, from :func:`cuzk_jax.ops.r1cs.evaluate_device_bytes`;
+    None: the formula of the module docstring)."""
 
     num_vars: int
     num_rows: int
@@ -103,6 +105,7 @@ class Shape:
     domain: int
     bases: dict
     r1cs_bytes: int
+    eval_bytes: int | None = None
 
     def query_bytes(self, name: str) -> int:
         return self.bases[name] * (G2_BYTES if GROUPS[name] == "g2" else G1_BYTES)
@@ -122,7 +125,8 @@ def msm_pairs_bytes(n: int) -> int:
 @dataclasses.dataclass(frozen=True)
 class MemoryPlan:
     """A decided plan (see the module docstring). ``estimate`` maps each component to its device bytes;
-    ``peak`` is the estimated device peak of one batch, ``host`` the estimated host bytes the prover holds."""
+    ``peak`` is the estimated device peak of one batch, ``host`` the estimated host bytes the prover holds;
+    ``shape`` the sizes it was made for."""
 
     device_budget: int | None
     host_budget: int | None
@@ -136,6 +140,7 @@ class MemoryPlan:
     peak: int
     host: int
     estimate: dict
+    shape: Shape | None = None
 
     @property
     def batches(self) -> int:
@@ -156,14 +161,22 @@ class MemoryPlan:
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["resident"], d["streamed"] = list(self.resident), list(self.streamed)
+        if self.shape is not None:
+            d["shape"] = dataclasses.asdict(self.shape)
         return d
 
 
 def _eval_bytes(shape: Shape, eval_chunk: int | None) -> int:
-    """Per partition: gathered products + uint64 row sums (~96 B per nonzero of one chunk) + outputs (96 B/row)."""
-    per_row_nnz = shape.nnz / max(shape.num_rows, 1) / 3  # nonzeros per row of one matrix
-    rows = shape.num_rows if eval_chunk is None else min(eval_chunk, shape.num_rows)
-    return int(96 * 3 * per_row_nnz * rows) + 96 * shape.num_rows
+    """Per partition: outputs (96 B/row) + the gather's intermediates of all rows or of one chunk (the evaluator's
+    own estimate when the shape has it, else ~96 B per nonzero)."""
+    outputs = 96 * shape.num_rows
+    if shape.eval_bytes is not None:
+        work = max(shape.eval_bytes - outputs, 0)
+    else:
+        work = 96 * shape.nnz
+    if eval_chunk is not None and shape.num_rows:
+        work = int(work * min(eval_chunk, shape.num_rows) / shape.num_rows)
+    return outputs + work
 
 
 def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | None) -> dict:
@@ -214,7 +227,7 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
             break
         # first shrink the evaluation's gather (cheap: only more launches), then stream queries
         if eval_chunk is None and per["evaluate"] >= max(per["h"], per["msm_scalars"] + per["msm_work"]):
-            eval_chunk = max(1 << 16, shape.num_rows // 8)
+            eval_chunk = 1 << max(10, (max(shape.num_rows // 8, 1) - 1).bit_length())  # a power of two
             continue
         remaining = [q for q in STREAM_ORDER if q in resident]
         if not allow_streaming or not remaining:
@@ -238,4 +251,4 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
                 "tables": table_bytes if tables else 0}
     return MemoryPlan(device_budget=device_budget, host_budget=host_budget, partitions=partitions, batch=batch,
                       resident=resident, streamed=streamed, chunk=chunk, tables=tables, eval_chunk=eval_chunk,
-                      peak=peak, host=host, estimate=estimate)
+                      peak=peak, host=host, estimate=estimate, shape=shape)
