@@ -26,6 +26,7 @@ import logging
 import random
 import secrets
 import contextlib
+import functools
 import sys
 import time
 
@@ -225,11 +226,23 @@ def _next_pow2(n: int) -> int:
     return 1 << max(0, (max(n, 1) - 1).bit_length())
 
 
+def _write_at_fn(buf, piece, at):
+    return jax.tree_util.tree_map(lambda b, p: jax.lax.dynamic_update_slice_in_dim(b, p, at, axis=-1), buf, piece)
+
+
+@functools.lru_cache(maxsize=None)
+def _write_at(platform: str):
+    """``buf[..., at:at + len(piece)] = piece`` for Affine batches; ``buf`` donated (updated in place) where the
+    platform supports donation (not XLA:CPU)."""
+    return jax.jit(_write_at_fn, donate_argnums=() if platform == "cpu" else (0,))
+
+
 def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: int | None,
                         inv_chunk: int | None = None, fermat_window: int | None = None) -> list:
     """One batch-affine fixed-base run (:func:`cuzk_jax.ops.fixed_base.mul_affine`) over the concatenation of the
     scalar arrays ``parts`` (canonical Fr limbs ``(8, N_i)``, device), split back into one :class:`Affine` per
-    part. Chunks are sliced per part as they are consumed, so at most one part is held twice."""
+    part. A part spanning several chunks is written into one preallocated buffer (in place on an accelerator), so
+    beside the key only one chunk's points are held twice."""
     sizes = [int(p.shape[1]) for p in parts]
     total = sum(sizes)
     if total == 0:
@@ -268,8 +281,12 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
                 result.append(curve.affine_identity((0,)))
             elif len(pieces) == 1:
                 result.append(pieces[0])
-            else:
-                result.append(jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1), *pieces))
+            else:  # written into one preallocated buffer, in place where the platform donates buffers
+                buf, at = curve.affine_identity((size,)), 0
+                for piece in pieces:
+                    buf = _write_at(jax.default_backend())(buf, piece, at)
+                    at += int(piece.inf.shape[-1])
+                result.append(buf)
             pos = hi
     finally:
         if bar is not None:
