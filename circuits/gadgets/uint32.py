@@ -118,7 +118,7 @@ def add_many(cs: ConstraintSystem, operands, label: str = "add") -> UInt32:
     if cs.batched and not cs.keep and isinstance(total, np.ndarray):  # one block, a BatchedWord result
         j0 = cs.alloc_bits_block(bit_values)
         cs.num_constraints += nbits + 1
-        return BatchedWord(-1 - (j0 + _AR32), _NO32, _ZERO32, _NO32, total & MASK32)
+        return BatchedWord(-1 - (j0 + _AR32), _NO32, _ZERO32, _NO32, total & MASK32, True)
     # the full sum's bits (booleanity constraints), least significant first
     sbits = B.alloc_bits(cs, bit_values, nbits, label + "/boolean")
     if cs.keep:
@@ -146,11 +146,12 @@ _ROT = [(_AR32 + n) % 32 for n in range(32)]
 
 
 class BatchedWord(UInt32):
-    __slots__ = ("var", "const", "cval", "neg", "_bits")
+    __slots__ = ("var", "const", "cval", "neg", "_bits", "allvar")
 
-    def __init__(self, var, const, cval, neg, value):
+    def __init__(self, var, const, cval, neg, value, allvar: bool | None = None):
         self.var, self.const, self.cval, self.neg, self.value = var, const, cval, neg, value
         self._bits = None
+        self.allvar = (not const.any()) if allvar is None else allvar  # no constant bit
 
     @staticmethod
     def of(word: UInt32, n: int) -> "BatchedWord":
@@ -173,7 +174,7 @@ class BatchedWord(UInt32):
         return self._bits
 
     def _perm(self, idx, value) -> "BatchedWord":
-        return BatchedWord(self.var[idx], self.const[idx], self.cval[idx], self.neg[idx], value)
+        return BatchedWord(self.var[idx], self.const[idx], self.cval[idx], self.neg[idx], value, self.allvar)
 
     def rotr(self, n: int) -> "BatchedWord":
         n %= 32
@@ -187,12 +188,12 @@ class BatchedWord(UInt32):
 
     @property
     def is_constant(self) -> bool:
-        return bool(self.const.all())
+        return not self.allvar and bool(self.const.all())
 
     def xor(self, cs: ConstraintSystem, other: "UInt32", label: str = "xor") -> "BatchedWord":
         a, b = self, BatchedWord.of(other, len(self.value))
         w = a.value ^ b.value
-        if not a.const.any() and not b.const.any() and not (a.var == b.var).any():
+        if a.allvar and b.allvar and not (a.var == b.var).any():
             # the common case: every bit allocates one wire holding the xor of the un-negated variables
             neg = a.neg ^ b.neg
             raw = B.word_bits(w)
@@ -200,7 +201,7 @@ class BatchedWord(UInt32):
                 raw ^= neg.astype(np.uint8)[:, None]
             j0 = cs.alloc_bits_block(raw)
             cs.num_constraints += 32
-            return BatchedWord(-1 - (j0 + _AR32), _NO32, _ZERO32, neg, w)
+            return BatchedWord(-1 - (j0 + _AR32), _NO32, _ZERO32, neg, w, True)
         ac, bc = a.const, b.const
         var, const = np.where(ac, b.var, a.var), ac & bc
         cval = a.cval ^ b.cval  # for constant results; for a constant operand the other is negated by its value
@@ -267,12 +268,15 @@ def _word_from(fast, out_var, slow_out, value) -> BatchedWord:
 def _ch_batched(cs, e, f, g, v, label):
     n = len(v)
     e, f, g = (BatchedWord.of(x, n) for x in (e, f, g))
-    fast = ~e.const & ~f.const & ~g.const & ~((f.var == g.var) & (f.neg == g.neg))
+    if e.allvar and f.allvar and g.allvar:
+        fast = ~((f.var == g.var) & (f.neg == g.neg))
+    else:
+        fast = ~e.const & ~f.const & ~g.const & ~((f.var == g.var) & (f.neg == g.neg))
     vb = B.word_bits(v)
     if fast.all():  # the common case: one wire per bit, holding ch
         j0 = cs.alloc_bits_block(vb)
         cs.num_constraints += 32
-        return BatchedWord(-1 - (j0 + _AR32), _NO32, _ZERO32, _NO32, v)
+        return BatchedWord(-1 - (j0 + _AR32), _NO32, _ZERO32, _NO32, v, True)
     rows = vb[fast][:, None, :]
     eb, fb, gb = e.bits if not fast.all() else None, f.bits if not fast.all() else None, \
         g.bits if not fast.all() else None
@@ -284,7 +288,9 @@ def _ch_batched(cs, e, f, g, v, label):
 def _maj_batched(cs, a, b, c, v, label):
     n = len(v)
     a, b, c = (BatchedWord.of(x, n) for x in (a, b, c))
-    fast = (~a.const & ~b.const & ~c.const & (a.var != b.var) & (a.var != c.var) & (b.var != c.var))
+    fast = (a.var != b.var) & (a.var != c.var) & (b.var != c.var)
+    if not (a.allvar and b.allvar and c.allvar):
+        fast &= ~a.const & ~b.const & ~c.const
     vb = B.word_bits(v)
     bc = B.word_bits(np.broadcast_to(np.asarray(b.value & c.value, np.int64), v.shape))
     if fast.all():  # the common case: per bit the and_ wire b & c, then maj's own
@@ -292,7 +298,7 @@ def _maj_batched(cs, a, b, c, v, label):
         mat[0::2], mat[1::2] = bc, vb
         j0 = cs.alloc_bits_block(mat)
         cs.num_constraints += 64
-        return BatchedWord(-1 - (j0 + 2 * _AR32 + 1), _NO32, _ZERO32, _NO32, v)
+        return BatchedWord(-1 - (j0 + 2 * _AR32 + 1), _NO32, _ZERO32, _NO32, v, True)
     rows = np.stack([bc[fast], vb[fast]], axis=1)  # per fast bit: the and_ wire bc, then maj's own
     slow_bits = not fast.all()
     ab, bb, cb = (a.bits, b.bits, c.bits) if slow_bits else (None, None, None)
