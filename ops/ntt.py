@@ -55,7 +55,7 @@ Tables (never program constants)
 One table per (n, direction, generator): ``T = [w^e for e < n/2]`` (``w^-1`` for the inverse), ``(8, n/2)``.
 Sub-transform twiddles are ``T[e n / M]`` and four-step twiddles ``+-T[e mod n/2]`` (``w^(n/2) = -1``). Coset and
 ``1/n`` scalings are outer products ``hi[j >> c] * lo[j mod 2^c]`` of two ``~sqrt(n)`` tables. All of them are made
-on the device from a few roots by :func:`_powers` (a doubling loop: ``log2`` of the length steps, one
+on the device from a few roots by :func:`_powers_impl` (a doubling loop: ``log2`` of the length steps, one
 multiplication each) and one outer product, and enter the transform programs as **arguments**: called eagerly,
 ``ntt`` builds them once per key and caches the device arrays (:func:`clear_cache` frees them); called inside a
 caller's ``jit`` (the Groth16 H phase), the same generator is traced into the caller's program, so its size does
@@ -177,15 +177,9 @@ def _powers_impl(firsts, ratios, *, log_t: int):
     return t
 
 
-_powers = jax.jit(_powers_impl, static_argnames=("log_t",))
-
-
 def _outer_impl(hi, lo):
     """``(8, len(hi) * len(lo))`` table ``hi[a] * lo[b]`` at index ``a len(lo) + b``."""
     return F.fr_rolled.mul(hi[:, :, None], lo[:, None, :]).reshape(LIMBS, -1)
-
-
-_outer = jax.jit(_outer_impl)
 
 
 def _split_log(log_count: int) -> tuple[int, int]:
@@ -193,12 +187,29 @@ def _split_log(log_count: int) -> tuple[int, int]:
     return c, log_count - c
 
 
-def _geometric_parts(first: int, ratio: int, log_count: int):
-    """``(lo, hi)``: ``lo[b] = first ratio^b`` (``b < 2^c``), ``hi[a] = ratio^(a 2^c)``, ``c = ceil(log_count / 2)``;
-    ``first ratio^e = hi[e >> c] lo[e mod 2^c]``."""
+def _parts_impl(roots, *, log_count: int):
+    """``(lo, hi)`` from ``roots = [first, 1 | ratio, ratio^(2^c)]`` ``(8, 4)``: ``lo[b] = first ratio^b``
+    (``b < 2^c``), ``hi[a] = ratio^(a 2^c)``, ``c = ceil(log_count / 2)``, so ``first ratio^e = hi[e >> c]
+    lo[e mod 2^c]`` for ``e < 2^log_count``."""
     c, h = _split_log(log_count)
-    out = _powers(_mont([first, 1]), _mont([ratio, pow(ratio, 1 << c, R)]), log_t=c)
+    out = _powers_impl(roots[:, :2], roots[:, 2:], log_t=c)
     return out[:, 0, : 1 << c], out[:, 1, : 1 << h]
+
+
+def _table_impl(roots, *, log_count: int):
+    """The full ``(8, 2^log_count)`` table ``first ratio^e``: :func:`_parts_impl` and one outer product."""
+    lo, hi = _parts_impl(roots, log_count=log_count)
+    return _outer_impl(hi, lo)
+
+
+# one small program per table size (eager calls; inside a caller's trace they become part of its program)
+_parts_jit = jax.jit(_parts_impl, static_argnames=("log_count",))
+_table_jit = jax.jit(_table_impl, static_argnames=("log_count",))
+
+
+def _roots(first: int, ratio: int, log_count: int) -> jax.Array:
+    c, _ = _split_log(log_count)
+    return _mont([first, 1, ratio, pow(ratio, 1 << c, R)])
 
 
 def _build(key, build, eager: bool):
@@ -227,18 +238,18 @@ def twiddles(n: int, inverse: bool = False, generator: int = GENERATOR, *, eager
 
     def build():
         with jax.enable_x64(True):
-            lo, hi = _geometric_parts(1, w, log_h)
-            return _outer(hi, lo)
+            return _table_jit(_roots(1, w, log_h), log_count=log_h)
 
     return _build(("tw", n, inverse, generator), build, eager)
 
 
 def scale_parts(n: int, first: int, ratio: int, *, eager: bool = True):
-    """``(lo, hi)`` with ``first ratio^j = hi[j >> c] lo[j mod 2^c]`` for ``j < n`` (see :func:`_geometric_parts`)."""
+    """``(lo, hi)`` with ``first ratio^j = hi[j >> c] lo[j mod 2^c]`` for ``j < n`` (see :func:`_parts_impl`)."""
 
     def build():
+        log_n = log2_size(n)
         with jax.enable_x64(True):
-            return _geometric_parts(first, ratio, log2_size(n))
+            return _parts_jit(_roots(first, ratio, log_n), log_count=log_n)
 
     return _build(("geo", n, first % R, ratio % R), build, eager)
 

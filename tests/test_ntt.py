@@ -165,7 +165,7 @@ def test_four_step_xla_matches_reference(log_n, sub):
     assert from_arr(N.coset_intt(x, config=cfg)) == [RN.coset_intt(v, 7) for v in vals]
 
 
-@pytest.mark.parametrize("log_n,sub,block", [(5, 2, 8), (3, 8, 4)])
+@pytest.mark.parametrize("log_n,sub,block", [pytest.param(5, 2, 8, marks=pytest.mark.slow), (3, 8, 4)])
 def test_pallas_ntt_interpret(log_n, sub, block):
     """The Pallas sub-transform kernel end to end under the interpreter: 2^5 as three passes (4 x 4 x 2 points,
     tiles of 2 columns, so the four-step twiddle sees column offsets), 2^3 as one pass; forward, inverse, coset."""
