@@ -215,13 +215,24 @@ def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, b
     return out
 
 
-def split_chunk(P: int, n: int, W: int, capacity: int, max_pairs: int) -> int:
-    """Points per pass of :func:`msm_split`: ``n`` when the merged list (``P n`` one-slots plus ``W P capacity``
-    digit pairs) fits ``max_pairs``, else the largest power-of-two divisor of ``n`` (at least 64) that does."""
+def split_chunk(P: int, n: int, capacity: int, max_pairs: int, window: int | None = None) -> tuple[int, int, int]:
+    """(points per pass, "other" capacity per pass, window) of :func:`msm_split` for ``P`` partitions of ``n``
+    (padded) points: all ``n`` points in one pass when the merged list (``P n`` one-slots plus ``W P capacity`` digit
+    pairs) fits ``max_pairs``; else the largest power-of-two chunk (at least 64) that fits with a capacity scaled to
+    the chunk -- twice its share ``capacity chunk / n``, at least :data:`MIN_CAPACITY` (a chunk with more "other"
+    scalars than that takes another round, so skew costs time, never correctness) -- and the window sized for it."""
+
+    def sizes(chunk):
+        cap = capacity if chunk == n else min(capacity, max(MIN_CAPACITY, 2 * capacity * chunk // n))
+        c = window or M.window_bits(M.padded_size(cap))
+        return cap, c, P * chunk + M.num_windows(c) * P * cap
+
     chunk = n
-    while chunk > M.MIN_PADDED and P * chunk + W * P * capacity > max_pairs and chunk % 2 == 0:
+    cap, c, L = sizes(chunk)
+    while chunk > M.MIN_PADDED and chunk % 2 == 0 and L > max_pairs:
         chunk //= 2
-    return chunk
+        cap, c, L = sizes(chunk)
+    return chunk, cap, c
 
 
 @x64
@@ -243,8 +254,8 @@ def msm_split(
     ``< r``). ``capacity`` (static): "other" scalars per partition per round, from :func:`capacity_for`; any value
     gives the right answer (more rounds when it is too small). ``window``: the digit window of the "other"
     scalars (default :func:`cuzk_jax.ops.msm.window_bits` of ``capacity``). ``max_pairs``: bound on the merged
-    list per pass (``P n + W P capacity`` int32 pairs); longer point ranges run in chunks. Traceable; jit with the
-    keyword arguments static (:func:`msm_split_jit`).
+    list per pass (``P n + W P capacity`` int32 pairs); longer point ranges run in chunks (:func:`split_chunk`).
+    Traceable; jit with the keyword arguments static (:func:`msm_split_jit`).
     """
     curve = M.curve_of(group)
     nd = curve.coord_ndim
@@ -273,8 +284,7 @@ def msm_split(
         padc = [(0, 0)] * nd + [(0, 0)] * (len(bshape) - 1) + [(0, pad)]
         bases = Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc), jnp.pad(bases.inf, padc[nd:],
                                                                                  constant_values=True))
-    c = window or M.window_bits(M.padded_size(capacity))
-    chunk = split_chunk(P, n, M.num_windows(c), capacity, max_pairs)
+    chunk, cap, c = split_chunk(P, n, capacity, max_pairs, window)
     rcurve = M.rolled(curve)
     F = curve.field
 
@@ -286,7 +296,7 @@ def msm_split(
         if not shared:
             bxj = bxj.reshape(bxj.shape[:nd] + (-1,))
             byj = byj.reshape(byj.shape[:nd] + (-1,))
-        return _split_pass(curve, config, c, capacity, shared, Affine(bxj, byj, None), scj, prev, lanes)
+        return _split_pass(curve, config, c, cap, shared, Affine(bxj, byj, None), scj, prev, lanes)
 
     prev = M._ident(F, (P,))
     res = chunk_body(0, prev) if chunk == n else lax.fori_loop(0, n // chunk, chunk_body, prev)
@@ -478,8 +488,8 @@ def msm_streamed(
 # ---------------------------------------------------------------------------------------------------------------
 
 # Per-element byte costs of the XLA-path programs' temporaries, calibrated on XLA's buffer assignment
-# (``compiled.memory_analysis()`` on CPU, G1 and G2, 2^6..2^14 points, 1-4 partitions: the estimate is 1.0-1.4x it) and rounded up; the tests check the
-# estimate against it. A GPU sort may take more scratch than XLA:CPU's; the bucket state is counted separately.
+# (``compiled.memory_analysis()`` on CPU, G1 and G2, 2^6..2^14 points, 1-4 partitions; the estimate is 1.0-1.4x
+# it, which the tests check). A GPU sort may take more scratch than XLA:CPU's; the bucket state is counted apart.
 PAIR_BYTES = 40  # plain path, per (key, value) pair: key, value, their sorted and padded copies, window words/digits
 POINT_BYTES_PLAIN = 48  # plain path, per (partition, point): masked scalars, the uint64 limbs of the digit recoding
 SPLIT_SLOT_BYTES = 96  # split path, per (partition, point): kind masks, ranks, merged-list keys/values and copies
@@ -527,9 +537,8 @@ def _plain_work_bytes(n: int, p: int, group: str, config: MsmConfig, window=None
 def _split_work_bytes(n: int, p: int, group: str, config: MsmConfig, capacity: int, window=None,
                       max_pairs: int = M.DEFAULT_MAX_PAIRS) -> int:
     n = M.padded_size(n)
-    c = window or M.window_bits(M.padded_size(capacity))
+    chunk, capacity, c = split_chunk(p, n, capacity, max_pairs, window)
     W = M.num_windows(c)
-    chunk = split_chunk(p, n, W, capacity, max_pairs)
     L = p * chunk + W * p * capacity
     plan = M.Plan(G=p, n=-(-L // (p * W)), c=c, shared_bases=True)
     return (SPLIT_SLOT_BYTES * p * chunk + SPLIT_PAIR_BYTES * W * p * capacity
@@ -554,10 +563,10 @@ def msm_device_bytes(n: int, p: int, group: str = "g1", path: str = "plain", chu
     ``work_plain(p, n) = 40 M + 48 p n + state``: ``M = G W n'`` (key, value) pairs of one pass (``G`` partitions
     of ``n'`` points per pass as :func:`cuzk_jax.ops.msm.group_and_chunk` decides, so it stops growing past
     ``max_pairs``); ``work_split(p, n) = 96 p n' + 128 W p capacity + state`` (``n'`` points per pass,
-    :func:`split_chunk`; ``W`` windows sized for ``capacity``); ``state``: the pass's bucket / partial / accumulator XYZZ arrays
-    (XLA step machine: ``2 NB + 16 lanes`` points plus :data:`LANE_BYTES` per lane; Pallas: six ``(4 Lc, nbuf)``
-    buffers). ``capacity`` defaults to
-    ``n / 64`` (the ~1 % "other" share of a PoRep witness, rounded to a power of two, at least 64). ``config``
+    :func:`split_chunk`; ``W`` windows sized for ``capacity``); ``state``: the pass's bucket / partial /
+    accumulator XYZZ arrays (XLA step machine: ``2 NB + 16 lanes`` points plus :data:`LANE_BYTES` per lane;
+    Pallas: six ``(4 Lc, nbuf)`` buffers). ``capacity`` defaults to ``n / 64`` (the ~1 % "other" share of a PoRep
+    witness, rounded to a power of two, at least 64). ``config``
     defaults to the platform's :meth:`MsmConfig.default`. An upper bound within a small factor of XLA's buffer
     assignment at test sizes (the tests check both), not an exact figure: allocator rounding and fragmentation are
     not modelled.

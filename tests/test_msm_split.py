@@ -168,6 +168,14 @@ def test_split_g1_dense_needs_rounds(g1case):
     assert got("g1", SPLIT["g1"](g1case.bases, sc)) == g1case.expected(rows)
 
 
+def test_split_g1_chunked_passes(g1case):
+    """A ``max_pairs`` too small for one pass: four chunks of 64 points (fori_loop), each with its own rounds."""
+    assert S.split_chunk(P1, N1, CAP1, 16700) == (64, 64, 4)
+    fn = S.msm_split_jit("g1", XLA, capacity=CAP1, max_pairs=16700)
+    rows = [g1case.dense_row(), g1case.porep_row(), [1] * N1, [0] * N1]
+    assert got("g1", fn(g1case.bases, jnp.asarray(g1case.scalars(rows)))) == g1case.expected(rows)
+
+
 @pytest.mark.slow
 def test_split_g2_vs_arkworks():
     case = Case("g2", N2, 7)

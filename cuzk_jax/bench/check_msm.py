@@ -4,7 +4,8 @@
   python scripts/bench.py --op=check-msm,msm --log_n=16                            # check, then benchmark
 
 Random inputs and edge cases (all-zero scalars, zeros and ones, one repeated scalar, bases at infinity, scalars
-r - 1) at ``2^log_n`` points through each ``--impl`` spec (:func:`cuzk_jax.bench.msm.parse_spec`), compared exactly;
+r - 1) at ``2^log_n`` points through each ``--impl`` spec (:func:`cuzk_jax.bench.msm.parse_spec`; ``split:<spec>``,
+``stream:<spec>`` and ``stream_split:<spec>`` run :mod:`cuzk_jax.ops.msm_split`'s paths), compared exactly;
 ``--check_batch`` adds a 3-partition MSM with per-partition bases, ``--check_xla`` the XLA fallback (on a GPU its
 compile takes minutes). Every row has ``ok``; the bench main exits 1 when a row is not ok.
 """
@@ -68,8 +69,7 @@ def check(group: str, log_n: int, specs, results: list, *, check_batch: bool = T
     xla = M.msm_jit(group, MsmConfig("xla")) if check_xla else None
     ok = True
     for spec in specs:
-        config, window = bmsm.parse_spec(spec)
-        fn = M.msm_jit(group, config, window=window)
+        fn = bmsm.msm_callable(group, spec)  # plain, split:, stream:, stream_split: (bench.msm's grammar)
         for name, (b, inf, sc) in cases.items():
             s = jnp.asarray(enc.ints_to_limbs(sc, "fr"))
             row = {"check": name, "group": group, "log_n": log_n, "impl": spec}
@@ -101,8 +101,9 @@ def check(group: str, log_n: int, specs, results: list, *, check_batch: bool = T
         sc = [[rng.randrange(R) for _ in range(n)], [rng.choice([0, 1]) for _ in range(n)], [rng.randrange(R)] * n]
         s = jnp.stack([jnp.asarray(enc.ints_to_limbs(v, "fr")) for v in sc], axis=1)
         for spec in specs:
-            config, window = bmsm.parse_spec(spec)
-            fn = M.msm_jit(group, config, window=window)
+            if spec.startswith("stream"):  # streamed MSMs take shared bases only
+                continue
+            fn = bmsm.msm_callable(group, spec)
             row = {"check": f"batch_{P}", "group": group, "log_n": log_n, "impl": spec}
             try:
                 got = host_curve.from_device(curve, jax.block_until_ready(fn(bb, s)))

@@ -15,6 +15,18 @@ a resident key would hold it; its row's ``table_points`` says how many points th
 phase row, not an MSM: it times steps 1-3 alone (digits, keys and the ``lax.sort`` of the (bucket, point) pairs)
 for the plan the MSM uses, so the rest of an MSM row is the bucket work.
 
+Split and streamed variants (:mod:`cuzk_jax.ops.msm_split`), A/B against the plain MSM on the same scalars:
+``split:<spec>`` runs :func:`~cuzk_jax.ops.msm_split.msm_split` (capacity from :func:`classify` /
+:func:`capacity_for`, done once before timing and timed on its own as ``classify_ms``: the pipeline pays it per
+call); ``stream:<spec>`` / ``stream_split:<spec>`` run :func:`~cuzk_jax.ops.msm_split.msm_streamed` with the bases
+in host memory (numpy), ``chunk=K`` points per chunk as log2 (default ``log_n - 2``), scalars on the device (add
+``host_scalars=1`` to stream them too); the time is the whole call, transfers included. Any spec takes
+``dist=porep`` (52 % zeros, 47 % ones, 1 % uniform others, as the A/B/L MSMs of ``porep_like``) or ``dist=dense``
+(the default). Rows of these variants get ``ab_vs`` (the plain spec on the same scalars) and ``ab_speedup`` (its
+median over this row's: > 1 means faster) when that plain spec ran, and ``matches_plain``; ``est_device_gib`` is
+:func:`~cuzk_jax.ops.msm_split.msm_device_bytes` for the row's path. ``split-ab`` expands to the platform kernel
+``K`` as ``K, split:K`` on dense and porep scalars plus ``stream:K`` and ``stream_split:K`` on porep scalars.
+
 Inputs: ``2^min(log_n, 14)`` distinct points ``k_i G`` (random ``k_i``, computed on the host with
 py_arkworks_bls12381 if installed, else with the reference curve for a smaller set) are tiled to ``2^log_n`` bases
 on the device; scalars are uniform random 255-bit values below r drawn on the device (``jax.random``, benchmark
@@ -58,6 +70,85 @@ def parse_spec(spec: str) -> tuple[MsmConfig, int | None]:
         else:
             parts.append(part)
     return MsmConfig.parse(":".join(parts)), window
+
+
+VARIANTS = ("split", "stream", "stream_split")
+DISTS = ("dense", "porep")
+
+
+def parse_variant(spec: str) -> dict:
+    """``"split:pallas:dist=porep:c=16"`` -> ``{"kind": "split", "config": MsmConfig("pallas"), "window": 16,
+    "dist": "porep", "chunk": None, "host_scalars": False, "plain": "pallas:c=16"}``: the variant prefix (``plain``
+    when absent), the options this bench adds (``dist=``, ``chunk=`` as log2, ``host_scalars=``), and ``plain`` the
+    spec of the plain MSM it is compared with (the rest, as :func:`parse_spec` reads it)."""
+    parts = spec.split(":")
+    kind = parts[0] if parts[0] in VARIANTS else "plain"
+    if kind != "plain":
+        parts = parts[1:]
+    out = {"kind": kind, "dist": "dense", "chunk": None, "host_scalars": False}
+    rest = []
+    for part in parts:
+        key, _, val = part.partition("=")
+        if key == "dist":
+            if val not in DISTS:
+                raise ValueError(f"bad dist {val!r} in {spec!r}; expected one of {DISTS}")
+            out["dist"] = val
+        elif key == "chunk":
+            if not val.isdigit():
+                raise ValueError(f"bad chunk {part!r} in {spec!r}: expected log2 of the points per chunk")
+            out["chunk"] = int(val)
+        elif key == "host_scalars":
+            out["host_scalars"] = val not in ("0", "false", "")
+        else:
+            rest.append(part)
+    out["plain"] = ":".join(rest) or "xla"
+    out["config"], out["window"] = parse_spec(out["plain"])
+    return out
+
+
+def expand_specs(specs: list[str], on_gpu: bool) -> list[str]:
+    """``split-ab`` -> the A/B set of the platform kernel (module docstring); other specs as they are."""
+    out = []
+    for spec in specs:
+        if spec == "split-ab":
+            k = "pallas" if on_gpu else "xla"
+            out += [k, f"split:{k}", f"{k}:dist=porep", f"split:{k}:dist=porep", f"stream:{k}:dist=porep",
+                    f"stream_split:{k}:dist=porep"]
+        else:
+            out.append(spec)
+    return out
+
+
+def porep_scalars(scalars, seed: int = 1):
+    """PoRep-like scalars from dense ones of the same shape: 52 % zero, 47 % one, 1 % kept (uniform below r)."""
+    u = jax.random.uniform(jax.random.PRNGKey(seed), scalars.shape[1:])
+    one = jnp.zeros_like(scalars).at[0].set(1)
+    return jax.block_until_ready(jnp.where(u < 0.52, jnp.uint32(0), jnp.where(u < 0.99, one, scalars)))
+
+
+def msm_callable(group: str, spec: str):
+    """``(bases, scalars) -> Jacobian`` for any spec of this bench (plain, ``split:``, ``stream:``,
+    ``stream_split:``; ``pre:`` and ``sort`` excluded), with per-call sizing (classify) for the split variants --
+    for checks, not for timing."""
+    from cuzk_jax.ops import msm_split as S
+
+    v = parse_variant(spec)
+    kw = {} if v["window"] is None else {"window": v["window"]}
+    if v["kind"] == "plain":
+        return M.msm_jit(group, v["config"], **kw)
+    if v["kind"] == "split":
+        return lambda b, s: S.msm_split_auto(b, s, group, config=v["config"], **kw)[0]
+
+    def streamed(b, s):
+        hb = cv.Affine(*(np.asarray(a) for a in b))
+        if hb.inf.ndim != 1:
+            raise ValueError("streamed MSM: shared bases only")
+        n = hb.inf.shape[0]
+        chunk = 1 << v["chunk"] if v["chunk"] is not None else max(64, n // 4)
+        return S.msm_streamed(hb, np.asarray(s) if v["host_scalars"] else s, group, config=v["config"],
+                              chunk=chunk, split=v["kind"] == "stream_split", **kw)
+
+    return streamed
 
 
 def host_points(group: str, count: int, seed: int) -> list:
@@ -146,20 +237,77 @@ def _same_point(curve, a, b) -> bool:
     return host_curve.from_device(curve, a) == host_curve.from_device(curve, b)
 
 
+def _timed_streamed(fn, args, reps: int, warmup: int) -> tuple[float, dict]:
+    """(first call seconds -- compile included --, bench.time_runs of the rest) for a host-driven call."""
+    import time
+
+    t0 = time.perf_counter()
+    bench.block(fn(*args))
+    first = time.perf_counter() - t0
+    return first, bench.time_runs(fn, args, reps=reps, warmup=warmup)
+
+
+def _variant(group: str, log_n: int, batch: int, spec: str, v: dict, bases, scalars, row: dict):
+    """(callable, args, compiled?) for a split / streamed spec; fills the row's sizing columns."""
+    import time
+
+    from cuzk_jax.ops import msm_split as S
+
+    kw = {} if v["window"] is None else {"window": v["window"]}
+    n = 1 << log_n
+    t0 = time.perf_counter()
+    counts = np.asarray(S._classify_jit(scalars, bases.inf))
+    row["classify_ms"] = (time.perf_counter() - t0) * 1e3  # first call: includes its (small) compile
+    fr = S.fractions(counts.reshape(3, -1))
+    row.update({f"frac_{k}": round(fr[k], 4) for k in S.KINDS})
+    if v["kind"] == "split":
+        cap = S.capacity_for(counts.reshape(3, -1))
+        row["capacity"] = cap
+        row["est_device_gib"] = S.msm_device_bytes(n, batch, group, "split", capacity=cap,
+                                                   config=v["config"]) / 2**30
+        t0 = time.perf_counter()
+        for _ in range(3):
+            jax.block_until_ready(S._classify_jit(scalars, bases.inf))
+        row["classify_ms"] = (time.perf_counter() - t0) / 3 * 1e3  # warm, as the pipeline pays it
+        return S.msm_split_jit(group, v["config"], capacity=cap, **kw), (bases, scalars), True
+    chunk = 1 << (v["chunk"] if v["chunk"] is not None else max(6, log_n - 2))
+    hb = cv.Affine(*(np.asarray(a) for a in bases))
+    sc = np.asarray(scalars) if v["host_scalars"] else scalars
+    split = v["kind"] == "stream_split"
+    path = ("streamed_split" if split else "streamed") + ("" if v["host_scalars"] else "_device_scalars")
+    row.update({"chunk": chunk, "path": path,
+                "est_device_gib": S.msm_device_bytes(n, batch, group, path, chunk, config=v["config"]) / 2**30})
+
+    def fn(b, s):
+        return S.msm_streamed(b, s, group, config=v["config"], chunk=chunk, split=split, **kw)
+
+    return fn, (hb, sc), False
+
+
 def run(cfg) -> list[dict]:
+    from cuzk_jax.ops import msm_split as S
+
     on_gpu = jax.default_backend() == "gpu"
-    specs = list(cfg.impl) or (["pallas", "xla"] if on_gpu else ["xla"])
+    specs = expand_specs(list(cfg.impl) or (["pallas", "xla"] if on_gpu else ["xla"]), on_gpu)
     batch = int(getattr(cfg, "batch", 1) or 1)
     rows = []
     for group in cfg.group:
         curve = M.curve_of(group)
         for log_n in map(int, cfg.log_n):
-            bases, scalars = device_inputs(group, log_n, batch)
-            outs, tables = {}, {}
+            bases, dense = device_inputs(group, log_n, batch)
+            inputs = {"dense": dense}
+            outs, tables, times = {}, {}, {}
             for spec in specs:
                 row = {"group": group, "log_n": log_n, "batch": batch, "impl": spec}
-                args = (bases, scalars)
                 try:
+                    v = parse_variant(spec) if spec != "sort" and not spec.startswith("pre:") else \
+                        {"kind": "plain", "dist": "dense", "plain": spec}
+                    if v["dist"] not in inputs:
+                        inputs[v["dist"]] = porep_scalars(dense)
+                    scalars = inputs[v["dist"]]
+                    row["dist"] = v["dist"]
+                    args = (bases, scalars)
+                    compiled_path = True
                     if spec == "sort":
                         fn = _sort_jit(batch, log_n)
                     elif spec.startswith("pre:"):
@@ -167,13 +315,21 @@ def run(cfg) -> list[dict]:
                                                                                             tables)
                         args = (table, scalars)
                         row["table_points"] = int(table.inf.shape[0])
+                    elif v["kind"] == "plain":
+                        fn = M.msm_jit(group, v["config"], **({} if v["window"] is None else
+                                                             {"window": v["window"]}))
+                        row["est_device_gib"] = S.msm_device_bytes(1 << log_n, batch, group, "plain",
+                                                                   config=v["config"]) / 2**30
                     else:
-                        config, window = parse_spec(spec)
-                        fn = M.msm_jit(group, config, window=window)
-                    compiled, compile_s = bench.compile_timed(fn, *args)
-                    out = compiled(*args)
-                    jax.block_until_ready(out)
-                    t = bench.time_runs(compiled, args, reps=cfg.reps, warmup=cfg.warmup)
+                        fn, args, compiled_path = _variant(group, log_n, batch, spec, v, bases, scalars, row)
+                    if compiled_path:
+                        compiled, compile_s = bench.compile_timed(fn, *args)
+                        out = compiled(*args)
+                        jax.block_until_ready(out)
+                        t = bench.time_runs(compiled, args, reps=cfg.reps, warmup=cfg.warmup)
+                    else:
+                        compile_s, t = _timed_streamed(fn, args, cfg.reps, cfg.warmup)
+                        out = fn(*args)
                 except Exception as e:  # keep the A/B going; the row records the failure
                     row.update({"error": f"{type(e).__name__}: {str(e)[:300]}"})
                     bench.emit(rows, row)
@@ -188,6 +344,7 @@ def run(cfg) -> list[dict]:
                 outs[spec] = out
                 ref = REFERENCE_MS.get(group, {}).get(log_n)
                 ms = t["median_s"] * 1e3
+                times[(v["dist"], spec)] = ms
                 row.update({
                     "compile_s": round(compile_s, 2),
                     "median_ms": ms,
@@ -199,13 +356,22 @@ def run(cfg) -> list[dict]:
                 })
                 if row["target_ms"] is not None:
                     row["meets_target"] = ms / batch <= row["target_ms"]
+                if v["kind"] != "plain":  # A/B against the plain spec on the same scalars, when it ran first
+                    partner = v["plain"] if v["dist"] == "dense" else f"{v['plain']}:dist={v['dist']}"
+                    if (v["dist"], partner) in times:
+                        row["ab_vs"] = partner
+                        row["ab_speedup"] = times[(v["dist"], partner)] / ms
+                        row["matches_plain"] = _same_point(curve, out, outs[partner])
                 bench.emit(rows, row)
                 print(row, flush=True)
-            # A/B reference: the XLA row, else the plain Pallas one (the precomputed rows are checked against it)
-            base_spec = next((s for s in specs if s.startswith("xla")), "pallas" if "pallas" in specs else None)
+            # A/B reference: the XLA row, else the plain Pallas one (the precomputed rows are checked against it);
+            # only rows on the same (dense) scalars
+            base_spec = next((s for s in specs if s.startswith("xla") and "dist=" not in s),
+                             "pallas" if "pallas" in specs else None)
             if base_spec in outs:
                 for r in rows:
-                    if r["group"] == group and r["log_n"] == log_n and r["impl"] in outs:
+                    if (r["group"] == group and r["log_n"] == log_n and r["impl"] in outs
+                            and r.get("dist", "dense") == "dense" and r["impl"] != "sort"):
                         key = "matches_xla" if base_spec.startswith("xla") else "matches_pallas"
                         r[key] = _same_point(curve, outs[r["impl"]], outs[base_spec])
     return rows
