@@ -100,3 +100,15 @@ def test_worker_processes_and_sector_synthesis():
     assert all(isinstance(w, PackedWitness) for w in ws) and pubs == publics
     assert np.array_equal(stack_z(ws), one)
     c.r1cs().check(ws[1])
+
+
+def test_synth_bench_batched_row():
+    from cuzk_jax.circuits import bench
+
+    res = bench.run("porep_like", "mini", partitions=2, reps=1, warmup=0, device_eval=False, compiled=False,
+                    workers=1, log=lambda *a: None)
+    assert res["witness_mode"] == "batched" and res["batched_equals_builder"] is True
+    assert res["workers"] == 1 and res["builder_partitions"] == 2
+    for key in ("structure_constraints_per_s", "witness_constraints_per_s", "builder_constraints_per_s",
+                "bytes_per_constraint", "peak_host_used_bytes", "peak_rss_self_bytes"):
+        assert res[key] >= 0, key
