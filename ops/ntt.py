@@ -46,8 +46,8 @@ default is chosen in :meth:`NttConfig.default <cuzk_jax.ops.config.NttConfig.def
 * ``pallas``: the whole ``M``-point sub-transform of a ``(M, columns)`` tile in ONE kernel launch
   (:mod:`cuzk_jax.ops.pallas.ntt`): Stockham's self-sorting radix-2 stages (natural order in and out, no bit
   reversal) on values held in registers / shared memory, the four-step twiddle fused into the store and the coset
-  scaling into the first pass's load; PTX carry-chain field blocks. A 2^20 NTT with ``sub=5`` is 4 kernel launches (plus the digit-reversal transpose), not
-  20 passes over memory.
+  scaling into the first pass's load; PTX carry-chain field blocks. A 2^20 NTT with ``sub=5`` is 4 kernel
+  launches (plus the digit-reversal transpose), not 20 passes over memory.
 * ``pallas_interpret``: that kernel under the Pallas interpreter with the rolled jnp field (CPU tests).
 
 Tables (never program constants)

@@ -7,8 +7,9 @@ rows), ``w`` the ``(8, n/2)`` root table ``w_n^e``. Each program owns one ``(M, 
 32-byte segment), loads it once, runs all ``s`` radix-2 stages on values held by the program (registers, and the
 shared memory Triton uses for the reshapes between stages), multiplies by the four-step twiddle
 ``w_n^((k j R) mod n)`` (``k`` the row, ``j`` the global column; ``-w^(e - n/2)`` for ``e >= n/2``) and stores the
-tile once (a first pass may also scale its input by coset powers on load, ``pre``): one read and one write of the data per pass instead of one per stage (the structure of sppark's GPU
-NTT, which keeps 2^k-point sub-transforms in shared memory).
+tile once (a first pass may also scale its input by coset powers on load, ``pre``): one read and one write of the
+data per pass instead of one per stage (the structure of sppark's GPU NTT, which keeps 2^k-point sub-transforms in
+shared memory).
 
 Stages: Stockham's self-sorting radix-2 FFT (natural order in and out, so no bit reversal; C. Van Loan,
 "Computational Frameworks for the FFT", Alg. 1.7.2). Stage ``q = 1..s`` with ``L = 2^q``, ``r = M / L`` reads the
