@@ -35,7 +35,9 @@ count and are never visited (the Pallas kernels skip whole blocks past it; the X
 ``ceil(count / lanes)`` steps, so its length follows the live pairs); a scalar equal to one produces exactly
 one pair, in bucket (window 0, digit 1), and because accumulation splits buckets across lanes, the bases with
 scalar one are summed as one balanced parallel sum -- what supraseal computes separately to avoid one overloaded
-bucket -- instead of passing through every window.
+bucket -- instead of passing through every window. What it still pays for every point is the digit recoding and the
+sort of ``W N`` pairs: :mod:`cuzk_jax.ops.msm_split` removes those for zero and one scalars (the split proper, with
+the same pass) and streams bases from host memory when they do not fit on the device.
 
 Shapes are static and bucketed (:func:`padded_size`): ``N`` points are padded with zero scalars to a power of two
 (at least 64), so every ``N`` up to that size shares one compiled program.

@@ -165,19 +165,21 @@ def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, b
 
     one, other = _kind_masks(sc)
     rank_o = jnp.cumsum(other, axis=1, dtype=jnp.int32) - 1  # rank of an "other" scalar in its partition
-    max_o = jnp.max(jnp.sum(other, axis=1, dtype=jnp.int32))
+    q_all = jnp.sum(other, axis=1, dtype=jnp.int32)  # "other" scalars per partition
+    max_o = jnp.max(q_all)
     n_one = jnp.sum(one, axis=1, dtype=jnp.int32)
     rank_1 = jnp.cumsum(one, axis=1, dtype=jnp.int32) - 1
 
     def round_(k, prev):
-        # ---- others of this round, compacted to `capacity` slots per partition (slot `capacity`: trash) ----
+        # ---- others of this round, compacted to `capacity` slots per partition ----
+        # unselected points get an out-of-bounds slot and are dropped: no scatter collisions on a trash slot
         lo = k * capacity
         sel = other & (rank_o >= lo) & (rank_o < lo + capacity)
         slot = jnp.where(sel, rank_o - lo, capacity)
         rows = jnp.broadcast_to(g_ix, (G, n))
-        idx = jnp.zeros((G, capacity + 1), jnp.int32).at[rows, slot].set(base_ix)[:, :capacity]
-        src = jnp.zeros((G, capacity + 1), jnp.int32).at[rows, slot].set(i_ix + jnp.zeros_like(rows))[:, :capacity]
-        live = jnp.zeros((G, capacity + 1), bool).at[rows, slot].set(True)[:, :capacity]
+        src = jnp.zeros((G, capacity), jnp.int32).at[rows, slot].set(jnp.broadcast_to(i_ix, (G, n)), mode="drop")
+        live = jnp.arange(capacity, dtype=jnp.int32)[None, :] < jnp.clip(q_all - lo, 0, capacity)[:, None]
+        idx = src if shared else g_ix * n + src
         sc_c = jnp.where(live[None], jnp.take_along_axis(sc, src[None], axis=2), jnp.uint32(0))
         d = jnp.transpose(M.signed_digits(sc_c, c), (1, 0, 2))  # (G, W, capacity)
         w_ix = jnp.arange(W, dtype=jnp.int32)[None, :, None]
