@@ -17,6 +17,7 @@ def _builder(c, inputs):
 
 @pytest.mark.parametrize("preset,overrides,P", [
     ("tiny", {}, 2), ("mini", {"challenges": 3}, 2), ("small", {}, 2), ("sha_min", {"challenges": 2, "depth": 2}, 2),
+    ("sha_min", {"depth": 2, "parents": 2, "label_parents": 3}, 1),  # repeated parent labels (Filecoin's 37)
 ])
 def test_batch_equals_builder(preset, overrides, P):
     c = get_circuit("porep_like", preset, **overrides)
@@ -65,7 +66,9 @@ def test_witness_batch_rejects_bad_input():
 
 
 @pytest.mark.parametrize("preset,overrides", [("mini", {"challenges": 3}), ("small", {}),
-                                              ("sha_min", {"challenges": 3, "depth": 2})])
+                                              ("sha_min", {"challenges": 3, "depth": 2}),
+                                              ("sha_min", {"challenges": 2, "depth": 2, "parents": 1,
+                                                           "label_parents": 2})])
 def test_tiled_structure_equals_builder(preset, overrides):
     from cuzk_jax.circuits.cs import ConstraintSystem
     from cuzk_jax.circuits.porep_like import tiled_r1cs
@@ -112,3 +115,13 @@ def test_synth_bench_batched_row():
     for key in ("structure_constraints_per_s", "witness_constraints_per_s", "builder_constraints_per_s",
                 "bytes_per_constraint", "peak_host_used_bytes", "peak_rss_self_bytes"):
         assert res[key] >= 0, key
+
+
+def test_label_parents_validation_and_sector_presets():
+    with pytest.raises(ValueError, match="label_parents"):
+        get_circuit("porep_like", "small", label_parents=3)  # Poseidon labels
+    with pytest.raises(ValueError, match="label_parents"):
+        get_circuit("porep_like", "sha_min", parents=2, depth=2, label_parents=1)  # fewer than parents
+    c = get_circuit("porep_like", "sector32g")
+    assert (c.params["challenges"], c.params["depth"], c.params["layers"], c.params["parents"],
+            c.params["label_parents"], c.params["tree_arity"]) == (18, 30, 11, 14, 37, 8)
