@@ -163,7 +163,8 @@ class Journal:
         return [self._row(r) for r in rows]
 
     def counts(self) -> dict[str, int]:
-        """``{state: number of jobs}`` for every state."""
+        """``{state: number of jobs}`` for every state, and ``last_done_seq`` (the latest completion's number)."""
         with self._lock:
             got = dict(self._db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
-        return {s: got.get(s, 0) for s in STATES}
+            last = self._db.execute("SELECT COALESCE(MAX(done_seq), 0) FROM jobs").fetchone()[0]
+        return {**{s: got.get(s, 0) for s in STATES}, "last_done_seq": last}
