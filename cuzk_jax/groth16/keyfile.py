@@ -124,18 +124,21 @@ def _block_digest(buf, start: int, stop: int) -> bytes:
 
 
 def _section_digests(buf, sections: list[tuple[int, int]], block: int, pool) -> list[str]:
-    """SHA-256 of the block-digest list of each ``(offset, nbytes)`` range of ``buf`` (a memoryview), hashed by
-    ``pool``'s threads."""
-    futures = []
-    for off, nbytes in sections:
-        futures.append([pool.submit(_block_digest, buf, s, min(off + nbytes, s + block))
-                        for s in range(off, off + nbytes, block)] or [None])
+    """SHA-256 of the block-digest list of each ``(offset, nbytes)`` range of ``buf`` (a memoryview), the blocks
+    hashed by ``pool``'s threads with a bounded number in flight (memory stays flat whatever the block count)."""
+    import collections
+
+    depth = 4 * _threads()
+    pending: collections.deque = collections.deque()
     out = []
-    for fs in futures:
+    for off, nbytes in sections:
         h = hashlib.sha256()
-        for f in fs:
-            if f is not None:
-                h.update(f.result())
+        for s in range(off, off + nbytes, block):
+            pending.append(pool.submit(_block_digest, buf, s, min(off + nbytes, s + block)))
+            if len(pending) >= depth:
+                h.update(pending.popleft().result())
+        while pending:
+            h.update(pending.popleft().result())
         out.append(h.hexdigest())
     return out
 
@@ -174,7 +177,9 @@ def _write_plane(fh, arr) -> None:
 
 def save(pk: ProvingKey, path: str, block: int = HASH_BLOCK) -> int:
     """Write ``pk`` to ``path`` in the raw format (atomically: a reader sees the old file or the whole new one).
-    Returns the file's size in bytes."""
+    Returns the file's size in bytes. ``block``: bytes per checksum block (at least 256)."""
+    if not 256 <= block <= 2**40:
+        raise ValueError(f"keyfile.save: block must be in [256, 2^40] bytes, got {block}")
     expected = _expected_sections(pk.num_inputs, pk.num_aux, pk.domain_size)
     sections, pos = [], 0
     for name, dtype, shape in expected:
@@ -285,7 +290,7 @@ def _check_header(path: str, header, size: int, data_start: int) -> None:
     dom = _int_field(path, header, "domain_size", 2, 2**32)
     if dom & (dom - 1):
         _fail(path, f"domain_size {dom} is not a power of two")
-    _int_field(path, header, "hash_block", 1, 2**40)
+    _int_field(path, header, "hash_block", 256, 2**40)
     for key in ("circuit_digest", "vk", "beta_g1", "delta_g1"):
         v = header.get(key)
         try:
