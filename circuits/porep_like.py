@@ -476,11 +476,11 @@ def fill_z(cs: BatchCS, counts: dict, P: int, out: np.ndarray, montgomery: bool 
         out[:, q, :n_in] = encoding.ints_to_limbs(vals, "fr", montgomery=montgomery)
         # bit wires (0 or the limbs of 1), one contiguous range per block; field wires are overwritten below
         vec_h[h_off] = bits_h[:, k0]
-        out[:, q, n_in:n_in + na_h] = one * vec_h[None, :]
+        np.multiply(one, vec_h[None, :], out=out[:, q, n_in:n_in + na_h])  # no temporary: written in place
         for j in range(C):
             vec_b[b_off] = bits_b[:, k0 + j]
             start = n_in + na_h + j * na_b
-            out[:, q, start:start + na_b] = one * vec_b[None, :]
+            np.multiply(one, vec_b[None, :], out=out[:, q, start:start + na_b])
         # field wires
         fvals = [int(cs.fr_values[k][k0]) for k in fr_head]
         fcols = [n_in + int(fr_aux[k]) for k in fr_head]
