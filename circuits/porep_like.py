@@ -502,6 +502,26 @@ def _task(circuit, inputs_list, montgomery, path, shape, first):
     return counts
 
 
+SHARED_DIR_ENV = "CUZK_JAX_SHM_DIR"
+
+
+def _shared_dir(nbytes: int) -> str:
+    """Where the workers' shared ``z`` file goes: ``$CUZK_JAX_SHM_DIR``, else ``/dev/shm`` when it has room (a
+    container's default /dev/shm is often 64 MiB: writing past it would kill the workers with SIGBUS), else the
+    temporary directory; BadInput when none has ``nbytes`` free."""
+    env = os.environ.get(SHARED_DIR_ENV)
+    candidates = [env] if env else ["/dev/shm", tempfile.gettempdir()]
+    for d in candidates:
+        try:
+            st = os.statvfs(d)
+        except OSError:
+            continue
+        if st.f_bavail * st.f_frsize >= nbytes:
+            return d
+    raise BadInput(f"witness_batch: no room for the {nbytes / 2**30:.1f} GiB shared witness file in "
+                   f"{', '.join(candidates)} (set ${SHARED_DIR_ENV} or use workers=1)")
+
+
 _POOL: dict = {}
 
 
@@ -581,8 +601,7 @@ def _witness_batch(circuit, inputs_list, workers, montgomery):
         return z, publics, counts
     counts = block_counts(circuit)
     shape = (8, P, counts["num_vars"])
-    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    fd, path = tempfile.mkstemp(prefix="cuzk-z-", suffix=".u32", dir=shm)
+    fd, path = tempfile.mkstemp(prefix="cuzk-z-", suffix=".u32", dir=_shared_dir(4 * shape[0] * shape[1] * shape[2]))
     try:
         os.ftruncate(fd, 4 * shape[0] * shape[1] * shape[2])
         slim = circuit.without_r1cs()
