@@ -21,10 +21,9 @@ challenges of one sector (Filecoin's v1.1 API); Filecoin's WindowPoSt v1 numbere
 ``(sectors, challenges)`` array, the replica trees are one :class:`~.native_batch.SparseForest` (each level of all
 sectors hashed in one batch), leaves and comm_c are drawn for all sectors at once. Every sector is the same block
 of gates (:meth:`FallbackPost.synthesize_sector`), so the R1CS is built by tiling one synthesized block
-(:func:`.tiling.tiled_r1cs`, equal to the builder's: 8 sectors of 32 GiB shape in 1.65 s instead of 13.2 s). Witness
-synthesis stays the builder's: running one sector block over all sectors with numpy object arrays
-(:mod:`.vector_witness`) gave the same wires but no gain for this Poseidon-only circuit (16 sectors: 0.72 s vs
-0.82 s; 128 sectors: 4.9 s vs 4.1 s), so it is not used.
+(:func:`.tiling.tiled_r1cs`, equal to the builder's). Witness synthesis stays the builder's: running one sector
+block over all sectors with numpy object arrays (:mod:`.vector_witness`) gave the same wires but no gain for this
+Poseidon-only circuit (measurements in ``docs/proof_kinds.md``), so it is not used.
 
 Differences from Filecoin (same constraint structure, different constants): Poseidon here is circomlib-framed
 (:mod:`.poseidon`), not neptune's, so digests differ; 64 GiB sectors' extra arity-2 top level is not modelled
