@@ -19,7 +19,9 @@ runs the coordination service at the coordinator address, the others connect to 
    is broadcast, so every process ends with the same outcome: a failure on any process (bad witness, a key that
    differs from process 0's, a proof that does not verify) raises on all of them, naming the process.
 
-Collectives between CPU processes use the CPU collectives JAX ships (gloo, set by :func:`initialize` through
+Before each collective the processes meet at a barrier of the coordination service (``jax.distributed``'s runtime
+client), whose deadline is ours: the CPU collectives allow a late peer only 30 s, and key loading or an uneven share
+can keep processes apart much longer. Collectives between CPU processes use the CPU collectives JAX ships (gloo, set by :func:`initialize` through
 ``jax_cpu_collectives_implementation`` -- only when a multi-process run is initialized, never at import); GPU
 processes use the GPU backend's own.
 
@@ -251,6 +253,27 @@ class DistributedResult:
     gather_s: float
 
 
+def _barrier(name: str, timeout_s: float) -> None:
+    """Wait (up to ``timeout_s``) until every process reaches this point: the coordination service's barrier of
+    ``jax.distributed`` (its runtime client; nothing in a single-process run). Run before each collective, since
+    the CPU collectives give a late peer only a fixed 30 s before failing, while key loading or an uneven share of
+    partitions can keep processes apart for much longer."""
+    try:
+        from jax._src import distributed as jax_distributed  # the client jax.distributed.initialize made
+    except ImportError:  # pragma: no cover - a JAX that moved it: rely on the collective's own wait
+        return
+    client = getattr(jax_distributed.global_state, "client", None)
+    if client is None:
+        return
+    with _STATE_LOCK:
+        n = _STATE["barriers"] = _STATE.get("barriers", 0) + 1  # the same sequence on every process
+    try:
+        client.wait_at_barrier(f"cuzk_jax/{n}/{name}", int(timeout_s * 1000))
+    except Exception as e:  # noqa: BLE001 -- XlaRuntimeError / JaxRuntimeError, by JAX version
+        raise DistributedError(f"the processes did not all reach '{name}' within {timeout_s:g} s "
+                               f"({' '.join(str(e).split())[:300]})") from None
+
+
 def assign(num_items: int, num_processes: int, process_id: int) -> range:
     """The contiguous chunk of ``range(num_items)`` that process ``process_id`` proves (sizes differ by <= 1)."""
     from .multidevice import split
@@ -275,7 +298,8 @@ def _text(row: np.ndarray) -> str:
 
 def prove_sectors(circuit, pk, sectors: Sequence[int], partitions: int = 10, *, engine=None, mode: str = "per_device",
                   devices=None, randomness: Callable[[int, int], tuple[int, int]] | None = None,
-                  verify: bool = True, **engine_overrides) -> DistributedResult:
+                  verify: bool = True, timeout_s: float | None = None, gather_timeout_s: float = 86_400.0,
+                  **engine_overrides) -> DistributedResult:
     """Prove ``sectors`` (``partitions`` each; partition ``p`` of sector ``k`` is ``circuit.sample_inputs(p, k)``)
     over every process of an initialized run (:func:`initialize`; a single process works too) -- see the module
     docstring. Every process must call it (process 0's ``sectors`` and ``partitions`` are the ones used).
@@ -285,7 +309,8 @@ def prove_sectors(circuit, pk, sectors: Sequence[int], partitions: int = 10, *, 
     ``MultiDeviceEngine(mode, devices, **engine_overrides)`` over the local devices, shut down on return.
     ``randomness(sector, partition) -> (r, s)``: TESTS ONLY (deterministic proofs); default the OS CSPRNG.
     ``verify=False`` skips process 0's pairing check (benchmarks; the engines still verify their own proofs
-    unless told not to). Raises :class:`DistributedError` (or the failing process's own error, on that process)
+    unless told not to). ``timeout_s`` (default: the :class:`ProcessConfig`'s) bounds the wait for the plan,
+    ``gather_timeout_s`` the wait for the slowest process's share before the gather. Raises :class:`DistributedError` (or the failing process's own error, on that process)
     when any process failed, :class:`~cuzk_jax.errors.ProofRejected` when a gathered proof does not verify."""
     import jax
     from jax.experimental import multihost_utils as mh
@@ -296,7 +321,10 @@ def prove_sectors(circuit, pk, sectors: Sequence[int], partitions: int = 10, *, 
     from .multidevice import MultiDeviceEngine
 
     n, me = jax.process_count(), jax.process_index()
+    if timeout_s is None:
+        timeout_s = _STATE["config"].timeout_s if "config" in _STATE else DEFAULT_TIMEOUT_S
     # 1. the plan, from process 0
+    _barrier("plan", timeout_s)
     plan = np.asarray(mh.broadcast_one_to_all(np.array([len(sectors), int(partitions)], np.int32)))
     count, partitions = int(plan[0]), int(plan[1])
     mine_sectors = np.zeros(count, np.int32)
@@ -340,6 +368,7 @@ def prove_sectors(circuit, pk, sectors: Sequence[int], partitions: int = 10, *, 
             engine.shutdown(wait=local_error is None, cancel_pending=local_error is not None)
     local_s = time.perf_counter() - t0
     # 3. gather everything to every process (process 0 uses it)
+    _barrier("gather", gather_timeout_s)
     t1 = time.perf_counter()
     all_status = np.asarray(mh.process_allgather(status))
     all_errors = np.asarray(mh.process_allgather(error))
@@ -380,6 +409,7 @@ def prove_sectors(circuit, pk, sectors: Sequence[int], partitions: int = 10, *, 
                            f"{sorted({res.processes[p] for p in bad})}) do not verify; nothing is returned")
                 verdict[0] += not res.verified
             result.sectors.append(res)
+    _barrier("verdict", gather_timeout_s)  # process 0 verified while the others waited
     verdict = np.asarray(mh.broadcast_one_to_all(verdict))
     if verdict[0]:
         raise ProofRejected(why or f"{int(verdict[0])} gathered sector(s) did not verify on process 0")
