@@ -71,7 +71,8 @@ H_SELECT_BITS = 6  # Filecoin: six allowed h values, h_select = 2^i
 
 
 def update_challenges(seed: int, k: int, partitions: int, challenges: int, node_bits: int) -> list[int]:
-    """``challenges.rs``: the challenges of partition ``k`` (each in partition ``k``'s chunk of the nodes)."""
+    """``challenges.rs``: the challenges of partition ``k`` (each in partition ``k``'s chunk of the nodes); Filecoin's
+    ``seed`` is ``comm_r_new`` (see the module docstring)."""
     part_bits = partitions.bit_length() - 1
     rb = node_bits - part_bits  # random bits per challenge
     per_digest = 254 // rb  # Fr::CAPACITY // random_bits
@@ -202,7 +203,7 @@ class SnapUpdate(Circuit):
                                   "comm_d_new", "comm_r_last_new", "comm_r_new")}
         out["k"] = partition
         for k in ("challenges", "old", "data", "new", "old_paths", "data_paths", "new_paths"):
-            out[k] = s[k][partition]
+            out[k] = s[k][partition].copy()  # the sector stays cached: callers may edit their copy
         return out
 
     def public_inputs(self, inputs: dict) -> list[int]:
