@@ -224,9 +224,10 @@ def test_stream_chunks_plan():
 
 
 @pytest.mark.parametrize("split,device_scalars", [(False, False), (True, True)])
-def test_streamed_equals_resident(g1case, split, device_scalars):
+def test_streamed_equals_resident(g1case, split, device_scalars, monkeypatch):
     """600 points in chunks of 256 (the last chunk overlaps the previous one and masks the overlap); the chunks run
-    the same compiled programs as the resident tests above."""
+    the same compiled programs as the resident tests above; at most two chunks of bases are live on the device
+    whenever a copy is issued (double buffering, counted with ``jax.live_arrays``)."""
     rng = random.Random(3)
     extra = [ARK["g1"]() * ark_scalar(rng.randrange(1, R)) for _ in range(600 - N1 - 88)]
     ark = g1case.ark + g1case.ark[:88] + extra  # repeats of bases across chunks
@@ -244,9 +245,23 @@ def test_streamed_equals_resident(g1case, split, device_scalars):
         live = [i for i in range(600) if row[i] and not inf[i]]
         p = ARK["g1"].multiexp_unchecked([ark[i] for i in live], [ark_scalar(row[i]) for i in live]) if live else None
         want.append(None if p is None else _xy("g1", p))
+    def live_chunks():
+        return sum(a.shape == (12, N1) and a.dtype == jnp.uint32 for a in jax.live_arrays()) // 2
+
+    base = live_chunks()  # the fixture's bases have the chunk's shape too
+    seen = []
+    put = jax.device_put
+
+    def counting_put(x, *a, **k):
+        seen.append(live_chunks() - base)
+        return put(x, *a, **k)
+
+    monkeypatch.setattr(jax, "device_put", counting_put)
     res = S.msm_streamed(hb, jnp.asarray(sc) if device_scalars else sc, "g1", config=XLA, chunk=N1, split=split,
                          capacity=CAP1 if split else None)
+    monkeypatch.undo()
     assert got("g1", res) == want
+    assert len(seen) == 3 and seen[0] == 0 and max(seen) <= 1, seen  # one chunk live when the next is issued
 
 
 def test_streamed_errors(g1case):
@@ -311,3 +326,7 @@ def test_device_bytes_against_xla_buffer_assignment(path, group):
     measured = _measured(fn, bases, u32(8, p, n))
     est = S.msm_device_bytes(n, p, group, path, capacity=cap, config=XLA)
     assert measured <= est <= 1.6 * measured, (measured, est)
+    # a streamed MSM runs this very program per chunk, plus one chunk of bases and scalars in flight
+    streamed = "streamed_split" if path == "split" else "streamed"
+    assert S.msm_device_bytes(10 * n, p, group, streamed, n, capacity=cap, config=XLA) == \
+        est + S.base_bytes(n, group) + 32 * p * n
