@@ -9,31 +9,17 @@ resharding inside a phase, and results identical to the unsharded prover (tested
 host devices). The batch size must be a multiple of the device count;
 the engine pads batches to one.
 
-Multi-host (several machines, each with local GPUs) -- documented, not exercised by the tests:
+Several devices and hosts, as used:
 
-* **Recommended: one engine per host.** Sectors are independent, so the simplest scaling is to run an engine per
-  host over its local devices (the default ``jax.local_devices()``) and deal sectors out to hosts (sector ``k`` to
-  host ``k mod H``, or from a shared work queue). No cross-host traffic, no collective, linear scaling. Nothing
-  needs ``jax.distributed`` for this.
-* **One batch over the devices of several hosts** (JAX's multi-controller SPMD model):
-
-  1. In every process, before any other JAX call::
-
-         jax.distributed.initialize(coordinator_address="host0:1234", num_processes=H, process_id=i)
-
-     (arguments are discovered automatically on Slurm and Cloud TPU).
-  2. ``DeviceBackend(devices=jax.devices())`` -- the *global* device list -- builds the mesh over all hosts; keys
-     are replicated by ``device_put`` as here (every process loads the key).
-  3. Every process must launch the same programs in the same order, so all processes must form identical batches:
-     submit the same jobs everywhere and use fixed-size batches (``pause()``, submit, ``resume()``; one entry in
-     ``batch_sizes``), since the collector's timing-driven choices would otherwise differ between hosts.
-  4. Each process provides its own slice of ``z`` with :func:`global_batch`
-     (``jax.make_array_from_process_local_data``) instead of ``device_put`` of the whole batch, and reads back the
-     MSM results of its addressable shards (or all of them with
-     ``jax.experimental.multihost_utils.process_allgather``).
-
-  Steps 3-4 are not implemented by the engine (its ``stage`` copies a whole host batch); the phases themselves
-  need no change, since each device only ever works on its local partitions.
+* ``cuzk_jax.engine.multidevice.MultiDeviceEngine`` runs either this sharded batch (mode ``"sharded"``) or one
+  engine per device with the key committed to each device (``"per_device"``); ``cuzk-bench --op=multigpu``
+  measures both.
+* ``cuzk_jax.engine.distributed`` runs several processes or hosts through ``jax.distributed``: partitions are
+  assigned by process index, each process proves its share on its own local devices (no program spans
+  processes), and the proofs are gathered to process 0 with ``jax.experimental.multihost_utils``.
+* One batch over the devices of several hosts (JAX's global SPMD: a mesh over ``jax.devices()``, each process's
+  slice of ``z`` given by :func:`global_batch`) is not used: sectors are independent, so per-process proving
+  needs no cross-host traffic, and every process would have to form identical batches.
 """
 
 from __future__ import annotations
