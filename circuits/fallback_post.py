@@ -37,6 +37,7 @@ import hashlib
 
 import numpy as np
 
+from cuzk_jax.errors import BadInput
 from cuzk_jax.reference.constants import R
 
 from .base import Circuit
@@ -96,9 +97,9 @@ class FallbackPost(Circuit):
         p = self.params
         for key in ("sectors", "challenges", "levels"):
             if not isinstance(p[key], int) or isinstance(p[key], bool) or p[key] < 1:
-                raise ValueError(f"{self.name}: {key} must be a positive int, got {p[key]!r}")
+                raise BadInput(f"{self.name}: {key} must be a positive int, got {p[key]!r}")
         if 3 * p["levels"] > 62:
-            raise ValueError(f"{self.name}: levels must be <= 20 (leaf indices are 64-bit)")
+            raise BadInput(f"{self.name}: levels must be <= 20 (leaf indices are 64-bit)")
 
     @property
     def nodes(self) -> int:

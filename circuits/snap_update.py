@@ -121,18 +121,18 @@ class SnapUpdate(Circuit):
         p = self.params
         for key in ("levels", "partitions", "challenges"):
             if not isinstance(p[key], int) or isinstance(p[key], bool) or p[key] < 1:
-                raise ValueError(f"snap_update: {key} must be a positive int, got {p[key]!r}")
+                raise BadInput(f"snap_update: {key} must be a positive int, got {p[key]!r}")
         if p["partitions"] & (p["partitions"] - 1):
-            raise ValueError(f"snap_update: partitions must be a power of two, got {p['partitions']}")
+            raise BadInput(f"snap_update: partitions must be a power of two, got {p['partitions']}")
         if 3 * p["levels"] > 62:
-            raise ValueError("snap_update: levels must be <= 20")
+            raise BadInput("snap_update: levels must be <= 20")
         if self.node_bits - (p["partitions"].bit_length() - 1) < 1:
-            raise ValueError("snap_update: more partitions than nodes")
+            raise BadInput("snap_update: more partitions than nodes")
         hs = tuple(p["hs"])
         if len(hs) != H_SELECT_BITS or not all(isinstance(h, int) and 1 <= h <= self.node_bits for h in hs):
-            raise ValueError(f"snap_update: hs must be {H_SELECT_BITS} ints in [1, {self.node_bits}], got {hs!r}")
+            raise BadInput(f"snap_update: hs must be {H_SELECT_BITS} ints in [1, {self.node_bits}], got {hs!r}")
         if p["data_hash"] not in merkle.HASHES:
-            raise ValueError(f"snap_update: data_hash must be one of {merkle.HASHES}, got {p['data_hash']!r}")
+            raise BadInput(f"snap_update: data_hash must be one of {merkle.HASHES}, got {p['data_hash']!r}")
 
     def __getstate__(self):
         # the per-sector sample cache stays in this process (a synthesis worker rebuilds what it needs)

@@ -255,6 +255,18 @@ def test_prove_and_verify(instances, keys, name):
         prover.prove(pk, r1cs, [w_ok, w_bad], config="msm=host")
 
 
+@pytest.mark.parametrize("name,override,match", [
+    ("window_post", {"sectors": 0}, "sectors must be a positive int"),
+    ("winning_post", {"levels": 21}, "levels must be <= 20"),
+    ("snap_update", {"partitions": 3}, "power of two"),
+    ("snap_update", {"hs": (1, 2, 3)}, "hs must be 6 ints"),
+    ("snap_update", {"levels": 1}, "more partitions than nodes"),
+])
+def test_bad_parameters_are_bad_input(name, override, match):
+    with pytest.raises(BadInput, match=match):
+        base.get_circuit(name, "tiny", **override)
+
+
 def test_bench_kinds_items():
     import types
 
