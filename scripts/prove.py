@@ -209,6 +209,11 @@ def main(argv):
     from cuzk_jax.groth16 import pipeline, prover
 
     config = pipeline.ProverConfig.parse(FLAGS.prover)  # a bad --prover fails before synthesis and setup
+    from cuzk_jax.engine.multidevice import select_devices
+
+    # a bad --devices fails before setup too; distributed: --devices named the local_device_ids this process
+    # claimed, and its local devices are those
+    devices = select_devices(FLAGS.devices if pconf is None else None)
     circuit = base.get_circuit(FLAGS.circuit, FLAGS.preset)
     print(f"circuit {circuit}: synthesizing structure ...", flush=True)
     r1cs = circuit.r1cs(cache=True)  # the compiled circuit file: synthesized once per shape, then loaded
@@ -217,10 +222,6 @@ def main(argv):
     pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True))
     t_key = time.perf_counter() - t_key
     sectors = list(range(FLAGS.first_sector, FLAGS.first_sector + FLAGS.sectors))
-    from cuzk_jax.engine.multidevice import select_devices
-
-    # distributed: --devices was the local_device_ids this process claimed; its local devices are those
-    devices = select_devices(FLAGS.devices if pconf is None else None)
     mode = FLAGS.mode if FLAGS.mode != "auto" else ("engine" if len(sectors) > 1 or len(devices) > 1 else "sequential")
     if pconf is not None:
         mode, used = "distributed", str(config)
