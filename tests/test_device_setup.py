@@ -109,6 +109,8 @@ def test_device_setup_equals_host_setup_and_reference(cube_keys):
     circuit, r1cs, toxic, dev = cube_keys
     host = generator.setup(r1cs, toxic, method="host")
     assert dev.to_bytes() == host.to_bytes()  # every point, bit for bit, in the key file format
+    # the device scalars with the Jacobian fixed-base method (the host setup's compiled program): the same key
+    assert generator.development_setup(r1cs, toxic, points="jacobian").to_bytes() == host.to_bytes()
     rpk, _ = RG.setup(r1cs.with_input_constraints().reference_matrices(), r1cs.num_inputs, r1cs.num_vars, toxic)
     assert affine_from_device(C.g1, dev.h_query) == rpk.h_query
     assert affine_from_device(C.g1, dev.l_query) == rpk.l_query

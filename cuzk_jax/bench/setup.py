@@ -10,7 +10,7 @@ Phases (``--modes``; default all three):
   the Python-int reference curve (``ok``). The affine path takes tuning keys, one row per spec:
   ``affine:w=WINDOW_BITS:chunk=LOG2_SCALARS_PER_CALL:inv=INVERSION_RUN:fw=FERMAT_WINDOW`` (e.g.
   ``--impl=affine:w=16,affine:w=20:chunk=23:inv=256:fw=1``); omitted keys take the module's defaults. The ``setup``
-  phase uses the first affine spec.
+  phase uses the first spec (``jacobian``: the device setup with the Jacobian fixed-base method).
 * ``setup`` -- :func:`cuzk_jax.groth16.generator.development_setup` on a synthetic R1CS with a ``2^log_n`` domain
   (``2^log_n - 2`` constraints, 2 / 1 / 1 nonzeros per row of A / B / C, random columns): the whole key (4 G1
   queries and the G2 query) and its points/s, twice (the second call is warm); one H-query point is compared with
@@ -145,8 +145,9 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
     from cuzk_jax.ops import curve as C
     from cuzk_jax.reference.constants import R
 
-    specs = [parse_impl(i) for i in cfg.impl]
-    tuning = next((kw for kind, kw in specs if kind == "affine"), {})
+    kind, tuning = parse_impl(cfg.impl[0]) if cfg.impl else ("affine", {})
+    if kind == "jacobian":
+        tuning = {"points": "jacobian"}
     r1cs = synthetic_r1cs(log_n)
     toxic = generator.insecure_toxic_waste_for_tests(log_n)
     nv, n = r1cs.num_vars, 1 << log_n

@@ -143,6 +143,7 @@ def _fixed_base(curve: C.Curve, scalars: list[int], desc: str) -> C.Affine:
 
 
 SCALAR_METHODS = ("host", "device")
+FIXED_BASE_METHODS = ("affine", "jacobian")
 
 
 def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | None = None) -> ProvingKey:
@@ -238,16 +239,20 @@ def _write_at(platform: str):
 
 
 def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: int | None,
-                        inv_chunk: int | None = None, fermat_window: int | None = None) -> list:
-    """One batch-affine fixed-base run (:func:`cuzk_jax.ops.fixed_base.mul_affine`) over the concatenation of the
-    scalar arrays ``parts`` (canonical Fr limbs ``(8, N_i)``, device), split back into one :class:`Affine` per
+                        inv_chunk: int | None = None, fermat_window: int | None = None,
+                        points: str = "affine") -> list:
+    """One batch-affine fixed-base run (:func:`cuzk_jax.ops.fixed_base.mul_affine`; ``points="jacobian"``: the
+    Jacobian method :func:`~cuzk_jax.ops.fixed_base.mul`) over the concatenation of the scalar arrays ``parts`` (canonical Fr limbs ``(8, N_i)``, device), split back into one :class:`Affine` per
     part. A part spanning several chunks is written into one preallocated buffer (in place on an accelerator), so
     beside the key only one chunk's points are held twice."""
     sizes = [int(p.shape[1]) for p in parts]
     total = sum(sizes)
     if total == 0:
         return [curve.affine_identity((0,)) for _ in parts]
-    chunk = chunk or fixed_base.default_affine_chunk(total)
+    if points not in FIXED_BASE_METHODS:
+        raise ValueError(f"unknown fixed-base method {points!r}; expected one of {FIXED_BASE_METHODS}")
+    if chunk is None:
+        chunk = fixed_base.default_affine_chunk(total) if points == "affine" else fixed_base.default_chunk(total)
     starts = list(range(0, total, chunk))
     offsets = [sum(sizes[:k]) for k in range(len(parts))]
     bar = _progress_bar(len(starts), f"setup {curve.name}")
@@ -260,9 +265,12 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
 
     def chunk_out(i):
         if i not in outs:
-            outs[i] = fixed_base.mul_affine(curve, chunk_scalars(starts[i], min(total, starts[i] + chunk)),
-                                            window=window, chunk=chunk, inv_chunk=inv_chunk,
-                                            fermat_window=fermat_window)
+            sc = chunk_scalars(starts[i], min(total, starts[i] + chunk))
+            if points == "jacobian":
+                outs[i] = fixed_base.mul(curve, sc, chunk=chunk)
+            else:
+                outs[i] = fixed_base.mul_affine(curve, sc, window=window, chunk=chunk, inv_chunk=inv_chunk,
+                                                fermat_window=fermat_window)
             if bar is not None:
                 jax.block_until_ready(outs[i])
                 bar.update(1)
@@ -297,7 +305,7 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
 def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_for_tests: int | None = None,
                       progress=None, window: int | None = None, chunk: int | None = None,
                       inv_chunk: int | None = None, fermat_window: int | None = None,
-                      scalar_chunk: int | None = None) -> ProvingKey:
+                      scalar_chunk: int | None = None, points: str = "affine") -> ProvingKey:
     """A DEVELOPMENT Groth16 setup computed on the device: same key as :func:`setup` for the same toxic waste.
 
     "Development": one party knows the toxic waste while this runs (no ceremony); it comes from the OS CSPRNG
@@ -310,7 +318,8 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     appended); the query scalars (``l``, ``ic``, H's ``tau^i Z(tau) / delta``) in canonical form; then one batch-
     affine fixed-base run per group (:func:`cuzk_jax.ops.fixed_base.mul_affine`: ``window`` bits, ``chunk``
     scalars per call, ``inv_chunk`` its inversion run length, ``fermat_window`` the window of the inversions'
-    exponentiation; None = that module's defaults). ``scalar_chunk``: elements per call of the scalar programs
+    exponentiation; None = that module's defaults; ``points="jacobian"`` uses the Jacobian method instead, for
+    comparison: same key). ``scalar_chunk``: elements per call of the scalar programs
     (default ``min(domain, 2^22)``). The key's queries stay on the device (a prover can use them without a host
     round trip); only the verifying key and the two fixed proving-key points come to the host.
     """
@@ -357,14 +366,14 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
         jax.block_until_ready((a_s, b_s, l_s, ic_s, h_s))
     t_scalars = time.perf_counter() - t0
 
-    with _phase(f"{2 * num_vars + n - 1 + num_aux + num_inputs} G1 points (batch-affine fixed-base)", progress):
+    with _phase(f"{2 * num_vars + n - 1 + num_aux + num_inputs} G1 points ({points} fixed-base)", progress):
         a_q, b1_q, h_q, l_q, ic_q = _fixed_base_queries(C.g1, [a_s, b_s, h_s, l_s, ic_s], window, chunk,
-                                                           inv_chunk, fermat_window)
+                                                           inv_chunk, fermat_window, points)
         jax.block_until_ready((a_q, b1_q, h_q, l_q, ic_q))
     t_g1 = time.perf_counter() - t0 - t_scalars
     del a_s, h_s, l_s, ic_s
-    with _phase(f"{num_vars} G2 points (batch-affine fixed-base)", progress):
-        (b2_q,) = _fixed_base_queries(C.g2, [b_s], window, chunk, inv_chunk, fermat_window)
+    with _phase(f"{num_vars} G2 points ({points} fixed-base)", progress):
+        (b2_q,) = _fixed_base_queries(C.g2, [b_s], window, chunk, inv_chunk, fermat_window, points)
         jax.block_until_ready(b2_q)
     t_g2 = time.perf_counter() - t0 - t_scalars - t_g1
 
