@@ -20,17 +20,17 @@ runs the coordination service at the coordinator address, the others connect to 
    differs from process 0's, a proof that does not verify) raises on all of them, naming the process.
 
 Before each collective the processes meet at a barrier of the coordination service (``jax.distributed``'s runtime
-client), whose deadline is ours: the CPU collectives allow a late peer only 30 s, and key loading or an uneven share
-can keep processes apart much longer. Collectives between CPU processes use the CPU collectives JAX ships (gloo, set by :func:`initialize` through
-``jax_cpu_collectives_implementation`` -- only when a multi-process run is initialized, never at import); GPU
-processes use the GPU backend's own.
+client), whose deadline is ours: the CPU collectives allow a late peer only 30 s, and key loading or an uneven
+share can keep processes apart much longer. Collectives between CPU processes use the CPU collectives JAX ships
+(gloo, set by :func:`initialize` through ``jax_cpu_collectives_implementation`` -- only when a multi-process run is
+initialized, never at import); GPU processes use the GPU backend's own.
 
 Failure to start is one :class:`DistributedError` with a deadline, never a hang or an abort inside XLA (whose
 coordination client terminates the process when its own deadline passes): a malformed address is refused at once;
 a non-zero process first waits (up to ``timeout_s``) for the coordinator's port to accept a TCP connection --
 a reachability probe only, nothing is sent; process 0 checks that it can bind the port; and
-``jax.distributed.initialize`` and the backend's start (itself a collective) run under the same deadline (XLA's own is set later, so this error comes
-first; the process should then exit, as the scripts do).
+``jax.distributed.initialize`` and the backend's start (itself a collective) run under the same deadline (XLA's
+own is set later, so this error comes first; the process should then exit, as the scripts do).
 
 Tested on CPU with two processes on one machine (``tests/test_distributed.py``): the gathered proofs verify and
 equal, bit for bit, one process's proofs made with the same test-only ``(r, s)``.
@@ -310,8 +310,8 @@ def prove_sectors(circuit, pk, sectors: Sequence[int], partitions: int = 10, *, 
     ``randomness(sector, partition) -> (r, s)``: TESTS ONLY (deterministic proofs); default the OS CSPRNG.
     ``verify=False`` skips process 0's pairing check (benchmarks; the engines still verify their own proofs
     unless told not to). ``timeout_s`` (default: the :class:`ProcessConfig`'s) bounds the wait for the plan,
-    ``gather_timeout_s`` the wait for the slowest process's share before the gather. Raises :class:`DistributedError` (or the failing process's own error, on that process)
-    when any process failed, :class:`~cuzk_jax.errors.ProofRejected` when a gathered proof does not verify."""
+    ``gather_timeout_s`` the wait for the slowest process's share before the gather. Raises
+    :class:`DistributedError` (or the failing process's own error, on that process) when any process failed, :class:`~cuzk_jax.errors.ProofRejected` when a gathered proof does not verify."""
     import jax
     from jax.experimental import multihost_utils as mh
 
