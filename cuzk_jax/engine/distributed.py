@@ -311,7 +311,8 @@ def prove_sectors(circuit, pk, sectors: Sequence[int], partitions: int = 10, *, 
     ``verify=False`` skips process 0's pairing check (benchmarks; the engines still verify their own proofs
     unless told not to). ``timeout_s`` (default: the :class:`ProcessConfig`'s) bounds the wait for the plan,
     ``gather_timeout_s`` the wait for the slowest process's share before the gather. Raises
-    :class:`DistributedError` (or the failing process's own error, on that process) when any process failed, :class:`~cuzk_jax.errors.ProofRejected` when a gathered proof does not verify."""
+    :class:`DistributedError` (or the failing process's own error, on that process) when any process failed,
+    :class:`~cuzk_jax.errors.ProofRejected` when a gathered proof does not verify."""
     import jax
     from jax.experimental import multihost_utils as mh
 
