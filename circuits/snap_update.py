@@ -68,6 +68,7 @@ from .tiling import tiled_r1cs
 
 ARITY = 8
 H_SELECT_BITS = 6  # Filecoin: six allowed h values, h_select = 2^i
+_SECTOR_CACHE: dict = {}  # (parameters, seed, tamper_rho) -> sampled sector; at most 4 kept
 
 
 def update_challenges(seed: int, k: int, partitions: int, challenges: int, node_bits: int) -> list[int]:
@@ -134,22 +135,19 @@ class SnapUpdate(Circuit):
         if p["data_hash"] not in merkle.HASHES:
             raise BadInput(f"snap_update: data_hash must be one of {merkle.HASHES}, got {p['data_hash']!r}")
 
-    def __getstate__(self):
-        # the per-sector sample cache stays in this process (a synthesis worker rebuilds what it needs)
-        return {k: v for k, v in self.__dict__.items() if k != "_sector_cache"}
-
     @property
     def node_bits(self) -> int:
         return 3 * self.params["levels"]
 
     # -- witness sampling ---------------------------------------------------------------------------------------------
     def sample_sector(self, seed: int = 0, *, tamper_rho: bool = False) -> dict:
-        """Every partition's witness data of sector ``seed`` (cached on the instance: partitions share it).
+        """Every partition's witness data of sector ``seed`` (cached per process, so the partitions of a sector --
+        also those a synthesis worker gets one task at a time -- sample it once).
 
         ``tamper_rho``: encode ``R_new`` with ``rho(phi, high + 1)`` (a negative-test instance whose trees and
         commitments are all consistent, so only the ``encode`` constraints fail)."""
-        key = (seed, tamper_rho)
-        cache = self.__dict__.setdefault("_sector_cache", {})
+        key = (repr(sorted(self.params.items())), seed, tamper_rho)
+        cache = _SECTOR_CACHE
         if key in cache:
             return cache[key]
         p = self.params
