@@ -214,3 +214,18 @@ def test_multigpu_bench_on_two_cpu_devices(cube_key, tmp_path):
         assert len(r["busy_s"]) == r["devices"] and all(b > 0 for b in r["busy_s"])
         assert len(r["key_bytes_per_device"]) == r["devices"] and r["ratio"] > 0
     assert rows[0]["ratio"] == 1.0
+
+
+def test_a_chunk_error_names_the_job_partition():
+    """Per-device mode splits a job into chunks; an error of chunk partition i at offset o names partition o + i."""
+    from cuzk_jax.errors import ProofRejected, Unsatisfied
+
+    err = multidevice._renumbered(Unsatisfied(5, "cube", partition=1), 3)
+    assert isinstance(err, Unsatisfied) and (err.index, err.partition) == (5, 4) and "partition 4:" in str(err)
+    rej = ProofRejected("job 9: the proof of partition 0 does not verify")
+    rej.partitions = [0]
+    err = multidevice._renumbered(rej, 2)
+    assert isinstance(err, ProofRejected) and err.partitions == [2] and "[2]" in str(err)
+    other = RuntimeError("device lost")
+    assert multidevice._renumbered(other, 2) is other
+    assert multidevice.split(5, 2) == [range(0, 3), range(3, 5)]
