@@ -35,7 +35,7 @@ import numpy as np
 
 from . import compiled as compiled_form
 from .base import Circuit, get_circuit
-from .porep_like import PorepLike, block_counts, warm_pool, witness_batch
+from .porep_like import PorepLike, block_counts, sector_witnesses, warm_pool, witness_batch
 from .r1cs import PackedWitness, stack_z
 
 
@@ -158,6 +158,17 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
         log(f"[synth] batched witness: {wall:.2f}s for {partitions} partitions "
             f"({m * partitions / wall:,.0f} constraints/s, {res['workers']} workers, "
             f"peak host memory +{mem.peak / 2**30:.2f} GiB)")
+        if not device_eval and not reference_check_max:
+            # the sector path as groth16.sector.synthesize runs it: each worker samples its partitions too
+            del z
+            with _PeakMemory() as mem2:
+                (ws, _), wall2, _ = _timed(sector_witnesses, circuit, partitions, seed,
+                                           min(res["workers"], partitions))
+            del ws
+            res.update({"sector_sample_and_witness_s": wall2, "sector_peak_host_used_bytes": mem2.peak})
+            log(f"[synth] sector path (sampling in the workers): {wall2:.2f}s for {partitions} partitions, peak "
+                f"host memory +{mem2.peak / 2**30:.2f} GiB")
+            z = None
     else:
         total = sum(builder_s)
         res.update({"witness_mode": "builder", "witness_s": builder_s, "witness_total_s": total,

@@ -502,6 +502,13 @@ def _task(circuit, inputs_list, montgomery, path, shape, first):
     return counts
 
 
+def _sample_task(circuit, parts, seed, montgomery, path, shape):
+    """Worker: sample partitions ``parts`` of sector ``seed``, then :func:`_task`; returns (counts, publics)."""
+    inputs_list = [circuit.sample_inputs(p, seed) for p in parts]
+    counts = _task(circuit, inputs_list, montgomery, path, shape, parts[0])
+    return counts, [circuit.public_inputs(x) for x in inputs_list]
+
+
 def alloc_z(shape) -> np.ndarray:
     """An uninitialised uint32 array for ``z``: anonymous memory advised for transparent huge pages where the
     platform offers it (first-touch page faults of 4 KiB pages cost more than filling a sector's 4 GiB per
@@ -600,16 +607,27 @@ def partition_witnesses(circuit: PorepLike, inputs_list, workers: int | None = 1
             for p in range(len(inputs_list))], publics
 
 
-def _witness_batch(circuit, inputs_list, workers, montgomery):
+def sector_witnesses(circuit: PorepLike, partitions: int, seed: int, workers: int | None = 1):
+    """:func:`partition_witnesses` of partitions ``0 .. partitions - 1`` of sector ``seed``, sampled where they are
+    synthesized (each worker samples its own partitions: the stand-in sealing data costs as much native hashing
+    as the witness costs gadget work, so it is spread over the workers too)."""
+    z, publics, counts = _witness_batch(circuit, None, workers, True, (partitions, seed))
+    return [PackedWitness(z[:, p, :], counts["num_inputs"], counts["num_constraints"])
+            for p in range(partitions)], publics
+
+
+def _witness_batch(circuit, inputs_list, workers, montgomery, sample=None):
     if not isinstance(circuit, PorepLike):
         raise BadInput(f"witness_batch: needs a porep_like circuit, got {type(circuit).__name__}")
-    P = len(inputs_list)
+    P = len(inputs_list) if sample is None else int(sample[0])
     if P < 1:
         raise BadInput("witness_batch: no partitions")
-    publics = [circuit.public_inputs(inp) for inp in inputs_list]
     workers = (os.cpu_count() or 1) if workers is None else max(1, int(workers))
     groups = np.array_split(np.arange(P), min(workers, P))
     if len(groups) == 1:
+        if sample is not None:
+            inputs_list = [circuit.sample_inputs(p, sample[1]) for p in range(P)]
+        publics = [circuit.public_inputs(inp) for inp in inputs_list]
         cs, counts = synthesize_batch(circuit, inputs_list)
         z = alloc_z((8, P, counts["num_vars"]))
         fill_z(cs, counts, P, z, montgomery)
@@ -621,11 +639,19 @@ def _witness_batch(circuit, inputs_list, workers, montgomery):
         os.ftruncate(fd, 4 * shape[0] * shape[1] * shape[2])
         slim = circuit.without_r1cs()
         pool = worker_pool(circuit, workers)
-        futs = [pool.submit(_task, slim, [inputs_list[p] for p in g], montgomery, path, shape, int(g[0]))
-                for g in groups]
+        if sample is None:
+            futs = [pool.submit(_task, slim, [inputs_list[p] for p in g], montgomery, path, shape, int(g[0]))
+                    for g in groups]
+        else:
+            futs = [pool.submit(_sample_task, slim, [int(p) for p in g], sample[1], montgomery, path, shape)
+                    for g in groups]
+        publics = []
         try:
             for f in futs:
                 got = f.result()
+                if sample is not None:
+                    got, pubs = got
+                    publics += pubs
                 if got["num_vars"] != shape[2]:
                     raise AssertionError("witness_batch: a worker's shape differs from the counting run")
         except concurrent.futures.process.BrokenProcessPool:
@@ -635,6 +661,8 @@ def _witness_batch(circuit, inputs_list, workers, montgomery):
     finally:
         os.close(fd)
         os.unlink(path)
+    if sample is None:
+        publics = [circuit.public_inputs(inp) for inp in inputs_list]
     return np.frombuffer(mm, np.uint32).reshape(shape), publics, counts
 
 

@@ -103,6 +103,11 @@ def test_worker_processes_and_sector_synthesis():
     assert all(isinstance(w, PackedWitness) for w in ws) and pubs == publics
     assert np.array_equal(stack_z(ws), one)
     c.r1cs().check(ws[1])
+    try:  # the workers sample their own partitions
+        ws2, pubs2 = synthesize(c, 3, 0, workers=2)
+    finally:
+        shutdown_pool()
+    assert pubs2 == publics and np.array_equal(stack_z(ws2), one)
 
 
 def test_synth_bench_batched_row():
@@ -113,7 +118,7 @@ def test_synth_bench_batched_row():
     assert res["witness_mode"] == "batched" and res["batched_equals_builder"] is True
     assert res["workers"] == 1 and res["builder_partitions"] == 2
     for key in ("structure_constraints_per_s", "witness_constraints_per_s", "builder_constraints_per_s",
-                "bytes_per_constraint", "peak_host_used_bytes", "peak_rss_self_bytes"):
+                "bytes_per_constraint", "peak_host_used_bytes", "peak_rss_self_bytes", "sector_sample_and_witness_s"):
         assert res[key] >= 0, key
 
 

@@ -43,15 +43,15 @@ def synthesize(circuit, partitions: int, sector: int, workers: int | None = 1):
     """Witnesses and public inputs of every partition of ``sector`` (host).
 
     porep_like (its own synthesis, not a subclass override) takes the batched path: every partition and challenge
-    in one run of the gadgets over numpy arrays (:func:`cuzk_jax.circuits.porep_like.partition_witnesses`;
+    in one run of the gadgets over numpy arrays (:func:`cuzk_jax.circuits.porep_like.sector_witnesses`: each worker samples its own partitions;
     ``workers`` > 1 splits the partitions over that many worker processes, None = one per CPU), giving
     :class:`~cuzk_jax.circuits.r1cs.PackedWitness` objects equal wire for wire to the builder's; other circuits
     use ``circuit.witness`` per partition."""
-    from cuzk_jax.circuits.porep_like import PorepLike, partition_witnesses
+    from cuzk_jax.circuits.porep_like import PorepLike, sector_witnesses
 
-    inputs = [circuit.sample_inputs(p, seed=sector) for p in range(partitions)]
     if isinstance(circuit, PorepLike) and type(circuit).synthesize is PorepLike.synthesize:
-        return partition_witnesses(circuit, inputs, workers)
+        return sector_witnesses(circuit, partitions, sector, workers)
+    inputs = [circuit.sample_inputs(p, seed=sector) for p in range(partitions)]
     return [circuit.witness(x) for x in inputs], [circuit.public_inputs(x) for x in inputs]
 
 
