@@ -14,8 +14,10 @@ form, see :func:`cuzk_jax.circuits.r1cs.stack_z`) into per-partition MSM results
 * ``finish(resident, out, i, r, s) -> Proof`` -- host randomisation of partition ``i`` (the finisher thread).
 
 :class:`DeviceBackend` is the pipeline of :mod:`cuzk_jax.groth16.pipeline` itself (its resident key is a
-:class:`~cuzk_jax.groth16.pipeline.ResidentKey`; sharded over a mesh of local devices when there are several), so
-the engine and ``prover.prove`` run the same compiled programs and give identical proofs. :class:`HostBackend`
+:class:`~cuzk_jax.groth16.pipeline.ResidentKey`; sharded over a mesh of local devices when there are several, or
+committed to its one device when given one), so the engine and ``prover.prove`` run the same compiled programs and
+give identical proofs. :class:`cuzk_jax.engine.multidevice.MultiDeviceEngine` builds one engine per device from
+``DeviceBackend([device])`` (``per_device``) or one over ``DeviceBackend(devices)`` (``sharded``). :class:`HostBackend`
 proves with Python ints (the reference R1CS check, the reference H by polynomial division, Jacobian multi-scalar
 sums on the host): no device, no compile, for tiny circuits -- an independent oracle for the engine's scheduling
 tests and a way to run the engine where no accelerator is worth compiling for.
