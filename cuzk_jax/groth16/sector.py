@@ -43,8 +43,8 @@ def synthesize(circuit, partitions: int, sector: int, workers: int | None = 1):
     """Witnesses and public inputs of every partition of ``sector`` (host).
 
     porep_like (its own synthesis, not a subclass override) takes the batched path: every partition and challenge
-    in one run of the gadgets over numpy arrays (:func:`cuzk_jax.circuits.porep_like.sector_witnesses`: each worker samples its own partitions;
-    ``workers`` > 1 splits the partitions over that many worker processes, None = one per CPU), giving
+    in one run of the gadgets over numpy arrays (:func:`cuzk_jax.circuits.porep_like.sector_witnesses`; ``workers``
+    > 1 splits the partitions over that many worker processes, each sampling its own, None = one per CPU), giving
     :class:`~cuzk_jax.circuits.r1cs.PackedWitness` objects equal wire for wire to the builder's; other circuits
     use ``circuit.witness`` per partition."""
     from cuzk_jax.circuits.porep_like import PorepLike, sector_witnesses
