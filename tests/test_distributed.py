@@ -106,7 +106,11 @@ rs = prover.insecure_randomness_for_tests(3, int(sys.argv[5]))
 res = distributed.prove_sectors(circuit, pk, [int(sys.argv[4])], int(sys.argv[5]), mode="per_device",
                                 randomness=lambda k, p: rs[p], synthesis="thread", synthesis_workers=2,
                                 max_batch=1, max_wait_s=0.05)
-print(json.dumps({"process": res.process_id, "devices": [str(d) for d in jax.local_devices()],
+from cuzk_jax.engine.multidevice import MultiDeviceEngine
+with MultiDeviceEngine("sharded", max_batch=3, synthesis="thread", synthesis_workers=1) as eng:  # not run: CPU compile
+    sharded = {"engines": len(eng.engines), "mesh": eng.engines[0].backend.mesh.shape["p"],
+               "sizes": list(eng.engines[0].batch_sizes), "busy": eng.busy_seconds()}
+print(json.dumps({"sharded": sharded, "process": res.process_id, "devices": [str(d) for d in jax.local_devices()],
                   "items": res.items, "busy": res.busy_s,
                   "sectors": [{"sector": s.sector, "proofs": [p.to_bytes().hex() for p in s.proofs],
                                "publics": [[str(x) for x in xs] for xs in s.public_inputs],
@@ -145,6 +149,8 @@ def test_two_processes_gather_proofs_equal_to_one_process(cube_key):
     assert [o["items"] for o in outs] == [[[SECTOR, 0], [SECTOR, 1]], [[SECTOR, 2], [SECTOR, 3]]]
     assert all(len(o["devices"]) == 2 and len(o["busy"]) == 2 and min(o["busy"]) > 0 for o in outs)
     assert outs[1]["sectors"] == []  # gathered on process 0 only
+    # the other mode: one engine over a mesh of the two local devices, batches rounded up to a multiple of two
+    assert outs[0]["sharded"] == {"engines": 1, "mesh": 2, "sizes": [4], "busy": [0.0, 0.0]}
     (got,) = outs[0]["sectors"]
     assert got["processes"] == [0, 0, 1, 1] and got["verified"] is True
     # one process, the same (r, s): the same proofs, bit for bit, and the same public inputs
