@@ -97,7 +97,10 @@ class ProverConfig:
       reports (unbounded where it reports nothing, e.g. a CPU), the host budget unbounded;
     * ``split``: supraseal's split MSM for the witness queries (A, B1, B2, L): zero scalars skipped, the bases of
       scalar one summed without buckets, Pippenger over the rest (:mod:`cuzk_jax.ops.msm_split`): ``"on"``,
-      ``"off"``, or ``"auto"`` (on for device MSMs when at most half the scalars are neither 0 nor 1);
+      ``"off"``, or ``"auto"`` (on with the GPU kernels when at most half of a query's scalars are neither 0 nor
+      1 -- on PoRep-like scalars it beat both the plain path and the window tables on the H200, see
+      ``bench/results``; the XLA path keeps the plain MSM unless ``"on"``). A split query uses no window table,
+      so with ``split`` not ``"off"`` the tables are built for H only;
     * ``chunk``: points per streamed chunk when the plan streams a query's bases (``None``: the plan's default).
 
     Text form (:meth:`parse`, the ``--prover`` flag): comma-separated ``key=value``, e.g.
@@ -111,7 +114,7 @@ class ProverConfig:
     window: int | None = None
     device_budget: int | None = None
     host_budget: int | None = None
-    split: str = "off"
+    split: str = "auto"
     chunk: int | None = None
 
     def __post_init__(self):
@@ -170,7 +173,7 @@ class ProverConfig:
                  f"tables={self.tables}", f"window={self.window}" if self.window else "",
                  f"device_budget={self.device_budget}" if self.device_budget else "",
                  f"host_budget={self.host_budget}" if self.host_budget else "",
-                 f"split={self.split}" if self.split != "off" else "", f"chunk={self.chunk}" if self.chunk else ""]
+                 f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else ""]
         return ",".join(p for p in parts if p)
 
 
@@ -324,7 +327,7 @@ def _r1cs_bytes(r1cs) -> int:
 
 def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain_size: int,
              partitions: int = memplan.DEFAULT_PARTITIONS, want_tables: bool = False,
-             max_batch: int | None = None) -> memplan.MemoryPlan:
+             max_batch: int | None = None, table_names: tuple | None = None) -> memplan.MemoryPlan:
     """The :class:`~cuzk_jax.groth16.plan.MemoryPlan` of a key (``queries``: phase name -> bases as they will be
     held, infinity-free) under ``config``'s budgets. The device budget defaults to a fraction of what the device
     reports (none on a CPU: unbounded)."""
@@ -337,7 +340,8 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
                           bases={k: int(np.shape(v.inf)[-1]) for k, v in queries.items()},
                           r1cs_bytes=_r1cs_bytes(r1cs), eval_bytes=ops_r1cs.evaluate_device_bytes(r1cs, 1))
     plan = memplan.make_plan(shape, partitions, device_budget=budget, host_budget=config.host_budget,
-                             want_tables=want_tables, table_bytes=table_bytes_estimate(queries, config.window)
+                             want_tables=want_tables, table_bytes=table_bytes_estimate(
+                                 {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
                              if want_tables else 0, chunk=config.chunk, max_batch=max_batch)
     memplan.log.info("%s", plan.describe())
     return plan
@@ -394,11 +398,14 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     if device is not None and (mesh is not None or device == jax.devices()[0]):
         device = None  # sharded, or the default device: nothing to commit to
     queries, columns = _drop_infinity({k: queries[k] for k in MSMS})
-    want_tables = config.msm != HOST_MSM and _want_tables(config, queries, headroom)
+    # the split MSM serves the witness queries without tables: tables (when wanted) for the other queries only
+    table_names = tuple(q for q in MSMS if not _may_split(config) or q not in SPLIT_QUERIES)
+    want_tables = config.msm != HOST_MSM and _want_tables(config, {q: queries[q] for q in table_names}, headroom)
     plan = None
     if config.msm != HOST_MSM:  # the host MSM keeps its bases on the host: nothing to plan on the device
         plan = plan_for(config, queries=queries, r1cs=r1cs, num_vars=num_vars, domain_size=domain_size,
                         partitions=partitions or memplan.DEFAULT_PARTITIONS, want_tables=want_tables,
+                        table_names=table_names,
                         max_batch=max_batch)
         if plan.streamed and mesh is not None:
             raise BadInput("the memory plan streams key bases, which a device mesh does not support: raise the "
@@ -415,7 +422,8 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     if want_tables and (plan is None or plan.tables):
         if mesh is not None:
             raise BadInput("precomputed window tables run on one device only: use tables=off with several devices")
-        for name, bases in queries.items():
+        for name in table_names:
+            bases = queries[name]
             c = config.window or ops_pre.window_bits(int(bases.inf.shape[-1]))
             pts = ops_pre.precompute(bases, MSMS[name], c=c, config=config.msm)
             tables[name] = WindowTable(c, jax.block_until_ready(pts))
@@ -607,10 +615,17 @@ SPLIT_AUTO_OTHER = 0.5
 _classify = jax.jit(ops_split.classify)
 
 
+def _may_split(config: ProverConfig) -> bool:
+    """Whether the witness queries may take the split MSM: ``split=on``, or ``auto`` with the GPU kernels."""
+    if config.msm == HOST_MSM or config.split == "off":
+        return False
+    return config.split == "on" or getattr(config.msm, "kernel", None) == "pallas"
+
+
 def _split_decision(rk: ResidentKey, name: str, scalars, stats: dict | None):
     """``(split?, counts)`` for one MSM: classify the scalars (zeros / ones / others per partition, one small
     device -> host copy) when the config may split this query, record the shares in ``stats``."""
-    if rk.config.split == "off" or name not in SPLIT_QUERIES or rk.mesh is not None:
+    if not _may_split(rk.config) or name not in SPLIT_QUERIES or rk.mesh is not None:
         return False, None
     counts = np.asarray(jax.device_get(_classify(scalars)))  # (3, P)
     total = max(int(scalars.shape[-1]), 1)
@@ -644,15 +659,15 @@ def msm(rk: ResidentKey, name: str, scalars, stats: dict | None = None):
         return out
     group = MSMS[name]
     split, counts = _split_decision(rk, name, scalars, stats)
-    if name in rk.streamed:
+    if name in rk.streamed:  # bases in host memory, copied chunk by chunk (the plan's choice)
         return ops_split.msm_streamed(rk.streamed[name], scalars, group, config=rk.config.msm,
                                       chunk=rk.plan.chunk, split=split, device=rk.device)
+    if split:  # sparse scalars: the split MSM (faster than the window tables on such scalars)
+        return ops_split.msm_split_jit(group, rk.config.msm, capacity=ops_split.capacity_for(counts))(
+            rk.queries[name], scalars)
     table = rk.tables.get(name)
     if table is not None:
         return ops_pre.msm_jit(group, table.c, rk.config.msm)(table.points, scalars)
-    if split:
-        return ops_split.msm_split_jit(group, rk.config.msm, capacity=ops_split.capacity_for(counts))(
-            rk.queries[name], scalars)
     return _programs(rk)[group](rk.queries[name], scalars)
 
 
