@@ -401,7 +401,9 @@ def prove_sectors(circuit, pk, sectors: Sequence[int], partitions: int = 10, *, 
             publics = [circuit.public_inputs(circuit.sample_inputs(p, k)) for p in range(partitions)]
             got = [by_item[(k, p)] for p in range(partitions)]
             res = GatheredSector(sector=k, proofs=[g[1] for g in got], public_inputs=publics,
-                                 processes=[g[0] for g in got], timings=Timings(total=local_s, partitions=partitions))
+                                 processes=[g[0] for g in got],
+                                 timings=Timings(phases={"prove_local": local_s, "gather": gather_s}, total=local_s,
+                                                 partitions=partitions))
             if verify:
                 res.verified = bool(verifier.verify_batch(pk.vk, publics, res.proofs))
                 if not res.verified and not verdict[0]:
