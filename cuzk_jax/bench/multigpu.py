@@ -16,8 +16,9 @@ worker pools (``--synthesis``, ``--workers``: the total, shared out between per-
 the devices. Ratios (rows with ``n > 1``): ``ratio`` = stream throughput over the 1-device stream's;
 ``device_ratio`` = the 1-device busy seconds over the largest per-device busy seconds for the same stream -- the
 scaling of the device work alone, which ``ratio`` reaches when synthesis keeps up. ``per_device`` and ``sharded``
-rows of the same ``n`` answer which mode is faster. Batches: ``--max_batch`` (default ``--partitions``) per device
-(sharded: times ``n`` over the mesh), plus the shape of one sector's share per device.
+rows of the same ``n`` answer which mode is faster (a last row ``mode=faster`` names it and by how much).
+Batches: ``--max_batch`` (default ``--partitions``) per device (sharded: times ``n`` over the mesh), plus the shape
+of one sector's share per device.
 
   cuzk-bench --op=multigpu                                   # 10 x 2^20 sectors on 1 and 2 GPUs
   cuzk-bench --op=multigpu --circuit=cube --partitions=2 --sectors=2 --synthesis=thread --workers=1   # CPU check
@@ -126,4 +127,9 @@ def run(cfg) -> list[dict]:
                  f"({row['proofs_per_min']:.1f} proofs/min, x{row['ratio']:.2f}; device x{row['device_ratio']:.2f}), "
                  f"busy {row['busy_s']} s")
             emit(rows, row)
+    multi = [r for r in rows if r["devices"] > 1]
+    if len(multi) > 1:  # which mode is faster on all the devices (stream throughput), by how much
+        best, other = sorted(multi, key=lambda r: -r["proofs_per_min"])[:2]
+        emit(rows, {**common, "devices": best["devices"], "mode": "faster", "faster": best["mode"],
+                    "by": best["proofs_per_min"] / other["proofs_per_min"], "ratio": best["ratio"]})
     return rows
