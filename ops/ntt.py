@@ -302,10 +302,12 @@ def _xla_pass(X, T, *, s: int, n: int, R_: int, twiddle: bool, schedule: str):
     return X
 
 
-def _passes_impl(x, T, pre=None, *, log_n: int, config: NttConfig, natural: bool = True):
+def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, natural: bool = True):
     """All passes of the transform of ``x`` ``(8, B, n)`` with root table ``T``; natural order out
     (``natural=False``: pass order, see the module docstring). ``pre = (lo, hi)``: the input is first scaled by
-    :func:`scale_parts`' table (fused into the first kernel pass; an XLA multiplication on the ``xla`` path)."""
+    :func:`scale_parts`' table (fused into the first kernel pass; an XLA multiplication on the ``xla`` path);
+    ``post``: the natural-order output is scaled likewise, or by a constant given as ``(constant(c), constant(1))``
+    (XLA fuses it with the digit reversal)."""
     n = 1 << log_n
     B = x.shape[1]
     digits = plan(log_n, config.sub_log())
@@ -327,42 +329,37 @@ def _passes_impl(x, T, pre=None, *, log_n: int, config: NttConfig, natural: bool
                                    num_warps=config.warps)
         x = X.reshape(LIMBS, B, n)
         R_ *= M
-    return digit_reverse(x, digits) if natural else x
+    if not natural:
+        return x
+    x = digit_reverse(x, digits)
+    return x if post is None else _scale_impl(x, *post, schedule=config.schedule)
 
 
 _stages_jit = jax.jit(_passes_impl, static_argnames=("log_n", "config", "natural"))
 
 
-def passes(x, T, log_n: int, config: NttConfig, natural: bool = True, pre=None):
-    """The transform of ``x`` ``(8, B, n)`` with root table ``T``, optionally pre-scaled by ``pre = (lo, hi)`` (one
-    jitted program per shape and config; forward and inverse share it)."""
+def passes(x, T, log_n: int, config: NttConfig, natural: bool = True, pre=None, post=None):
+    """The transform of ``x`` ``(8, B, n)`` with root table ``T``, optionally scaled before (``pre = (lo, hi)``)
+    and after (``post``: ``(lo, hi)``, or ``(constant(c), constant(1))`` for a constant) -- one jitted program per
+    shape, config and scaling kinds; forward and inverse share it (the tables are arguments)."""
     with jax.enable_x64(True):
-        return _stages_jit(x, T, pre, log_n=log_n, config=config, natural=natural)
+        return _stages_jit(x, T, pre, post, log_n=log_n, config=config, natural=natural)
 
 
 def lower_passes(x, T, log_n: int, config: NttConfig):
     """The program :func:`passes` runs (arguments may be ``jax.ShapeDtypeStruct``), lowered, not compiled."""
     with jax.enable_x64(True):
-        return _stages_jit.lower(x, T, None, log_n=log_n, config=config, natural=True)
+        return _stages_jit.lower(x, T, None, None, log_n=log_n, config=config, natural=True)
 
 
 def _scale_impl(x, lo, hi, *, schedule: str):
-    """``x[..., j] * hi[j >> c] * lo[j mod 2^c]`` (``2^c = len(lo)``; ``hi`` of length 1 for a constant)."""
+    """``x[..., j] * hi[j >> c] * lo[j mod 2^c]`` (``2^c = len(lo)``); ``x * lo`` when both have length 1 (a
+    constant)."""
     f = fr.with_schedule(schedule)
     n = x.shape[-1]
     s = lo if hi.shape[-1] == 1 and lo.shape[-1] == 1 else _outer_impl(hi, lo)
     s = jnp.broadcast_to(s.reshape((LIMBS,) + (1,) * (x.ndim - 2) + (-1,)), x.shape[:-1] + (n,))
     return f.mul(x, s)
-
-
-_scale_jit = jax.jit(_scale_impl, static_argnames=("schedule",))
-
-
-def scale(x, parts, schedule: str):
-    """``x`` times the pointwise table given as ``(lo, hi)`` (:func:`scale_parts`), or by a constant given as
-    ``(constant(c), constant(1))``."""
-    with jax.enable_x64(True):
-        return _scale_jit(x, parts[0], parts[1], schedule=schedule)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -399,16 +396,13 @@ def ntt(x, *, inverse: bool = False, coset: int | None = None, generator: int = 
     B = int(np.prod(batch)) if batch else 1
     xb = x.reshape(LIMBS, B, n)
     T = twiddles(n, inverse, generator, eager=eager)
-    one = constant(1)
     if not inverse:
         pre = None if coset is None else scale_parts(n, 1, coset, eager=eager)
         y = passes(xb, T, log_n, config, pre=pre)
+    elif coset is None:
+        y = passes(xb, T, log_n, config, post=(constant(inv_mod_r(n)), constant(1)))
     else:
-        y = passes(xb, T, log_n, config)
-        if coset is None:
-            y = scale(y, (constant(inv_mod_r(n)), one), config.schedule)
-        else:
-            y = scale(y, scale_parts(n, inv_mod_r(n), inv_mod_r(coset), eager=eager), config.schedule)
+        y = passes(xb, T, log_n, config, post=scale_parts(n, inv_mod_r(n), inv_mod_r(coset), eager=eager))
     return y.reshape(x.shape)
 
 

@@ -81,8 +81,7 @@ def _h_impl(abc, Ti, Tf, shift_parts, out_parts, *, log_n: int, nb: int, config:
     P = N.digit_reverse(P, digits)
     if form == "snarkjs":
         return P
-    P = N._passes_impl(P, Ti, log_n=log_n, config=config)
-    return N._scale_impl(P, *out_parts, schedule=config.schedule)
+    return N._passes_impl(P, Ti, None, out_parts, log_n=log_n, config=config)
 
 
 _h_jit = jax.jit(_h_impl, static_argnames=("log_n", "nb", "config", "form"))
