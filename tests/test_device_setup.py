@@ -161,3 +161,16 @@ def test_bench_setup_options_and_synthetic_r1cs():
     r1cs = bench_setup.synthetic_r1cs(6)
     assert RG.domain_size(r1cs.with_input_constraints().num_constraints) == 64
     assert r1cs.nnz == (2 * 62, 62, 62)
+
+
+def test_query_buffer_can_be_donated():
+    """The buffer a multi-chunk query is written into is donated on accelerators: its leaves must be distinct
+    arrays (a shared zero array for x and y is 'donate the same buffer twice' on the H200). Donation is forced here
+    with the accelerator's program, which XLA:CPU also honours."""
+    import jax.numpy as jnp
+
+    write = generator._write_at("gpu")
+    piece = C.g1.generator((4,))
+    out = write(generator._query_buffer(C.g1, 8), piece, 4)
+    assert bool(jnp.all(out.inf[:4])) and not bool(jnp.any(out.inf[4:]))
+    assert bool(jnp.all(out.x[:, 4:] == piece.x))

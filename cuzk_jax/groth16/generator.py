@@ -238,6 +238,12 @@ def _write_at(platform: str):
     return jax.jit(_write_at_fn, donate_argnums=() if platform == "cpu" else (0,))
 
 
+def _query_buffer(curve: C.Curve, size: int) -> C.Affine:
+    """A query buffer of ``size`` points at infinity whose leaves are distinct arrays (``affine_identity`` shares
+    one zero array for x and y, and one buffer cannot be donated twice in a call)."""
+    return C.Affine(curve.field.zeros((size,)), curve.field.zeros((size,)), jnp.ones((size,), bool))
+
+
 def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: int | None,
                         inv_chunk: int | None = None, fermat_window: int | None = None,
                         points: str = "affine") -> list:
@@ -290,7 +296,7 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
             elif len(pieces) == 1:
                 result.append(pieces[0])
             else:  # written into one preallocated buffer, in place where the platform donates buffers
-                buf, at = curve.affine_identity((size,)), 0
+                buf, at = _query_buffer(curve, size), 0
                 for piece in pieces:
                     buf = _write_at(jax.default_backend())(buf, piece, at)
                     at += int(piece.inf.shape[-1])
