@@ -330,3 +330,20 @@ def test_device_bytes_against_xla_buffer_assignment(path, group):
     streamed = "streamed_split" if path == "split" else "streamed"
     assert S.msm_device_bytes(10 * n, p, group, streamed, n, capacity=cap, config=XLA) == \
         est + S.base_bytes(n, group) + 32 * p * n
+
+
+def test_bench_variant_grammar():
+    from cuzk_jax.bench import msm as bmsm
+
+    v = bmsm.parse_variant("split:pallas:seg=64:dist=porep:c=16")
+    assert v["kind"] == "split" and v["dist"] == "porep" and v["window"] == 16 and v["plain"] == "pallas:seg=64:c=16"
+    assert v["config"] == MsmConfig("pallas", seg=64)
+    v = bmsm.parse_variant("stream_split:xla:chunk=20:host_scalars=1")
+    assert (v["kind"], v["chunk"], v["host_scalars"], v["dist"], v["plain"]) == ("stream_split", 20, True, "dense",
+                                                                                  "xla")
+    assert bmsm.parse_variant("xla")["kind"] == "plain"
+    assert bmsm.expand_specs(["split-ab"], on_gpu=False)[:2] == ["xla", "split:xla"]
+    assert "stream_split:pallas:dist=porep" in bmsm.expand_specs(["split-ab"], on_gpu=True)
+    for bad in ("split:xla:dist=sparse", "stream:xla:chunk=x", "split:nope"):
+        with pytest.raises(ValueError):
+            bmsm.parse_variant(bad)
