@@ -325,6 +325,25 @@ def msm_split_auto(bases: Affine, scalars, group="g1", *, config: MsmConfig | st
     return msm_split_jit(group, config, capacity=cap, **static)(bases, scalars), fractions(counts)
 
 
+SPARSE_SHARE = 0.5  # msm_auto splits when at least this share of the scalars is 0 or 1
+
+
+def msm_auto(bases: Affine, scalars, group="g1", *, config: MsmConfig | str | None = None,
+             sparse_share: float = SPARSE_SHARE, **static):
+    """The pipeline's one call: :func:`classify`, then :func:`msm_split` (capacity from :func:`capacity_for`) when
+    at least ``sparse_share`` of the scalars are zero or one (the A / B / L MSMs of a PoRep witness), else the plain
+    :func:`cuzk_jax.ops.msm.msm` (the dense H MSM). Returns ``(Jacobian, fractions dict)`` with ``"path"`` and
+    ``"capacity"`` added to :func:`fractions`' report. ``static``: ``window`` / ``max_pairs`` / ``lanes``."""
+    counts = np.asarray(_classify_jit(scalars, bases.inf))
+    fr = fractions(counts)
+    if fr["zero"] + fr["one"] >= sparse_share:
+        cap = capacity_for(counts)
+        fr.update(path="split", capacity=cap)
+        return msm_split_jit(group, config, capacity=cap, **static)(bases, scalars), fr
+    fr.update(path="plain", capacity=None)
+    return M.msm_jit(group, config, **static)(bases, scalars), fr
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Streamed MSM: bases in host memory, copied to the device a chunk at a time
 # ---------------------------------------------------------------------------------------------------------------

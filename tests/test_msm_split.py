@@ -168,6 +168,16 @@ def test_split_g1_dense_needs_rounds(g1case):
     assert got("g1", SPLIT["g1"](g1case.bases, sc)) == g1case.expected(rows)
 
 
+def test_msm_auto_picks_the_path(g1case):
+    """Mostly 0/1 scalars take the split program, dense ones the plain program (both compiled above)."""
+    sparse = [g1case.porep_row(), [0] * N1, [1] * N1, g1case.porep_row(edges=False)]
+    dense = [g1case.dense_row(), g1case.dense_row(), [1] * N1, g1case.dense_row()]
+    for rows, path in ((sparse, "split"), (dense, "plain")):
+        res, fr = S.msm_auto(g1case.bases, jnp.asarray(g1case.scalars(rows)), "g1", config=XLA)
+        assert fr["path"] == path and got("g1", res) == g1case.expected(rows)
+    assert fr["capacity"] is None
+
+
 def test_split_g1_chunked_passes(g1case):
     """A ``max_pairs`` too small for one pass: four chunks of 64 points (fori_loop), each with its own rounds."""
     assert S.split_chunk(P1, N1, CAP1, 16700) == (64, 64, 4)
