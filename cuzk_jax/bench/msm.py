@@ -23,7 +23,8 @@ in host memory (numpy), ``chunk=K`` points per chunk as log2 (default ``log_n - 
 ``host_scalars=1`` to stream them too); the time is the whole call, transfers included. Any spec takes
 ``dist=porep`` (52 % zeros, 47 % ones, 1 % uniform others, as the A/B/L MSMs of ``porep_like``) or ``dist=dense``
 (the default). Rows of these variants get ``ab_vs`` (the plain spec on the same scalars) and ``ab_speedup`` (its
-median over this row's: > 1 means faster) when that plain spec ran, and ``matches_plain``; ``est_device_gib`` is
+median over this row's: > 1 means faster) when that plain spec ran, and ``matches_plain``; ``stream_split`` rows
+also ``resident_vs`` / ``resident_speedup`` against the resident ``split:`` row; ``est_device_gib`` is
 :func:`~cuzk_jax.ops.msm_split.msm_device_bytes` for the row's path. ``split-ab`` expands to the platform kernel
 ``K`` as ``K, split:K`` on dense and porep scalars plus ``stream:K`` and ``stream_split:K`` on porep scalars.
 
@@ -362,6 +363,11 @@ def run(cfg) -> list[dict]:
                         row["ab_vs"] = partner
                         row["ab_speedup"] = times[(v["dist"], partner)] / ms
                         row["matches_plain"] = _same_point(curve, out, outs[partner])
+                    if v["kind"] == "stream_split":  # streamed vs resident, both split
+                        resident = f"split:{partner}"
+                        if (v["dist"], resident) in times:
+                            row["resident_vs"] = resident
+                            row["resident_speedup"] = times[(v["dist"], resident)] / ms
                 bench.emit(rows, row)
                 print(row, flush=True)
             # A/B reference: the XLA row, else the plain Pallas one (the precomputed rows are checked against it);
