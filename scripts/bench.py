@@ -72,7 +72,7 @@ flags.DEFINE_bool("export_zkey", True, "snarkjs: export the zkey (else, for inse
 flags.DEFINE_list("baseline", [], "snarkjs: JSONs of earlier runs whose snarkjs rows give the ratio")
 # --op=kernel-compile
 flags.DEFINE_list("kernel", ["acc"], "kernel-compile: acc, general, general_acc, general_wrow, general_shift (MSM, per "
-                  "--group), ntt_r2, ntt_r4 (NTT step, per --log_n)")
+                  "--group), ntt_pass (one NTT pass kernel, per --log_n)")
 flags.DEFINE_integer("block", 64, "kernel-compile: lanes per program of the MSM kernels")
 flags.DEFINE_bool("lower_only", False, "kernel-compile: lower for CUDA (works on a CPU) and count the Triton IR only")
 # --op=check-msm

@@ -2,12 +2,12 @@
 
   python scripts/bench.py --op=kernel-compile --kernel=acc,general_acc --group=g1,g2
   python scripts/bench.py --op=kernel-compile --kernel=general_acc --lower_only   # IR size on a CPU
-  python scripts/bench.py --op=kernel-compile --kernel=ntt_r4 --log_n=20 --lower_only   # the NTT step kernel
+  python scripts/bench.py --op=kernel-compile --kernel=ntt_pass --log_n=20 --lower_only   # one NTT pass kernel
 
 Times the two kernels of :mod:`cuzk_jax.ops.pallas.bucket` separately (the GPU default field: PTX carry-chain
 blocks), at a small shape (compile time does not depend on the shape much), so the kernel that needs cutting down
-is known; ``ntt_r2/r4`` time the NTT step kernel of :mod:`cuzk_jax.ops.pallas.ntt` (radix 2 runs the stage left
-over, radix 4 the others) at each ``--log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
+is known; ``ntt_pass`` times one pass kernel of :mod:`cuzk_jax.ops.pallas.ntt` (a 32-point sub-transform per
+column with the four-step twiddle, :func:`~cuzk_jax.ops.pallas.ntt.sub_transform`) at each ``--log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
 reports the Triton IR line count, the proxy used to compare kernel variants without a GPU. A row is emitted (and
 written) when lowering ends and completed with ``compile_s`` after compilation, so a run killed by a time limit
 still records the lowering. The persistent compilation cache is off while this op runs (it would time a cache hit).
@@ -19,7 +19,7 @@ import time
 
 from cuzk_jax import bench
 
-KERNELS = ("acc", "general", "general_acc", "general_wrow", "general_shift", "ntt_r2", "ntt_r4")
+KERNELS = ("acc", "general", "general_acc", "general_wrow", "general_shift", "ntt_pass")
 DEFAULTS = {"log_n": ["16"]}
 _triton_sizes: list | None = None
 
@@ -58,10 +58,9 @@ def _program(kernel: str, group: str, log_n: int, block: int):
     if kernel.startswith("ntt_"):
         from cuzk_jax.ops.pallas import ntt as pntt
 
-        k = {"ntt_r2": 1, "ntt_r4": 2}[kernel]
-        nn = 1 << log_n
-        args = (jnp.zeros((1, 8, nn), jnp.uint32), jnp.zeros((8, nn // 2), jnp.uint32), jnp.int32(1))
-        fn = jax.jit(lambda x, w, st: pntt.step(x, w, st, log_n=log_n, k=k, triton=True))
+        s, nn = 5, 1 << log_n  # the GPU default's sub-transform size (NttConfig sub=5)
+        args = (jnp.zeros((8, 1, 1 << s, nn >> s), jnp.uint32), jnp.zeros((8, nn // 2), jnp.uint32))
+        fn = jax.jit(lambda x, w: pntt.sub_transform(x, w, s=s, n=nn, R_=1, twiddle=True, triton=True))
         return fn, args, {"log_n": log_n}
     curve = cv.CURVES[group]
     Lc = 12 if group == "g1" else 24
