@@ -9,6 +9,8 @@
   python scripts/bench.py --op=kernel-compile --kernel=acc,general_acc --group=g1,g2   # Pallas kernel compile time
   python scripts/bench.py --op=check-msm --group=g1,g2 --log_n=12 --impl=pallas    # the MSM against arkworks
   python scripts/bench.py --op=sector --preset=domain24 --partitions=10 --prover=device_budget=120GiB,split=auto
+  python scripts/bench.py --op=service --backend=host --sectors=16       # the daemon under load vs the engine
+  python scripts/bench.py --op=multigpu                                   # 1 vs all local devices (docs/multi_device.md)
   python scripts/bench.py --op=soak --proofs=10000 --soak_faults=kill=0.01,crash=0.002,cancel=0.02,unsat=0.02
 
 Each op lives in cuzk_jax/bench/<op>.py (``-`` read as ``_``; ``run(cfg) -> rows``; an op's ``DEFAULTS`` replace
@@ -27,7 +29,7 @@ from absl import app, flags
 from cuzk_jax import cli
 
 OPS = ("field", "curve", "msm", "ntt", "h", "engine", "keyload", "synth", "snarkjs", "kernel-compile", "check-msm",
-       "soak", "kinds", "sector", "multigpu", "setup")
+       "soak", "kinds", "sector", "multigpu", "setup", "service")
 
 flags.DEFINE_list("op", ["field"], f"ops to benchmark, from {OPS}")
 flags.DEFINE_list("field", ["fq"], "fields for --op=field (fq, fr, fq2)")
@@ -53,6 +55,9 @@ flags.DEFINE_enum("synthesis", "process", ["process", "thread"], "engine: synthe
 flags.DEFINE_integer("workers", 0, "engine: synthesis workers (0 = cores - 1)")
 flags.DEFINE_float("max_wait_s", 30.0, "engine: longest wait of a ready partition for its batch to fill")
 flags.DEFINE_string("prover", "", "engine: prover configuration, passed through as given (see prove --help)")
+flags.DEFINE_list("fill", ["predict"], "engine: batch-forming rules to compare, one run each (predict: batch by what "
+                  "is about to be ready; wait: the fixed --max_wait_s)")
+flags.DEFINE_enum("backend", "device", ["device", "host"], "service: the daemon's engine backend (host: Python ints)")
 flags.DEFINE_bool("synth_compare", False, "engine: also measure synthesis throughput of thread vs process pools")
 # --op=keyload
 flags.DEFINE_list("modes", ["cache", "full"], "keyload: cache = no subgroup test (the key cache), full = every check")

@@ -135,3 +135,23 @@ def test_budget_that_streams_every_query_still_proves():
     assert got == want and timings.batches == 2
     assert set(timings.scalar_kinds) == set(pipeline.SPLIT_QUERIES)
     assert all(abs(sum(k.values()) - 1) < 1e-5 for k in timings.scalar_kinds.values())  # shares rounded to 1e-6
+
+
+def test_prove_takes_a_ready_z(cube):
+    """A ready ``(8, P, num_vars)`` Montgomery batch proves as the witnesses it stacks (no copy at sector scale);
+    a batch of the wrong width or dtype is one clear error."""
+    import numpy as np
+
+    from cuzk_jax.circuits.r1cs import stack_z
+
+    rs = prover.insecure_randomness_for_tests(3, 4)
+    z = stack_z(cube["witnesses"], montgomery=True)
+    want, _ = prover.prove(cube["pk"], cube["r1cs"], cube["witnesses"], randomness=rs, config="msm=host")
+    got, _ = prover.prove(cube["pk"], cube["r1cs"], z, randomness=rs, config="msm=host")
+    assert got == want
+    with pytest.raises(BadInput, match="ready witness batch"):
+        prover.prove(cube["pk"], cube["r1cs"], z[:, :, :-1], config="msm=host")
+    with pytest.raises(BadInput, match="ready witness batch"):
+        prover.prove(cube["pk"], cube["r1cs"], z.astype(np.int64), config="msm=host")
+    with pytest.raises(BadInput, match="no witnesses"):
+        prover.prove(cube["pk"], cube["r1cs"], z[:, :0], config="msm=host")

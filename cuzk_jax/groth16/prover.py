@@ -19,6 +19,8 @@ import time
 import weakref
 from typing import Sequence
 
+import numpy as np
+
 from cuzk_jax.compile_cache import install_compile_hint
 from cuzk_jax.errors import BadInput
 from cuzk_jax.reference.constants import R
@@ -68,7 +70,12 @@ def resident(pk: ProvingKey, r1cs, config: ProverConfig | str | None = None) -> 
 def prove(pk: ProvingKey | ResidentKey, r1cs, witnesses: Sequence, *,
           randomness: Sequence[tuple[int, int]] | None = None,
           config: ProverConfig | str | None = None, verify: bool = True) -> tuple[list[Proof], Timings]:
-    """Prove every partition in ``witnesses`` (``circuits.r1cs.Witness``, one R1CS shape) in one batch.
+    """Prove every partition in ``witnesses`` (``circuits.r1cs.Witness``, one R1CS shape) in one batch -- or in
+    the batches of the key's memory plan.
+
+    ``witnesses`` may also be a ready batch ``z``: uint32 ``(8, P, num_vars)`` Montgomery Fr limbs (what
+    ``porep_like.witness_batch`` returns), used as it is, without another copy (at sector scale ``z`` is tens of
+    GB).
 
     ``pk``: a :class:`ProvingKey` (made resident by :func:`resident` with ``config``) or a
     :class:`~cuzk_jax.groth16.pipeline.ResidentKey` (then ``config`` must be None). Returns the proofs (one per
@@ -82,7 +89,8 @@ def prove(pk: ProvingKey | ResidentKey, r1cs, witnesses: Sequence, *,
 
     t_start = time.perf_counter()
     install_compile_hint()  # says once when a long compile runs without the persistent cache
-    if not witnesses:
+    ready = isinstance(witnesses, np.ndarray)
+    if (witnesses.size == 0 or witnesses.ndim != 3 or not witnesses.shape[1]) if ready else not witnesses:
         raise BadInput("prove: no witnesses")
     if isinstance(pk, ResidentKey):
         if config is not None:
@@ -95,10 +103,15 @@ def prove(pk: ProvingKey | ResidentKey, r1cs, witnesses: Sequence, *,
         if pk.circuit_digest != _digest(r1cs):
             raise BadInput("proving key was generated for a different circuit (R1CS digest mismatch)")
         rk = resident(pk, r1cs, config)
-    for w in witnesses:
-        r1cs.check_shape(w)
+    if ready:
+        if witnesses.dtype != np.uint32 or witnesses.shape[0] != 8 or witnesses.shape[2] != r1cs.num_vars:
+            raise BadInput(f"prove: a ready witness batch must be uint32 (8, P, {r1cs.num_vars}) Montgomery limbs, "
+                           f"got {witnesses.dtype} {witnesses.shape}")
+    else:
+        for w in witnesses:
+            r1cs.check_shape(w)
     timings = Timings()
-    z = stack_z(witnesses, montgomery=True)  # (8, P, num_vars), host
+    z = witnesses if ready else stack_z(witnesses, montgomery=True)  # (8, P, num_vars), host
     timings.phases["stage"] = time.perf_counter() - t_start  # host conversion; pipeline adds the copy
     points = pipeline.prove_batch(rk, z, randomness, timings, verify=verify)
     timings.total = time.perf_counter() - t_start
