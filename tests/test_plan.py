@@ -155,3 +155,25 @@ def test_prove_takes_a_ready_z(cube):
         prover.prove(cube["pk"], cube["r1cs"], z.astype(np.int64), config="msm=host")
     with pytest.raises(BadInput, match="no witnesses"):
         prover.prove(cube["pk"], cube["r1cs"], z[:, :0], config="msm=host")
+
+
+def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
+    """The engine's device backend keeps a batch larger than the plan allows on the host and runs it in the plan's
+    sub-batches (P = 2 programs); the proofs equal prove()'s bit for bit."""
+    from cuzk_jax.circuits.r1cs import stack_z
+    from cuzk_jax.engine.backends import DeviceBackend
+
+    rs = prover.insecure_randomness_for_tests(3, 4)
+    want, _ = prover.prove(cube["pk"], cube["r1cs"], cube["witnesses"], randomness=rs, config="msm=host")
+    free = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off")
+    fixed = sum(free.plan.estimate[k] for k in ("r1cs", "resident_bases", "stream_buffers"))
+    budget = int(memplan.SAFETY * (fixed + 2.5 * free.plan.estimate["per_partition_peak"]))
+    backend = DeviceBackend(config=f"msm=xla,tables=off,device_budget={budget}")
+    rk = backend.place(cube["pk"], cube["r1cs"])
+    assert rk.plan.batch == 2
+    seen = []
+    staged = backend.stage(rk, stack_z(cube["witnesses"], montgomery=True))
+    out = backend.run(rk, staged, lambda name, fn: (seen.append(name), fn())[1])
+    assert seen.count("stage") == 2 and seen.count("evaluate") == 2 and out.ok.tolist() == [True] * 4
+    got = [backend.finish(rk, out, i, r, s) for i, (r, s) in enumerate(rs)]
+    assert got == want

@@ -48,6 +48,15 @@ MSMS = tuple(pipeline.MSMS)  # msm_a, msm_b1, msm_b2, msm_l, msm_h
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@dataclasses.dataclass
+class _HostBatch:
+    """A batch the key's memory plan does not let onto the device at once: ``z`` on the host, run ``step``
+    partitions at a time."""
+
+    z: np.ndarray
+    step: int
+
+
 class DeviceBackend:
     """Batches proved by the pipeline on ``devices`` (default: every local device; more than one -> sharded over
     the partition axis ``"p"``).
@@ -86,10 +95,28 @@ class DeviceBackend:
 
     # -- batches -----------------------------------------------------------------------------------------------------
     def stage(self, resident: pipeline.ResidentKey, z: np.ndarray):
+        """The staged batch; a batch larger than the key's memory plan allows stays on the host (a
+        :class:`_HostBatch`) and :meth:`run` stages and runs it in the plan's sub-batches."""
+        plan = resident.plan
+        if plan is not None and resident.mesh is None and z.shape[1] > plan.batch:
+            return _HostBatch(z, plan.batch)
         return pipeline.stage(resident, z)
 
     def run(self, resident: pipeline.ResidentKey, z, phase: Callable) -> BatchOutput:
-        return pipeline.run(resident, z, phase, sync_phases=self.sync_phases)
+        if not isinstance(z, _HostBatch):
+            return pipeline.run(resident, z, phase, sync_phases=self.sync_phases)
+        outs = []
+        for lo in range(0, z.z.shape[1], z.step):
+            staged = phase("stage", lambda lo=lo: pipeline.stage(resident, z.z[:, lo:lo + z.step]))
+            outs.append(pipeline.run(resident, staged, phase, sync_phases=self.sync_phases))
+            del staged
+        host = {name: [p for out in outs for p in out.host_points()[name]] for name in MSMS}
+        kinds = {}
+        for out in outs:
+            for name, k in out.scalar_kinds.items():
+                kinds.setdefault(name, k)
+        return BatchOutput(ok=np.concatenate([o.ok for o in outs]), first=np.concatenate([o.first for o in outs]),
+                           points={}, host=host, scalar_kinds=kinds)
 
     def finish(self, resident: pipeline.ResidentKey, out: BatchOutput, i: int, r: int, s: int) -> Proof:
         return Proof(*pipeline.finish(resident, out, i, r, s))
