@@ -33,6 +33,12 @@ DEFAULTS = {"preset": "domain20", "reps": 2, "warmup": 0, "circuit": "porep_like
 log = logging.getLogger(__name__)
 
 
+def _say(text: str) -> None:
+    """A progress line on stdout (the phases of one row take minutes at sector scale; a run stopped by a time limit
+    still shows how far it got)."""
+    print(f"sector: {text}", flush=True)
+
+
 def _peak_device_bytes() -> int | None:
     stats = jax.local_devices()[0].memory_stats() or {}
     return stats.get("peak_bytes_in_use")
@@ -65,7 +71,7 @@ def run(cfg) -> list[dict]:
     pk = generator.development_setup(r1cs)
     jax.block_until_ready((pk.a_query, pk.b_g1_query, pk.b_g2_query, pk.l_query, pk.h_query))
     row.update(setup_s=round(time.perf_counter() - t, 3), domain=pk.domain_size)
-    log.info("sector bench: %s", row)
+    _say(f"structure {row['structure_s']} s ({row['constraints']} constraints), setup {row['setup_s']} s")
     t = time.perf_counter()
     rk = pipeline.make_resident(pk, r1cs, config, partitions=P)
     for name in ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query"):
@@ -73,11 +79,12 @@ def run(cfg) -> list[dict]:
     row.update(resident_s=round(time.perf_counter() - t, 3), key_device_gib=round(rk.nbytes / 2**30, 3),
                plan=rk.plan.as_dict() if rk.plan is not None else None,
                plan_text=rk.plan.describe() if rk.plan is not None else "no plan (host MSM)")
-    print(row["plan_text"], flush=True)
+    _say(f"resident key {row['resident_s']} s, {row['key_device_gib']} GiB; {row['plan_text']}")
     t = time.perf_counter()
     inputs = [circuit.sample_inputs(p, seed=cfg.seed) for p in range(P)]
     z, _publics = porep_like.witness_batch(circuit, inputs, workers=cfg.workers or None)
     row.update(witness_s=round(time.perf_counter() - t, 3), witness_gib=round(z.nbytes / 2**30, 3))
+    _say(f"witnesses {row['witness_s']} s ({row['witness_gib']} GiB)")
     rows: list[dict] = []
     for rep in range(max(1, cfg.reps)):
         timings = pipeline.Timings()
@@ -89,5 +96,6 @@ def run(cfg) -> list[dict]:
                    phases={k: round(v, 4) for k, v in timings.phases.items()}, scalar_kinds=timings.scalar_kinds)
         peak = _peak_device_bytes()
         out.update(device_peak_gib=None if peak is None else round(peak / 2**30, 3), **_host_peak())
+        _say(f"rep {rep}: {out['prove_s']} s, phases {out['phases']}")
         bench.emit(rows, out)
     return rows
