@@ -631,6 +631,17 @@ def group_and_chunk(P: int, n: int, W: int, max_pairs: int) -> tuple[int, int]:
     return 1, chunk
 
 
+def bases_shared(bases: Affine, nd: int, P: int, N: int, batched: bool, where: str) -> bool:
+    """Whether ``bases`` (coordinate axes ``nd``) are one set shared by every partition (batch shape ``(N,)``) or
+    one set per partition (``(P, N)``, only with batched scalars); BadInput otherwise."""
+    bshape = tuple(bases.x.shape[nd:])
+    if bshape == (N,):
+        return True
+    if batched and bshape == (P, N):
+        return False
+    raise BadInput(f"{where}: bases batch shape {bshape} does not match scalars {(P, N) if batched else (N,)}")
+
+
 def check_args(config: MsmConfig | str | None, scalars):
     """-> (the config, ``None`` resolved to :meth:`MsmConfig.default`; scalars as ``(8, P, N)``; whether they came
     batched); ValueError for a bad config or scalars that are not uint32 ``(8, N)`` / ``(8, P, N)``. Shared with
@@ -674,13 +685,7 @@ def msm(
     curve._check_point("msm", bases, "Affine", where=f"ops.msm.msm ({curve.name} bases)")
     config, scalars, batched = check_args(config, scalars)
     _, P, N = scalars.shape
-    bshape = tuple(bases.x.shape[nd:])
-    if bshape == (N,):
-        shared = True
-    elif batched and bshape == (P, N):
-        shared = False
-    else:
-        raise ValueError(f"bases batch shape {bshape} does not match scalars {(P, N) if batched else (N,)}")
+    shared = bases_shared(bases, nd, P, N, batched, "ops.msm.msm")
     if N == 0:
         res = curve.jacobian_identity((P,))
         return res if batched else type(res)(*[c[..., 0] for c in res])

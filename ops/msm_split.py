@@ -266,14 +266,7 @@ def msm_split(
     if not isinstance(capacity, int) or capacity <= 0:
         raise BadInput(f"ops.msm_split.msm_split: capacity must be a positive int, got {capacity!r}")
     _, P, N = scalars.shape
-    bshape = tuple(bases.x.shape[nd:])
-    if bshape == (N,):
-        shared = True
-    elif batched and bshape == (P, N):
-        shared = False
-    else:
-        raise BadInput(f"ops.msm_split.msm_split: bases batch shape {bshape} does not match scalars "
-                       f"{(P, N) if batched else (N,)}")
+    shared = M.bases_shared(bases, nd, P, N, batched, "ops.msm_split.msm_split")
     if N == 0:
         res = curve.jacobian_identity((P,))
         return res if batched else Jacobian(*[x[..., 0] for x in res])

@@ -355,9 +355,18 @@ def check_points(affine: C.Affine, group: str, chunk: int = 1 << 22) -> bool:
     n = affine.inf.shape[-1]
     if n == 0:
         return True
-    size = min(chunk, max(8, 1 << (n - 1).bit_length()))
     prog = _check_program(group)
     ok = True
+    for part in _padded_chunks(affine, chunk):
+        ok = ok and bool(prog(part.x, part.y, part.inf))
+    return ok
+
+
+def _padded_chunks(affine: C.Affine, chunk: int):
+    """``affine`` in power-of-two chunks (at most ``chunk`` points, the last padded with points at infinity), so
+    one compiled check serves every chunk."""
+    n = affine.inf.shape[-1]
+    size = min(chunk, max(8, 1 << max(0, n - 1).bit_length()))
     for s in range(0, n, size):
         part = jax.tree_util.tree_map(lambda a: a[..., s:s + size], affine)
         pad = size - part.inf.shape[-1]
@@ -365,8 +374,7 @@ def check_points(affine: C.Affine, group: str, chunk: int = 1 << 22) -> bool:
             part = C.Affine(jnp.pad(part.x, [(0, 0)] * (part.x.ndim - 1) + [(0, pad)]),
                             jnp.pad(part.y, [(0, 0)] * (part.y.ndim - 1) + [(0, pad)]),
                             jnp.pad(part.inf, (0, pad), constant_values=True))
-        ok = ok and bool(prog(part.x, part.y, part.inf))
-    return ok
+        yield part
 
 
 @functools.lru_cache(maxsize=None)
@@ -378,16 +386,8 @@ def _subgroup_program(group: str):
 def check_subgroup(affine: C.Affine, group: str, chunk: int = 1 << 20) -> bool:
     """Whether every point of ``affine`` lies in the order-r subgroup (Scott's test, ``ops.curve.in_subgroup``),
     in power-of-two chunks as :func:`check_points`."""
-    n = affine.inf.shape[-1]
-    size = min(chunk, max(8, 1 << max(0, n - 1).bit_length()))
     prog = _subgroup_program(group)
-    for s in range(0, n, size):
-        part = jax.tree_util.tree_map(lambda a: a[..., s:s + size], affine)
-        pad = size - part.inf.shape[-1]
-        if pad:
-            part = C.Affine(jnp.pad(part.x, [(0, 0)] * (part.x.ndim - 1) + [(0, pad)]),
-                            jnp.pad(part.y, [(0, 0)] * (part.y.ndim - 1) + [(0, pad)]),
-                            jnp.pad(part.inf, (0, pad), constant_values=True))
+    for part in _padded_chunks(affine, chunk):
         if not bool(prog(part.x, part.y, part.inf)):
             return False
     return True
