@@ -1,4 +1,5 @@
-"""``python -m cuzk_jax {prove,setup,verify,bench,serve,client} [flags]``: the same mains as ``cuzk-prove`` etc.;
+"""``python -m cuzk_jax {prove,setup,verify,bench,serve,client} [flags]`` (installed as ``cuzk-jax``): the same mains
+as ``cuzk-prove`` etc.;
 ``serve`` runs the proving daemon, ``client`` talks to it (docs/service.md).
 
 ``python -m cuzk_jax <command> --help`` lists the command's flags.
@@ -13,7 +14,7 @@ COMMANDS = {"prove": "prove sectors, or a circom circuit from snarkjs files",
             "setup": "circuit-specific Groth16 setup into the key cache",
             "verify": "verify cuzk_jax sector proofs or a snarkjs proof.json",
             "bench": "benchmarks (--op=field,curve,msm,ntt,h,engine,keyload,synth,snarkjs,kernel-compile,"
-                     "check-msm,soak)"}
+                     "check-msm,soak,kinds,sector,multigpu,setup,service)"}
 # The daemon and its client (docs/service.md): ``serve`` is scripts/serve.py, ``client`` an argparse CLI.
 SERVICE_COMMANDS = {"serve": "the proving daemon: gRPC API, priorities, job journal, metrics",
                     "client": "client of the daemon: submit, wait, poll, cancel, status, preload, evict, metrics"}

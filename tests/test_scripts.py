@@ -125,15 +125,18 @@ def test_node_modules_from_the_source_checkout(tmp_path, monkeypatch):
 
 
 def test_console_scripts_name_the_mains():
-    """pyproject's cuzk-<command> entry points and ``python -m cuzk_jax <command>`` reach the same ``run``."""
+    """pyproject's cuzk-<command> entry points and ``python -m cuzk_jax <command>`` reach the same ``run``; the
+    daemon has ``cuzk-serve`` and ``cuzk-jax serve`` (the dispatcher itself)."""
     import importlib.util
     import tomllib
 
     from cuzk_jax import __main__ as dispatch
 
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {f"cuzk-{c}": f"cuzk_jax.scripts.{c}:run" for c in COMMANDS} and set(dispatch.COMMANDS) == set(
-        COMMANDS)
+    mains = {f"cuzk-{c}": f"cuzk_jax.scripts.{c}:run" for c in COMMANDS}
+    service = {"cuzk-serve": "cuzk_jax.scripts.serve:run", "cuzk-jax": "cuzk_jax.__main__:main"}
+    assert scripts == {**mains, **service} and set(dispatch.COMMANDS) == set(COMMANDS)
+    assert set(dispatch.SERVICE_COMMANDS) == {"serve", "client"}
     for c in COMMANDS:  # the modules define flags: check the attribute without importing them into this process
         assert "\ndef run():" in (ROOT / "scripts" / f"{c}.py").read_text()
     assert importlib.util.find_spec("cuzk_jax.scripts.prove") is not None
