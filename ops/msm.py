@@ -696,7 +696,7 @@ def msm(
     pad = n - N
     if pad:
         scalars = jnp.pad(scalars, ((0, 0), (0, 0), (0, pad)))
-        padc = [(0, 0)] * nd + [(0, 0)] * (len(bshape) - 1) + [(0, pad)]
+        padc = [(0, 0)] * nd + [(0, 0)] * (0 if shared else 1) + [(0, pad)]
         bases = Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc),
                        jnp.pad(bases.inf, padc[nd:], constant_values=True))
     c = window or window_bits(n)
