@@ -84,6 +84,7 @@ load is then dominated by the checksum pass (~0.85 GB/s single-threaded here: ~1
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import hashlib
 import json
@@ -93,6 +94,7 @@ import struct
 
 import numpy as np
 
+from cuzk_jax import checksum
 from cuzk_jax.fileio import atomic_file
 from cuzk_jax.errors import FormatError
 from cuzk_jax.reference.constants import R
@@ -103,12 +105,16 @@ __all__ = ["MAGIC", "VERSION", "Header", "save", "load", "load_with_header", "re
            "bytes_per_constraint", "summary"]
 
 MAGIC = b"CUZKR1CS"
-VERSION = 1
+VERSION = 2  # what save() writes; load() reads 1 and 2
+VERSIONS = (1, 2)
+HASH_BLOCK = 64 << 20  # bytes per checksum block (version 2)
+MIN_HASH_BLOCK = 4096
+MAX_HASH_BLOCK = 1 << 40
 ALIGN = 64
 FIXED = struct.Struct("<8sIIQQQQQQ3QQIIQQQ32s")  # the 160-byte fixed header of the table above
 assert FIXED.size == 160
 MAX_META = 1 << 20
-_CHUNK = 16 << 20  # bytes per checksum step
+_CHUNK = 16 << 20  # bytes per checksum step (version 1's single stream)
 _CHECK_CHUNK = 1 << 22  # elements per range-check step
 _INT32_MAX = (1 << 31) - 1
 
@@ -145,10 +151,12 @@ class Header:
     names_bytes: int
     meta: dict
     digest: str
+    hash_block: int = 0  # checksum block size (version 2; 0 in version 1)
 
     def sections(self) -> list[tuple[str, int, int, np.dtype]]:
-        """``[(name, offset, count, dtype)]`` of every array section, then the checksum offset as ``("checksum",
-        offset, 32, uint8)``; pure arithmetic on the header (Python ints: no overflow on absurd counts)."""
+        """``[(name, offset, count, dtype)]`` of every array section, then the checksum as ``("checksum", offset,
+        nbytes, uint8)`` (version 1: 32 bytes; version 2: :meth:`num_blocks` block digests + 1, 32 bytes each);
+        pure arithmetic on the header (Python ints: no overflow on absurd counts)."""
         m = self.num_constraints
         out, off = [], self.data_offset
         items = []
@@ -161,11 +169,20 @@ class Header:
             off = _align(off)
             out.append((name, off, count, dtype))
             off += count * dtype.itemsize
-        out.append(("checksum", _align(off), 32, np.dtype("u1")))
+        off = _align(off)
+        out.append(("checksum", off, 32 if self.version == 1 else 32 * (self.num_blocks(off) + 1), np.dtype("u1")))
         return out
 
+    def num_blocks(self, covered: int | None = None) -> int:
+        """Checksum blocks of a version-2 file: ``ceil(S / hash_block)``, S the checksum's offset (every byte before
+        it is covered)."""
+        if covered is None:
+            covered = self.sections()[-1][1]
+        return checksum.block_count(covered, self.hash_block)
+
     def expected_size(self) -> int:
-        return self.sections()[-1][1] + 32
+        _, off, nbytes, _ = self.sections()[-1]
+        return off + nbytes
 
     @property
     def num_vars(self) -> int:
@@ -176,7 +193,7 @@ def _meta_bytes(meta: dict | None) -> bytes:
     return json.dumps(meta or {}, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
-def _header_for(r1cs: R1CS, meta: dict | None, names: bytes) -> Header:
+def _header_for(r1cs: R1CS, meta: dict | None, names: bytes, block: int = HASH_BLOCK) -> Header:
     nnz = tuple(int(x) for x in r1cs.nnz)
     meta_b = _meta_bytes(meta)
     if len(meta_b) > MAX_META:
@@ -188,7 +205,7 @@ def _header_for(r1cs: R1CS, meta: dict | None, names: bytes) -> Header:
                num_constraints=r1cs.num_constraints, appended_constraints=r1cs.appended_constraints, nnz=nnz,
                num_coeffs=len(r1cs.coeffs), ns_width=_id_width(len(r1cs.namespaces)),
                label_width=_id_width(len(r1cs.labels)), names_bytes=len(names), meta=json.loads(meta_b),
-               digest=r1cs.digest())
+               digest=r1cs.digest(), hash_block=block)
     return dataclasses.replace(h, file_size=h.expected_size())
 
 
@@ -209,17 +226,16 @@ def bytes_per_constraint(r1cs: R1CS, meta: dict | None = None) -> float:
 
 # -- writing ---------------------------------------------------------------------------------------------------------
 class _Writer:
-    """Writes to a file object, hashing every byte, keeping track of the offset (for the 64-byte alignment)."""
+    """Writes to a file object, keeping track of the offset (for the 64-byte alignment)."""
 
     def __init__(self, fh):
-        self.fh, self.h, self.off = fh, hashlib.sha256(), 0
+        self.fh, self.off = fh, 0
 
     def write(self, data) -> None:
         mv = memoryview(data).cast("B")
         if not mv.nbytes:
             return
         self.fh.write(mv)
-        self.h.update(mv)
         self.off += mv.nbytes
 
     def pad_to(self, off: int) -> None:
@@ -240,16 +256,30 @@ class _Writer:
             self.write(conv)
 
 
-def save(r1cs: R1CS, path: str | os.PathLike, meta: dict | None = None) -> Header:
-    """Write ``r1cs`` to ``path`` in the compiled format (atomically); ``meta`` is a small JSON-able dict stored in
-    the header (the circuit name, preset, parameters). Returns the header written."""
+def _block_ok(block: int) -> bool:
+    return MIN_HASH_BLOCK <= block <= MAX_HASH_BLOCK and block % ALIGN == 0
+
+
+def _block_digests(buf, covered: int, block: int) -> list[bytes]:
+    """The SHA-256 of each ``block``-byte block of ``buf[:covered]``, hashed by several threads."""
+    with concurrent.futures.ThreadPoolExecutor(checksum.threads()) as pool:
+        return list(checksum.block_digests(buf, 0, covered, block, pool))
+
+
+def save(r1cs: R1CS, path: str | os.PathLike, meta: dict | None = None, block: int = HASH_BLOCK) -> Header:
+    """Write ``r1cs`` to ``path`` in the compiled format, version 2 (atomically); ``meta`` is a small JSON-able dict
+    stored in the header (the circuit name, preset, parameters); ``block``: bytes per checksum block (a multiple of
+    64 in [4096, 2^40]). Returns the header written."""
     path = os.fspath(path)
+    if not _block_ok(block):
+        raise ValueError(f"compiled.save: block must be a multiple of {ALIGN} in [{MIN_HASH_BLOCK}, "
+                         f"{MAX_HASH_BLOCK}], got {block}")
     names = _names_blob(r1cs)
-    hdr = _header_for(r1cs, meta, names)
+    hdr = _header_for(r1cs, meta, names, block)
     meta_b = _meta_bytes(meta)
     fixed = FIXED.pack(MAGIC, VERSION, hdr.ptr_width, hdr.file_size, hdr.data_offset, hdr.num_inputs, hdr.num_aux,
                        hdr.num_constraints, hdr.appended_constraints, *hdr.nnz, hdr.num_coeffs, hdr.ns_width,
-                       hdr.label_width, hdr.names_bytes, len(meta_b), 0, bytes.fromhex(hdr.digest))
+                       hdr.label_width, hdr.names_bytes, len(meta_b), block, bytes.fromhex(hdr.digest))
     arrays = []
     for mat in r1cs.matrices():
         arrays += [mat.indptr, mat.cols, mat.coeff_ids]
@@ -264,8 +294,20 @@ def save(r1cs: R1CS, path: str | os.PathLike, meta: dict | None = None) -> Heade
                 raise AssertionError(f"compiled writer: {name} has {np.asarray(arr).size} entries, not {count}")
             w.pad_to(off)
             w.array(arr, dtype)
-        w.pad_to(hdr.sections()[-1][1])
-        fh.write(w.h.digest())
+        covered = hdr.sections()[-1][1]
+        w.pad_to(covered)
+        fh.flush()
+        # the file as written, mapped back (page cache) and hashed block by block in parallel
+        with mmap.mmap(fh.fileno(), covered, access=mmap.ACCESS_READ) as mm:
+            view = memoryview(mm)
+            try:
+                digests = _block_digests(view, covered, block)
+            finally:
+                view.release()
+        listed = b"".join(digests)
+        fh.write(listed + hashlib.sha256(listed).digest())
+        if covered + len(listed) + 32 != hdr.file_size:
+            raise AssertionError(f"compiled writer: wrote {covered + len(listed) + 32} bytes, not {hdr.file_size}")
     return hdr
 
 
@@ -281,22 +323,27 @@ def _parse_header(fh, path: str, size: int) -> Header:
         raise bad(f"truncated inside the header ({size} bytes, the fixed header alone is {FIXED.size})")
     (_, version, ptr_w, fsize, data_off, n_in, n_aux, m, appended, nnz_a, nnz_b, nnz_c, k, ns_w, lb_w, names_b,
      meta_len, reserved, digest) = FIXED.unpack(raw)
-    if version != VERSION:
-        raise bad(f"format version {version}; this cuzk_jax reads version {VERSION} (rebuild the file)")
+    if version not in VERSIONS:
+        raise bad(f"format version {version}; this cuzk_jax reads versions {', '.join(map(str, VERSIONS))} "
+                  f"(rebuild the file)")
     if fsize != size:
         kind = "truncated" if size < fsize else "longer than its header says"
         raise bad(f"{kind}: the header says {fsize} bytes, the file holds {size}")
     if ptr_w not in _PTR_DTYPE or ns_w not in _ID_DTYPE or lb_w not in _ID_DTYPE:
         raise bad(f"corrupt header: widths indptr={ptr_w}, namespace ids={ns_w}, label ids={lb_w}")
-    if reserved != 0 or meta_len > MAX_META or data_off != _align(FIXED.size + meta_len):
-        raise bad(f"corrupt header (metadata {meta_len} bytes, data offset {data_off}, reserved {reserved})")
+    block = reserved if version >= 2 else 0  # version 1: a reserved zero; version 2: the checksum block size
+    if version == 1 and reserved != 0 or version >= 2 and not _block_ok(block):
+        raise bad(f"corrupt header: checksum block field {reserved} (version {version})")
+    if meta_len > MAX_META or data_off != _align(FIXED.size + meta_len):
+        raise bad(f"corrupt header (metadata {meta_len} bytes, data offset {data_off})")
     if n_in < 1 or n_in + n_aux > _INT32_MAX or appended > m:
         raise bad(f"corrupt header: inputs={n_in}, aux={n_aux}, constraints={m}, appended={appended}")
     if ptr_w == 4 and nnz_a + nnz_b + nnz_c > _INT32_MAX:
         raise bad(f"corrupt header: int32 row pointers for {nnz_a + nnz_b + nnz_c} nonzeros")
     hdr = Header(version=version, ptr_width=ptr_w, file_size=fsize, data_offset=data_off, num_inputs=n_in,
                  num_aux=n_aux, num_constraints=m, appended_constraints=appended, nnz=(nnz_a, nnz_b, nnz_c),
-                 num_coeffs=k, ns_width=ns_w, label_width=lb_w, names_bytes=names_b, meta={}, digest=digest.hex())
+                 num_coeffs=k, ns_width=ns_w, label_width=lb_w, names_bytes=names_b, meta={}, digest=digest.hex(),
+                 hash_block=block)
     need = hdr.expected_size()
     if need != size:
         raise bad(f"corrupt header: its counts (constraints={m}, nnz={hdr.nnz}, coefficients={k}) need {need} "
@@ -338,6 +385,36 @@ def _monotone(indptr: np.ndarray) -> bool:
     return True
 
 
+def _verify(mm, hdr: Header) -> str | None:
+    """What is wrong with the checksum of the mapped file (``None``: it matches). Version 1: one SHA-256 streamed
+    over the file; version 2: the digest of the block list, then every block, hashed by several threads."""
+    _, csum_off, nbytes, _ = hdr.sections()[-1]
+    view = memoryview(mm)
+    try:
+        if hdr.version == 1:
+            h = hashlib.sha256()
+            for i in range(0, csum_off, _CHUNK):
+                h.update(view[i:min(i + _CHUNK, csum_off)])
+            return None if h.digest() == bytes(view[csum_off:csum_off + 32]) else \
+                "checksum mismatch: the file is corrupt"
+        listed = bytes(view[csum_off:csum_off + nbytes - 32])
+        if hashlib.sha256(listed).digest() != bytes(view[csum_off + nbytes - 32:csum_off + nbytes]):
+            return "checksum mismatch in the list of block digests: the file is corrupt"
+        n, block = len(listed) // 32, hdr.hash_block
+        with concurrent.futures.ThreadPoolExecutor(checksum.threads()) as pool:
+            gen = checksum.block_digests(view, 0, csum_off, block, pool)
+            try:
+                for i, d in enumerate(gen):
+                    if d != listed[32 * i:32 * i + 32]:
+                        return (f"checksum mismatch in block {i} of {n} (bytes {i * block} to "
+                                f"{min(csum_off, (i + 1) * block)}): the file is corrupt")
+            finally:
+                gen.close()
+        return None
+    finally:
+        view.release()
+
+
 def load_with_header(path: str | os.PathLike, verify_checksum: bool = True) -> tuple[R1CS, Header]:
     """``(R1CS, Header)`` of a compiled circuit file; see :func:`load`."""
     path = os.fspath(path)
@@ -357,18 +434,10 @@ def load_with_header(path: str | os.PathLike, verify_checksum: bool = True) -> t
         except (OSError, ValueError) as e:
             raise bad(f"cannot map ({e})") from None
     sections = hdr.sections()
-    csum_off = sections[-1][1]
     if verify_checksum:
-        h = hashlib.sha256()
-        view = memoryview(mm)
-        try:
-            for i in range(0, csum_off, _CHUNK):
-                h.update(view[i:min(i + _CHUNK, csum_off)])
-            ok = h.digest() == bytes(view[csum_off:csum_off + 32])
-        finally:
-            view.release()
-        if not ok:
-            raise bad("checksum mismatch: the file is corrupt")
+        problem = _verify(mm, hdr)
+        if problem:
+            raise bad(problem)
     arrs = {name: np.frombuffer(mm, dtype=dtype, count=count, offset=off)
             for name, off, count, dtype in sections[:-1]}
     m, nv, k = hdr.num_constraints, hdr.num_vars, hdr.num_coeffs
@@ -424,5 +493,5 @@ def summary(path: str | os.PathLike) -> dict:
     return {"version": hdr.version, "constraints": m, "inputs": hdr.num_inputs, "aux": hdr.num_aux,
             "appended_constraints": hdr.appended_constraints, "nnz": list(hdr.nnz), "coeffs": hdr.num_coeffs,
             "indptr_bytes": hdr.ptr_width, "namespace_id_bytes": hdr.ns_width, "label_id_bytes": hdr.label_width,
-            "meta": hdr.meta, "digest": hdr.digest, "file_bytes": hdr.file_size,
+            "meta": hdr.meta, "digest": hdr.digest, "file_bytes": hdr.file_size, "hash_block": hdr.hash_block,
             "bytes_per_constraint": hdr.file_size / max(m, 1)}

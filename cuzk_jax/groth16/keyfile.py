@@ -65,6 +65,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cuzk_jax import checksum
 from cuzk_jax.errors import KeyFormatError
 from cuzk_jax.fileio import atomic_file, load_json
 from cuzk_jax.ops import curve as C
@@ -83,7 +84,7 @@ _PREFIX = struct.Struct("<8sII")
 
 
 def _threads() -> int:
-    return max(1, min(16, os.cpu_count() or 1))
+    return checksum.threads()
 
 
 def _align(n: int) -> int:
@@ -119,26 +120,14 @@ def file_size(num_inputs: int, num_aux: int, domain_size: int) -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _block_digest(buf, start: int, stop: int) -> bytes:
-    return hashlib.sha256(buf[start:stop]).digest()
-
-
 def _section_digests(buf, sections: list[tuple[int, int]], block: int, pool) -> list[str]:
     """SHA-256 of the block-digest list of each ``(offset, nbytes)`` range of ``buf`` (a memoryview), the blocks
-    hashed by ``pool``'s threads with a bounded number in flight (memory stays flat whatever the block count)."""
-    import collections
-
-    depth = 4 * _threads()
-    pending: collections.deque = collections.deque()
+    hashed by ``pool``'s threads with a bounded number in flight (:func:`cuzk_jax.checksum.block_digests`)."""
     out = []
     for off, nbytes in sections:
         h = hashlib.sha256()
-        for s in range(off, off + nbytes, block):
-            pending.append(pool.submit(_block_digest, buf, s, min(off + nbytes, s + block)))
-            if len(pending) >= depth:
-                h.update(pending.popleft().result())
-        while pending:
-            h.update(pending.popleft().result())
+        for d in checksum.block_digests(buf, off, off + nbytes, block, pool):
+            h.update(d)
         out.append(h.hexdigest())
     return out
 
