@@ -7,9 +7,13 @@ one FormatError without a large allocation. Files go to ``tmp_path`` only.
 """
 
 import dataclasses
+import hashlib
+import io
 import logging
+import mmap
 import os
 import struct
+import time
 import tracemalloc
 
 import numpy as np
@@ -19,6 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from cuzk_jax.circuits import Circuit, Unsatisfied, compiled, get_circuit
 from cuzk_jax.circuits import base as circuits_base
 from cuzk_jax.circuits.gadgets.num import alloc_input_num, alloc_num, mul
+from cuzk_jax.circuits.r1cs import R1CS, SparseMatrix
 from cuzk_jax.errors import FormatError
 from cuzk_jax.reference.constants import R
 
@@ -120,10 +125,11 @@ def test_loaded_r1cs_checks_witnesses_like_the_builder(built, tmp_path, key):
 
 
 # -- damaged files ---------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def good_file(built, tmp_path_factory):
+@pytest.fixture(scope="module", params=[compiled.HASH_BLOCK, 4096], ids=["one-block", "4k-blocks"])
+def good_file(built, tmp_path_factory, request):
+    """porep_like/tiny saved with the default checksum block (one block) and with 4 KiB blocks (~90 blocks)."""
     path = tmp_path_factory.mktemp("compiled") / "good.r1cs"
-    compiled.save(built["porep_like", "tiny"][1], path, {"circuit": "porep_like"})
+    compiled.save(built["porep_like", "tiny"][1], path, {"circuit": "porep_like"}, block=request.param)
     return path.read_bytes()
 
 
@@ -142,7 +148,9 @@ def _load_error(path) -> str:
 
 def test_truncated(good_file, tmp_path):
     hdr_end = compiled.read_header(_write(tmp_path, good_file)).data_offset
-    for cut in (0, 4, 8, 100, 159, 160, hdr_end - 1, hdr_end + 1, len(good_file) // 2, len(good_file) - 1):
+    covered = compiled.read_header(_write(tmp_path, good_file)).sections()[-1][1]  # where the checksum starts
+    for cut in (0, 4, 8, 100, 159, 160, hdr_end - 1, hdr_end + 1, len(good_file) // 2, covered, covered + 32,
+                len(good_file) - 33, len(good_file) - 1):
         msg = _load_error(_write(tmp_path, good_file[:cut]))
         assert "truncated" in msg, (cut, msg)
     assert "longer" in _load_error(_write(tmp_path, good_file + b"\0" * 64))
@@ -197,6 +205,164 @@ def test_any_truncation_or_flip_is_one_format_error(good_file, tmp_path, data):
         bit = data.draw(st.integers(0, 7), "bit")
         damaged = good_file[:at] + bytes([good_file[at] ^ (1 << bit)]) + good_file[at + 1:]
     _load_error(_write(tmp_path, damaged))
+
+
+# -- format version 2: the block checksum; version-1 files -------------------------------------------------------
+def test_block_checksum_layout(built, tmp_path):
+    """The checksum section is the SHA-256 of every block before it, then the SHA-256 of that list."""
+    _, r1cs = built["porep_like", "tiny"]
+    hdr = compiled.save(r1cs, tmp_path / "c.r1cs", block=8192)
+    data = (tmp_path / "c.r1cs").read_bytes()
+    _, covered, nbytes, _ = hdr.sections()[-1]
+    n = hdr.num_blocks()
+    assert hdr.version == 2 and hdr.hash_block == 8192 and n == -(-covered // 8192) > 10
+    assert len(data) == covered + nbytes == covered + 32 * (n + 1) == hdr.file_size
+    listed = b"".join(hashlib.sha256(data[i:min(i + 8192, covered)]).digest() for i in range(0, covered, 8192))
+    assert data[covered:] == listed + hashlib.sha256(listed).digest()
+    assert compiled.read_header(tmp_path / "c.r1cs") == hdr and compiled.summary(tmp_path / "c.r1cs")["hash_block"] == 8192
+    for bad in (0, 100, 4095, 4096 + 1, 1 << 41):
+        with pytest.raises(ValueError):
+            compiled.save(r1cs, tmp_path / "x.r1cs", block=bad)
+
+
+def test_corrupt_block_is_found_and_named(built, tmp_path):
+    """A byte flipped in the middle of a later block: the error names that block; the digest list is checked too."""
+    _, r1cs = built["porep_like", "tiny"]
+    path = tmp_path / "c.r1cs"
+    hdr = compiled.save(r1cs, path, block=4096)
+    good = path.read_bytes()
+    n = hdr.num_blocks()
+    _, covered, _, _ = hdr.sections()[-1]
+    for i in (n - 3, n // 2, 1):
+        data = bytearray(good)
+        data[i * 4096 + 2048] ^= 0x10
+        msg = _load_error(_write(tmp_path, bytes(data)))
+        assert f"checksum mismatch in block {i} of {n}" in msg, msg
+        # the header, layout and range checks still pass for a flipped column / id: only the checksum sees it
+    for at in (covered, covered + 32 * (n // 2) + 7, len(good) - 1):  # a stored block digest, the list's digest
+        data = bytearray(good)
+        data[at] ^= 0x01
+        assert "list of block digests" in _load_error(_write(tmp_path, bytes(data)))
+    # the block-size field (the former reserved word): range-checked, fixes the layout, and covered by block 0
+    assert "corrupt header" in _load_error(_write(tmp_path, _patched(good, reserved=4096 * 3)))
+    one_block = compiled.save(r1cs, tmp_path / "one.r1cs").file_size  # default block: the whole file is block 0
+    assert "block 0 of 1" in _load_error(_write(tmp_path, _patched((tmp_path / "one.r1cs").read_bytes(),
+                                                                   reserved=compiled.HASH_BLOCK * 2)))
+    assert one_block < compiled.HASH_BLOCK
+    assert "block field" in _load_error(_write(tmp_path, _patched(good, reserved=100)))
+    assert "block field" in _load_error(_write(tmp_path, _patched(good, reserved=0)))
+
+
+def _as_v1(data: bytes) -> bytes:
+    """A version-2 file rewritten as version 1 would have written it (reserved zero, one trailing SHA-256)."""
+    hdr = compiled._parse_header(io.BytesIO(data), "v2", len(data))
+    covered = hdr.sections()[-1][1]
+    body = _patched(data[:covered], version=1, reserved=0, file_size=covered + 32)
+    return body + hashlib.sha256(body).digest()
+
+
+def test_version_1_files_still_load(built, tmp_path):
+    for key in (("porep_like", "tiny"), ("many", "names")):
+        _, r1cs = built[key]
+        compiled.save(r1cs, tmp_path / "c.r1cs", {"circuit": key[0]})
+        v1 = _write(tmp_path, _as_v1((tmp_path / "c.r1cs").read_bytes()))
+        loaded, hdr = compiled.load_with_header(v1)
+        assert hdr.version == 1 and hdr.hash_block == 0 and hdr.file_size == os.path.getsize(v1)
+        assert hdr.meta == {"circuit": key[0]}
+        _assert_equal(r1cs, loaded)
+        _assert_equal(r1cs, compiled.load(v1, verify_checksum=False))
+    data = v1.read_bytes()
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0x01
+    assert "checksum mismatch" in _load_error(_write(tmp_path, bytes(flipped)))
+    assert "truncated" in _load_error(_write(tmp_path, data[:-1]))
+    assert "block field" in _load_error(_write(tmp_path, _patched(data, reserved=4096)))  # v1: reserved stays 0
+
+
+def test_version_1_cache_file_is_left_and_rebuilt(built, tmp_path, monkeypatch):
+    """The cache key covers the format version: a version-1 cache file has another name, so the cache builds (once)
+    a version-2 file next to it and never reads the old one (it stays, loadable, until removed)."""
+    _, want = built["porep_like", "tiny"]
+    c = get_circuit("porep_like", "tiny")
+    new_path = c.compiled_path(tmp_path)
+    monkeypatch.setattr(compiled, "VERSION", 1)
+    old_path, old_meta = c.compiled_path(tmp_path), c.compiled_meta()
+    monkeypatch.setattr(compiled, "VERSION", 2)
+    assert old_path != new_path and old_meta["format"] == 1
+    compiled.save(want, old_path, old_meta)
+    old = _as_v1(open(old_path, "rb").read())
+    open(old_path, "wb").write(old)
+    got = get_circuit("porep_like", "tiny").r1cs(cache_dir=tmp_path)
+    assert got.digest() == want.digest()
+    assert compiled.read_header(new_path).version == 2 and compiled.read_header(new_path).meta == c.compiled_meta()
+    assert open(old_path, "rb").read() == old and compiled.load(old_path).digest() == want.digest()
+
+
+# -- load speed ------------------------------------------------------------------------------------------------------
+def synthetic_r1cs(num_constraints: int, terms: int = 2, num_vars: int = 1 << 20) -> R1CS:
+    """A random R1CS of ``terms`` nonzeros per row in each matrix (~62 bytes per constraint at 2 terms, as the
+    SHA-256 presets): for sizing compiled files, not for proving."""
+    rng = np.random.default_rng(0)
+    nnz = num_constraints * terms
+    mat = SparseMatrix(indptr=np.arange(0, nnz + 1, terms, dtype=np.int32),
+                       cols=rng.integers(0, num_vars, nnz, dtype=np.int32),
+                       coeff_ids=rng.integers(0, 2, nnz, dtype=np.int32))
+    zeros = np.zeros(num_constraints, np.uint8)
+    return R1CS(num_inputs=1, num_aux=num_vars - 1, A=mat, B=mat, C=mat, coeffs=(1, R - 1), namespaces=("n",),
+                labels=("l",), row_namespace=zeros, row_label=zeros)
+
+
+def measure_load(directory, target_bytes: int, block: int = compiled.HASH_BLOCK, reps: int = 3) -> dict:
+    """Save a synthetic R1CS of about ``target_bytes`` to ``directory`` and time, with a warm page cache (best of
+    ``reps``): ``compiled.load`` with and without the checksum, the block-parallel checksum alone, and one
+    SHA-256 streamed over the same bytes (version 1's checksum) for comparison. Returns seconds and GB/s."""
+    r1cs = synthetic_r1cs(max(1, target_bytes // 62))
+    path = os.path.join(os.fspath(directory), "synthetic.r1cs")
+    t0 = time.perf_counter()
+    hdr = compiled.save(r1cs, path, block=block)
+    save_s = time.perf_counter() - t0
+    del r1cs
+
+    def best(fn):
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    def v1_stream():
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            h, view = hashlib.sha256(), memoryview(mm)
+            for i in range(0, len(mm), 16 << 20):
+                h.update(view[i:i + (16 << 20)])
+            view.release()
+
+    def blocks_only():
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            assert compiled._verify(mm, hdr) is None
+
+    size = hdr.file_size
+    res = {"bytes": size, "blocks": hdr.num_blocks(), "threads": compiled.checksum.threads(), "save_s": save_s,
+           "load_s": best(lambda: compiled.load(path)), "load_nocheck_s": best(lambda: compiled.load(path, False)),
+           "checksum_s": best(blocks_only), "v1_single_stream_s": best(v1_stream)}
+    for k in ("load_s", "load_nocheck_s", "checksum_s", "v1_single_stream_s"):
+        res[k.replace("_s", "_gbps")] = size / res[k] / 1e9
+    os.unlink(path)
+    return res
+
+
+def test_measure_load_small(tmp_path):
+    res = measure_load(tmp_path, 16 << 20, block=1 << 20, reps=1)
+    assert res["blocks"] >= 16 and res["load_s"] > 0
+    print(res)
+
+
+@pytest.mark.slow
+def test_measure_load_1gb(tmp_path):
+    """~1 GB synthetic compiled file (``pytest -s -m slow -k measure_load_1gb`` prints the figures)."""
+    res = measure_load(tmp_path, 1 << 30)
+    print({k: round(v, 3) if isinstance(v, float) else v for k, v in res.items()})
 
 
 # -- Circuit.r1cs and the cache directory ----------------------------------------------------------------------------
