@@ -164,13 +164,17 @@ def test_bench_setup_options_and_synthetic_r1cs():
 
 
 def test_query_buffer_can_be_donated():
-    """The buffer a multi-chunk query is written into is donated on accelerators: its leaves must be distinct
-    arrays (a shared zero array for x and y is 'donate the same buffer twice' on the H200). Donation is forced here
-    with the accelerator's program, which XLA:CPU also honours."""
+    """The buffer a multi-chunk query is written into is donated on accelerators, so its leaves must be distinct
+    device buffers (``affine_identity`` shares one zero array for x and y: 'donate the same buffer twice' on the
+    H200). Checked by buffer identity -- donation itself is not exercised on XLA:CPU, where the setup turns it off."""
     import jax.numpy as jnp
 
-    write = generator._write_at("gpu")
+    buf = generator._query_buffer(C.g1, 8)
+    pointers = [leaf.unsafe_buffer_pointer() for leaf in (buf.x, buf.y, buf.inf)]
+    assert len(set(pointers)) == 3
+    shared = C.g1.affine_identity((8,))
+    assert shared.x.unsafe_buffer_pointer() == shared.y.unsafe_buffer_pointer()  # why the buffer is built apart
     piece = C.g1.generator((4,))
-    out = write(generator._query_buffer(C.g1, 8), piece, 4)
+    out = generator._write_at("cpu")(buf, piece, 4)
     assert bool(jnp.all(out.inf[:4])) and not bool(jnp.any(out.inf[4:]))
     assert bool(jnp.all(out.x[:, 4:] == piece.x))
