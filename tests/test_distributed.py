@@ -228,3 +228,30 @@ def test_a_chunk_error_names_the_job_partition():
     other = RuntimeError("device lost")
     assert multidevice._renumbered(other, 2) is other
     assert multidevice.split(5, 2) == [range(0, 3), range(3, 5)]
+
+
+def test_per_device_submit_keeps_the_job_priority():
+    """Every chunk of a job split over the per-device engines is submitted with the job's priority class (the
+    engines are stand-ins that record their calls; nothing is proved)."""
+    import concurrent.futures as cf
+    import itertools
+
+    calls = []
+
+    class FakeEngine:
+        def submit(self, circuit, inputs=None, **kw):
+            calls.append((len(inputs) if inputs is not None else None, kw.get("priority")))
+            return cf.Future()
+
+        def status(self):
+            return {"queue": {"synthesizing": 0, "ready": 0}}
+
+    class Circuit:
+        def sample_inputs(self, p, seed=0):
+            return {"p": p, "seed": seed}
+
+    md = multidevice.MultiDeviceEngine.__new__(multidevice.MultiDeviceEngine)
+    md.engines, md._ids = [FakeEngine(), FakeEngine()], itertools.count()
+    job = md.submit_sector(Circuit(), sector=3, partitions=5, priority="winning_post")
+    assert sorted(calls) == [(2, "winning_post"), (3, "winning_post")]
+    assert job.cancel()

@@ -236,12 +236,14 @@ class MultiDeviceEngine:
 
     # -- submission --------------------------------------------------------------------------------------------------
     def submit(self, circuit, inputs: Sequence[dict] | None = None, *, witnesses: Sequence | None = None,
-               sector: int | None = None, partitions: int | None = None, randomness=None) -> ProofFuture:
-        """As :meth:`Engine.submit <cuzk_jax.engine.core.Engine.submit>`; in ``per_device`` mode the job's
-        partitions are split over the engines (module docstring)."""
+               sector: int | None = None, partitions: int | None = None, randomness=None,
+               priority: str | None = None) -> ProofFuture:
+        """As :meth:`Engine.submit <cuzk_jax.engine.core.Engine.submit>` (``priority`` included: every chunk of
+        the job keeps its class); in ``per_device`` mode the job's partitions are split over the engines (module
+        docstring)."""
         if len(self.engines) == 1:
             return self.engines[0].submit(circuit, inputs, witnesses=witnesses, sector=sector,
-                                          partitions=partitions, randomness=randomness)
+                                          partitions=partitions, randomness=randomness, priority=priority)
         given = [x is not None for x in (inputs, witnesses, sector)]
         if sum(given) != 1:
             raise ValueError("submit: give exactly one of inputs=, witnesses= or sector= (with partitions=)")
@@ -267,15 +269,17 @@ class MultiDeviceEngine:
                 offsets.append(chunk.start)
                 rs = None if randomness is None else randomness[chunk.start:chunk.stop]
                 key = "inputs" if inputs is not None else "witnesses"
-                parts.append(self.engines[k].submit(circuit, **{key: items[chunk.start:chunk.stop]}, randomness=rs))
+                parts.append(self.engines[k].submit(circuit, **{key: items[chunk.start:chunk.stop]}, randomness=rs,
+                                                    priority=priority))
         except BaseException:
             for fut in parts:
                 fut.cancel()
             raise
         return _Joined(next(self._ids), parts, sector, offsets)
 
-    def submit_sector(self, circuit, sector: int, partitions: int = 10, randomness=None) -> ProofFuture:
-        return self.submit(circuit, sector=sector, partitions=partitions, randomness=randomness)
+    def submit_sector(self, circuit, sector: int, partitions: int = 10, randomness=None,
+                      priority: str | None = None) -> ProofFuture:
+        return self.submit(circuit, sector=sector, partitions=partitions, randomness=randomness, priority=priority)
 
     def _load(self, k: int) -> int:
         q = self.engines[k].status()["queue"]
