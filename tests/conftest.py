@@ -17,3 +17,20 @@ def rng():
     import random
 
     return random.Random(0x5EED)
+
+
+@pytest.fixture
+def no_persistent_cache():
+    """Compile without writing the persistent cache. Twice in a full CPU run (jax/jaxlib 0.10.2), serializing the
+    executable of the NTT's interpreted Pallas pass for the cache crashed the process (a segfault inside
+    ``LoadedExecutable.serialize``) -- the same test alone, with or without the cache, passes; CI starts with an
+    empty cache anyway, so nothing is lost there."""
+    # JAX decides once per process whether the cache is used; what it checks before every write is the minimum
+    # compile time, so a huge one skips the serialization
+    old = jax.config.jax_persistent_cache_min_compile_time_secs
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1e9)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", old)
+

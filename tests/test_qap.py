@@ -101,6 +101,7 @@ def test_snarkjs_variant():
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("no_persistent_cache")
 def test_compute_h_pallas_interpret():
     """The H step through the Pallas sub-transform kernel (interpreter): 2^4 as two passes of 4 points, the coset
     scaling fused into the forward transform's first pass; arkworks and snarkjs forms against the reference."""
