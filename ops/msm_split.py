@@ -106,7 +106,7 @@ def classify(scalars, inf=None):
     return jnp.stack([n - n1 - n2, n1, n2]).astype(jnp.int32)
 
 
-_classify_jit = jax.jit(classify)
+classify_jit = jax.jit(classify)  # the jitted classify, shared by the prover and the benchmarks
 
 
 def capacity_for(counts, minimum: int = MIN_CAPACITY) -> int:
@@ -313,7 +313,7 @@ def _msm_split_jit(group, config: MsmConfig, static):
 def msm_split_auto(bases: Affine, scalars, group="g1", *, config: MsmConfig | str | None = None, **static):
     """Host entry: :func:`classify` on the device, :func:`capacity_for` on the host, then the jitted
     :func:`msm_split`. Returns ``(Jacobian, fractions dict)`` (see :func:`fractions`)."""
-    counts = np.asarray(_classify_jit(scalars, bases.inf))
+    counts = np.asarray(classify_jit(scalars, bases.inf))
     cap = capacity_for(counts)
     return msm_split_jit(group, config, capacity=cap, **static)(bases, scalars), fractions(counts)
 
@@ -327,7 +327,7 @@ def msm_auto(bases: Affine, scalars, group="g1", *, config: MsmConfig | str | No
     at least ``sparse_share`` of the scalars are zero or one (the A / B / L MSMs of a PoRep witness), else the plain
     :func:`cuzk_jax.ops.msm.msm` (the dense H MSM). Returns ``(Jacobian, fractions dict)`` with ``"path"`` and
     ``"capacity"`` added to :func:`fractions`' report. ``static``: ``window`` / ``max_pairs`` / ``lanes``."""
-    counts = np.asarray(_classify_jit(scalars, bases.inf))
+    counts = np.asarray(classify_jit(scalars, bases.inf))
     fr = fractions(counts)
     if fr["zero"] + fr["one"] >= sparse_share:
         cap = capacity_for(counts)

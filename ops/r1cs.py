@@ -198,7 +198,7 @@ def _check_z(dr: DeviceR1CS, z, chunk: int | None = None) -> None:
             raise BadInput(f"chunk={chunk} needs z of shape (8, P, n_vars) with P a multiple of it, got {z.shape}")
 
 
-def _reduce_wide(s: list) -> jax.Array:
+def reduce_wide(s: list) -> jax.Array:
     """Limb sums (8 uint64 arrays, each < 2^63) -> the canonical residue / 2^32 (see the module docstring)."""
     p = fr.p_limbs
     t, carry = [], None
@@ -236,7 +236,7 @@ def _abc(dr: DeviceR1CS, z: jax.Array, method: str) -> jax.Array:
         sums = jnp.take(cs, dr.indptr[1:], axis=-1) - jnp.take(cs, dr.indptr[:-1], axis=-1)
     else:
         raise BadInput(f"unknown method {method!r}; expected one of {METHODS}")
-    return _reduce_wide([sums[l] for l in range(fr.limbs)])
+    return reduce_wide([sums[l] for l in range(fr.limbs)])
 
 
 def _abc_chunked(dr: DeviceR1CS, z: jax.Array, method: str, chunk: int | None) -> jax.Array:

@@ -33,7 +33,7 @@ from cuzk_jax import encoding
 from cuzk_jax.reference.constants import R
 
 from .field import fr_rolled as fr
-from .r1cs import _reduce_wide
+from .r1cs import reduce_wide
 
 
 def mont_limbs(values) -> np.ndarray:
@@ -108,7 +108,7 @@ def _column_sums_chunk(platform: str):
 @jax.jit
 def _finish_sums(acc):
     with jax.enable_x64(True):
-        return _reduce_wide([acc[l] for l in range(8)])
+        return reduce_wide([acc[l] for l in range(8)])
 
 
 def column_sums(lag, rows: np.ndarray, cols: np.ndarray, cids: np.ndarray, coeffs, num_vars: int,

@@ -612,9 +612,6 @@ SPLIT_QUERIES = ("msm_a", "msm_b1", "msm_b2", "msm_l")
 SPLIT_AUTO_OTHER = 0.5
 
 
-_classify = jax.jit(ops_split.classify)
-
-
 def _may_split(config: ProverConfig) -> bool:
     """Whether the witness queries may take the split MSM: ``split=on``, or ``auto`` with the GPU kernels."""
     if config.msm == HOST_MSM or config.split == "off":
@@ -627,7 +624,7 @@ def _split_decision(rk: ResidentKey, name: str, scalars, stats: dict | None):
     device -> host copy) when the config may split this query, record the shares in ``stats``."""
     if not _may_split(rk.config) or name not in SPLIT_QUERIES or rk.mesh is not None:
         return False, None
-    counts = np.asarray(jax.device_get(_classify(scalars)))  # (3, P)
+    counts = np.asarray(jax.device_get(ops_split.classify_jit(scalars)))  # (3, P)
     total = max(int(scalars.shape[-1]), 1)
     if stats is not None:
         kinds = ops_split.fractions(counts)
