@@ -785,6 +785,8 @@ def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, 
         raise BadInput(f"{P} witnesses but {len(randomness)} (r, s) pairs")
     # the memory plan's batch: partitions beyond it run as further batches over the same resident key
     step = max(1, min(P, rk.plan.batch)) if rk.plan is not None and P else max(P, 1)
+    if rk.mesh is not None and step < P:  # sharded sub-batches split evenly over the mesh's devices
+        step = max(rk.mesh.size, step - step % rk.mesh.size)
     proofs = []
     for lo in range(0, P, step):
         zs = z[:, lo:lo + step]
