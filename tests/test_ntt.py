@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from isolation import isolated
 
 import cuzk_jax
 from cuzk_jax import encoding
@@ -167,6 +168,7 @@ def test_four_step_xla_matches_reference(log_n, sub):
 
 @pytest.mark.parametrize("log_n,sub,block", [pytest.param(5, 2, 8, marks=pytest.mark.slow), (3, 8, 4)])
 @pytest.mark.usefixtures("no_persistent_cache")
+@isolated
 def test_pallas_ntt_interpret(log_n, sub, block):
     """The Pallas sub-transform kernel end to end under the interpreter: 2^5 as three passes (4 x 4 x 2 points,
     tiles of 2 columns, so the four-step twiddle sees column offsets), 2^3 as one pass; forward, inverse, coset."""
@@ -180,6 +182,7 @@ def test_pallas_ntt_interpret(log_n, sub, block):
 
 
 @pytest.mark.usefixtures("no_persistent_cache")
+@isolated
 def test_pallas_pass_matches_xla_pass():
     """One pass of the kernel (interpreter, Stockham stages, 4 programs) against the XLA pass (Pease stages with a
     bit-reversal read) on the same (8, BR, M, C) view, with the four-step twiddle."""

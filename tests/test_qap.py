@@ -7,6 +7,7 @@ import random
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from isolation import isolated
 
 from cuzk_jax import encoding
 from cuzk_jax.ops import qap
@@ -102,6 +103,7 @@ def test_snarkjs_variant():
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_persistent_cache")
+@isolated
 def test_compute_h_pallas_interpret():
     """The H step through the Pallas sub-transform kernel (interpreter): 2^4 as two passes of 4 points, the coset
     scaling fused into the forward transform's first pass; arkworks and snarkjs forms against the reference."""
