@@ -1,5 +1,6 @@
 """Shared pytest setup: a persistent XLA compilation cache (set by the test runner, not by the library)."""
 
+import gc
 import os
 
 import jax
@@ -33,4 +34,15 @@ def no_persistent_cache():
         yield
     finally:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", old)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop every compiled program after each test module. Each XLA:CPU executable keeps its own memory mappings;
+    a full run accumulated tens of thousands of them, reached the kernel's limit (vm.max_map_count, 65530) and
+    XLA segfaulted in a later compile or cache write. Programs a later module needs come back from the persistent
+    cache."""
+    yield
+    jax.clear_caches()
+    gc.collect()
 
