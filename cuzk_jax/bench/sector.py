@@ -68,7 +68,7 @@ def run(cfg) -> list[dict]:
     row.update(structure_s=round(time.perf_counter() - t, 3), constraints=r1cs.num_constraints,
                num_vars=r1cs.num_vars)
     t = time.perf_counter()
-    pk = generator.development_setup(r1cs)
+    pk = generator.development_setup(r1cs, progress=_say)
     jax.block_until_ready((pk.a_query, pk.b_g1_query, pk.b_g2_query, pk.l_query, pk.h_query))
     row.update(setup_s=round(time.perf_counter() - t, 3), domain=pk.domain_size)
     _say(f"structure {row['structure_s']} s ({row['constraints']} constraints), setup {row['setup_s']} s")
