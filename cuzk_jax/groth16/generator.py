@@ -31,6 +31,7 @@ import sys
 import time
 
 import jax
+import numpy as np
 import jax.numpy as jnp
 
 from cuzk_jax import encoding
@@ -244,6 +245,47 @@ def _query_buffer(curve: C.Curve, size: int) -> C.Affine:
     return C.Affine(curve.field.zeros((size,)), curve.field.zeros((size,)), jnp.ones((size,), bool))
 
 
+def _scatter_fn(buf, pts, idx):
+    return jax.tree_util.tree_map(lambda b, p: b.at[..., idx].set(p), buf, pts)
+
+
+@functools.lru_cache(maxsize=None)
+def _scatter(platform: str):
+    """``buf[..., idx] = pts`` for Affine batches; ``buf`` donated where the platform supports donation."""
+    return jax.jit(_scatter_fn, donate_argnums=() if platform == "cpu" else (0,))
+
+
+# a query whose scalars are at least this share nonzero is multiplied as it is (compacting would save little)
+DENSE_SHARE = 0.9
+
+
+def _sparse_fixed_base_queries(curve: C.Curve, parts: list, *args, **kwargs) -> list:
+    """:func:`_fixed_base_queries` over the nonzero scalars of each part only: a zero scalar's point is the point
+    at infinity, which the query buffer already holds. PoRep-like circuits leave most of B's columns (and some of
+    A's) unused, so this skips most of the G2 work. The nonzero mask comes to the host (one byte per scalar) to
+    size the gather; the points are scattered back into a full-length query, so the key is the same."""
+    compact, where = [], []
+    for p in parts:
+        n = int(p.shape[1])
+        idx = np.flatnonzero(np.asarray(jnp.any(p != 0, axis=0)))
+        if idx.size >= DENSE_SHARE * n:
+            compact.append(p)
+            where.append(None)
+        else:
+            idx = jnp.asarray(idx.astype(np.int32))
+            compact.append(p[:, idx])
+            where.append((idx, n))
+    outs = _fixed_base_queries(curve, compact, *args, **kwargs)
+    result = []
+    for out, w in zip(outs, where):
+        if w is None:
+            result.append(out)
+        else:
+            idx, n = w
+            result.append(_scatter(jax.default_backend())(_query_buffer(curve, n), out, idx))
+    return result
+
+
 def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: int | None,
                         inv_chunk: int | None = None, fermat_window: int | None = None,
                         points: str = "affine") -> list:
@@ -373,13 +415,13 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     t_scalars = time.perf_counter() - t0
 
     with _phase(f"{2 * num_vars + n - 1 + num_aux + num_inputs} G1 points ({points} fixed-base)", progress):
-        a_q, b1_q, h_q, l_q, ic_q = _fixed_base_queries(C.g1, [a_s, b_s, h_s, l_s, ic_s], window, chunk,
+        a_q, b1_q, h_q, l_q, ic_q = _sparse_fixed_base_queries(C.g1, [a_s, b_s, h_s, l_s, ic_s], window, chunk,
                                                            inv_chunk, fermat_window, points)
         jax.block_until_ready((a_q, b1_q, h_q, l_q, ic_q))
     t_g1 = time.perf_counter() - t0 - t_scalars
     del a_s, h_s, l_s, ic_s
     with _phase(f"{num_vars} G2 points ({points} fixed-base)", progress):
-        (b2_q,) = _fixed_base_queries(C.g2, [b_s], window, chunk, inv_chunk, fermat_window, points)
+        (b2_q,) = _sparse_fixed_base_queries(C.g2, [b_s], window, chunk, inv_chunk, fermat_window, points)
         jax.block_until_ready(b2_q)
     t_g2 = time.perf_counter() - t0 - t_scalars - t_g1
 
