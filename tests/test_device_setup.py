@@ -178,3 +178,20 @@ def test_query_buffer_can_be_donated():
     out = generator._write_at("cpu")(buf, piece, 4)
     assert bool(jnp.all(out.inf[:4])) and not bool(jnp.any(out.inf[4:]))
     assert bool(jnp.all(out.x[:, 4:] == piece.x))
+
+
+def test_sparse_queries_skip_zero_scalars_and_keep_the_key():
+    """The setup multiplies only a query's nonzero scalars and scatters them back: a sparse part (zeros at the
+    ends and inside, spanning chunks), a dense part and an all-zero part give the points of the reference curve,
+    infinity exactly at the zero scalars."""
+    rnd = random.Random(12)
+    sparse = [0, 5, 0, 0, rnd.randrange(R), 0, 1, 0, 0, 0, rnd.randrange(R), 0, 0]
+    dense = [rnd.randrange(1, R) for _ in range(5)]
+    zeros = [0, 0, 0]
+    parts = [encoding.ints_to_limbs(v, "fr") for v in (sparse, dense, zeros)]
+    out = generator._sparse_fixed_base_queries(C.g1, parts, WINDOW, CHUNK)
+    g = C.g1.ref
+    for pts, ks in zip(out, (sparse, dense, zeros)):
+        got = affine_from_device(C.g1, pts)
+        assert got == [g.mul(g.generator, k) if k else None for k in ks]
+        assert [bool(b) for b in np.asarray(pts.inf)] == [k == 0 for k in ks]
