@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 
 import grpc
 import pytest
@@ -219,30 +220,38 @@ def test_cancel(keys, client):
 
 
 def test_winning_post_overtakes_queued_porep(keys, client):
-    """A WinningPoSt-class job submitted behind 50 queued PoRep-class jobs finishes before all but the batches
-    already under way when it arrived (the running one, and one formed while it was synthesized). The key is evicted
-    first, so the first batch loads it while the queue builds up (as a busy device would). Twin: the same job as
-    PoRep class finishes after all of them (12 queued: the same rule at a quarter of the cost)."""
+    """With batch forming paused (the Pause RPC), 50 PoRep-class jobs and then one WinningPoSt-class job are
+    submitted and synthesized; on resume the WinningPoSt job goes into the first batch: at most MAX_BATCH - 1 PoRep
+    jobs (that batch's other slots) finish with or before it. Twin: the same job as PoRep class finishes after all
+    12 PoRep jobs ahead of it (first come, first served within a class). Pause and resume report their state and
+    whether it changed."""
     def run(tag, priority, n):
-        assert client.evict("cube").changed
+        r = client.pause()
+        assert r.paused and r.changed and not client.pause().changed and client.status()["service"]["paused"]
         ids = [f"{tag}-{k}" for k in range(n)]
         for k, job_id in enumerate(ids):
             client.submit(job_id, "cube", sample=(1000 + k, 1), priority="porep")
         client.submit(f"{tag}-last", "cube", sample=(999, 1), priority=priority)
-        at_submit = client.status()["journal"]["last_done_seq"]
+        deadline = time.monotonic() + 120
+        while True:  # every partition synthesized and waiting for a batch
+            queue = client.status()["queue"]
+            if queue["ready"] == n + 1 and queue["synthesizing"] == 0:
+                break
+            assert time.monotonic() < deadline, queue
+            time.sleep(0.05)
+        at_resume = client.status()["journal"]["last_done_seq"]
+        r = client.resume()
+        assert r.changed and not r.paused and not client.status()["service"]["paused"]
         last = client.wait(f"{tag}-last", 300)
         assert last.state == "done" and verified(keys[1], last)
         seqs = [client.wait(job_id, 300).done_seq for job_id in ids]
-        return (sum(s <= at_submit for s in seqs), sum(at_submit < s < last.done_seq for s in seqs),
-                sum(s > last.done_seq for s in seqs))
+        assert all(s > at_resume for s in seqs)  # nothing was proved while paused
+        return sum(s < last.done_seq for s in seqs), sum(s > last.done_seq for s in seqs)
 
-    n = 50
-    before, overtaken_by, overtook = run("pri", "winning_post", n)
-    if n - before < 20:  # the daemon proved the jobs as fast as they were submitted: no queue to overtake
-        pytest.skip(f"only {n - before} PoRep jobs were still queued when the WinningPoSt job arrived")
-    assert overtaken_by <= 2 * MAX_BATCH and overtook == n - before - overtaken_by, (before, overtaken_by, overtook)
-    before, overtaken_by, overtook = run("fifo", "porep", 12)
-    assert overtook == 0 and before < 12
+    ahead, behind = run("pri", "winning_post", 50)
+    assert ahead <= MAX_BATCH - 1 and behind == 50 - ahead, (ahead, behind)
+    ahead, behind = run("fifo", "porep", 12)
+    assert ahead == 12 and behind == 0, (ahead, behind)
 
 
 def test_concurrent_clients_get_their_own_proofs(keys, daemon):
@@ -408,3 +417,7 @@ def test_cli_client(keys, daemon, tmp_path):
     assert r.returncode == 2 and r.stderr.strip() == "error: NOT_FOUND: no job 'cli-none'" and not r.stdout
     r = cli("submit", "--job_id=cli-2", "--circuit=cube", "--sample=77")
     assert r.returncode == 2 and "SEED:PARTITIONS" in r.stderr
+    r = cli("pause")
+    assert r.returncode == 0 and json.loads(r.stdout) == {"paused": True, "changed": True}, r.stderr
+    r = cli("resume")
+    assert r.returncode == 0 and json.loads(r.stdout) == {"paused": False, "changed": True}, r.stderr

@@ -94,6 +94,13 @@ class Client:
     def evict(self, circuit: str, preset: str = "", timeout: float | None = 60) -> pb.KeyReply:
         return self.stub.Evict(pb.KeyRequest(circuit=circuit, preset=preset), **self._kw(timeout))
 
+    def pause(self, paused: bool = True, timeout: float | None = 60) -> pb.PauseReply:
+        """Stop (``paused=True``) or restart (``False``) the forming of new batches on the server."""
+        return self.stub.Pause(pb.PauseRequest(paused=paused), **self._kw(timeout))
+
+    def resume(self, timeout: float | None = 60) -> pb.PauseReply:
+        return self.pause(False, timeout)
+
     def metrics(self, timeout: float | None = 60) -> str:
         return self.stub.Metrics(pb.MetricsRequest(), **self._kw(timeout)).text
 
@@ -144,6 +151,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_parser(name, help=f"{name} a job").add_argument("--job_id", required=True)
     sub.add_parser("status", help="queue, device and key status (JSON)")
     sub.add_parser("metrics", help="Prometheus metrics text")
+    sub.add_parser("pause", help="stop forming new batches (synthesis and running batches go on)")
+    sub.add_parser("resume", help="form batches again")
     for name in ("preload", "evict"):
         k = sub.add_parser(name, help=f"{name} a circuit's proving key")
         k.add_argument("--circuit", required=True)
@@ -190,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             if args.command == "metrics":
                 print(c.metrics(), end="")
+                return 0
+            if args.command in ("pause", "resume"):
+                r = c.pause(args.command == "pause")
+                print(json.dumps({"paused": r.paused, "changed": r.changed}))
                 return 0
             fn = c.preload if args.command == "preload" else c.evict
             r = fn(args.circuit, args.preset)

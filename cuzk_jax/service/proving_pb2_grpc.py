@@ -69,6 +69,11 @@ class ProverStub:
                 request_serializer=cuzk__jax_dot_service_dot_proving__pb2.KeyRequest.SerializeToString,
                 response_deserializer=cuzk__jax_dot_service_dot_proving__pb2.KeyReply.FromString,
                 _registered_method=True)
+        self.Pause = channel.unary_unary(
+                '/cuzk_jax.service.Prover/Pause',
+                request_serializer=cuzk__jax_dot_service_dot_proving__pb2.PauseRequest.SerializeToString,
+                response_deserializer=cuzk__jax_dot_service_dot_proving__pb2.PauseReply.FromString,
+                _registered_method=True)
         self.Metrics = channel.unary_unary(
                 '/cuzk_jax.service.Prover/Metrics',
                 request_serializer=cuzk__jax_dot_service_dot_proving__pb2.MetricsRequest.SerializeToString,
@@ -121,6 +126,12 @@ class ProverServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Pause(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Metrics(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -164,6 +175,11 @@ def add_ProverServicer_to_server(servicer, server):
                     servicer.Evict,
                     request_deserializer=cuzk__jax_dot_service_dot_proving__pb2.KeyRequest.FromString,
                     response_serializer=cuzk__jax_dot_service_dot_proving__pb2.KeyReply.SerializeToString,
+            ),
+            'Pause': grpc.unary_unary_rpc_method_handler(
+                    servicer.Pause,
+                    request_deserializer=cuzk__jax_dot_service_dot_proving__pb2.PauseRequest.FromString,
+                    response_serializer=cuzk__jax_dot_service_dot_proving__pb2.PauseReply.SerializeToString,
             ),
             'Metrics': grpc.unary_unary_rpc_method_handler(
                     servicer.Metrics,
@@ -360,6 +376,33 @@ class Prover:
             '/cuzk_jax.service.Prover/Evict',
             cuzk__jax_dot_service_dot_proving__pb2.KeyRequest.SerializeToString,
             cuzk__jax_dot_service_dot_proving__pb2.KeyReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Pause(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cuzk_jax.service.Prover/Pause',
+            cuzk__jax_dot_service_dot_proving__pb2.PauseRequest.SerializeToString,
+            cuzk__jax_dot_service_dot_proving__pb2.PauseReply.FromString,
             options,
             channel_credentials,
             insecure,

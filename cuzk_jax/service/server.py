@@ -80,6 +80,8 @@ class ProvingService:
         self._labels: dict[str, str] = {}  # R1CS digest -> "circuit/preset"
         self._stopping = False
         self.started = time.time()
+        self.paused = False  # batch forming, set through set_paused (the Pause RPC)
+        self._pause_lock = threading.Lock()
 
     def _make_engine(self):
         from cuzk_jax import keycache
@@ -342,7 +344,7 @@ class ProvingService:
         st["journal"] = {"path": self.config.journal, **self.journal.counts()}
         st["device_memory"] = self.device_memory()
         st["service"] = {"address": self.config.address, "backend": self.config.backend,
-                         "uptime_s": time.time() - self.started, "live_jobs": len(self._live),
+                         "uptime_s": time.time() - self.started, "live_jobs": len(self._live), "paused": self.paused,
                          "priority_delays_s": self.engine.config.delays()}
         return st
 
@@ -354,6 +356,16 @@ class ProvingService:
 
     def evict(self, name: str, preset: str = "") -> bool:
         return self.engine.evict(self.circuit(name, preset))
+
+    def set_paused(self, paused: bool) -> bool:
+        """Pause (or resume) the forming of new batches; True when the state changed."""
+        with self._pause_lock:
+            changed = paused != self.paused
+            if changed:
+                (self.engine.pause if paused else self.engine.resume)()
+                self.paused = paused
+                log.info("batch forming %s", "paused" if paused else "resumed")
+        return changed
 
     def keys_json(self) -> str:
         return json.dumps({self.key_label(d): n for d, n in self.engine.keys.resident().items()})
@@ -406,6 +418,10 @@ class _Servicer(pbg.ProverServicer):
     def Evict(self, request, context):
         return self._call(context, lambda: pb.KeyReply(changed=self.service.evict(request.circuit, request.preset),
                                                        json=self.service.keys_json()))
+
+    def Pause(self, request, context):
+        return self._call(context, lambda: pb.PauseReply(changed=self.service.set_paused(request.paused),
+                                                         paused=self.service.paused))
 
     def Metrics(self, request, context):
         return self._call(context, lambda: pb.MetricsReply(text=self.service.metrics.text()))
