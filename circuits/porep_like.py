@@ -378,17 +378,29 @@ class PorepLike(Circuit):
 # -------------------------------------------------------------------------------------------------------------------
 
 
-def synthesize_batch(circuit: PorepLike, inputs_list):
-    """Run the header and one challenge block of ``circuit`` over ``N = len(inputs_list) * challenges`` instances
-    (instance ``k`` = challenge ``k % C`` of partition ``k // C``). Returns ``(cs, counts)`` where ``cs`` is the
+def synthesize_batch(circuit: PorepLike, inputs_list, instances=None):
+    """Run the header and one challenge block of ``circuit`` over a batch of ``N`` instances: by default every
+    challenge of every partition (instance ``k`` = challenge ``k % C`` of ``inputs_list[k // C]``), else
+    ``instances = (parts, chals)``, two length-``N`` int sequences: instance ``k`` = challenge ``chals[k]`` of
+    ``inputs_list[parts[k]]``. Every instance also carries its partition's header values, so any subset of the
+    (partition, challenge) pairs is a valid batch. Returns ``(cs, counts)`` where ``cs`` is the
     :class:`~.vector_witness.BatchCS` and ``counts`` the header/block sizes (see :func:`block_counts`)."""
     C = circuit.params["challenges"]
     P = len(inputs_list)
-    inst_p = np.repeat(np.arange(P), C).tolist()
-    inst_j = np.tile(np.arange(C), P).tolist()
+    if instances is None:
+        inst_p = np.repeat(np.arange(P), C).tolist()
+        inst_j = np.tile(np.arange(C), P).tolist()
+    else:
+        inst_p = [int(v) for v in instances[0]]
+        inst_j = [int(v) for v in instances[1]]
+        if len(inst_p) != len(inst_j) or not inst_p:
+            raise ValueError("synthesize_batch: instances needs two equally long, non-empty sequences")
+        if min(inst_p) < 0 or max(inst_p) >= P or min(inst_j) < 0 or max(inst_j) >= C:
+            raise ValueError(f"synthesize_batch: an instance outside {P} partitions x {C} challenges")
+    N = len(inst_p)
 
     def get(key, *idx):
-        out = np.empty(P * C, object)
+        out = np.empty(N, object)
         if not idx:  # a header value: the same for every challenge of a partition
             out[:] = [inputs_list[p][key] for p in inst_p]
             return out
@@ -402,7 +414,7 @@ def synthesize_batch(circuit: PorepLike, inputs_list):
         out[:] = vals
         return out
 
-    cs = BatchCS(P * C)
+    cs = BatchCS(N)
     shared = circuit.synthesize_header(cs, get)
     head = (cs.num_inputs, cs.num_aux, cs.num_constraints)
     with cs.namespace("challenge_0"):
@@ -446,16 +458,33 @@ def block_counts(circuit: PorepLike) -> dict:
 
 
 def fill_z(cs: BatchCS, counts: dict, P: int, out: np.ndarray, montgomery: bool = True, first: int = 0) -> None:
-    """Write the ``P`` partitions of a batch (from :func:`synthesize_batch`) into ``out[:, first:first + P, :]``
-    (``out``: ``(8, *, num_vars)`` uint32, e.g. a memmap; Fr limbs, Montgomery form unless ``montgomery=False``).
+    """Write the ``P`` partitions of a default batch (every challenge of every partition, from
+    :func:`synthesize_batch`) into ``out[:, first:first + P, :]`` (see :func:`fill_instances`)."""
+    C = counts["challenges"]
+    fill_instances(cs, counts, out, first + np.repeat(np.arange(P), C), np.tile(np.arange(C), P), montgomery)
+
+
+def fill_instances(cs: BatchCS, counts: dict, out: np.ndarray, rows, chals, montgomery: bool = True) -> None:
+    """Write the instances of a batch into ``out`` (``(8, *, num_vars)`` uint32, e.g. a memmap; Fr limbs, Montgomery
+    form unless ``montgomery=False``): instance ``k`` (challenge ``chals[k]`` of the partition stored in row
+    ``rows[k]`` of ``out``) fills that challenge's columns of row ``rows[k]``: its public inputs and its block of
+    private wires. The instance of challenge 0 also fills the partition's header columns (ONE, the header inputs
+    and private wires), so every column of a partition is written exactly once whichever way its challenges are
+    split into batches.
 
     Each challenge block's private wires are one contiguous column range: its bits are laid out as one uint8
     vector and multiplied by the limbs of 1 in a single broadcast write, then the few field wires are scattered."""
     C = counts["challenges"]
     ni_h, na_h, ni_b, na_b = counts["head_inputs"], counts["head_aux"], counts["block_inputs"], counts["block_aux"]
     n_in, V = counts["num_inputs"], counts["num_vars"]
-    if out.ndim != 3 or out.shape[0] != 8 or out.shape[2] != V or out.shape[1] < first + P:
-        raise ValueError(f"fill_z: out has shape {out.shape}, expected (8, >= {first + P}, {V})")
+    rows = np.asarray(rows, np.int64).reshape(-1)
+    chals = np.asarray(chals, np.int64).reshape(-1)
+    if len(rows) != cs.n or len(chals) != cs.n:
+        raise ValueError(f"fill_instances: {len(rows)} rows and {len(chals)} challenges for {cs.n} instances")
+    if out.ndim != 3 or out.shape[0] != 8 or out.shape[2] != V or rows.min() < 0 or rows.max() >= out.shape[1]:
+        raise ValueError(f"fill_instances: out has shape {out.shape}, expected (8, > {rows.max()}, {V})")
+    if chals.min() < 0 or chals.max() >= C:
+        raise ValueError(f"fill_instances: a challenge outside [0, {C})")
     one = one_limbs(montgomery)[:, None]
     bit_aux, bits = cs.bit_aux, cs.bits
     nh = int(np.searchsorted(bit_aux, na_h))  # header bit rows come first (aux indices ascend)
@@ -464,49 +493,51 @@ def fill_z(cs: BatchCS, counts: dict, P: int, out: np.ndarray, montgomery: bool 
     fr_aux = np.asarray(cs.fr_aux, np.int64)
     fr_head = np.flatnonzero(fr_aux < na_h).tolist()
     fr_block = np.flatnonzero(fr_aux >= na_h).tolist()
+    fh_cols = n_in + fr_aux[fr_head]
     fb_off = fr_aux[fr_block] - na_h
     vec_h = np.zeros(na_h, np.uint8)
     vec_b = np.zeros(na_b, np.uint8)
-    for p in range(P):
-        k0, q = p * C, first + p
-        # inputs: ONE and the header's, then each challenge's
-        vals = [int(cs.input_values[i][k0]) for i in range(ni_h)]
-        for j in range(C):
-            vals += [int(cs.input_values[i][k0 + j]) for i in range(ni_h, ni_h + ni_b)]
-        out[:, q, :n_in] = encoding.ints_to_limbs(vals, "fr", montgomery=montgomery)
-        # bit wires (0 or the limbs of 1), one contiguous range per block; field wires are overwritten below
-        vec_h[h_off] = bits_h[:, k0]
-        np.multiply(one, vec_h[None, :], out=out[:, q, n_in:n_in + na_h])  # no temporary: written in place
-        for j in range(C):
-            vec_b[b_off] = bits_b[:, k0 + j]
-            start = n_in + na_h + j * na_b
-            np.multiply(one, vec_b[None, :], out=out[:, q, start:start + na_b])
-        # field wires
-        fvals = [int(cs.fr_values[k][k0]) for k in fr_head]
-        fcols = [n_in + int(fr_aux[k]) for k in fr_head]
-        for j in range(C):
-            fvals += [int(cs.fr_values[k][k0 + j]) for k in fr_block]
-        cols = np.concatenate([np.asarray(fcols, np.int64),
-                               (n_in + na_h + np.arange(C, dtype=np.int64)[:, None] * na_b + fb_off[None, :]).ravel()])
-        if len(fvals):
-            out[:, q, cols] = encoding.ints_to_limbs(fvals, "fr", montgomery=montgomery)
+
+    def limbs(vals):
+        return encoding.ints_to_limbs(vals, "fr", montgomery=montgomery)
+
+    for k in range(cs.n):
+        q, j = int(rows[k]), int(chals[k])
+        if j == 0:  # the partition's header: ONE and the header inputs, header bits, then header field wires
+            out[:, q, :ni_h] = limbs([int(cs.input_values[i][k]) for i in range(ni_h)])
+            vec_h[h_off] = bits_h[:, k]
+            np.multiply(one, vec_h[None, :], out=out[:, q, n_in:n_in + na_h])  # no temporary: written in place
+            if fr_head:
+                out[:, q, fh_cols] = limbs([int(cs.fr_values[i][k]) for i in fr_head])
+        if ni_b:
+            out[:, q, ni_h + j * ni_b:ni_h + (j + 1) * ni_b] = limbs(
+                [int(cs.input_values[i][k]) for i in range(ni_h, ni_h + ni_b)])
+        # bit wires (0 or the limbs of 1) over the block's whole range; its field wires are overwritten below
+        vec_b[b_off] = bits_b[:, k]
+        start = n_in + na_h + j * na_b
+        np.multiply(one, vec_b[None, :], out=out[:, q, start:start + na_b])
+        if fr_block:
+            out[:, q, start + fb_off] = limbs([int(cs.fr_values[i][k]) for i in fr_block])
 
 
-def _task(circuit, inputs_list, montgomery, path, shape, first):
-    """Worker: the batch of partitions ``first .. first + len(inputs_list)`` into the shared output file."""
-    cs, counts = synthesize_batch(circuit, inputs_list)
+def _task(circuit, inputs_list, first, span, montgomery, path, shape):
+    """Worker: instances ``span[0] .. span[1] - 1`` of the flat order (instance ``k`` = challenge ``k % C`` of
+    partition ``k // C``) into rows ``k // C`` of the shared output file; ``inputs_list`` holds the inputs of the
+    partitions ``first, first + 1, ...`` that the span touches."""
+    C = circuit.params["challenges"]
+    k = np.arange(span[0], span[1])
+    rows, chals = k // C, k % C
+    cs, counts = synthesize_batch(circuit, inputs_list, (rows - first, chals))
     z = np.memmap(path, np.uint32, "r+", shape=shape)
-    fill_z(cs, counts, len(inputs_list), z, montgomery, first)
+    fill_instances(cs, counts, z, rows, chals, montgomery)
     z.flush()
     del z
     return counts
 
 
-def _sample_task(circuit, parts, seed, montgomery, path, shape):
-    """Worker: sample partitions ``parts`` of sector ``seed``, then :func:`_task`; returns (counts, publics)."""
-    inputs_list = [circuit.sample_inputs(p, seed) for p in parts]
-    counts = _task(circuit, inputs_list, montgomery, path, shape, parts[0])
-    return counts, [circuit.public_inputs(x) for x in inputs_list]
+def _sample_task(circuit, partition, seed):
+    """Worker: the sampled inputs of ``partition`` of sector ``seed``."""
+    return circuit.sample_inputs(partition, seed)
 
 
 def alloc_z(shape) -> np.ndarray:
@@ -591,9 +622,11 @@ def witness_batch(circuit: PorepLike, inputs_list, workers: int | None = 1, mont
     unless ``montgomery=False``), equal to stacking the builder's witnesses, and ``publics`` the public inputs of
     each partition.
 
-    ``workers`` > 1 splits the partitions into ``min(workers, P)`` contiguous groups, each synthesized by a worker
-    of :func:`worker_pool` (kept warm between calls) writing straight into a shared file under ``/dev/shm``; the
-    array returned then maps that (already unlinked) file. ``workers=None``: one per CPU.
+    ``workers`` > 1 splits the ``P * challenges`` (partition, challenge) instances into ``min(workers, P *
+    challenges)`` contiguous ranges (:func:`work_spans`; a partition's challenges may go to several workers), each
+    synthesized by a worker of :func:`worker_pool` (kept warm between calls) writing its columns straight into a
+    shared file under ``/dev/shm``; the array returned then maps that (already unlinked) file. The result is the
+    same for every ``workers``. ``workers=None``: one per CPU.
     """
     z, publics, _ = _witness_batch(circuit, inputs_list, workers, montgomery)
     return z, publics
@@ -608,12 +641,23 @@ def partition_witnesses(circuit: PorepLike, inputs_list, workers: int | None = 1
 
 
 def sector_witnesses(circuit: PorepLike, partitions: int, seed: int, workers: int | None = 1):
-    """:func:`partition_witnesses` of partitions ``0 .. partitions - 1`` of sector ``seed``, sampled where they are
-    synthesized (each worker samples its own partitions: the stand-in sealing data costs as much native hashing
-    as the witness costs gadget work, so it is spread over the workers too)."""
+    """:func:`partition_witnesses` of partitions ``0 .. partitions - 1`` of sector ``seed``, sampled by the workers
+    too (one task per partition: the stand-in sealing data costs about as much native hashing as the witness costs
+    gadget work), then synthesized in the spans of :func:`witness_batch`."""
     z, publics, counts = _witness_batch(circuit, None, workers, True, (partitions, seed))
     return [PackedWitness(z[:, p, :], counts["num_inputs"], counts["num_constraints"])
             for p in range(partitions)], publics
+
+
+def work_spans(P: int, C: int, workers: int) -> list[tuple[int, int]]:
+    """The work units of :func:`witness_batch` for ``P`` partitions of ``C`` challenges on ``workers`` workers:
+    ``min(workers, P * C)`` contiguous, near-equal ranges ``(k0, k1)`` of the flat instance order (instance ``k`` =
+    challenge ``k % C`` of partition ``k // C``), so a partition's challenges may be split between workers.
+
+    One range per worker, not more: a batch's cost is a fixed part (the gadgets' per-gate Python work, the same for
+    one instance or many) plus a part linear in its instances (values and the write into ``z``)."""
+    n = min(max(1, int(workers)), P * C)
+    return [(int(g[0]), int(g[-1]) + 1) for g in np.array_split(np.arange(P * C), n)]
 
 
 def _witness_batch(circuit, inputs_list, workers, montgomery, sample=None):
@@ -623,8 +667,9 @@ def _witness_batch(circuit, inputs_list, workers, montgomery, sample=None):
     if P < 1:
         raise BadInput("witness_batch: no partitions")
     workers = (os.cpu_count() or 1) if workers is None else max(1, int(workers))
-    groups = np.array_split(np.arange(P), min(workers, P))
-    if len(groups) == 1:
+    C = circuit.params["challenges"]
+    spans = work_spans(P, C, workers)
+    if len(spans) == 1:
         if sample is not None:
             inputs_list = [circuit.sample_inputs(p, sample[1]) for p in range(P)]
         publics = [circuit.public_inputs(inp) for inp in inputs_list]
@@ -639,20 +684,32 @@ def _witness_batch(circuit, inputs_list, workers, montgomery, sample=None):
         os.ftruncate(fd, 4 * shape[0] * shape[1] * shape[2])
         slim = circuit.without_r1cs()
         pool = worker_pool(circuit, workers)
-        if sample is None:
-            futs = [pool.submit(_task, slim, [inputs_list[p] for p in g], montgomery, path, shape, int(g[0]))
-                    for g in groups]
-        else:
-            futs = [pool.submit(_sample_task, slim, [int(p) for p in g], sample[1], montgomery, path, shape)
-                    for g in groups]
-        publics = []
         try:
+            if sample is None:
+                inputs_list = list(inputs_list)
+                sampling = {}
+            else:
+                # each partition is sampled once, by one worker (sampling a partition costs about as much as its
+                # witness and cannot be split by challenge: its trees cover all its challenges); a span starts as
+                # soon as the partitions it touches are sampled
+                inputs_list = [None] * P
+                sampling = {pool.submit(_sample_task, slim, p, sample[1]): p for p in range(P)}
+            waiting, futs = list(spans), []
+            while True:
+                ready = [sp for sp in waiting
+                         if all(inputs_list[p] is not None for p in range(sp[0] // C, (sp[1] - 1) // C + 1))]
+                for sp in ready:
+                    first, last = sp[0] // C, (sp[1] - 1) // C
+                    futs.append(pool.submit(_task, slim, inputs_list[first:last + 1], first, sp, montgomery, path,
+                                            shape))
+                    waiting.remove(sp)
+                if not sampling:
+                    break
+                done, _ = concurrent.futures.wait(sampling, return_when=concurrent.futures.FIRST_COMPLETED)
+                for f in done:
+                    inputs_list[sampling.pop(f)] = f.result()
             for f in futs:
-                got = f.result()
-                if sample is not None:
-                    got, pubs = got
-                    publics += pubs
-                if got["num_vars"] != shape[2]:
+                if f.result()["num_vars"] != shape[2]:
                     raise AssertionError("witness_batch: a worker's shape differs from the counting run")
         except concurrent.futures.process.BrokenProcessPool:
             shutdown_pool()  # a dead worker breaks the pool: the next call starts a fresh one
@@ -661,8 +718,7 @@ def _witness_batch(circuit, inputs_list, workers, montgomery, sample=None):
     finally:
         os.close(fd)
         os.unlink(path)
-    if sample is None:
-        publics = [circuit.public_inputs(inp) for inp in inputs_list]
+    publics = [circuit.public_inputs(inp) for inp in inputs_list]
     return np.frombuffer(mm, np.uint32).reshape(shape), publics, counts
 
 

@@ -110,6 +110,32 @@ def test_worker_processes_and_sector_synthesis():
     assert pubs2 == publics and np.array_equal(stack_z(ws2), one)
 
 
+@pytest.mark.parametrize("P,workers", [(1, 2), (2, 3)])
+def test_more_workers_than_partitions(P, workers):
+    """workers > partitions: the (partition, challenge) instances are split between the workers (a partition's
+    challenges may go to different workers) and z, publics and the sampled sector are those of workers=1."""
+    from cuzk_jax.circuits.porep_like import sector_witnesses, shutdown_pool, work_spans
+
+    c = get_circuit("porep_like", "small")  # 2 challenges per partition
+    C = c.params["challenges"]
+    spans = work_spans(P, C, workers)
+    assert len(spans) == min(workers, P * C) and spans[0][0] == 0 and spans[-1][1] == P * C
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert any(s[0] % C or s[1] % C for s in spans)  # some partition is split between workers
+    ins = [c.sample_inputs(p, seed=4) for p in range(P)]
+    one, publics = witness_batch(c, ins, workers=1)
+    plain, _ = witness_batch(c, ins, workers=1, montgomery=False)
+    try:
+        many, publics2 = witness_batch(c, ins, workers=workers)
+        plain2, _ = witness_batch(c, ins, workers=workers, montgomery=False)
+        ws, pubs = sector_witnesses(c, P, 4, workers=workers)
+    finally:
+        shutdown_pool()
+    assert np.array_equal(one, many) and publics == publics2
+    assert np.array_equal(plain, plain2)
+    assert pubs == publics and np.array_equal(stack_z(ws), one)
+
+
 def test_synth_bench_batched_row():
     from cuzk_jax.circuits import bench
 
