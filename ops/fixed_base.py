@@ -406,3 +406,108 @@ def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
     if len(outs) == 1:
         return jax.tree_util.tree_map(lambda a: a[..., :n], outs[0])
     return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1)[..., :n], *outs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fixed-base multiplication on the MSM's bucket kernel (Pallas)
+# ---------------------------------------------------------------------------------------------------------------
+#
+# ``s_i G = sum_k T[k][d_k(s_i)]`` is a bucket accumulation: output ``i`` is bucket ``i`` and receives the table
+# points of its nonzero digits. The level-1 kernel of the MSM (:func:`cuzk_jax.ops.pallas.bucket.accumulate_bases`:
+# sorted (bucket key, base index) pairs, ``seg`` pairs per lane, XYZZ mixed additions, gathered bases) does exactly
+# that when every lane holds one output's ``K`` pairs: the run of key ``i`` is complete inside its lane, so with
+# ``final`` set every run goes straight to its bucket and no merge level runs. A lane's zero digits (table entry
+# ``T[k][0]``, the point at infinity, which the mixed addition cannot take) are moved behind its nonzero ones and
+# keyed to one junk bucket that is never read (addition commutes; the nonzero digits keep window order, so by the
+# argument above the partial sum never meets the addend or its negative: the incomplete formula is exact). The
+# buckets then go to affine with one batched inversion (:func:`_batch_inv`) -- one inversion chain per call instead
+# of one per window in the batch-affine path, and the additions run in a Pallas kernel instead of XLA loops.
+
+
+def _bucket_pairs(scalars, window: int):
+    """Sorted (key, base index) pairs of the bucket method for canonical Fr limbs ``(8, N)``: lane ``i`` holds
+    ``K = num_windows(window)`` consecutive pairs, its nonzero digits in window order (key ``i``, index
+    ``k 2^w + d_k``) and then its zero digits (key ``N``, the junk bucket). Returns ``(keys, vals)``, ``(N K,)``
+    int32 each."""
+    K = num_windows(window)
+    n = scalars.shape[1]
+    padded = jnp.concatenate([_reduce_mod_r(scalars), jnp.zeros((1, n), jnp.uint32)], axis=0)
+    digits = jnp.stack([_digit(padded, k, window) for k in range(K)])  # (K, N), static K
+    vals = digits + (jnp.arange(K, dtype=jnp.int32) << window)[:, None]
+    zero = digits == 0
+    order = jnp.argsort(zero, axis=0, stable=True)  # per column: nonzero digits first, each group in window order
+    vals = jnp.take_along_axis(vals, order, axis=0)
+    keys = jnp.where(jnp.take_along_axis(zero, order, axis=0), jnp.int32(n), jnp.arange(n, dtype=jnp.int32)[None])
+    return keys.T.reshape(-1), vals.T.reshape(-1)
+
+
+def _buckets_to_affine(F, pt, inv_chunk: int, fermat_window: int) -> C.Affine:
+    """XYZZ -> Affine through one batched inversion of ``ZZ ZZZ`` (:func:`_batch_inv`); an untouched bucket
+    (``ZZ = 0``, scalar zero) is the point at infinity with zero coordinates."""
+    (t,) = F.mul_many([(pt.zz, pt.zzz)])
+    tinv = _batch_inv(F, t, inv_chunk, fermat_window)
+    izz, izzz = F.mul_many([(pt.zzz, tinv), (pt.zz, tinv)])  # 1/ZZ = ZZZ/(ZZ ZZZ), 1/ZZZ = ZZ/(ZZ ZZZ)
+    x, y = F.mul_many([(pt.x, izz), (pt.y, izzz)])
+    return C.Affine(x, y, F.is_zero(pt.zz))
+
+
+@functools.partial(jax.jit, static_argnames=("curve_name", "window", "schedule", "inv_chunk", "fermat_window",
+                                             "block", "num_warps", "interpret"))
+def _mul_bucket_program(curve_name: str, tab: C.Affine, scalars, window: int, schedule: str, inv_chunk: int,
+                        fermat_window: int, block: int, num_warps: int, interpret: bool):
+    from . import msm as M
+    from .pallas import bucket as pk
+
+    curve = C.g1 if curve_name == "g1" else C.g2
+    n = scalars.shape[1]
+    K = num_windows(window)
+    with jax.enable_x64(True):
+        keys, vals = _bucket_pairs(scalars, window)
+    Lc = 24 if curve.coord_ndim == 2 else 12
+    brows = jnp.concatenate([tab.x.reshape((Lc, -1)), tab.y.reshape((Lc, -1))], axis=0).T  # point-major
+    buckets = jnp.zeros((4 * Lc, n + 2), jnp.uint32)  # n outputs, the junk bucket, the kernel's trash column
+    _, _, buckets = pk.accumulate_bases(curve, jnp.int32(n * K), jnp.bool_(True), keys, vals, brows, buckets, seg=K,
+                                        block=block, num_warps=num_warps, interpret=interpret)
+    with jax.enable_x64(True):
+        return _buckets_to_affine(_field_of(curve_name, schedule), M.rows_to_xyzz(curve, buckets, n), inv_chunk,
+                                  fermat_window)
+
+
+def mul_bucket(curve: C.Curve, scalars, *, window: int | None = None, chunk: int | None = None,
+               schedule: str = "platform", inv_chunk: int | None = None, fermat_window: int | None = None,
+               block: int | None = None, num_warps: int = 2, interpret: bool | None = None) -> C.Affine:
+    """``scalars[:, i] * G`` (G the generator) by the bucket method (see the comment above): the window table of
+    :func:`affine_table`, the MSM's Pallas accumulation kernel, one batched inversion per call.
+
+    Same contract as :func:`mul_affine` (canonical Fr limbs ``(8, N)``, values ``>= r`` reduced first; a device
+    :class:`Affine` batch of ``N`` points, equal to :func:`mul`'s). ``chunk``: scalars per compiled call, a
+    multiple of ``block`` (default :func:`default_affine_chunk`); ``block`` / ``num_warps``: the kernel's lanes per
+    program (default ``min(64, chunk)``) and warps; ``interpret``: run the kernel under the Pallas interpreter (default: on a CPU, where Triton
+    does not run -- the tests' path).
+    """
+    scalars = jnp.asarray(scalars, jnp.uint32)
+    if scalars.ndim != 2 or scalars.shape[0] != 8:
+        raise ValueError(f"scalars must be canonical Fr limbs of shape (8, N), got {scalars.shape}")
+    window = window or default_window()
+    inv_chunk = inv_chunk or default_inv_chunk()
+    fermat_window = fermat_window or default_fermat_window()
+    if interpret is None:
+        interpret = jax.default_backend() == "cpu"
+    n = scalars.shape[1]
+    if n == 0:
+        return curve.affine_identity((0,))
+    chunk = chunk or default_affine_chunk(n)
+    block = block or min(64, chunk)
+    if chunk % block:
+        raise ValueError(f"chunk {chunk} must be a multiple of block {block}")
+    tab = affine_table(curve, window, schedule, inv_chunk, fermat_window)
+    outs = []
+    for start in range(0, n, chunk):
+        part = scalars[:, start:start + chunk]
+        if part.shape[1] < chunk:
+            part = jnp.pad(part, ((0, 0), (0, chunk - part.shape[1])))
+        outs.append(_mul_bucket_program(curve.name, tab, part, window, schedule, inv_chunk, fermat_window, block,
+                                        num_warps, interpret))
+    if len(outs) == 1:
+        return jax.tree_util.tree_map(lambda a: a[..., :n], outs[0])
+    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1)[..., :n], *outs)

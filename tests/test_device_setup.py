@@ -155,7 +155,9 @@ def test_bench_setup_options_and_synthetic_r1cs():
     assert bench_setup.parse_impl("affine:w=20:chunk=23:inv=256:fw=1") == (
         "affine", {"window": 20, "chunk": 1 << 23, "inv_chunk": 256, "fermat_window": 1})
     assert bench_setup.parse_impl("jacobian") == ("jacobian", {})
-    for bad in ("affine:w=x", "affine:q=3", "jacobian:w=4", "projective"):
+    assert bench_setup.parse_impl("bucket:w=12:block=128:warps=4") == (
+        "bucket", {"window": 12, "block": 128, "num_warps": 4})
+    for bad in ("affine:w=x", "affine:q=3", "jacobian:w=4", "projective", "affine:block=64"):
         with pytest.raises(ValueError, match="impl"):
             bench_setup.parse_impl(bad)
     r1cs = bench_setup.synthetic_r1cs(6)
@@ -195,3 +197,41 @@ def test_sparse_queries_skip_zero_scalars_and_keep_the_key():
         got = affine_from_device(C.g1, pts)
         assert got == [g.mul(g.generator, k) if k else None for k in ks]
         assert [bool(b) for b in np.asarray(pts.inf)] == [k == 0 for k in ks]
+
+
+@pytest.mark.parametrize("group", ["g1", pytest.param("g2", marks=pytest.mark.slow)])
+def test_bucket_fixed_base_edges(group):
+    """The bucket method (the MSM's Pallas accumulation kernel, interpreted on CPU): 0, 1, r - 1, values at and
+    above r, all-ones digits and random scalars against the reference curve, over two chunks; zero digits of
+    nonzero scalars (2^16 + 1 has 14 of 16 windows zero at w = 4... and every digit but one zero for 1)."""
+    curve = C.g1 if group == "g1" else C.g2
+    rnd = random.Random(6)
+    ks = [0, 1, 2, R - 1, R, R + 1, 2**256 - 1, 2**16 + 1, int("f" * 63, 16) % R, 2**252] + [
+        rnd.randrange(R) for _ in range(6)]
+    limbs = np.array([[(k >> (32 * i)) & 0xFFFFFFFF for k in ks] for i in range(8)], np.uint32)
+    got = affine_from_device(curve, fixed_base.mul_bucket(curve, limbs, window=WINDOW, chunk=CHUNK, block=CHUNK))
+    g = curve.ref
+    assert got == [g.mul(g.generator, k % R) for k in ks]
+    assert got[0] is None and got[4] is None and got[3] == g.neg(g.generator)
+
+
+def test_bucket_pairs_layout():
+    """Each lane: its nonzero digits in window order (key = lane), then its zero digits (key = N, the junk
+    bucket)."""
+    import jax
+
+    scalars = encoding.ints_to_limbs([0x305, 0, 0x10], "fr")  # digits at w = 4 (low first): 5,0,3 / none / 0,1
+    with jax.enable_x64(True):
+        keys, vals = fixed_base._bucket_pairs(scalars, 4)
+    K = fixed_base.num_windows(4)
+    keys, vals = np.asarray(keys).reshape(3, K), np.asarray(vals).reshape(3, K)
+    assert list(keys[0, :2]) == [0, 0] and list(vals[0, :2]) == [5, 2 * 16 + 3] and set(keys[0, 2:]) == {3}
+    assert set(keys[1]) == {3}
+    assert keys[2, 0] == 2 and vals[2, 0] == 16 + 1 and set(keys[2, 1:]) == {3}
+
+
+def test_device_setup_bucket_method_same_key(cube_keys):
+    """The device setup with the bucket fixed-base method gives the batch-affine key byte for byte."""
+    _, r1cs, toxic, dev = cube_keys
+    bucket = generator.development_setup(r1cs, toxic, window=WINDOW, chunk=CHUNK, scalar_chunk=2, points="bucket")
+    assert bucket.to_bytes() == dev.to_bytes()

@@ -4,13 +4,14 @@
 
 Phases (``--modes``; default all three):
 
-* ``fixed_base`` -- :func:`cuzk_jax.ops.fixed_base.mul_affine` (``--impl=affine``, the batch-affine path) and/or the
-  older Jacobian method (``--impl=jacobian``) over ``2^log_n`` random scalars per ``--group``: the first call
+* ``fixed_base`` -- :func:`cuzk_jax.ops.fixed_base.mul_affine` (``--impl=affine``, the batch-affine path),
+  :func:`~cuzk_jax.ops.fixed_base.mul_bucket` (``--impl=bucket``: the MSM's Pallas accumulation kernel, with
+  ``block=`` / ``warps=`` besides the affine keys) and/or the older Jacobian method (``--impl=jacobian``) over ``2^log_n`` random scalars per ``--group``: the first call
   (table build + compile) and the median of ``--reps`` warm calls, as points/s; 4 random outputs are compared with
   the Python-int reference curve (``ok``). The affine path takes tuning keys, one row per spec:
   ``affine:w=WINDOW_BITS:chunk=LOG2_SCALARS_PER_CALL:inv=INVERSION_RUN:fw=FERMAT_WINDOW`` (e.g.
   ``--impl=affine:w=16,affine:w=20:chunk=23:inv=256:fw=1``); omitted keys take the module's defaults. The ``setup``
-  phase uses the first spec (``jacobian``: the device setup with the Jacobian fixed-base method).
+  phase uses the first spec (``jacobian`` / ``bucket``: the device setup with that fixed-base method).
 * ``setup`` -- :func:`cuzk_jax.groth16.generator.development_setup` on a synthetic R1CS with a ``2^log_n`` domain
   (``2^log_n - 2`` constraints, 2 / 1 / 1 nonzeros per row of A / B / C, random columns): the whole key (4 G1
   queries and the G2 query) and its points/s, twice (the second call is warm); one H-query point is compared with
@@ -34,20 +35,23 @@ import time
 from cuzk_jax import bench
 
 MODES = ("fixed_base", "setup", "keyfile")
-IMPLS = ("affine", "jacobian")
-_KEYS = {"w": "window", "chunk": "chunk", "inv": "inv_chunk", "fw": "fermat_window"}
+IMPLS = ("affine", "bucket", "jacobian")
+_KEYS = {"w": "window", "chunk": "chunk", "inv": "inv_chunk", "fw": "fermat_window", "block": "block",
+         "warps": "num_warps"}
+_BUCKET_ONLY = ("block", "warps")
 
 
 def parse_impl(spec: str) -> tuple[str, dict]:
-    """``"affine:w=16:chunk=22:inv=128"`` -> ``("affine", {"window": 16, "chunk": 2**22, "inv_chunk": 128})``."""
+    """``"affine:w=16:chunk=22:inv=128"`` -> ``("affine", {"window": 16, "chunk": 2**22, "inv_chunk": 128})``;
+    ``bucket`` (:func:`cuzk_jax.ops.fixed_base.mul_bucket`) takes the same keys plus ``block=`` and ``warps=``."""
     kind, *opts = spec.split(":")
-    if kind not in IMPLS or (opts and kind != "affine"):
-        raise ValueError(f"unknown --impl {spec!r} for --op=setup; expected jacobian or affine[:w=..][:chunk=..]"
-                         "[:inv=..][:fw=..]")
+    if kind not in IMPLS or (opts and kind == "jacobian"):
+        raise ValueError(f"unknown --impl {spec!r} for --op=setup; expected jacobian or affine|bucket[:w=..]"
+                         "[:chunk=..][:inv=..][:fw=..] (bucket also [:block=..][:warps=..])")
     kw = {}
     for opt in opts:
         key, _, val = opt.partition("=")
-        if key not in _KEYS or not val.isdigit() or int(val) < 1:
+        if key not in _KEYS or not val.isdigit() or int(val) < 1 or (key in _BUCKET_ONLY and kind != "bucket"):
             raise ValueError(f"bad option {opt!r} in --impl {spec!r}: expected w=, chunk= (log2), inv= or fw= with a "
                              "positive integer")
         kw[_KEYS[key]] = 1 << int(val) if key == "chunk" else int(val)
@@ -115,8 +119,9 @@ def _fixed_base_rows(cfg, rows, log_n):
         dev = jax.device_put(scalars)
         for impl in cfg.impl:
             kind, kw = parse_impl(impl)
-            fn = (lambda s, kw=kw: fixed_base.mul_affine(curve, s, **kw)) if kind == "affine" else \
-                (lambda s: fixed_base.mul(curve, s))
+            fn = {"affine": lambda s, kw=kw: fixed_base.mul_affine(curve, s, **kw),
+                  "bucket": lambda s, kw=kw: fixed_base.mul_bucket(curve, s, **kw),
+                  "jacobian": lambda s: fixed_base.mul(curve, s)}[kind]
             t0 = time.perf_counter()
             out = jax.block_until_ready(fn(dev))
             first = time.perf_counter() - t0
@@ -130,7 +135,7 @@ def _fixed_base_rows(cfg, rows, log_n):
             med = statistics.median(times)
             idx = np.array(sorted(random.Random(log_n).sample(range(n), min(4, n))))
             bench.emit(rows, {"phase": "fixed_base", "impl": impl, "group": group, "log_n": log_n, "points": n,
-                              "window": kw.get("window", fixed_base.default_window()) if kind == "affine"
+                              "window": kw.get("window", fixed_base.default_window()) if kind != "jacobian"
                               else fixed_base.WINDOW,
                               "first_s": round(first, 3), "median_s": round(med, 4),
                               "points_per_s": round(n / med), "ok": _spot_check(curve, scalars, out, idx)})
@@ -148,6 +153,10 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
     kind, tuning = parse_impl(cfg.impl[0]) if cfg.impl else ("affine", {})
     if kind == "jacobian":
         tuning = {"points": "jacobian"}
+    elif kind == "bucket":
+        if {"block", "num_warps"} & set(tuning):
+            raise ValueError("--modes=setup takes no block= / warps= (the device setup runs the kernel's defaults)")
+        tuning = {**tuning, "points": "bucket"}
     r1cs = synthetic_r1cs(log_n)
     toxic = generator.insecure_toxic_waste_for_tests(log_n)
     nv, n = r1cs.num_vars, 1 << log_n

@@ -144,7 +144,7 @@ def _fixed_base(curve: C.Curve, scalars: list[int], desc: str) -> C.Affine:
 
 
 SCALAR_METHODS = ("host", "device")
-FIXED_BASE_METHODS = ("affine", "jacobian")
+FIXED_BASE_METHODS = ("affine", "bucket", "jacobian")
 
 
 def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | None = None) -> ProvingKey:
@@ -289,8 +289,9 @@ def _sparse_fixed_base_queries(curve: C.Curve, parts: list, *args, **kwargs) -> 
 def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: int | None,
                         inv_chunk: int | None = None, fermat_window: int | None = None,
                         points: str = "affine") -> list:
-    """One batch-affine fixed-base run (:func:`cuzk_jax.ops.fixed_base.mul_affine`; ``points="jacobian"``: the
-    Jacobian method :func:`~cuzk_jax.ops.fixed_base.mul`) over the concatenation of the scalar arrays ``parts`` (canonical Fr limbs ``(8, N_i)``, device), split back into one :class:`Affine` per
+    """One batch-affine fixed-base run (:func:`cuzk_jax.ops.fixed_base.mul_affine`; ``points="bucket"``: the
+    bucket method on the MSM's Pallas kernel, :func:`~cuzk_jax.ops.fixed_base.mul_bucket`; ``points="jacobian"``:
+    the Jacobian method :func:`~cuzk_jax.ops.fixed_base.mul`) over the concatenation of the scalar arrays ``parts`` (canonical Fr limbs ``(8, N_i)``, device), split back into one :class:`Affine` per
     part. A part spanning several chunks is written into one preallocated buffer (in place on an accelerator), so
     beside the key only one chunk's points are held twice."""
     sizes = [int(p.shape[1]) for p in parts]
@@ -300,7 +301,7 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
     if points not in FIXED_BASE_METHODS:
         raise ValueError(f"unknown fixed-base method {points!r}; expected one of {FIXED_BASE_METHODS}")
     if chunk is None:
-        chunk = fixed_base.default_affine_chunk(total) if points == "affine" else fixed_base.default_chunk(total)
+        chunk = fixed_base.default_chunk(total) if points == "jacobian" else fixed_base.default_affine_chunk(total)
     starts = list(range(0, total, chunk))
     offsets = [sum(sizes[:k]) for k in range(len(parts))]
     bar = _progress_bar(len(starts), f"setup {curve.name}")
@@ -316,6 +317,9 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
             sc = chunk_scalars(starts[i], min(total, starts[i] + chunk))
             if points == "jacobian":
                 outs[i] = fixed_base.mul(curve, sc, chunk=chunk)
+            elif points == "bucket":
+                outs[i] = fixed_base.mul_bucket(curve, sc, window=window, chunk=chunk, inv_chunk=inv_chunk,
+                                                fermat_window=fermat_window)
             else:
                 outs[i] = fixed_base.mul_affine(curve, sc, window=window, chunk=chunk, inv_chunk=inv_chunk,
                                                 fermat_window=fermat_window)
@@ -366,8 +370,8 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     appended); the query scalars (``l``, ``ic``, H's ``tau^i Z(tau) / delta``) in canonical form; then one batch-
     affine fixed-base run per group (:func:`cuzk_jax.ops.fixed_base.mul_affine`: ``window`` bits, ``chunk``
     scalars per call, ``inv_chunk`` its inversion run length, ``fermat_window`` the window of the inversions'
-    exponentiation; None = that module's defaults; ``points="jacobian"`` uses the Jacobian method instead, for
-    comparison: same key). ``scalar_chunk``: elements per call of the scalar programs
+    exponentiation; None = that module's defaults; ``points="bucket"`` / ``"jacobian"`` use the bucket / Jacobian
+    method instead: same key). ``scalar_chunk``: elements per call of the scalar programs
     (default ``min(domain, 2^22)``). The key's queries stay on the device (a prover can use them without a host
     round trip); only the verifying key and the two fixed proving-key points come to the host.
     """
