@@ -18,7 +18,8 @@ Per run (one row each):
 
 The row records per-phase seconds, the plan, the shares of zero / one / other scalars per MSM (what the split MSM
 earns on), the device's peak memory (``memory_stats()['peak_bytes_in_use']``, where the device reports it) and
-the peak host RSS of this process and of the witness workers (``getrusage``).
+the peak host RSS of this process and of the witness workers (``getrusage``); ``device_memory_gib``: bytes in use
+and the peak so far after the setup, the resident key and each rep (where the lifetime peak was reached).
 """
 
 from __future__ import annotations
@@ -42,6 +43,13 @@ def _say(text: str) -> None:
 def _peak_device_bytes() -> int | None:
     stats = jax.local_devices()[0].memory_stats() or {}
     return stats.get("peak_bytes_in_use")
+
+
+def _device_gib() -> dict:
+    """Device bytes in use now and the process's peak so far, in GiB (empty where the device reports nothing):
+    recorded after every stage, so a peak can be placed (JAX cannot reset the peak counter)."""
+    stats = jax.local_devices()[0].memory_stats() or {}
+    return {k: round(stats[k] / 2**30, 3) for k in ("bytes_in_use", "peak_bytes_in_use") if k in stats}
 
 
 def _host_peak() -> dict:
@@ -71,6 +79,7 @@ def run(cfg) -> list[dict]:
     pk = generator.development_setup(r1cs, progress=_say)
     jax.block_until_ready((pk.a_query, pk.b_g1_query, pk.b_g2_query, pk.l_query, pk.h_query))
     row.update(setup_s=round(time.perf_counter() - t, 3), domain=pk.domain_size)
+    memory = {"setup": _device_gib()}
     _say(f"structure {row['structure_s']} s ({row['constraints']} constraints), setup {row['setup_s']} s")
     t = time.perf_counter()
     rk = pipeline.make_resident(pk, r1cs, config, partitions=P)
@@ -79,6 +88,7 @@ def run(cfg) -> list[dict]:
     row.update(resident_s=round(time.perf_counter() - t, 3), key_device_gib=round(rk.nbytes / 2**30, 3),
                plan=rk.plan.as_dict() if rk.plan is not None else None,
                plan_text=rk.plan.describe() if rk.plan is not None else "no plan (host MSM)")
+    memory["resident"] = _device_gib()
     _say(f"resident key {row['resident_s']} s, {row['key_device_gib']} GiB; {row['plan_text']}")
     t = time.perf_counter()
     inputs = [circuit.sample_inputs(p, seed=cfg.seed) for p in range(P)]
@@ -91,11 +101,13 @@ def run(cfg) -> list[dict]:
         t = time.perf_counter()
         proofs = pipeline.prove_batch(rk, z, timings=timings)  # verified before it returns (raises otherwise)
         wall = time.perf_counter() - t
-        out = dict(row, rep=rep, prove_s=round(wall, 3), per_partition_s=round(wall / P, 3),
+        memory[f"rep{rep}"] = _device_gib()
+        out = dict(row, rep=rep, device_memory_gib=dict(memory), prove_s=round(wall, 3), per_partition_s=round(wall / P, 3),
                    batches=timings.batches, proofs=len(proofs), ok=len(proofs) == P,
                    phases={k: round(v, 4) for k, v in timings.phases.items()}, scalar_kinds=timings.scalar_kinds)
         peak = _peak_device_bytes()
         out.update(device_peak_gib=None if peak is None else round(peak / 2**30, 3), **_host_peak())
-        _say(f"rep {rep}: {out['prove_s']} s, phases {out['phases']}")
+        seen = f"; device GiB after each stage {memory}" if any(memory.values()) else ""
+        _say(f"rep {rep}: {out['prove_s']} s, phases {out['phases']}{seen}")
         bench.emit(rows, out)
     return rows
