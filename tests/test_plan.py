@@ -201,6 +201,7 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     assert [row["rep"] for row in rows] == [0, 1]
     for row in rows:
         assert row["ok"] and row["proofs"] == 2 and row["preset"] == "tiny" and row["constraints"] > 0
+        assert row["witness_s"] > 0 and row["witness_wait_s"] >= 0 and row["witness_gib"] >= 0
         assert set(pipeline.PHASES) - {"h"} <= set(row["phases"]) and row["phases"]["verify"] > 0
         assert row["plan_text"] and "setup" in row["device_memory_gib"] and "resident" in row["device_memory_gib"]
     assert "rep1" in rows[1]["device_memory_gib"] and "sector: rep 1" in r.stdout
