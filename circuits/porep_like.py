@@ -640,6 +640,15 @@ def partition_witnesses(circuit: PorepLike, inputs_list, workers: int | None = 1
             for p in range(len(inputs_list))], publics
 
 
+def sampled_witness_batch(circuit: PorepLike, partitions: int, seed: int, workers: int | None = 1,
+                          montgomery: bool = True):
+    """:func:`witness_batch` of partitions ``0 .. partitions - 1`` of sector ``seed`` (inputs from
+    ``circuit.sample_inputs(p, seed)``), each partition sampled by a worker rather than by the caller: ``(z,
+    publics)``, ``z`` the ``(8, P, num_vars)`` uint32 limbs."""
+    z, publics, _ = _witness_batch(circuit, None, workers, montgomery, (partitions, seed))
+    return z, publics
+
+
 def sector_witnesses(circuit: PorepLike, partitions: int, seed: int, workers: int | None = 1):
     """:func:`partition_witnesses` of partitions ``0 .. partitions - 1`` of sector ``seed``, sampled by the workers
     too (one task per partition: the stand-in sealing data costs about as much native hashing as the witness costs

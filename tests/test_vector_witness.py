@@ -114,7 +114,7 @@ def test_worker_processes_and_sector_synthesis():
 def test_more_workers_than_partitions(P, workers):
     """workers > partitions: the (partition, challenge) instances are split between the workers (a partition's
     challenges may go to different workers) and z, publics and the sampled sector are those of workers=1."""
-    from cuzk_jax.circuits.porep_like import sector_witnesses, shutdown_pool, work_spans
+    from cuzk_jax.circuits.porep_like import sampled_witness_batch, sector_witnesses, shutdown_pool, work_spans
 
     c = get_circuit("porep_like", "small")  # 2 challenges per partition
     C = c.params["challenges"]
@@ -129,11 +129,13 @@ def test_more_workers_than_partitions(P, workers):
         many, publics2 = witness_batch(c, ins, workers=workers)
         plain2, _ = witness_batch(c, ins, workers=workers, montgomery=False)
         ws, pubs = sector_witnesses(c, P, 4, workers=workers)
+        sampled, pubs2 = sampled_witness_batch(c, P, 4, workers=workers)
     finally:
         shutdown_pool()
     assert np.array_equal(one, many) and publics == publics2
     assert np.array_equal(plain, plain2)
     assert pubs == publics and np.array_equal(stack_z(ws), one)
+    assert pubs2 == publics and np.array_equal(sampled, one)
 
 
 def test_synth_bench_batched_row():
