@@ -93,6 +93,29 @@ def _mul_table(curve_name: str, tab: C.Affine, scalars):
     return curve.to_affine(acc)
 
 
+def _canonical_limbs(scalars):
+    """``scalars`` as a uint32 ``(8, N)`` array; ValueError for any other shape."""
+    scalars = jnp.asarray(scalars, jnp.uint32)
+    if scalars.ndim != 2 or scalars.shape[0] != 8:
+        raise ValueError(f"scalars must be canonical Fr limbs of shape (8, N), got {scalars.shape}")
+    return scalars
+
+
+def _in_chunks(scalars, chunk: int, program) -> C.Affine:
+    """``program`` over consecutive chunks of exactly ``chunk`` scalars (the last one zero-padded, so every call
+    reuses one compiled program), the Affine results concatenated and cut to ``N``."""
+    n = scalars.shape[1]
+    outs = []
+    for start in range(0, n, chunk):
+        part = scalars[:, start:start + chunk]
+        if part.shape[1] < chunk:
+            part = jnp.pad(part, ((0, 0), (0, chunk - part.shape[1])))
+        outs.append(program(part))
+    if len(outs) == 1:
+        return jax.tree_util.tree_map(lambda a: a[..., :n], outs[0])
+    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1)[..., :n], *outs)
+
+
 def default_chunk(n: int | None = None) -> int:
     """Scalars per compiled call: 2048 on CPU (one program for every size, which keeps the tests' compile time
     down); on an accelerator the next power of two of ``n`` in ``[2^14, 2^20]`` (larger chunks set up a large key
@@ -108,23 +131,13 @@ def mul(curve: C.Curve, scalars, base=None, chunk: int | None = None) -> C.Affin
     Runs in chunks of exactly ``chunk`` scalars (the last one zero-padded; default :func:`default_chunk`), so the
     calls reuse a few compiled programs (one per power-of-two chunk size).
     """
-    scalars = jnp.asarray(scalars, jnp.uint32)
-    if scalars.ndim != 2 or scalars.shape[0] != 8:
-        raise ValueError(f"scalars must be canonical Fr limbs of shape (8, N), got {scalars.shape}")
+    scalars = _canonical_limbs(scalars)
     n = scalars.shape[1]
     chunk = chunk or default_chunk(n)
     tab = table(curve, base)
     if n == 0:
         return curve.affine_identity((0,))
-    size = chunk
-    outs = []
-    for start in range(0, n, size):
-        part = scalars[:, start:start + size]
-        if part.shape[1] < size:
-            part = jnp.pad(part, ((0, 0), (0, size - part.shape[1])))
-        outs.append(_mul_table(curve.name, tab, part))
-    out = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1)[..., :n], *outs)
-    return out
+    return _in_chunks(scalars, chunk, lambda part: _mul_table(curve.name, tab, part))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -386,9 +399,7 @@ def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
     :func:`default_inv_chunk`, ``fermat_window`` to :func:`default_fermat_window`.
     Accepts a device array and returns a device :class:`Affine` batch of ``N`` points.
     """
-    scalars = jnp.asarray(scalars, jnp.uint32)
-    if scalars.ndim != 2 or scalars.shape[0] != 8:
-        raise ValueError(f"scalars must be canonical Fr limbs of shape (8, N), got {scalars.shape}")
+    scalars = _canonical_limbs(scalars)
     window = window or default_window()
     inv_chunk = inv_chunk or default_inv_chunk()
     fermat_window = fermat_window or default_fermat_window()
@@ -397,15 +408,8 @@ def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
         return curve.affine_identity((0,))
     chunk = chunk or default_affine_chunk(n)
     tab = affine_table(curve, window, schedule, inv_chunk, fermat_window)
-    outs = []
-    for start in range(0, n, chunk):
-        part = scalars[:, start:start + chunk]
-        if part.shape[1] < chunk:
-            part = jnp.pad(part, ((0, 0), (0, chunk - part.shape[1])))
-        outs.append(_mul_affine_program(curve.name, tab, part, window, schedule, inv_chunk, fermat_window))
-    if len(outs) == 1:
-        return jax.tree_util.tree_map(lambda a: a[..., :n], outs[0])
-    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1)[..., :n], *outs)
+    return _in_chunks(scalars, chunk, lambda part: _mul_affine_program(curve.name, tab, part, window, schedule,
+                                                                       inv_chunk, fermat_window))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -482,12 +486,10 @@ def mul_bucket(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
     Same contract as :func:`mul_affine` (canonical Fr limbs ``(8, N)``, values ``>= r`` reduced first; a device
     :class:`Affine` batch of ``N`` points, equal to :func:`mul`'s). ``chunk``: scalars per compiled call, a
     multiple of ``block`` (default :func:`default_affine_chunk`); ``block`` / ``num_warps``: the kernel's lanes per
-    program (default ``min(64, chunk)``) and warps; ``interpret``: run the kernel under the Pallas interpreter (default: on a CPU, where Triton
-    does not run -- the tests' path).
+    program (default ``min(64, chunk)``) and warps; ``interpret``: run the kernel under the Pallas interpreter
+    (default: on a CPU, where Triton does not run -- the tests' path).
     """
-    scalars = jnp.asarray(scalars, jnp.uint32)
-    if scalars.ndim != 2 or scalars.shape[0] != 8:
-        raise ValueError(f"scalars must be canonical Fr limbs of shape (8, N), got {scalars.shape}")
+    scalars = _canonical_limbs(scalars)
     window = window or default_window()
     inv_chunk = inv_chunk or default_inv_chunk()
     fermat_window = fermat_window or default_fermat_window()
@@ -501,13 +503,5 @@ def mul_bucket(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
     if chunk % block:
         raise ValueError(f"chunk {chunk} must be a multiple of block {block}")
     tab = affine_table(curve, window, schedule, inv_chunk, fermat_window)
-    outs = []
-    for start in range(0, n, chunk):
-        part = scalars[:, start:start + chunk]
-        if part.shape[1] < chunk:
-            part = jnp.pad(part, ((0, 0), (0, chunk - part.shape[1])))
-        outs.append(_mul_bucket_program(curve.name, tab, part, window, schedule, inv_chunk, fermat_window, block,
-                                        num_warps, interpret))
-    if len(outs) == 1:
-        return jax.tree_util.tree_map(lambda a: a[..., :n], outs[0])
-    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=-1)[..., :n], *outs)
+    return _in_chunks(scalars, chunk, lambda part: _mul_bucket_program(
+        curve.name, tab, part, window, schedule, inv_chunk, fermat_window, block, num_warps, interpret))

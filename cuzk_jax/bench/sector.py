@@ -118,7 +118,8 @@ def run(cfg) -> list[dict]:
         proofs = pipeline.prove_batch(rk, z, timings=timings)  # verified before it returns (raises otherwise)
         wall = time.perf_counter() - t
         memory[f"rep{rep}"] = _device_gib()
-        out = dict(row, rep=rep, device_memory_gib=dict(memory), prove_s=round(wall, 3), per_partition_s=round(wall / P, 3),
+        out = dict(row, rep=rep, device_memory_gib=dict(memory), prove_s=round(wall, 3),
+                   per_partition_s=round(wall / P, 3),
                    batches=timings.batches, proofs=len(proofs), ok=len(proofs) == P,
                    phases={k: round(v, 4) for k, v in timings.phases.items()}, scalar_kinds=timings.scalar_kinds)
         peak = _peak_device_bytes()

@@ -291,8 +291,8 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
                         points: str = "affine") -> list:
     """One batch-affine fixed-base run (:func:`cuzk_jax.ops.fixed_base.mul_affine`; ``points="bucket"``: the
     bucket method on the MSM's Pallas kernel, :func:`~cuzk_jax.ops.fixed_base.mul_bucket`; ``points="jacobian"``:
-    the Jacobian method :func:`~cuzk_jax.ops.fixed_base.mul`) over the concatenation of the scalar arrays ``parts`` (canonical Fr limbs ``(8, N_i)``, device), split back into one :class:`Affine` per
-    part. A part spanning several chunks is written into one preallocated buffer (in place on an accelerator), so
+    the Jacobian method :func:`~cuzk_jax.ops.fixed_base.mul`) over the concatenation of the scalar arrays
+    ``parts`` (canonical Fr limbs ``(8, N_i)``, device), split back into one :class:`Affine` per part. A part spanning several chunks is written into one preallocated buffer (in place on an accelerator), so
     beside the key only one chunk's points are held twice."""
     sizes = [int(p.shape[1]) for p in parts]
     total = sum(sizes)
