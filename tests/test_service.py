@@ -254,18 +254,22 @@ def test_winning_post_overtakes_queued_porep(keys, client):
     assert ahead == 12 and behind == 0, (ahead, behind)
 
 
+JOBS_PER_CLIENT = 25
+
+
 def test_concurrent_clients_get_their_own_proofs(keys, daemon):
-    """8 client threads x 4 jobs, each with its own inputs: every job returns the proof of its own public input."""
+    """8 client threads x 25 jobs (the issue's load), each with its own inputs: every job returns the proof of its
+    own public input."""
     circuit = base.get_circuit("cube")
     errors = []
 
     def worker(t):
         try:
             with Client(daemon.address) as c:
-                for k in range(4):
+                for k in range(JOBS_PER_CLIENT):
                     x = circuit.sample_inputs(k, 500 + t)
                     c.submit(f"cc-{t}-{k}", "cube", inputs=[x], priority="window_post")
-                for k in range(4):
+                for k in range(JOBS_PER_CLIENT):
                     job = c.wait(f"cc-{t}-{k}", 300)
                     proofs, publics = Client.result(job)
                     want = circuit.public_inputs(circuit.sample_inputs(k, 500 + t))
