@@ -150,8 +150,11 @@ def test_prover_config_text_and_hash():
     assert pipeline.ProverConfig.parse(str(cfg)) == cfg and hash(cfg) == hash(pipeline.ProverConfig.parse(str(cfg)))
     assert pipeline.ProverConfig.parse("") == pipeline.ProverConfig() == pipeline.as_config(None)
     assert pipeline.ProverConfig.parse("tables=off") != pipeline.ProverConfig()
+    ahead = pipeline.ProverConfig.parse("prefetch=on,split=off")
+    assert ahead.prefetch == "on" and pipeline.ProverConfig.parse(str(ahead)) == ahead
     for bad, what in (("msm=cuda", "cuda"), ("tables=maybe", "tables"), ("window=1", "window"), ("window=x", "window"),
-                      ("speed=9", "speed"), ("msm", "key=value"), ("tables=on,tables=off", "key=value")):
+                      ("speed=9", "speed"), ("msm", "key=value"), ("tables=on,tables=off", "key=value"),
+                      ("prefetch=yes", "prefetch")):
         with pytest.raises(ValueError, match=what):
             pipeline.ProverConfig.parse(bad)
 

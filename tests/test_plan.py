@@ -51,6 +51,17 @@ def test_plan_shrinks_the_batch_before_streaming():
     assert plan.peak <= budget
 
 
+def test_prefetch_counts_the_next_batch_of_witnesses():
+    """With prefetch the plan holds one more z per partition: same budget, a smaller or equal batch."""
+    shape = sector_shape(24)
+    budget = 60 * GIB
+    plain = memplan.make_plan(shape, 10, device_budget=budget)
+    ahead = memplan.make_plan(shape, 10, device_budget=budget, prefetch=True)
+    assert ahead.estimate["per_partition_peak"] == plain.estimate["per_partition_peak"] + 32 * shape.num_vars
+    assert "per_partition_prefetch_z" not in plain.estimate and ahead.batch <= plain.batch
+    assert ahead.peak <= budget
+
+
 def test_sector_plan_on_an_h200_streams_and_fits():
     """A 2^27 partition on a 139 GiB device with a 120 GiB budget: the plan must stream (a key of ~70 GiB plus
     the 20+ GiB per partition do not fit together with more than a few partitions), keep the peak under the
@@ -108,6 +119,14 @@ def test_prove_in_planned_batches(cube):
     two, t2 = prover.prove(planned, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t2.batches == 2 and two == one
     assert all(verifier.verify(cube["pk"].vk, w.public_inputs, p) for w, p in zip(cube["witnesses"], two))
+    # prefetch: the second step's witnesses are staged while the first runs; the plan counts one more z each
+    ahead = pipeline.make_resident(cube["pk"], cube["r1cs"],
+                                   f"msm=xla,tables=off,device_budget={budget},prefetch=on")
+    est = ahead.plan.estimate
+    assert est["per_partition_prefetch_z"] == est["per_partition_z"] and ahead.plan.batch == 2
+    assert est["per_partition_peak"] == rk.plan.estimate["per_partition_peak"] + est["per_partition_z"]
+    pre, t3 = prover.prove(ahead, cube["r1cs"], cube["witnesses"], randomness=rs)
+    assert t3.batches == 2 and pre == one
     with pytest.raises(MemoryBudgetError):
         pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,device_budget=1000")
 

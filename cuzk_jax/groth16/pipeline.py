@@ -36,6 +36,7 @@ import dataclasses
 import functools
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple, Sequence
 
 import jax
@@ -101,7 +102,11 @@ class ProverConfig:
       1 -- on PoRep-like scalars it beat both the plain path and the window tables on the H200, see
       ``bench/results``; the XLA path keeps the plain MSM unless ``"on"``). A split query uses no window table,
       so with ``split`` not ``"off"`` the tables are built for H only;
-    * ``chunk``: points per streamed chunk when the plan streams a query's bases (``None``: the plan's default).
+    * ``chunk``: points per streamed chunk when the plan streams a query's bases (``None``: the plan's default);
+    * ``prefetch``: ``"on"``: when :func:`prove_batch` runs the plan's batch in several steps, the next step's
+      witnesses are padded and copied to the device (a worker thread) while the current step runs, and the plan
+      counts one more ``z`` per partition; ``"off"`` (default): stage, then run, step by step. An A/B switch until
+      a GPU run shows which wins.
 
     Text form (:meth:`parse`, the ``--prover`` flag): comma-separated ``key=value``, e.g.
     ``"msm=pallas,ntt=xla,tables=on,window=16"`` or ``"device_budget=100GiB,host_budget=96GiB,split=on"``;
@@ -116,6 +121,7 @@ class ProverConfig:
     host_budget: int | None = None
     split: str = "auto"
     chunk: int | None = None
+    prefetch: str = "off"
 
     def __post_init__(self):
         if self.tables not in TABLE_MODES:
@@ -126,6 +132,8 @@ class ProverConfig:
             raise BadInput(f"prover config: window must be in 2..{ops_msm.MAX_WINDOW}, got {self.window!r}")
         if self.split not in TABLE_MODES:
             raise BadInput(f"prover config: split must be one of {TABLE_MODES}, got {self.split!r}")
+        if self.prefetch not in ("on", "off"):
+            raise BadInput(f"prover config: prefetch must be on or off, got {self.prefetch!r}")
         for key in ("device_budget", "host_budget", "chunk"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -134,7 +142,7 @@ class ProverConfig:
     @classmethod
     def parse(cls, text: str | None) -> "ProverConfig":
         """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window, device_budget,
-        host_budget, split, chunk); BadInput names a bad token."""
+        host_budget, split, chunk, prefetch); BadInput names a bad token."""
         kw: dict = {}
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
             key, sep, value = part.partition("=")
@@ -145,7 +153,7 @@ class ProverConfig:
                 kw[key] = HOST_MSM if value == HOST_MSM else ops_config.MsmConfig.parse(value)
             elif key == "ntt":
                 kw[key] = ops_config.NttConfig.parse(value)
-            elif key in ("tables", "split"):
+            elif key in ("tables", "split", "prefetch"):
                 kw[key] = value
             elif key in ("window", "chunk"):
                 if not value.isdigit():
@@ -155,7 +163,7 @@ class ProverConfig:
                 kw[key] = memplan.parse_bytes(value)
             else:
                 raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window, "
-                               f"device_budget, host_budget, split, chunk)")
+                               f"device_budget, host_budget, split, chunk, prefetch)")
         return cls(**kw)
 
     def resolved(self, sharded: bool = False) -> "ProverConfig":
@@ -173,7 +181,8 @@ class ProverConfig:
                  f"tables={self.tables}", f"window={self.window}" if self.window else "",
                  f"device_budget={self.device_budget}" if self.device_budget else "",
                  f"host_budget={self.host_budget}" if self.host_budget else "",
-                 f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else ""]
+                 f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else "",
+                 f"prefetch={self.prefetch}" if self.prefetch != "off" else ""]
         return ",".join(p for p in parts if p)
 
 
@@ -342,7 +351,8 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
     plan = memplan.make_plan(shape, partitions, device_budget=budget, host_budget=config.host_budget,
                              want_tables=want_tables, table_bytes=table_bytes_estimate(
                                  {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
-                             if want_tables else 0, chunk=config.chunk, max_batch=max_batch)
+                             if want_tables else 0, chunk=config.chunk, max_batch=max_batch,
+                             prefetch=config.prefetch == "on")
     memplan.log.info("%s", plan.describe())
     return plan
 
@@ -767,6 +777,22 @@ def public_inputs(rk: ResidentKey, z: np.ndarray) -> list[list[int]]:
             for p in range(z.shape[1])]
 
 
+def _finish_step(rk: ResidentKey, out, zs, lo: int, randomness, timings: Timings) -> list:
+    """One step of :func:`prove_batch` after its device run: scalar kinds recorded, the first unsatisfied
+    partition raised, then the step's proofs finished."""
+    timings.batches += 1
+    for name, kinds in out.scalar_kinds.items():
+        timings.scalar_kinds.setdefault(name, kinds)
+    for i in range(zs.shape[1]):
+        err = unsatisfied(rk, out, i, lo + i)
+        if err is not None:
+            raise err
+    t0 = time.perf_counter()
+    proofs = [finish(rk, out, i, r, s) for i, (r, s) in enumerate(randomness)]
+    timings.phases["finish"] = timings.phases.get("finish", 0.0) + time.perf_counter() - t0
+    return proofs
+
+
 def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, int]] | None = None,
                 timings: Timings | None = None, *, verify: bool = True, sync_phases: bool = True) -> list[tuple]:
     """Stage, run and finish one batch ``z`` (``(8, P, num_vars)`` Montgomery limbs): the ``(A, B, C)`` host
@@ -788,23 +814,28 @@ def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, 
     if rk.mesh is not None and step < P:  # sharded sub-batches split evenly over the mesh's devices
         step = max(rk.mesh.size, step - step % rk.mesh.size)
     proofs = []
-    for lo in range(0, P, step):
-        zs = z[:, lo:lo + step]
-        t0 = time.perf_counter()
-        zd = jax.block_until_ready(stage(rk, zs))
-        timings.phases["stage"] = timings.phases.get("stage", 0.0) + time.perf_counter() - t0
-        out = run(rk, zd, lambda name, fn: timed(name, fn, timings.phases), sync_phases=sync_phases)
-        del zd
-        timings.batches += 1
-        for name, kinds in out.scalar_kinds.items():
-            timings.scalar_kinds.setdefault(name, kinds)
-        for i in range(zs.shape[1]):
-            err = unsatisfied(rk, out, i, lo + i)
-            if err is not None:
-                raise err
-        t0 = time.perf_counter()
-        proofs += [finish(rk, out, i, r, s) for i, (r, s) in enumerate(randomness[lo:lo + step])]
-        timings.phases["finish"] = timings.phases.get("finish", 0.0) + time.perf_counter() - t0
+    starts = list(range(0, P, step))
+
+    def staged(lo):
+        return jax.block_until_ready(stage(rk, z[:, lo:lo + step]))
+
+    # prefetch: the next step's witnesses go to the device while this step runs ("stage" then times the wait)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="stage") if rk.config.prefetch == "on" and len(starts) > 1 \
+        else None
+    try:
+        ahead = pool.submit(staged, starts[0]) if pool is not None else None
+        for j, lo in enumerate(starts):
+            zs = z[:, lo:lo + step]
+            t0 = time.perf_counter()
+            zd = ahead.result() if ahead is not None else staged(lo)
+            timings.phases["stage"] = timings.phases.get("stage", 0.0) + time.perf_counter() - t0
+            ahead = pool.submit(staged, starts[j + 1]) if pool is not None and j + 1 < len(starts) else None
+            out = run(rk, zd, lambda name, fn: timed(name, fn, timings.phases), sync_phases=sync_phases)
+            del zd
+            proofs += _finish_step(rk, out, zs, lo, randomness[lo:lo + step], timings)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     if verify and rk.verifier is not None:
         t0 = time.perf_counter()
         ok = rk.verifier(public_inputs(rk, z), proofs)

@@ -201,10 +201,11 @@ def _fixed(shape: Shape, resident: tuple, streamed: tuple, chunk: int) -> dict:
 
 def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_budget: int | None = None,
               want_tables: bool = False, table_bytes: int = 0, chunk: int | None = None,
-              allow_streaming: bool = True, max_batch: int | None = None) -> MemoryPlan:
+              allow_streaming: bool = True, max_batch: int | None = None, prefetch: bool = False) -> MemoryPlan:
     """Decide a :class:`MemoryPlan` (module docstring). ``device_budget=None``: unbounded (every query resident,
     all partitions in one batch); ``table_bytes``: what the window tables of every query would take;
-    ``max_batch``: an upper bound on the batch (e.g. the engine's). Raises
+    ``max_batch``: an upper bound on the batch (e.g. the engine's); ``prefetch``: the next batch's witnesses are
+    copied to the device while a batch runs (one more ``z`` per partition, ``per_partition_prefetch_z``). Raises
     :class:`~cuzk_jax.errors.MemoryBudgetError` when even one partition with every query streamed does not fit
     the device budget, or the host budget cannot hold one batch's witnesses plus the streamed bases."""
     if partitions < 1:
@@ -218,6 +219,9 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
         resident = tuple(q for q in names if q not in streamed)
         fixed = _fixed(shape, resident, streamed, chunk)
         per = _per_partition(shape, streamed, chunk, eval_chunk)
+        if prefetch:
+            per["prefetch_z"] = per["z"]
+            per["peak"] += per["z"]
         fixed_total, per_total = sum(fixed.values()), per["peak"]
         if device_budget is None:
             batch = upper
