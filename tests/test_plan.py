@@ -201,8 +201,8 @@ def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
 @pytest.mark.slow  # a subprocess: setup, witnesses, two proves of the smallest preset (about a minute on 2 cores)
 def test_sector_bench_runs_verifies_and_records(tmp_path):
     """``bench --op=sector`` on the smallest porep_like preset: every rep proves and verifies both partitions and
-    its row carries the phases, the scalar kinds, the plan text and the per-stage device memory record; another
-    circuit is one clear usage error (exit status 2)."""
+    its row carries the phases, the scalar kinds, the plan text and the per-stage device memory record; with
+    ``prefetch=on`` each rep runs with and without it; another circuit is one clear usage error (exit status 2)."""
     import json
     import os
     import subprocess
@@ -213,17 +213,18 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     out = tmp_path / "sector.json"
     r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny",
-                        "--partitions=2", "--reps=2", "--workers=1", f"--out={out}", "--cache_dir="], env=env,
+                        "--partitions=2", "--reps=2", "--workers=1", "--prover=prefetch=on", f"--out={out}",
+                        "--cache_dir="], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     rows = json.loads(out.read_text())["rows"]
-    assert [row["rep"] for row in rows] == [0, 1]
+    assert [(row["rep"], row["prefetch"]) for row in rows] == [(0, "on"), (0, "off"), (1, "on"), (1, "off")]
     for row in rows:
         assert row["ok"] and row["proofs"] == 2 and row["preset"] == "tiny" and row["constraints"] > 0
         assert row["witness_s"] > 0 and row["witness_wait_s"] >= 0 and row["witness_gib"] >= 0
         assert set(pipeline.PHASES) - {"h"} <= set(row["phases"]) and row["phases"]["verify"] > 0
         assert row["plan_text"] and "setup" in row["device_memory_gib"] and "resident" in row["device_memory_gib"]
-    assert "rep1" in rows[1]["device_memory_gib"] and "sector: rep 1" in r.stdout
+    assert "rep1-prefetch-off" in rows[3]["device_memory_gib"] and "sector: rep 1 (prefetch off)" in r.stdout
     r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--circuit=cube",
                         f"--out={tmp_path / 'bad.json'}", "--cache_dir="], env=env, capture_output=True, text=True,
                        timeout=300)
