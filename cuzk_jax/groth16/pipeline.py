@@ -777,13 +777,13 @@ def public_inputs(rk: ResidentKey, z: np.ndarray) -> list[list[int]]:
             for p in range(z.shape[1])]
 
 
-def _finish_step(rk: ResidentKey, out, zs, lo: int, randomness, timings: Timings) -> list:
-    """One step of :func:`prove_batch` after its device run: scalar kinds recorded, the first unsatisfied
-    partition raised, then the step's proofs finished."""
+def _finish_step(rk: ResidentKey, out, lo: int, randomness, timings: Timings) -> list:
+    """One step of :func:`prove_batch` after its device run (partitions ``lo ..``, one ``(r, s)`` pair each):
+    scalar kinds recorded, the first unsatisfied partition raised, then the step's proofs finished."""
     timings.batches += 1
     for name, kinds in out.scalar_kinds.items():
         timings.scalar_kinds.setdefault(name, kinds)
-    for i in range(zs.shape[1]):
+    for i in range(len(randomness)):
         err = unsatisfied(rk, out, i, lo + i)
         if err is not None:
             raise err
@@ -825,14 +825,13 @@ def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, 
     try:
         ahead = pool.submit(staged, starts[0]) if pool is not None else None
         for j, lo in enumerate(starts):
-            zs = z[:, lo:lo + step]
             t0 = time.perf_counter()
             zd = ahead.result() if ahead is not None else staged(lo)
             timings.phases["stage"] = timings.phases.get("stage", 0.0) + time.perf_counter() - t0
             ahead = pool.submit(staged, starts[j + 1]) if pool is not None and j + 1 < len(starts) else None
             out = run(rk, zd, lambda name, fn: timed(name, fn, timings.phases), sync_phases=sync_phases)
             del zd
-            proofs += _finish_step(rk, out, zs, lo, randomness[lo:lo + step], timings)
+            proofs += _finish_step(rk, out, lo, randomness[lo:lo + step], timings)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
