@@ -31,8 +31,8 @@ import sys
 import time
 
 import jax
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 
 from cuzk_jax import encoding
 from cuzk_jax.ops import curve as C
@@ -233,10 +233,15 @@ def _write_at_fn(buf, piece, at):
 
 
 @functools.lru_cache(maxsize=None)
+def _donating(fn, platform: str):
+    """``fn`` jitted with its first argument (the query buffer) donated, i.e. updated in place, where the platform
+    supports donation (not XLA:CPU)."""
+    return jax.jit(fn, donate_argnums=() if platform == "cpu" else (0,))
+
+
 def _write_at(platform: str):
-    """``buf[..., at:at + len(piece)] = piece`` for Affine batches; ``buf`` donated (updated in place) where the
-    platform supports donation (not XLA:CPU)."""
-    return jax.jit(_write_at_fn, donate_argnums=() if platform == "cpu" else (0,))
+    """``buf[..., at:at + len(piece)] = piece`` for Affine batches (``buf`` donated: :func:`_donating`)."""
+    return _donating(_write_at_fn, platform)
 
 
 def _query_buffer(curve: C.Curve, size: int) -> C.Affine:
@@ -246,13 +251,10 @@ def _query_buffer(curve: C.Curve, size: int) -> C.Affine:
 
 
 def _scatter_fn(buf, pts, idx):
+    """``buf[..., idx] = pts`` for Affine batches."""
     return jax.tree_util.tree_map(lambda b, p: b.at[..., idx].set(p), buf, pts)
 
 
-@functools.lru_cache(maxsize=None)
-def _scatter(platform: str):
-    """``buf[..., idx] = pts`` for Affine batches; ``buf`` donated where the platform supports donation."""
-    return jax.jit(_scatter_fn, donate_argnums=() if platform == "cpu" else (0,))
 
 
 # a query whose scalars are at least this share nonzero is multiplied as it is (compacting would save little)
@@ -282,7 +284,7 @@ def _sparse_fixed_base_queries(curve: C.Curve, parts: list, *args, **kwargs) -> 
             result.append(out)
         else:
             idx, n = w
-            result.append(_scatter(jax.default_backend())(_query_buffer(curve, n), out, idx))
+            result.append(_donating(_scatter_fn, jax.default_backend())(_query_buffer(curve, n), out, idx))
     return result
 
 
@@ -292,8 +294,9 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
     """One batch-affine fixed-base run (:func:`cuzk_jax.ops.fixed_base.mul_affine`; ``points="bucket"``: the
     bucket method on the MSM's Pallas kernel, :func:`~cuzk_jax.ops.fixed_base.mul_bucket`; ``points="jacobian"``:
     the Jacobian method :func:`~cuzk_jax.ops.fixed_base.mul`) over the concatenation of the scalar arrays
-    ``parts`` (canonical Fr limbs ``(8, N_i)``, device), split back into one :class:`Affine` per part. A part spanning several chunks is written into one preallocated buffer (in place on an accelerator), so
-    beside the key only one chunk's points are held twice."""
+    ``parts`` (canonical Fr limbs ``(8, N_i)``, device), split back into one :class:`Affine` per part. A part
+    spanning several chunks is written into one preallocated buffer (in place on an accelerator), so beside the
+    key only one chunk's points are held twice."""
     sizes = [int(p.shape[1]) for p in parts]
     total = sum(sizes)
     if total == 0:
