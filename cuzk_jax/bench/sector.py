@@ -10,8 +10,8 @@ Per run (one row each):
 3. **resident** -- :func:`cuzk_jax.groth16.pipeline.make_resident` under ``--prover``'s budgets: the plan is
    logged and stored in the row; the setup's full-size device queries are dropped once the resident key holds
    its infinity-free copies (the plan counts those only);
-4. **witnesses** -- :func:`cuzk_jax.circuits.porep_like.sampled_witness_batch` with ``--workers`` processes (0: one per
-   core), started after the structure and made while the device runs steps 2 and 3 (the CPU and the device work
+4. **witnesses** -- :func:`cuzk_jax.circuits.porep_like.sampled_witness_batch` with ``--workers`` processes (0:
+   one per core), started after the structure and made while the device runs steps 2 and 3 (the CPU and the device work
    at once, as in the engine); ``witness_s`` is their own time, ``witness_wait_s`` what was left after step 3;
 5. **prove** -- :func:`cuzk_jax.groth16.pipeline.prove_batch` over the planned batches, every proof verified by
    pairing before it is returned (a proof that does not verify fails the row); ``--reps`` times (the first one
@@ -80,14 +80,12 @@ def run(cfg) -> list[dict]:
     row.update(structure_s=round(time.perf_counter() - t, 3), constraints=r1cs.num_constraints,
                num_vars=r1cs.num_vars)
     # the witnesses (CPU worker processes) are made while the device sets up the key and uploads it
-    witness_s = [None]
 
     def make_witnesses():
         t0 = time.perf_counter()
         # sampled in the workers too (a sector32g partition's stand-in sealing data is seconds of native hashing)
-        out = porep_like.sampled_witness_batch(circuit, P, cfg.seed, workers=cfg.workers or None)
-        witness_s[0] = round(time.perf_counter() - t0, 3)
-        return out
+        z, _publics = porep_like.sampled_witness_batch(circuit, P, cfg.seed, workers=cfg.workers or None)
+        return z, round(time.perf_counter() - t0, 3)
 
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="witnesses")
     witnesses = pool.submit(make_witnesses)
@@ -107,8 +105,8 @@ def run(cfg) -> list[dict]:
     memory["resident"] = _device_gib()
     _say(f"resident key {row['resident_s']} s, {row['key_device_gib']} GiB; {row['plan_text']}")
     t = time.perf_counter()
-    z, _publics = witnesses.result()  # raises the workers' error, if any
-    row.update(witness_wait_s=round(time.perf_counter() - t, 3), witness_s=witness_s[0],
+    z, witness_s = witnesses.result()  # raises the workers' error, if any
+    row.update(witness_wait_s=round(time.perf_counter() - t, 3), witness_s=witness_s,
                witness_gib=round(z.nbytes / 2**30, 3))
     pool.shutdown()
     _say(f"witnesses {row['witness_s']} s ({row['witness_gib']} GiB), {row['witness_wait_s']} s waited for after "

@@ -6,12 +6,13 @@ Phases (``--modes``; default all three):
 
 * ``fixed_base`` -- :func:`cuzk_jax.ops.fixed_base.mul_affine` (``--impl=affine``, the batch-affine path),
   :func:`~cuzk_jax.ops.fixed_base.mul_bucket` (``--impl=bucket``: the MSM's Pallas accumulation kernel, with
-  ``block=`` / ``warps=`` besides the affine keys) and/or the older Jacobian method (``--impl=jacobian``) over ``2^log_n`` random scalars per ``--group``: the first call
-  (table build + compile) and the median of ``--reps`` warm calls, as points/s; 4 random outputs are compared with
-  the Python-int reference curve (``ok``). The affine path takes tuning keys, one row per spec:
+  ``block=`` / ``warps=`` besides the affine keys) and/or the older Jacobian method (``--impl=jacobian``) over
+  ``2^log_n`` random scalars per ``--group``: the first call (table build + compile) and the median of
+  ``--reps`` warm calls, as points/s; 4 random outputs are compared with the Python-int reference curve
+  (``ok``). The affine path takes tuning keys, one row per spec:
   ``affine:w=WINDOW_BITS:chunk=LOG2_SCALARS_PER_CALL:inv=INVERSION_RUN:fw=FERMAT_WINDOW`` (e.g.
-  ``--impl=affine:w=16,affine:w=20:chunk=23:inv=256:fw=1``); omitted keys take the module's defaults. The ``setup``
-  phase uses the first spec (``jacobian`` / ``bucket``: the device setup with that fixed-base method).
+  ``--impl=affine:w=16,affine:w=20:chunk=23:inv=256:fw=1``); omitted keys take the module's defaults. The
+  ``setup`` phase uses the first spec (``jacobian`` / ``bucket``: the device setup with that fixed-base method).
 * ``setup`` -- :func:`cuzk_jax.groth16.generator.development_setup` on a synthetic R1CS with a ``2^log_n`` domain
   (``2^log_n - 2`` constraints, 2 / 1 / 1 nonzeros per row of A / B / C, random columns): the whole key (4 G1
   queries and the G2 query) and its points/s, twice (the second call is warm); one H-query point is compared with
@@ -52,8 +53,8 @@ def parse_impl(spec: str) -> tuple[str, dict]:
     for opt in opts:
         key, _, val = opt.partition("=")
         if key not in _KEYS or not val.isdigit() or int(val) < 1 or (key in _BUCKET_ONLY and kind != "bucket"):
-            raise ValueError(f"bad option {opt!r} in --impl {spec!r}: expected w=, chunk= (log2), inv= or fw= with a "
-                             "positive integer")
+            raise ValueError(f"bad option {opt!r} in --impl {spec!r}: expected w=, chunk= (log2), inv=, fw= (or, for "
+                             "bucket, block= / warps=) with a positive integer")
         kw[_KEYS[key]] = 1 << int(val) if key == "chunk" else int(val)
     return kind, kw
 DEFAULTS = {"log_n": ["16", "18"], "impl": ["affine"], "modes": list(MODES), "reps": 3, "warmup": 1}
@@ -154,7 +155,7 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
     if kind == "jacobian":
         tuning = {"points": "jacobian"}
     elif kind == "bucket":
-        if {"block", "num_warps"} & set(tuning):
+        if {_KEYS[k] for k in _BUCKET_ONLY} & set(tuning):
             raise ValueError("--modes=setup takes no block= / warps= (the device setup runs the kernel's defaults)")
         tuning = {**tuning, "points": "bucket"}
     r1cs = synthetic_r1cs(log_n)
