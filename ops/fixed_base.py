@@ -436,7 +436,7 @@ def _bucket_pairs(scalars, window: int):
     K = num_windows(window)
     n = scalars.shape[1]
     padded = jnp.concatenate([_reduce_mod_r(scalars), jnp.zeros((1, n), jnp.uint32)], axis=0)
-    digits = jnp.stack([_digit(padded, k, window) for k in range(K)])  # (K, N), static K
+    digits = jax.vmap(lambda k: _digit(padded, k, window))(jnp.arange(K, dtype=jnp.int32))  # (K, N)
     vals = digits + (jnp.arange(K, dtype=jnp.int32) << window)[:, None]
     zero = digits == 0
     order = jnp.argsort(zero, axis=0, stable=True)  # per column: nonzero digits first, each group in window order
