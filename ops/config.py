@@ -21,6 +21,7 @@ import jax
 
 SCHEDULES = ("unrolled", "rolled")
 KERNELS = ("xla", "pallas", "pallas_interpret")
+NTT_TILES = ("stockham", "rows", "rows_lm")  # ops.pallas.ntt.TILES (the ops layer may not import the kernels here)
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -149,6 +150,9 @@ class NttConfig:
     Pallas kernels (a 32-point sub-transform per tile, 8 columns of 32-byte rows with the default block).
     ``block``: elements (points x columns) per kernel program (Pallas; a power of two).
     ``warps``: Triton warps per program (Pallas).
+    ``tile``: how a Pallas program holds its tile (:func:`cuzk_jax.ops.pallas.ntt.sub_transform`): ``"stockham"``
+    (one ``(M, columns)`` array, stages through reshapes) or ``"rows"`` / ``"rows_lm"`` (``M`` lane arrays,
+    elementwise butterflies; ``rows_lm`` gathers twiddles from a limb-minor table).
     ``schedule``: the field multiplication schedule (``"unrolled"`` / ``"rolled"``) of the XLA programs -- the
     ``"xla"`` passes and, for every kernel, the pointwise scalings and the H step's pointwise product; None:
     :func:`default_schedule` of the platform.
@@ -159,10 +163,13 @@ class NttConfig:
     warps: int = 8
     schedule: str | None = None
     sub: int | None = None
+    tile: str = "stockham"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown NttConfig kernel {self.kernel!r}; expected one of {KERNELS}")
+        if self.tile not in NTT_TILES:
+            raise ValueError(f"unknown NttConfig tile {self.tile!r}; expected one of {NTT_TILES}")
         if self.sub is not None and (not isinstance(self.sub, int) or not 1 <= self.sub <= 32):
             raise ValueError(f"NttConfig.sub must be an int in 1..32 or None, got {self.sub!r}")
         for name in ("block", "warps"):
@@ -198,9 +205,13 @@ class NttConfig:
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
+            elif key == "tile":
+                if val not in NTT_TILES:
+                    raise ValueError(f"bad value in tile={val!r} of {text!r}: expected one of {NTT_TILES}")
+                kw[key] = val
             else:
                 raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
-                                 f"sub")
+                                 f"sub, tile")
         return cls(kernel, **kw)
 
     @classmethod

@@ -314,6 +314,8 @@ def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, na
     if pre is not None and config.kernel == "xla":
         x, pre = _scale_impl(x, *pre, schedule=config.schedule), None
     R_ = 1
+    if config.tile == "rows_lm" and config.kernel != "xla":
+        T = T.T  # (n/2, 8): one 32-byte sector per gathered twiddle
     for p, s in enumerate(digits):
         M = 1 << s
         C = n // (R_ * M)
@@ -326,7 +328,7 @@ def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, na
 
             X = pntt.sub_transform(X, T, s=s, n=n, R_=R_, twiddle=twiddle, pre=pre if p == 0 else None,
                                    interpret=config.kernel == "pallas_interpret", block=config.block,
-                                   num_warps=config.warps)
+                                   num_warps=config.warps, tile=config.tile)
         x = X.reshape(LIMBS, B, n)
         R_ *= M
     if not natural:

@@ -166,15 +166,18 @@ def test_four_step_xla_matches_reference(log_n, sub):
     assert from_arr(N.coset_intt(x, config=cfg)) == [RN.coset_intt(v, 7) for v in vals]
 
 
-@pytest.mark.parametrize("log_n,sub,block", [pytest.param(5, 2, 8, marks=pytest.mark.slow), (3, 8, 4)])
+@pytest.mark.parametrize("log_n,sub,block,tile", [pytest.param(5, 2, 8, "stockham", marks=pytest.mark.slow),
+                                                  (3, 8, 4, "stockham"), (5, 2, 8, "rows"),
+                                                  pytest.param(6, 3, 16, "rows_lm", marks=pytest.mark.slow)])
 @pytest.mark.usefixtures("no_persistent_cache")
 @isolated
-def test_pallas_ntt_interpret(log_n, sub, block):
+def test_pallas_ntt_interpret(log_n, sub, block, tile):
     """The Pallas sub-transform kernel end to end under the interpreter: 2^5 as three passes (4 x 4 x 2 points,
-    tiles of 2 columns, so the four-step twiddle sees column offsets), 2^3 as one pass; forward, inverse, coset."""
+    tiles of 2 columns, so the four-step twiddle sees column offsets), 2^3 as one pass; forward, inverse, coset.
+    The ``rows`` tiles also take several batch rows per program in the last pass (``C = 1``)."""
     rng = random.Random(301 + log_n)
-    vals = rows(rng, 1 << log_n)
-    cfg = NttConfig("pallas_interpret", block=block, sub=sub)
+    vals = rows(rng, 1 << log_n, count=3)
+    cfg = NttConfig("pallas_interpret", block=block, sub=sub, tile=tile)
     x = to_arr(vals)
     assert from_arr(N.ntt(x, config=cfg)) == [RN.ntt(v) for v in vals]
     assert from_arr(N.intt(x, config=cfg)) == [RN.intt(v) for v in vals]
@@ -202,8 +205,9 @@ def test_pallas_pass_matches_xla_pass():
     assert not bool(jnp.all(got == x))
 
 
-@pytest.mark.parametrize("s,C,twiddle", [(5, 64, True), (3, 1, False)])
-def test_pallas_kernel_lowers_to_triton(s, C, twiddle):
+@pytest.mark.parametrize("s,C,twiddle,tile", [(5, 64, True, "stockham"), (3, 1, False, "stockham"),
+                                              (4, 64, True, "rows_lm"), (3, 1, False, "rows")])
+def test_pallas_kernel_lowers_to_triton(s, C, twiddle, tile):
     """Lower the kernel (the PTX field of the GPU schedule) for CUDA on this GPU-less machine (Pallas -> Triton IR), so a
     lowering regression shows up in CPU CI; compiling and running it needs the GPU (scripts/bench.py --op=ntt)."""
     from jax import export
@@ -219,12 +223,13 @@ def test_pallas_kernel_lowers_to_triton(s, C, twiddle):
 
     def f(x, w):
         return P.sub_transform(x, w, s=s, n=n, R_=4, twiddle=twiddle, triton=True, block=cfg.block,
-                               num_warps=cfg.warps)
+                               num_warps=cfg.warps, tile=tile)
 
     with jax.enable_x64(True):
         exp = export.export(jax.jit(f), platforms=["cuda"], disabled_checks=[
             export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(
-            jax.ShapeDtypeStruct((8, BATCH * 4, 1 << s, C), jnp.uint32), jax.ShapeDtypeStruct((8, n // 2), jnp.uint32))
+            jax.ShapeDtypeStruct((8, BATCH * 4, 1 << s, C), jnp.uint32),
+            jax.ShapeDtypeStruct((n // 2, 8) if tile == "rows_lm" else (8, n // 2), jnp.uint32))
     text = exp.mlir_module()
     assert "xla.gpu.triton" in text and "madc.hi.cc.u32" in text
 

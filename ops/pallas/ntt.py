@@ -25,6 +25,7 @@ jnp limb field (:class:`~cuzk_jax.ops.pallas.limb_field.LimbField`: same functio
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +35,7 @@ from cuzk_jax.ops.ntt_network import fourstep_exponents
 
 LIMBS = 8
 DEFAULT_BLOCK = 256
+TILES = ("stockham", "rows", "rows_lm")
 U32 = jnp.uint32
 
 
@@ -86,6 +88,61 @@ def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twid
         o_ref[l] = v[l].astype(U32)
 
 
+def _kernel_rows(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twiddle: bool, pre: bool,
+                 interpret: bool, limb_minor: bool):
+    """The ``rows`` tile: the ``M`` rows of a ``(Rb, M, Cb)`` tile are ``M`` separate ``(Rb, Cb)`` arrays, so every
+    butterfly is elementwise between two of them (no reshape, no data exchange between threads); the stages are
+    radix-2 decimation in time over a bit-reversed Python list (the bit reversal is only the order in which rows are
+    read, free), with one scalar twiddle per butterfly column (uniform across the program). ``w_ref`` is the root
+    table, ``(8, n/2)`` or, ``limb_minor``, ``(n/2, 8)`` (one 32-byte sector per gathered element)."""
+    f = _field(interpret)
+    M = 1 << s
+    col0 = (pl.program_id(0) % nc) * Cb
+    Rb = x_ref.shape[1]
+    shape = (Rb, Cb)
+
+    def table(idx, l):
+        return w_ref[idx, l] if limb_minor else w_ref[l, idx]
+
+    rows = [[x_ref[l, :, k, :].astype(f.dtype) for l in range(LIMBS)] for k in range(M)]
+    j = (jax.lax.broadcasted_iota(jnp.int32, (1, Cb), 1) + col0).astype(U32)  # global column, per lane
+    if pre:  # x[k, j] * hi[i >> c] * lo[i mod 2^c], i = k C + j (the first pass: R_ = 1)
+        lo_ref, hi_ref, o_ref = refs
+        c = lo_ref.shape[1].bit_length() - 1
+        for k in range(M):
+            i = U32(k * nc * Cb) + j
+            lo = [lo_ref[l, (i & U32((1 << c) - 1)).astype(jnp.int32)].astype(f.dtype) for l in range(LIMBS)]
+            hi = [hi_ref[l, (i >> U32(c)).astype(jnp.int32)].astype(f.dtype) for l in range(LIMBS)]
+            rows[k] = f.mul(rows[k], _bcast(f.mul(hi, lo), shape))
+    else:
+        (o_ref,) = refs
+    a = [rows[int(bitrev_int(k, s))] for k in range(M)]
+    for q in range(1, s + 1):
+        h = 1 << (q - 1)
+        for t in range(h):  # w_(2h)^t = w_n^(t n / 2h): one scalar per butterfly column
+            tw = None if t == 0 else _bcast([table(t * (n // (2 * h)), l).astype(f.dtype) for l in range(LIMBS)],
+                                            shape)
+            for b in range(0, M, 2 * h):
+                u, v = a[b + t], a[b + t + h]
+                if tw is not None:
+                    v = f.mul(v, tw)
+                a[b + t], a[b + t + h] = f.add(u, v), f.sub(u, v)
+    if twiddle:
+        for k in range(1, M):
+            e = (U32(k * R_) * j) & U32(n - 1)
+            idx = (e & U32(n // 2 - 1)).astype(jnp.int32)
+            y = f.mul(a[k], _bcast([table(idx, l).astype(f.dtype) for l in range(LIMBS)], shape))
+            a[k] = f.select(jnp.broadcast_to(e >= U32(n // 2), shape), f.neg(y), y)  # w^(e + n/2) = -w^e
+    for k in range(M):
+        for l in range(LIMBS):
+            o_ref[l, :, k, :] = a[k][l].astype(U32)
+
+
+def bitrev_int(k: int, bits: int) -> int:
+    """``k`` with its low ``bits`` bits reversed (a Python int: the row order of the ``rows`` tile)."""
+    return int(format(k, f"0{bits}b")[::-1], 2) if bits else 0
+
+
 def _compiler_params(num_warps, triton: bool | None):
     if triton is None:
         triton = jax.default_backend() == "gpu"
@@ -97,7 +154,8 @@ def _compiler_params(num_warps, triton: bool | None):
 
 
 def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, interpret: bool = False,
-                  block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None):
+                  block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None,
+                  tile: str = "stockham"):
     """One pass on ``x`` ``(8, BR, M, C)`` (``M = 2^s``): the M-point NTT along axis 2 with root ``w_n^(n/M)``, then
     (``twiddle``) the four-step factor ``w_n^(k j R_)``; same shape out. See the module docstring.
 
@@ -107,25 +165,41 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
 
     ``block`` (a power of two): elements per program; ``triton`` forces (True) or omits (False) the Triton compiler
     parameters, default: on when the default backend is a GPU (used to lower for CUDA on a machine without one).
+
+    ``tile``: ``"stockham"`` -- one ``(M, Cb)`` tile per program, Stockham stages through reshapes (module
+    docstring); ``"rows"`` / ``"rows_lm"`` -- a ``(Rb, M, Cb)`` tile (``Rb Cb = block / M`` lanes: ``Rb`` rows of
+    the batch axis when a pass has fewer than ``block / M`` columns, as the last pass, where ``C = 1``) held as
+    ``M`` separate lane arrays (:func:`_kernel_rows`); ``"rows_lm"`` takes ``w`` limb-minor, ``(n/2, 8)``.
     """
     _, BR, M, C = x.shape
     if M != 1 << s:
         raise ValueError(f"sub_transform: axis 2 has {M} points, expected 2^{s}")
     if block <= 0 or block & (block - 1):
         raise ValueError(f"block must be a power of two, got {block}")
-    Cb = min(C, max(1, block // M))
+    if tile not in TILES:
+        raise ValueError(f"unknown tile {tile!r}; expected one of {TILES}")
+    lanes = max(1, block // M)
+    Cb = min(C, lanes)
     nc = C // Cb
     if pre is not None and (R_ != 1 or pre[0].shape[1] * pre[1].shape[1] != M * C):
         raise ValueError("sub_transform: pre-scaling applies to a first pass (R_ = 1, len(lo) len(hi) = M C)")
-    kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, pre=pre is not None,
-                               interpret=interpret)
-    spec = pl.BlockSpec((LIMBS, None, M, Cb), lambda i: (0, i // nc, 0, i % nc))
+    if tile == "stockham":
+        kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, pre=pre is not None,
+                                   interpret=interpret)
+        spec = pl.BlockSpec((LIMBS, None, M, Cb), lambda i: (0, i // nc, 0, i % nc))
+        grid = BR * nc
+    else:
+        Rb = math.gcd(BR, lanes // Cb)  # a power of two (lanes // Cb is one) dividing the batch-row count
+        kernel = functools.partial(_kernel_rows, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle,
+                                   pre=pre is not None, interpret=interpret, limb_minor=tile == "rows_lm")
+        spec = pl.BlockSpec((LIMBS, Rb, M, Cb), lambda i: (0, i // nc, 0, i % nc))
+        grid = (BR // Rb) * nc
     tables = [w] + ([] if pre is None else list(pre))
     with jax.enable_x64(True):
         return pl.pallas_call(
             kernel,
             out_shape=jax.ShapeDtypeStruct(x.shape, U32),
-            grid=(BR * nc,),  # one long grid axis: CUDA caps grid y/z at 65535
+            grid=(grid,),  # one long grid axis: CUDA caps grid y/z at 65535
             in_specs=[spec] + [pl.BlockSpec(tuple(t.shape), lambda i: (0, 0)) for t in tables],
             out_specs=spec,
             interpret=interpret,
