@@ -183,14 +183,18 @@ class NttConfig:
 
     @classmethod
     def default(cls, platform: str | None = None) -> "NttConfig":
-        """The Pallas pass kernel (``"pallas"``: 256 elements per program, 8 warps, 32-point passes) on a GPU, the
-        XLA four-step path elsewhere; the schedule of the platform (:func:`default_schedule`).
+        """The Pallas pass kernel with ``rows`` tiles on a GPU (``"pallas:block=2048:sub=3:tile=rows"``: 8-point
+        passes, 256 lanes per program, 8 warps), the XLA path elsewhere; the schedule of the platform
+        (:func:`default_schedule`).
 
-        On the H200 the kernel was exact against the host NTT and faster than the XLA path at every size from
-        2^20 to 2^26 in one run (``bench --op=ntt``; figures in ``bench/results/RESULTS.md``); on a CPU it runs
-        only under the Pallas interpreter (``"pallas_interpret"``, the tests' twin)."""
+        On the H200 the kernel was exact against the host NTT; the ``rows`` tile with 8-point passes beat the
+        Stockham tile and 16-point ``rows`` passes in one run (``bench --op=ntt``; figures in
+        ``bench/results/RESULTS.md``); on a CPU it runs only under the Pallas interpreter (``"pallas_interpret"``,
+        the tests' twin)."""
         p = platform_of(platform)
-        return cls("pallas" if p == "gpu" else "xla", schedule=default_schedule(p))
+        if p == "gpu":
+            return cls("pallas", block=2048, sub=3, tile="rows", schedule=default_schedule(p))
+        return cls("xla", schedule=default_schedule(p))
 
     @classmethod
     def parse(cls, text: str) -> "NttConfig":

@@ -58,8 +58,8 @@ flags.DEFINE_string("prover", "", "engine: prover configuration, passed through 
 flags.DEFINE_list("fill", ["predict"], "engine: batch-forming rules to compare, one run each (predict: batch by what "
                   "is about to be ready; wait: the fixed --max_wait_s)")
 flags.DEFINE_enum("backend", "device", ["device", "host"], "service: the daemon's engine backend (host: Python ints)")
-flags.DEFINE_enum("fixed_base", "affine", ["affine", "bucket", "jacobian"], "sector: fixed-base method of the "
-                  "device setup (development_setup points=)")
+flags.DEFINE_enum("fixed_base", "auto", ["auto", "affine", "bucket", "jacobian"], "sector: fixed-base method of "
+                  "the device setup (development_setup points=; auto: the platform's default per group)")
 flags.DEFINE_bool("synth_compare", False, "engine: also measure synthesis throughput of thread vs process pools")
 # --op=keyload
 flags.DEFINE_list("modes", ["cache", "full"], "keyload: cache = no subgroup test (the key cache), full = every check")

@@ -235,3 +235,12 @@ def test_device_setup_bucket_method_same_key(cube_keys):
     _, r1cs, toxic, dev = cube_keys
     bucket = generator.development_setup(r1cs, toxic, window=WINDOW, chunk=CHUNK, scalar_chunk=2, points="bucket")
     assert bucket.to_bytes() == dev.to_bytes()
+
+
+def test_default_fixed_base_per_group_and_platform():
+    """The bucket method for G1 on a GPU only; G2 and every other platform keep the batch-affine method."""
+    from cuzk_jax.groth16 import generator
+
+    assert generator.default_fixed_base("g1", "gpu") == "bucket"
+    assert generator.default_fixed_base("g2", "gpu") == "affine"
+    assert {generator.default_fixed_base(g, p) for g in ("g1", "g2") for p in ("cpu", "tpu")} == {"affine"}

@@ -90,7 +90,8 @@ def run(cfg) -> list[dict]:
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="witnesses")
     witnesses = pool.submit(make_witnesses)
     t = time.perf_counter()
-    pk = generator.development_setup(r1cs, progress=_say, points=cfg.fixed_base)
+    points = None if cfg.fixed_base == "auto" else cfg.fixed_base
+    pk = generator.development_setup(r1cs, progress=_say, points=points)
     jax.block_until_ready((pk.a_query, pk.b_g1_query, pk.b_g2_query, pk.l_query, pk.h_query))
     row.update(setup_s=round(time.perf_counter() - t, 3), domain=pk.domain_size)
     memory = {"setup": _device_gib()}

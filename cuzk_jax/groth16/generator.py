@@ -147,6 +147,16 @@ SCALAR_METHODS = ("host", "device")
 FIXED_BASE_METHODS = ("affine", "bucket", "jacobian")
 
 
+def default_fixed_base(curve_name: str, platform: str | None = None) -> str:
+    """The fixed-base method :func:`development_setup` uses for a group when ``points`` is None: ``"bucket"`` for
+    G1 on a GPU (the MSM's Pallas kernel: exact and 11x the batch-affine method's points per second on the H200,
+    ``bench/results/RESULTS.md``, session 10), ``"affine"`` for G2 there (the bucket kernel's G2 form is exact
+    under the interpreter but not yet measured on a GPU) and for every group elsewhere (the kernel runs only
+    interpreted on a CPU)."""
+    platform = platform or jax.default_backend()
+    return "bucket" if platform == "gpu" and curve_name == "g1" else "affine"
+
+
 def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | None = None) -> ProvingKey:
     """Circuit-specific setup for ``r1cs`` (a :class:`cuzk_jax.circuits.r1cs.R1CS`).
 
@@ -360,7 +370,7 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
 def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_for_tests: int | None = None,
                       progress=None, window: int | None = None, chunk: int | None = None,
                       inv_chunk: int | None = None, fermat_window: int | None = None,
-                      scalar_chunk: int | None = None, points: str = "affine") -> ProvingKey:
+                      scalar_chunk: int | None = None, points: str | None = None) -> ProvingKey:
     """A DEVELOPMENT Groth16 setup computed on the device: same key as :func:`setup` for the same toxic waste.
 
     "Development": one party knows the toxic waste while this runs (no ceremony); it comes from the OS CSPRNG
@@ -373,8 +383,9 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     appended); the query scalars (``l``, ``ic``, H's ``tau^i Z(tau) / delta``) in canonical form; then one batch-
     affine fixed-base run per group (:func:`cuzk_jax.ops.fixed_base.mul_affine`: ``window`` bits, ``chunk``
     scalars per call, ``inv_chunk`` its inversion run length, ``fermat_window`` the window of the inversions'
-    exponentiation; None = that module's defaults; ``points="bucket"`` / ``"jacobian"`` use the bucket / Jacobian
-    method instead: same key). ``scalar_chunk``: elements per call of the scalar programs
+    exponentiation; None = that module's defaults; ``points``: ``"affine"``, ``"bucket"`` (the bucket method on
+    the MSM's Pallas kernel) or ``"jacobian"`` for both groups -- same key whichever; None:
+    :func:`default_fixed_base` per group). ``scalar_chunk``: elements per call of the scalar programs
     (default ``min(domain, 2^22)``). The key's queries stay on the device (a prover can use them without a host
     round trip); only the verifying key and the two fixed proving-key points come to the host.
     """
@@ -421,14 +432,15 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
         jax.block_until_ready((a_s, b_s, l_s, ic_s, h_s))
     t_scalars = time.perf_counter() - t0
 
-    with _phase(f"{2 * num_vars + n - 1 + num_aux + num_inputs} G1 points ({points} fixed-base)", progress):
+    p1, p2 = (points or default_fixed_base("g1"), points or default_fixed_base("g2"))
+    with _phase(f"{2 * num_vars + n - 1 + num_aux + num_inputs} G1 points ({p1} fixed-base)", progress):
         a_q, b1_q, h_q, l_q, ic_q = _sparse_fixed_base_queries(C.g1, [a_s, b_s, h_s, l_s, ic_s], window, chunk,
-                                                           inv_chunk, fermat_window, points)
+                                                           inv_chunk, fermat_window, p1)
         jax.block_until_ready((a_q, b1_q, h_q, l_q, ic_q))
     t_g1 = time.perf_counter() - t0 - t_scalars
     del a_s, h_s, l_s, ic_s
-    with _phase(f"{num_vars} G2 points ({points} fixed-base)", progress):
-        (b2_q,) = _sparse_fixed_base_queries(C.g2, [b_s], window, chunk, inv_chunk, fermat_window, points)
+    with _phase(f"{num_vars} G2 points ({p2} fixed-base)", progress):
+        (b2_q,) = _sparse_fixed_base_queries(C.g2, [b_s], window, chunk, inv_chunk, fermat_window, p2)
         jax.block_until_ready(b2_q)
     t_g2 = time.perf_counter() - t0 - t_scalars - t_g1
 
