@@ -21,7 +21,6 @@ import jax
 
 SCHEDULES = ("unrolled", "rolled")
 KERNELS = ("xla", "pallas", "pallas_interpret")
-NTT_TILES = ("stockham", "rows", "rows_lm")  # ops.pallas.ntt.TILES (the ops layer may not import the kernels here)
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -141,35 +140,29 @@ class NttConfig:
     """How :mod:`cuzk_jax.ops.ntt` (and :mod:`cuzk_jax.ops.qap`) run the passes of a transform (docs/ntt.md).
 
     ``kernel``: ``"xla"`` -- each pass's sub-transform as constant-geometry radix-2 stages in one XLA
-    ``fori_loop``; ``"pallas"`` -- each pass one Pallas/Triton kernel launch doing whole sub-transforms of a tile in
-    registers / shared memory (:mod:`cuzk_jax.ops.pallas.ntt`, PTX carry-chain field blocks; GPU only);
+    ``fori_loop``; ``"pallas"`` -- each pass one Pallas/Triton kernel launch doing whole sub-transforms of a tile
+    held in registers as lane arrays (:mod:`cuzk_jax.ops.pallas.ntt`, PTX carry-chain field blocks; GPU only);
     ``"pallas_interpret"`` -- that kernel under the Pallas interpreter with the rolled jnp field (the CPU test
     twin: same function).
     ``sub``: log2 of the largest sub-transform of one pass (Bailey's four-step, applied recursively: a 2^L NTT is
-    ``ceil(L / sub)`` passes); None: one pass for ``xla`` (its stages run one per XLA kernel anyway), 5 for the
-    Pallas kernels (a 32-point sub-transform per tile, 8 columns of 32-byte rows with the default block).
-    ``block``: elements (points x columns) per kernel program (Pallas; a power of two).
+    ``ceil(L / sub)`` passes); None: one pass for ``xla`` (its stages run one per XLA kernel anyway), 3 for the
+    Pallas kernels (8-point sub-transforms: 8 points x 8 limbs stay in registers per lane).
+    ``block``: elements (points x lanes) per kernel program (Pallas; a power of two; 2048 = 256 lanes of 8 points).
     ``warps``: Triton warps per program (Pallas).
-    ``tile``: how a Pallas program holds its tile (:func:`cuzk_jax.ops.pallas.ntt.sub_transform`): ``"stockham"``
-    (one ``(M, columns)`` array, stages through reshapes) or ``"rows"`` / ``"rows_lm"`` (``M`` lane arrays,
-    elementwise butterflies; ``rows_lm`` gathers twiddles from a limb-minor table).
     ``schedule``: the field multiplication schedule (``"unrolled"`` / ``"rolled"``) of the XLA programs -- the
     ``"xla"`` passes and, for every kernel, the pointwise scalings and the H step's pointwise product; None:
     :func:`default_schedule` of the platform.
     """
 
     kernel: str = "xla"
-    block: int = 256
+    block: int = 2048
     warps: int = 8
     schedule: str | None = None
     sub: int | None = None
-    tile: str = "stockham"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown NttConfig kernel {self.kernel!r}; expected one of {KERNELS}")
-        if self.tile not in NTT_TILES:
-            raise ValueError(f"unknown NttConfig tile {self.tile!r}; expected one of {NTT_TILES}")
         if self.sub is not None and (not isinstance(self.sub, int) or not 1 <= self.sub <= 32):
             raise ValueError(f"NttConfig.sub must be an int in 1..32 or None, got {self.sub!r}")
         for name in ("block", "warps"):
@@ -183,18 +176,15 @@ class NttConfig:
 
     @classmethod
     def default(cls, platform: str | None = None) -> "NttConfig":
-        """The Pallas pass kernel with ``rows`` tiles on a GPU (``"pallas:block=2048:sub=3:tile=rows"``: 8-point
-        passes, 256 lanes per program, 8 warps), the XLA path elsewhere; the schedule of the platform
-        (:func:`default_schedule`).
+        """The Pallas pass kernel on a GPU (``"pallas"``: 8-point passes, 256 lanes per program, 8 warps), the XLA
+        path elsewhere; the schedule of the platform (:func:`default_schedule`).
 
-        On the H200 the kernel was exact against the host NTT; the ``rows`` tile with 8-point passes beat the
-        Stockham tile and 16-point ``rows`` passes in one run (``bench --op=ntt``; figures in
-        ``bench/results/RESULTS.md``); on a CPU it runs only under the Pallas interpreter (``"pallas_interpret"``,
-        the tests' twin)."""
+        On the H200 the kernel was exact against the host NTT; its lane-array tile with 8-point passes and a
+        limb-minor twiddle table beat the earlier Stockham tile and 16-point passes at 2^20, 10 x 2^20 and 2^24
+        (``bench --op=ntt``; figures in ``bench/results/RESULTS.md``); on a CPU it runs only under the Pallas
+        interpreter (``"pallas_interpret"``, the tests' twin)."""
         p = platform_of(platform)
-        if p == "gpu":
-            return cls("pallas", block=2048, sub=3, tile="rows", schedule=default_schedule(p))
-        return cls("xla", schedule=default_schedule(p))
+        return cls("pallas" if p == "gpu" else "xla", schedule=default_schedule(p))
 
     @classmethod
     def parse(cls, text: str) -> "NttConfig":
@@ -209,13 +199,9 @@ class NttConfig:
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
-            elif key == "tile":
-                if val not in NTT_TILES:
-                    raise ValueError(f"bad value in tile={val!r} of {text!r}: expected one of {NTT_TILES}")
-                kw[key] = val
             else:
                 raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
-                                 f"sub, tile")
+                                 f"sub")
         return cls(kernel, **kw)
 
     @classmethod
@@ -236,7 +222,7 @@ class NttConfig:
         """``sub`` resolved: the largest sub-transform of a pass (log2) for this kernel."""
         if self.sub is not None:
             return self.sub
-        return 32 if self.kernel == "xla" else 5
+        return 32 if self.kernel == "xla" else 3
 
     def __str__(self) -> str:
         return _format(self)

@@ -43,11 +43,11 @@ default is chosen in :meth:`NttConfig.default <cuzk_jax.ops.config.NttConfig.def
   read (a gather), which also does stage 0 (twiddles all 1); output is in natural order. XLA runs one stage per
   kernel (its fusions give each output its own thread, so a multi-stage fusion would recompute shared products),
   so the default ``sub`` for ``xla`` is "one pass" (no four-step twiddles).
-* ``pallas``: the whole ``M``-point sub-transform of a ``(M, columns)`` tile in ONE kernel launch
-  (:mod:`cuzk_jax.ops.pallas.ntt`): Stockham's self-sorting radix-2 stages (natural order in and out, no bit
-  reversal) on values held in registers / shared memory, the four-step twiddle fused into the store and the coset
-  scaling into the first pass's load; PTX carry-chain field blocks. A 2^20 NTT with ``sub=5`` is 4 kernel
-  launches (plus the digit-reversal transpose), not 20 passes over memory.
+* ``pallas``: the whole ``M``-point sub-transforms of a tile in ONE kernel launch per pass
+  (:mod:`cuzk_jax.ops.pallas.ntt`): the tile's ``M`` rows held as lane arrays in registers, radix-2 stages as
+  elementwise butterflies (rows read in bit-reversed order, so output is natural), the four-step twiddle fused into
+  the store and the coset scaling into the first pass's load; PTX carry-chain field blocks. A 2^20 NTT with the
+  default ``sub=3`` is 7 kernel launches (plus the digit-reversal transpose), not 20 passes over memory.
 * ``pallas_interpret``: that kernel under the Pallas interpreter with the rolled jnp field (CPU tests).
 
 Tables (never program constants)
@@ -314,8 +314,8 @@ def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, na
     if pre is not None and config.kernel == "xla":
         x, pre = _scale_impl(x, *pre, schedule=config.schedule), None
     R_ = 1
-    if config.tile == "rows_lm" and config.kernel != "xla":
-        T = T.T  # (n/2, 8): one 32-byte sector per gathered twiddle
+    if config.kernel != "xla":
+        T = T.T  # the kernel's table is limb-minor, (n/2, 8): one 32-byte sector per gathered twiddle
     for p, s in enumerate(digits):
         M = 1 << s
         C = n // (R_ * M)
@@ -328,7 +328,7 @@ def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, na
 
             X = pntt.sub_transform(X, T, s=s, n=n, R_=R_, twiddle=twiddle, pre=pre if p == 0 else None,
                                    interpret=config.kernel == "pallas_interpret", block=config.block,
-                                   num_warps=config.warps, tile=config.tile)
+                                   num_warps=config.warps)
         x = X.reshape(LIMBS, B, n)
         R_ *= M
     if not natural:

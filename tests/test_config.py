@@ -24,7 +24,8 @@ def test_configs_frozen_and_hashable():
 def test_platform_defaults():
     assert MsmConfig.default("gpu") == MsmConfig("pallas") and MsmConfig.default("cpu") == MsmConfig("xla")
     assert MsmConfig.default("tpu").kernel == "xla"
-    assert NttConfig.default("gpu") == NttConfig("pallas", block=2048, sub=3, tile="rows", schedule="unrolled")
+    assert NttConfig.default("gpu") == NttConfig("pallas", schedule="unrolled")  # measured faster on the H200
+    assert NttConfig("pallas").sub_log() == 3 and NttConfig("xla").sub_log() == 32
     assert NttConfig.default("cpu") == NttConfig("xla", schedule="rolled")
     assert NttConfig.default("tpu") == NttConfig("xla", schedule="unrolled")
     assert default_schedule("cpu") == "rolled" and default_schedule("gpu") == "unrolled"

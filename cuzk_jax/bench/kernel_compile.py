@@ -6,8 +6,8 @@
 
 Times the two kernels of :mod:`cuzk_jax.ops.pallas.bucket` separately (the GPU default field: PTX carry-chain
 blocks), at a small shape (compile time does not depend on the shape much), so the kernel that needs cutting down
-is known; ``ntt_pass`` times one pass kernel of :mod:`cuzk_jax.ops.pallas.ntt` (a 32-point sub-transform per
-column with the four-step twiddle, :func:`~cuzk_jax.ops.pallas.ntt.sub_transform`) at each ``--log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
+is known; ``ntt_pass`` times one pass kernel of :mod:`cuzk_jax.ops.pallas.ntt` (the default 8-point
+sub-transform per lane with the four-step twiddle, :func:`~cuzk_jax.ops.pallas.ntt.sub_transform`) at each ``--log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
 reports the Triton IR line count, the proxy used to compare kernel variants without a GPU. A row is emitted (and
 written) when lowering ends and completed with ``compile_s`` after compilation, so a run killed by a time limit
 still records the lowering. The persistent compilation cache is off while this op runs (it would time a cache hit).
@@ -58,8 +58,8 @@ def _program(kernel: str, group: str, log_n: int, block: int):
     if kernel.startswith("ntt_"):
         from cuzk_jax.ops.pallas import ntt as pntt
 
-        s, nn = 5, 1 << log_n  # the GPU default's sub-transform size (NttConfig sub=5)
-        args = (jnp.zeros((8, 1, 1 << s, nn >> s), jnp.uint32), jnp.zeros((8, nn // 2), jnp.uint32))
+        s, nn = 3, 1 << log_n  # the GPU default's sub-transform size (NttConfig sub=3)
+        args = (jnp.zeros((8, 1, 1 << s, nn >> s), jnp.uint32), jnp.zeros((nn // 2, 8), jnp.uint32))
         fn = jax.jit(lambda x, w: pntt.sub_transform(x, w, s=s, n=nn, R_=1, twiddle=True, triton=True))
         return fn, args, {"log_n": log_n}
     curve = cv.CURVES[group]
