@@ -201,8 +201,8 @@ def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
 @pytest.mark.slow  # a subprocess: setup, witnesses, two proves of the smallest preset (about a minute on 2 cores)
 def test_sector_bench_runs_verifies_and_records(tmp_path):
     """``bench --op=sector`` on the smallest porep_like preset: every rep proves and verifies both partitions and
-    its row carries the phases, the scalar kinds, the plan text and the per-stage device memory record; with
-    ``prefetch=on`` each rep runs with and without it; another circuit is one clear usage error (exit status 2)."""
+    its row carries the phases, the scalar kinds, the plan text and the per-stage device memory record (a first
+    ``prepare`` row has the stages before proving); with ``prefetch=on`` each rep runs with and without it; another circuit is one clear usage error (exit status 2)."""
     import json
     import os
     import subprocess
@@ -217,7 +217,8 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
                         "--cache_dir="], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    rows = json.loads(out.read_text())["rows"]
+    prepare, *rows = json.loads(out.read_text())["rows"]
+    assert prepare["rep"] == "prepare" and prepare["witness_s"] > 0 and "resident" in prepare["device_memory_gib"]
     assert [(row["rep"], row["prefetch"]) for row in rows] == [(0, "on"), (0, "off"), (1, "on"), (1, "off")]
     for row in rows:
         assert row["ok"] and row["proofs"] == 2 and row["preset"] == "tiny" and row["constraints"] > 0

@@ -113,6 +113,8 @@ def run(cfg) -> list[dict]:
     _say(f"witnesses {row['witness_s']} s ({row['witness_gib']} GiB), {row['witness_wait_s']} s waited for after "
          f"the resident key")
     rows: list[dict] = []
+    # a row for the stages so far (rep "prepare"): a run killed in its first (compiling) prove keeps them
+    bench.emit(rows, dict(row, rep="prepare", device_memory_gib=dict(memory), **_host_peak()))
     # prefetch=on: every rep runs with and without it over the same resident key (an A/B in one process)
     variants = [(rk.config.prefetch, rk)]
     if rk.config.prefetch == "on":
