@@ -21,7 +21,7 @@ import jax
 
 SCHEDULES = ("unrolled", "rolled")
 KERNELS = ("xla", "pallas", "pallas_interpret")
-NTT_FOURSTEP = ("gather", "powers")  # ops.pallas.ntt.FOURSTEP (this layer does not import the kernels)
+NTT_FOURSTEP = ("gather", "powers")  # how a Pallas NTT pass makes its four-step twiddles (NttConfig.fourstep)
 
 
 def platform_of(platform: str | None = None) -> str:

@@ -33,15 +33,12 @@ def bitrev(i, bits: int):
     return x >> (32 - bits)
 
 
-def fourstep_exponents(M: int, cols: int, R_: int, n: int, col0=0, row_stride: int | None = None):
+def fourstep_exponents(M: int, cols: int, R_: int, n: int, col0=0):
     """``(k j R_) mod n`` for rows ``k < M`` and columns ``j = col0 + [0, cols)`` (``col0`` may be traced): the
     four-step twiddle exponents of a pass in units of ``w_n`` (``w_(MC) = w_n^R_``), uint32 ``(M, cols)``. The
-    product stays below ``n <= 2^32``: ``k j R_ < M C R_ = n``. With ``row_stride = C`` instead: the element index
-    ``k C + j`` (``R_`` ignored)."""
+    product stays below ``n <= 2^32``: ``k j R_ < M C R_ = n``."""
     k = lax.broadcasted_iota(jnp.int32, (M, cols), 0).astype(U32)
     j = (lax.broadcasted_iota(jnp.int32, (M, cols), 1) + col0).astype(U32)
-    if row_stride is not None:
-        return k * U32(row_stride) + j
     return (k * j * U32(R_)) & U32(n - 1)
 
 

@@ -7,8 +7,8 @@
 Times the two kernels of :mod:`cuzk_jax.ops.pallas.bucket` separately (the GPU default field: PTX carry-chain
 blocks), at a small shape (compile time does not depend on the shape much), so the kernel that needs cutting down
 is known; ``ntt_pass`` times one pass kernel of :mod:`cuzk_jax.ops.pallas.ntt` (the default 8-point
-sub-transform per lane with the four-step twiddle, :func:`~cuzk_jax.ops.pallas.ntt.sub_transform`) at each ``--log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and
-reports the Triton IR line count, the proxy used to compare kernel variants without a GPU. A row is emitted (and
+sub-transform per lane with the four-step twiddle, :func:`~cuzk_jax.ops.pallas.ntt.sub_transform`) at each
+``--log_n``. Lowering alone (``--lower_only``) works on a CPU machine too and reports the Triton IR line count, the proxy used to compare kernel variants without a GPU. A row is emitted (and
 written) when lowering ends and completed with ``compile_s`` after compilation, so a run killed by a time limit
 still records the lowering. The persistent compilation cache is off while this op runs (it would time a cache hit).
 """

@@ -30,9 +30,10 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
+from cuzk_jax.ops.config import NTT_FOURSTEP
+
 LIMBS = 8
 DEFAULT_BLOCK = 2048
-FOURSTEP = ("gather", "powers")  # how a pass makes its four-step twiddles (ops.config.NttConfig.fourstep)
 U32 = jnp.uint32
 
 
@@ -59,8 +60,12 @@ def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twid
     Rb = x_ref.shape[1]
     shape = (Rb, Cb)
 
-    def table(idx, l):
-        return w_ref[idx, l]
+    def roots(idx):  # w^idx, idx < n/2 (a static int or an int32 lane array)
+        return [w_ref[idx, l].astype(f.dtype) for l in range(LIMBS)]
+
+    def signed_roots(e):  # w^e for uint32 exponents e < n: w^(e + n/2) = -w^e
+        r = roots((e & U32(n // 2 - 1)).astype(jnp.int32))
+        return f.select(e >= U32(n // 2), f.neg(r), r)
 
     rows = [[x_ref[l, :, k, :].astype(f.dtype) for l in range(LIMBS)] for k in range(M)]
     j = (jax.lax.broadcasted_iota(jnp.int32, (1, Cb), 1) + col0).astype(U32)  # global column, per lane
@@ -74,32 +79,26 @@ def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twid
             rows[k] = f.mul(rows[k], _bcast(f.mul(hi, lo), shape))
     else:
         (o_ref,) = refs
-    a = [rows[int(bitrev_int(k, s))] for k in range(M)]
+    a = [rows[bitrev_int(k, s)] for k in range(M)]
     for q in range(1, s + 1):
         h = 1 << (q - 1)
         for t in range(h):  # w_(2h)^t = w_n^(t n / 2h): one scalar per butterfly column
-            tw = None if t == 0 else _bcast([table(t * (n // (2 * h)), l).astype(f.dtype) for l in range(LIMBS)],
-                                            shape)
+            tw = None if t == 0 else _bcast(roots(t * (n // (2 * h))), shape)
             for b in range(0, M, 2 * h):
                 u, v = a[b + t], a[b + t + h]
                 if tw is not None:
                     v = f.mul(v, tw)
                 a[b + t], a[b + t + h] = f.add(u, v), f.sub(u, v)
-    if twiddle and powers:  # w^(k j R) = b^k with b = w^(j R): one gather per lane, M - 2 products for the powers
-        e = (U32(R_) * j) & U32(n - 1)
-        b = [table((e & U32(n // 2 - 1)).astype(jnp.int32), l).astype(f.dtype) for l in range(LIMBS)]
-        b = f.select(e >= U32(n // 2), f.neg(b), b)  # w^(e + n/2) = -w^e
-        p = b
+    if twiddle and powers:  # w^(k j R) = base^k, base = w^(j R): one gather per lane, M - 2 products for the powers
+        base = signed_roots((U32(R_) * j) & U32(n - 1))
+        p = base
         for k in range(1, M):
             a[k] = f.mul(a[k], _bcast(p, shape))
             if k < M - 1:
-                p = f.mul(p, b)
+                p = f.mul(p, base)
     elif twiddle:  # one gather per element
         for k in range(1, M):
-            e = (U32(k * R_) * j) & U32(n - 1)
-            idx = (e & U32(n // 2 - 1)).astype(jnp.int32)
-            y = f.mul(a[k], _bcast([table(idx, l).astype(f.dtype) for l in range(LIMBS)], shape))
-            a[k] = f.select(jnp.broadcast_to(e >= U32(n // 2), shape), f.neg(y), y)  # w^(e + n/2) = -w^e
+            a[k] = f.mul(a[k], _bcast(signed_roots((U32(k * R_) * j) & U32(n - 1)), shape))
     for k in range(M):
         for l in range(LIMBS):
             o_ref[l, :, k, :] = a[k][l].astype(U32)
@@ -147,8 +146,8 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
     if pre is not None and (R_ != 1 or pre[0].shape[1] * pre[1].shape[1] != M * C):
         raise ValueError("sub_transform: pre-scaling applies to a first pass (R_ = 1, len(lo) len(hi) = M C)")
     Rb = math.gcd(BR, lanes // Cb)  # a power of two (lanes // Cb is one) dividing the batch-row count
-    if fourstep not in FOURSTEP:
-        raise ValueError(f"unknown fourstep {fourstep!r}; expected one of {FOURSTEP}")
+    if fourstep not in NTT_FOURSTEP:
+        raise ValueError(f"unknown fourstep {fourstep!r}; expected one of {NTT_FOURSTEP}")
     kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, pre=pre is not None,
                                interpret=interpret, powers=fourstep == "powers")
     spec = pl.BlockSpec((LIMBS, Rb, M, Cb), lambda i: (0, i // nc, 0, i % nc))
