@@ -238,9 +238,9 @@ def test_device_setup_bucket_method_same_key(cube_keys):
 
 
 def test_default_fixed_base_per_group_and_platform():
-    """The bucket method for G1 on a GPU only; G2 and every other platform keep the batch-affine method."""
+    """The bucket method for both groups on a GPU; every other platform keeps the batch-affine method."""
     from cuzk_jax.groth16 import generator
 
     assert generator.default_fixed_base("g1", "gpu") == "bucket"
-    assert generator.default_fixed_base("g2", "gpu") == "affine"
+    assert generator.default_fixed_base("g2", "gpu") == "bucket"
     assert {generator.default_fixed_base(g, p) for g in ("g1", "g2") for p in ("cpu", "tpu")} == {"affine"}

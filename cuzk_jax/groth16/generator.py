@@ -148,13 +148,14 @@ FIXED_BASE_METHODS = ("affine", "bucket", "jacobian")
 
 
 def default_fixed_base(curve_name: str, platform: str | None = None) -> str:
-    """The fixed-base method :func:`development_setup` uses for a group when ``points`` is None: ``"bucket"`` for
-    G1 on a GPU (the MSM's Pallas kernel: exact and 11x the batch-affine method's points per second on the H200,
-    ``bench/results/RESULTS.md``, session 10), ``"affine"`` for G2 there (the bucket kernel's G2 form is exact
-    under the interpreter but not yet measured on a GPU) and for every group elsewhere (the kernel runs only
-    interpreted on a CPU)."""
+    """The fixed-base method :func:`development_setup` uses for a group when ``points`` is None: ``"bucket"`` on a
+    GPU for both groups (the MSM's Pallas kernel; exact on the H200 and 11x (G1) / >30x (G2) the batch-affine
+    method's points per second there, ``bench/results/RESULTS.md``, sessions 10 and 11), ``"affine"`` elsewhere
+    (the kernel runs only interpreted on a CPU). ``curve_name`` is kept so a group can get its own default again."""
+    if curve_name not in ("g1", "g2"):
+        raise ValueError(f"unknown group {curve_name!r}; expected g1 or g2")
     platform = platform or jax.default_backend()
-    return "bucket" if platform == "gpu" and curve_name == "g1" else "affine"
+    return "bucket" if platform == "gpu" else "affine"
 
 
 def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | None = None) -> ProvingKey:
