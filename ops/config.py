@@ -21,7 +21,6 @@ import jax
 
 SCHEDULES = ("unrolled", "rolled")
 KERNELS = ("xla", "pallas", "pallas_interpret")
-NTT_FOURSTEP = ("gather", "powers")  # how a Pallas NTT pass makes its four-step twiddles (NttConfig.fourstep)
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -150,8 +149,6 @@ class NttConfig:
     Pallas kernels (8-point sub-transforms: 8 points x 8 limbs stay in registers per lane).
     ``block``: elements (points x lanes) per kernel program (Pallas; a power of two; 2048 = 256 lanes of 8 points).
     ``warps``: Triton warps per program (Pallas).
-    ``fourstep``: how a Pallas pass makes its four-step twiddles ``w^(k j R)``: ``"gather"`` (one table read per
-    element) or ``"powers"`` (one read per lane, the rest as its powers).
     ``schedule``: the field multiplication schedule (``"unrolled"`` / ``"rolled"``) of the XLA programs -- the
     ``"xla"`` passes and, for every kernel, the pointwise scalings and the H step's pointwise product; None:
     :func:`default_schedule` of the platform.
@@ -162,13 +159,10 @@ class NttConfig:
     warps: int = 8
     schedule: str | None = None
     sub: int | None = None
-    fourstep: str = "gather"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown NttConfig kernel {self.kernel!r}; expected one of {KERNELS}")
-        if self.fourstep not in NTT_FOURSTEP:
-            raise ValueError(f"unknown NttConfig fourstep {self.fourstep!r}; expected one of {NTT_FOURSTEP}")
         if self.sub is not None and (not isinstance(self.sub, int) or not 1 <= self.sub <= 32):
             raise ValueError(f"NttConfig.sub must be an int in 1..32 or None, got {self.sub!r}")
         for name in ("block", "warps"):
@@ -195,7 +189,7 @@ class NttConfig:
     @classmethod
     def parse(cls, text: str) -> "NttConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:sub=S`` (positive ints),
-        ``:schedule=unrolled|rolled`` and ``:fourstep=gather|powers``."""
+        and ``:schedule=unrolled|rolled``."""
         kernel, pairs = _split(text, "NttConfig")
         kw = {}
         for key, val in pairs:
@@ -205,13 +199,9 @@ class NttConfig:
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
-            elif key == "fourstep":
-                if val not in NTT_FOURSTEP:
-                    raise ValueError(f"bad value in fourstep={val!r} of {text!r}: expected one of {NTT_FOURSTEP}")
-                kw[key] = val
             else:
                 raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
-                                 f"sub, fourstep")
+                                 f"sub")
         return cls(kernel, **kw)
 
     @classmethod

@@ -166,19 +166,17 @@ def test_four_step_xla_matches_reference(log_n, sub):
     assert from_arr(N.coset_intt(x, config=cfg)) == [RN.coset_intt(v, 7) for v in vals]
 
 
-@pytest.mark.parametrize("log_n,sub,block,fourstep", [(5, 2, 8, "gather"), (3, 8, 4, "gather"),
-                                                      (5, 2, 8, "powers"),
-                                                      pytest.param(6, 3, 16, "powers", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("log_n,sub,block", [(5, 2, 8), (3, 8, 4), pytest.param(6, 3, 16, marks=pytest.mark.slow)])
 @pytest.mark.usefixtures("no_persistent_cache")
 @isolated
-def test_pallas_ntt_interpret(log_n, sub, block, fourstep):
+def test_pallas_ntt_interpret(log_n, sub, block):
     """The Pallas sub-transform kernel end to end under the interpreter, a batch of 3 (not a power of two): 2^5 as
     three passes (4 x 4 x 2 points, tiles of 2 columns, so the four-step twiddle sees column offsets, and several
     batch rows per program in the last pass, where ``C = 1``), 2^3 as one pass, 2^6 as 8 x 8; forward, inverse,
-    coset; the four-step twiddles gathered per element or made as powers of one root per lane."""
+    coset."""
     rng = random.Random(301 + log_n)
     vals = rows(rng, 1 << log_n, count=3)
-    cfg = NttConfig("pallas_interpret", block=block, sub=sub, fourstep=fourstep)
+    cfg = NttConfig("pallas_interpret", block=block, sub=sub)
     x = to_arr(vals)
     assert from_arr(N.ntt(x, config=cfg)) == [RN.ntt(v) for v in vals]
     assert from_arr(N.intt(x, config=cfg)) == [RN.intt(v) for v in vals]
@@ -206,9 +204,8 @@ def test_pallas_pass_matches_xla_pass():
     assert not bool(jnp.all(got == x))
 
 
-@pytest.mark.parametrize("s,C,twiddle,fourstep", [(3, 64, True, "gather"), (3, 1, False, "gather"),
-                                                  (3, 64, True, "powers")])
-def test_pallas_kernel_lowers_to_triton(s, C, twiddle, fourstep):
+@pytest.mark.parametrize("s,C,twiddle", [(3, 64, True), (3, 1, False)])
+def test_pallas_kernel_lowers_to_triton(s, C, twiddle):
     """Lower the kernel (the PTX field of the GPU schedule) for CUDA on this GPU-less machine (Pallas -> Triton IR), so a
     lowering regression shows up in CPU CI; compiling and running it needs the GPU (scripts/bench.py --op=ntt)."""
     from jax import export
@@ -224,7 +221,7 @@ def test_pallas_kernel_lowers_to_triton(s, C, twiddle, fourstep):
 
     def f(x, w):
         return P.sub_transform(x, w, s=s, n=n, R_=4, twiddle=twiddle, triton=True, block=cfg.block,
-                               num_warps=cfg.warps, fourstep=fourstep)
+                               num_warps=cfg.warps)
 
     with jax.enable_x64(True):
         exp = export.export(jax.jit(f), platforms=["cuda"], disabled_checks=[

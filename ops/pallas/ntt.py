@@ -30,7 +30,6 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from cuzk_jax.ops.config import NTT_FOURSTEP
 
 LIMBS = 8
 DEFAULT_BLOCK = 2048
@@ -51,9 +50,8 @@ def _bcast(a, shape):
 
 
 def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twiddle: bool, pre: bool,
-            interpret: bool, powers: bool):
-    """One ``(Rb, M, Cb)`` tile as ``M`` lane arrays (module docstring); ``w_ref`` the limb-minor root table.
-    ``powers``: the four-step twiddles of a lane as powers of one gathered root (else one gather per element)."""
+            interpret: bool):
+    """One ``(Rb, M, Cb)`` tile as ``M`` lane arrays (module docstring); ``w_ref`` the limb-minor root table."""
     f = _field(interpret)
     M = 1 << s
     col0 = (pl.program_id(0) % nc) * Cb
@@ -89,14 +87,7 @@ def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twid
                 if tw is not None:
                     v = f.mul(v, tw)
                 a[b + t], a[b + t + h] = f.add(u, v), f.sub(u, v)
-    if twiddle and powers:  # w^(k j R) = base^k, base = w^(j R): one gather per lane, M - 2 products for the powers
-        base = signed_roots((U32(R_) * j) & U32(n - 1))
-        p = base
-        for k in range(1, M):
-            a[k] = f.mul(a[k], _bcast(p, shape))
-            if k < M - 1:
-                p = f.mul(p, base)
-    elif twiddle:  # one gather per element
+    if twiddle:  # one gather per element (cheaper on the H200 than one per lane and its powers: REMOVED_VARIANTS.md)
         for k in range(1, M):
             a[k] = f.mul(a[k], _bcast(signed_roots((U32(k * R_) * j) & U32(n - 1)), shape))
     for k in range(M):
@@ -120,8 +111,7 @@ def _compiler_params(num_warps, triton: bool | None):
 
 
 def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, interpret: bool = False,
-                  block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None,
-                  fourstep: str = "gather"):
+                  block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None):
     """One pass on ``x`` ``(8, BR, M, C)`` (``M = 2^s``): the M-point NTT along axis 2 with root ``w_n^(n/M)``, then
     (``twiddle``) the four-step factor ``w_n^(k j R_)``; same shape out. See the module docstring.
 
@@ -131,9 +121,8 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
 
     ``w``: the limb-minor root table ``(n/2, 8)``. ``block`` (a power of two): elements per program (``block / M``
     lanes); ``triton`` forces (True) or omits (False) the Triton compiler parameters, default: on when the default
-    backend is a GPU (used to lower for CUDA on a machine without one). ``fourstep``: ``"gather"`` -- each
-    element's twiddle ``w^(k j R)`` gathered from ``w``; ``"powers"`` -- one gather of ``w^(j R)`` per lane and its
-    powers by products (``M - 2`` products per lane instead of ``M - 2`` more scattered 32-byte reads).
+    backend is a GPU (used to lower for CUDA on a machine without one). Each element's four-step twiddle
+    ``w^(k j R_)`` is gathered from ``w``.
     """
     _, BR, M, C = x.shape
     if M != 1 << s:
@@ -146,10 +135,8 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
     if pre is not None and (R_ != 1 or pre[0].shape[1] * pre[1].shape[1] != M * C):
         raise ValueError("sub_transform: pre-scaling applies to a first pass (R_ = 1, len(lo) len(hi) = M C)")
     Rb = math.gcd(BR, lanes // Cb)  # a power of two (lanes // Cb is one) dividing the batch-row count
-    if fourstep not in NTT_FOURSTEP:
-        raise ValueError(f"unknown fourstep {fourstep!r}; expected one of {NTT_FOURSTEP}")
     kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, pre=pre is not None,
-                               interpret=interpret, powers=fourstep == "powers")
+                               interpret=interpret)
     spec = pl.BlockSpec((LIMBS, Rb, M, Cb), lambda i: (0, i // nc, 0, i % nc))
     grid = (BR // Rb) * nc
     tables = [w] + ([] if pre is None else list(pre))
