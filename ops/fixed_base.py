@@ -367,6 +367,16 @@ def default_affine_chunk(n: int | None = None) -> int:
     return min(1 << 22, max(1 << 14, 1 << max(0, (n or 1) - 1).bit_length()))
 
 
+def default_bucket_chunk() -> int:
+    """Scalars per compiled call of :func:`mul_bucket`: 2048 on CPU (the interpreter's test path); 2^20 on an
+    accelerator whatever the point count, so each group compiles one program for every key size. On the H200 that
+    program's compile (the Pallas kernel, the digit sort and one batched inversion) took 108.7 s for G1 and 132.5 s
+    for G2, and a size-dependent chunk paid it again for every new size class (bench/results/RESULTS.md, session
+    11); zero-padding a small key up to 2^20 scalars costs a fraction of a second instead. At 2^20 the per-call
+    sequential part (the inversion's ~370 dependent steps) stays a few percent of the call."""
+    return 2048 if jax.default_backend() == "cpu" else 1 << 20
+
+
 def default_inv_chunk() -> int:
     """Montgomery-trick run length of the batched inversions (``F.batch_inv(chunk=)``): each inversion costs
     3 products per element plus ``~570 / inv_chunk`` for the Fermat inversions of the lane totals, and
@@ -485,7 +495,7 @@ def mul_bucket(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
 
     Same contract as :func:`mul_affine` (canonical Fr limbs ``(8, N)``, values ``>= r`` reduced first; a device
     :class:`Affine` batch of ``N`` points, equal to :func:`mul`'s). ``chunk``: scalars per compiled call, a
-    multiple of ``block`` (default :func:`default_affine_chunk`); ``block`` / ``num_warps``: the kernel's lanes per
+    multiple of ``block`` (default :func:`default_bucket_chunk`: one size, so one compile per group); ``block`` / ``num_warps``: the kernel's lanes per
     program (default ``min(64, chunk)``) and warps; ``interpret``: run the kernel under the Pallas interpreter
     (default: on a CPU, where Triton does not run -- the tests' path).
     """
@@ -498,7 +508,7 @@ def mul_bucket(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
     n = scalars.shape[1]
     if n == 0:
         return curve.affine_identity((0,))
-    chunk = chunk or default_affine_chunk(n)
+    chunk = chunk or default_bucket_chunk()
     block = block or min(64, chunk)
     if chunk % block:
         raise ValueError(f"chunk {chunk} must be a multiple of block {block}")

@@ -315,7 +315,8 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
     if points not in FIXED_BASE_METHODS:
         raise ValueError(f"unknown fixed-base method {points!r}; expected one of {FIXED_BASE_METHODS}")
     if chunk is None:
-        chunk = fixed_base.default_chunk(total) if points == "jacobian" else fixed_base.default_affine_chunk(total)
+        chunk = {"jacobian": fixed_base.default_chunk, "bucket": lambda _: fixed_base.default_bucket_chunk(),
+                 "affine": fixed_base.default_affine_chunk}[points](total)
     starts = list(range(0, total, chunk))
     offsets = [sum(sizes[:k]) for k in range(len(parts))]
     bar = _progress_bar(len(starts), f"setup {curve.name}")
