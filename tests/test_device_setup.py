@@ -157,7 +157,9 @@ def test_bench_setup_options_and_synthetic_r1cs():
     assert bench_setup.parse_impl("jacobian") == ("jacobian", {})
     assert bench_setup.parse_impl("bucket:w=12:block=128:warps=4") == (
         "bucket", {"window": 12, "block": 128, "num_warps": 4})
-    for bad in ("affine:w=x", "affine:q=3", "jacobian:w=4", "projective", "affine:block=64"):
+    assert bench_setup.parse_impl("bucket:sched=rolled") == ("bucket", {"schedule": "rolled"})
+    for bad in ("affine:w=x", "affine:q=3", "jacobian:w=4", "projective", "affine:block=64", "bucket:sched=fast",
+                "jacobian:sched=rolled"):
         with pytest.raises(ValueError, match="impl"):
             bench_setup.parse_impl(bad)
     r1cs = bench_setup.synthetic_r1cs(6)

@@ -11,7 +11,10 @@ Phases (``--modes``; default all three):
   ``--reps`` warm calls, as points/s; 4 random outputs are compared with the Python-int reference curve
   (``ok``). The affine path takes tuning keys, one row per spec:
   ``affine:w=WINDOW_BITS:chunk=LOG2_SCALARS_PER_CALL:inv=INVERSION_RUN:fw=FERMAT_WINDOW`` (e.g.
-  ``--impl=affine:w=16,affine:w=20:chunk=23:inv=256:fw=1``); omitted keys take the module's defaults. The
+  ``--impl=affine:w=16,affine:w=20:chunk=23:inv=256:fw=1``); omitted keys take the module's defaults;
+  ``sched=platform|rolled|unrolled`` picks the field multiplication schedule of the XLA part (the batched
+  inversions; the bucket kernel itself always runs the GPU's field), e.g. ``bucket:sched=rolled`` to compare its
+  compile time (``first_s``) and speed against the platform's schedule. The
   ``setup`` phase uses the first spec (``jacobian`` / ``bucket``: the device setup with that fixed-base method).
 * ``setup`` -- :func:`cuzk_jax.groth16.generator.development_setup` on a synthetic R1CS with a ``2^log_n`` domain
   (``2^log_n - 2`` constraints, 2 / 1 / 1 nonzeros per row of A / B / C, random columns): the whole key (4 G1
@@ -40,18 +43,25 @@ IMPLS = ("affine", "bucket", "jacobian")
 _KEYS = {"w": "window", "chunk": "chunk", "inv": "inv_chunk", "fw": "fermat_window", "block": "block",
          "warps": "num_warps"}
 _BUCKET_ONLY = ("block", "warps")
+_SCHEDULES = ("platform", "rolled", "unrolled")
 
 
 def parse_impl(spec: str) -> tuple[str, dict]:
     """``"affine:w=16:chunk=22:inv=128"`` -> ``("affine", {"window": 16, "chunk": 2**22, "inv_chunk": 128})``;
-    ``bucket`` (:func:`cuzk_jax.ops.fixed_base.mul_bucket`) takes the same keys plus ``block=`` and ``warps=``."""
+    ``bucket`` (:func:`cuzk_jax.ops.fixed_base.mul_bucket`) takes the same keys plus ``block=`` and ``warps=``;
+    both take ``sched=platform|rolled|unrolled`` (``{"schedule": ...}``)."""
     kind, *opts = spec.split(":")
     if kind not in IMPLS or (opts and kind == "jacobian"):
         raise ValueError(f"unknown --impl {spec!r} for --op=setup; expected jacobian or affine|bucket[:w=..]"
-                         "[:chunk=..][:inv=..][:fw=..] (bucket also [:block=..][:warps=..])")
+                         "[:chunk=..][:inv=..][:fw=..][:sched=..] (bucket also [:block=..][:warps=..])")
     kw = {}
     for opt in opts:
         key, _, val = opt.partition("=")
+        if key == "sched":
+            if val not in _SCHEDULES:
+                raise ValueError(f"bad option {opt!r} in --impl {spec!r}: sched= takes {', '.join(_SCHEDULES)}")
+            kw["schedule"] = val
+            continue
         if key not in _KEYS or not val.isdigit() or int(val) < 1 or (key in _BUCKET_ONLY and kind != "bucket"):
             raise ValueError(f"bad option {opt!r} in --impl {spec!r}: expected w=, chunk= (log2), inv=, fw= (or, for "
                              "bucket, block= / warps=) with a positive integer")
