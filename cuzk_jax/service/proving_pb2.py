@@ -6,17 +6,10 @@
 """Generated protocol buffer code."""
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import descriptor_pool as _descriptor_pool
-from google.protobuf import runtime_version as _runtime_version
+# runtime_version import removed by cuzk_jax.service.codegen: older protobuf lacks it (minimum: pyproject.toml)
 from google.protobuf import symbol_database as _symbol_database
 from google.protobuf.internal import builder as _builder
-_runtime_version.ValidateProtobufRuntimeVersion(
-    _runtime_version.Domain.PUBLIC,
-    7,
-    35,
-    1,
-    '',
-    'cuzk_jax/service/proving.proto'
-)
+# protobuf version check removed by cuzk_jax.service.codegen: it rejects the older runtimes pyproject.toml allows
 # @@protoc_insertion_point(imports)
 
 _sym_db = _symbol_database.Default()

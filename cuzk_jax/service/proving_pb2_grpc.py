@@ -5,24 +5,7 @@ import warnings
 
 from cuzk_jax.service import proving_pb2 as cuzk__jax_dot_service_dot_proving__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
-GRPC_VERSION = grpc.__version__
-_version_not_supported = False
-
-try:
-    from grpc._utilities import first_version_is_lower
-    _version_not_supported = first_version_is_lower(GRPC_VERSION, GRPC_GENERATED_VERSION)
-except ImportError:
-    _version_not_supported = True
-
-if _version_not_supported:
-    raise RuntimeError(
-        f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in cuzk_jax/service/proving_pb2_grpc.py depends on'
-        + f' grpcio>={GRPC_GENERATED_VERSION}.'
-        + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
-        + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
-    )
+# grpcio version guard removed by cuzk_jax.service.codegen: it rejects the older grpcio pyproject.toml allows
 
 
 class ProverStub:
