@@ -141,6 +141,33 @@ def test_resident_key_leaves_out_points_at_infinity(cube):
     assert rk.nbytes < pk.nbytes()
 
 
+def test_make_resident_consume_frees_the_setup_queries(cube, cube_proofs):
+    """``consume=True`` moves the queries out of the key and frees each full-size device query once its compact
+    copy exists (the device setup's case at sector scale); the proofs are the same bits as without it. Negative
+    twin: a consumed key cannot be made resident again (one clear error, not a crash)."""
+    import copy
+    import gc
+    import weakref
+
+    import jax.numpy as jnp
+
+    pk = copy.copy(cube["pk"])
+    fields = ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query")
+    for f in fields:  # device arrays of this key's own, as a device setup leaves them (the fixture's stay intact)
+        q = getattr(pk, f)
+        setattr(pk, f, type(q)(*(jnp.array(a, copy=True) for a in (q.x, q.y, q.inf))))
+    full_b1 = weakref.ref(pk.b_g1_query.x)  # B1 has points at infinity: it is compacted, so its original can go
+    rk = pipeline.make_resident(pk, cube["r1cs"], "msm=xla,tables=off", consume=True)
+    gc.collect()
+    assert full_b1() is None
+    assert all(getattr(pk, f) is None for f in fields)
+    proofs, rs, _ = cube_proofs
+    got, _ = prover.prove(rk, cube["r1cs"], cube["witnesses"], randomness=rs)
+    assert got == proofs
+    with pytest.raises(ValueError, match="no bases"):
+        pipeline.make_resident(pk, cube["r1cs"], "msm=xla,tables=off")
+
+
 def test_prover_config_text_and_hash():
     """One grammar for the prover config: key=value pairs; frozen and hashable; bad tokens are named."""
     from cuzk_jax.ops.config import MsmConfig, NttConfig

@@ -8,8 +8,8 @@ Per run (one row each):
 2. **setup** -- :func:`cuzk_jax.groth16.generator.development_setup` (a DEVELOPMENT key made on the device, toxic
    waste from the OS CSPRNG; never written to disk here; ``--fixed_base`` picks its fixed-base method);
 3. **resident** -- :func:`cuzk_jax.groth16.pipeline.make_resident` under ``--prover``'s budgets: the plan is
-   logged and stored in the row; the setup's full-size device queries are dropped once the resident key holds
-   its infinity-free copies (the plan counts those only);
+   logged and stored in the row; each of the setup's full-size device queries is freed as soon as the resident
+   key holds its infinity-free copy (``make_resident(consume=True)``; the plan counts the copies only);
 4. **witnesses** -- :func:`cuzk_jax.circuits.porep_like.sampled_witness_batch` with ``--workers`` processes (0:
    one per core), started after the structure and made while the device runs steps 2 and 3 (the CPU and the device work
    at once, as in the engine); ``witness_s`` is their own time, ``witness_wait_s`` what was left after step 3;
@@ -97,9 +97,9 @@ def run(cfg) -> list[dict]:
     memory = {"setup": _device_gib()}
     _say(f"structure {row['structure_s']} s ({row['constraints']} constraints), setup {row['setup_s']} s")
     t = time.perf_counter()
-    rk = pipeline.make_resident(pk, r1cs, config, partitions=P)
-    for name in ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query"):
-        setattr(pk, name, None)  # the resident key holds its own (infinity-free) copies; free the setup's
+    # the resident key holds its own (infinity-free) copies: each of the setup's queries is freed once its copy
+    # exists (at a 2^27 domain both whole keys at once would be ~115 GiB)
+    rk = pipeline.make_resident(pk, r1cs, config, partitions=P, consume=True)
     row.update(resident_s=round(time.perf_counter() - t, 3), key_device_gib=round(rk.nbytes / 2**30, 3),
                plan=rk.plan.as_dict() if rk.plan is not None else None,
                plan_text=rk.plan.describe() if rk.plan is not None else "no plan (host MSM)")

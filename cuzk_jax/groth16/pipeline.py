@@ -357,12 +357,16 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
     return plan
 
 
-def _drop_infinity(queries: dict) -> tuple[dict, dict]:
+def _drop_infinity(queries: dict, consume: bool = False) -> tuple[dict, dict]:
     """Bases without their points at infinity, and the int32 indices of the columns kept (only for queries that
     have such points: the others keep every column and need no gather). Host (numpy) queries are compacted on the
-    host; device queries (a device setup's) on the device, without a round trip through host memory."""
+    host; device queries (a device setup's) on the device, without a round trip through host memory.
+    ``consume``: pop each query from ``queries`` before compacting the next one, so that (when the dict held the
+    last reference) a full-size query is freed as soon as its compact copy exists: the peak is then all the
+    full-size queries plus one compact copy, not both whole keys."""
     out, columns = {}, {}
-    for name, bases in queries.items():
+    for name in [k for k in MSMS if k in queries]:  # the key's query order, whatever the dict's
+        bases = queries.pop(name) if consume else queries[name]
         if isinstance(bases.inf, jax.Array):
             live = ~bases.inf
             count = int(jnp.sum(live))  # one scalar to the host: the static size of the compacted query
@@ -387,9 +391,12 @@ def _drop_infinity(queries: dict) -> tuple[dict, dict]:
 def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int, num_vars: int, domain_size: int,
                    qap: str, digest: str, config=None, pk=None, constraint_name=None, verifier=None, mesh=None,
                    device=None, headroom: int | None = None, partitions: int | None = None,
-                   max_batch: int | None = None) -> ResidentKey:
+                   max_batch: int | None = None, consume: bool = False) -> ResidentKey:
     """Upload a key's bases and R1CS tables under a memory plan, and build its window tables when the config asks
     for them and the plan has room.
+
+    ``consume``: empty the ``queries`` dict while compacting (see :func:`_drop_infinity`); the caller passes a
+    dict nothing else refers to, so the full-size bases are freed one query at a time.
 
     ``headroom``: device bytes the caller's memory budget leaves for this key's tables (the key manager's);
     ``None``: :data:`TABLE_FRACTION` of the device memory. Tables run on one device only (``mesh`` must be None).
@@ -407,7 +414,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
         raise BadInput(f"resident key needs the bases of {tuple(MSMS)}, got {tuple(queries)}")
     if device is not None and (mesh is not None or device == jax.devices()[0]):
         device = None  # sharded, or the default device: nothing to commit to
-    queries, columns = _drop_infinity({k: queries[k] for k in MSMS})
+    queries, columns = _drop_infinity(queries if consume else {k: queries[k] for k in MSMS}, consume)
     # the split MSM serves the witness queries without tables: tables (when wanted) for the other queries only
     table_names = tuple(q for q in MSMS if not _may_split(config) or q not in SPLIT_QUERIES)
     want_tables = config.msm != HOST_MSM and _want_tables(config, {q: queries[q] for q in table_names}, headroom)
@@ -472,22 +479,41 @@ def proof_checker(vk) -> Callable[[list, list], list]:
 
 
 def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: int | None = None,
-                  partitions: int | None = None, max_batch: int | None = None) -> ResidentKey:
+                  partitions: int | None = None, max_batch: int | None = None, consume: bool = False) -> ResidentKey:
     """The :class:`ResidentKey` of a :class:`~cuzk_jax.groth16.data_structures.ProvingKey` for ``r1cs`` (a
-    ``circuits.r1cs.R1CS``; the device evaluates it extended with bellman's input constraints)."""
+    ``circuits.r1cs.R1CS``; the device evaluates it extended with bellman's input constraints).
+
+    ``consume``: move the five queries out of ``pk`` (its ``*_query`` fields become None) and free each full-size
+    query once its infinity-free copy is made. For a device setup's key at sector scale, where the full-size
+    queries (~71 GiB at a 2^27 domain) and the compact ones (~44 GiB) would otherwise be on the device together.
+    """
     digest = r1cs.digest()
     if pk.circuit_digest != digest:
         raise BadInput("proving key was generated for a different circuit (R1CS digest mismatch)")
     ext = r1cs.with_input_constraints()
-    queries = {"msm_a": pk.a_query, "msm_b1": pk.b_g1_query, "msm_b2": pk.b_g2_query, "msm_l": pk.l_query,
-               "msm_h": pk.h_query}
+    fields = {"msm_a": "a_query", "msm_b1": "b_g1_query", "msm_b2": "b_g2_query", "msm_l": "l_query",
+              "msm_h": "h_query"}
+    queries = {k: getattr(pk, f) for k, f in fields.items()}
+    if any(q is None for q in queries.values()):
+        raise BadInput("proving key has no bases (consumed by an earlier make_resident(consume=True)?)")
+    finish = finish_points(pk)
+    if consume:
+        for f in fields.values():
+            setattr(pk, f, None)
     # size-bucketed R1CS tables: circuits of nearby sizes share the evaluation programs (stage pads z to match)
     dr = ops_r1cs.to_device(ext, bucket_steps=ops_r1cs.BUCKET_STEPS)
-    return build_resident(queries=queries, r1cs=dr, finish=finish_points(pk),
+    return build_resident(queries=_handover(queries) if consume else queries, r1cs=dr, finish=finish,
                           num_inputs=pk.num_inputs, num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
                           config=config, pk=pk, constraint_name=ext.constraint_name, verifier=proof_checker(pk.vk),
                           mesh=mesh, device=device, headroom=headroom, partitions=partitions,
-                          max_batch=max_batch)
+                          max_batch=max_batch, consume=consume)
+
+
+def _handover(queries: dict) -> dict:
+    """A new dict with the entries of ``queries``, which is emptied: the caller's name then refers to nothing."""
+    out = dict(queries)
+    queries.clear()
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
