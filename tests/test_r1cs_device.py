@@ -93,6 +93,28 @@ def nearby():
     return [(r1cs, ws, O.to_device(r1cs, bucket_steps=4)) for r1cs, ws in (a, b)]
 
 
+@pytest.mark.parametrize("m,mp,pad,empty", [(7, 7, 0, 0.0), (7, 7, 5, 0.3), (5, 8, 3, 0.5), (6, 16, 0, 1.0),
+                                              (1, 1, 2, 0.0)])
+def test_stacked_row_pointers_equal_the_search(m, mp, pad, empty):
+    """The row pointers built from the matrices' CSR pointers equal ``searchsorted`` over the stacked row ids, with
+    empty rows (some or all), bucket-padded rows (``mp > m``) and padding nonzeros in the last stacked row -- also
+    when that row is a real row of C (``m == mp``)."""
+    from cuzk_jax.circuits.r1cs import SparseMatrix
+
+    rng = np.random.default_rng(m * 100 + mp + pad)
+    mats = []
+    for _ in range(3):
+        lengths = np.where(rng.random(m) < empty, 0, rng.integers(1, 4, m))
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        mats.append(SparseMatrix(indptr=indptr, cols=np.zeros(indptr[-1], np.int32),
+                                 coeff_ids=np.zeros(indptr[-1], np.int32)))
+    nnz = sum(mat.nnz for mat in mats)
+    rows = np.concatenate([mat.row_ids() + k * mp for k, mat in enumerate(mats)] + [np.full(pad, 3 * mp - 1)])
+    want = np.searchsorted(rows, np.arange(3 * mp + 1), side="left")
+    got = O._stacked_row_pointers(mats, mp, nnz + pad)
+    assert got.dtype == np.int32 and got.tolist() == want.tolist()
+
+
 def test_bucketed_layout(nearby):
     (ra, _, da), (rb, _, db) = nearby
     assert (ra.num_constraints, rb.num_constraints) == (58, 61) and ra.num_vars != rb.num_vars
