@@ -131,8 +131,12 @@ def bucket(n: int, steps: int = BUCKET_STEPS) -> int:
     return -(-n >> shift) << shift
 
 
-def to_device(r1cs, *, bucket_steps: int | None = None) -> DeviceR1CS:
+def to_device(r1cs, *, bucket_steps: int | None = None, upload: bool = True) -> DeviceR1CS:
     """Upload a :class:`cuzk_jax.circuits.r1cs.R1CS` (host numpy arrays) as a :class:`DeviceR1CS`.
+
+    ``upload=False``: the same layout with numpy leaves, left on the host for a caller that decides later how it
+    goes to the device (the resident key: whole, or cut by :func:`chunk_rows` under a memory plan -- at a 2^27
+    partition ~9 GB that would otherwise be uploaded, read back and uploaded again in chunks).
 
     ``bucket_steps=None``: exact shapes (one compiled program per circuit size). ``bucket_steps=s``: rows per
     matrix padded to ``bucket(m, s)``, nonzeros to ``bucket(nnz, s)``, the coefficient table to a power of two
@@ -166,8 +170,9 @@ def to_device(r1cs, *, bucket_steps: int | None = None) -> DeviceR1CS:
     indptr = _stacked_row_pointers(mats, mp, nnzp)
     coeffs = encoding.ints_to_limbs(scaled, "fr", montgomery=False)
     sizes = np.array([m, nnz, r1cs.num_vars, vp], np.int32)
-    return DeviceR1CS(rows=jnp.asarray(rows), cols=jnp.asarray(cols), coeff_ids=jnp.asarray(cids),
-                      indptr=jnp.asarray(indptr), coeffs=jnp.asarray(coeffs), sizes=sizes)
+    put = jnp.asarray if upload else (lambda a: a)
+    return DeviceR1CS(rows=put(rows), cols=put(cols), coeff_ids=put(cids), indptr=put(indptr), coeffs=put(coeffs),
+                      sizes=sizes)
 
 
 def _stacked_row_pointers(mats, mp: int, total: int) -> np.ndarray:

@@ -1,6 +1,7 @@
 """The memory plan (cuzk_jax.groth16.plan): budgets -> batch size, streamed queries, tables, chunked evaluation;
 and the pipeline proving under a plan that splits a batch (the proofs still verify and equal the unplanned ones)."""
 
+import jax
 import pytest
 
 from cuzk_jax.circuits import base
@@ -116,6 +117,7 @@ def test_prove_in_planned_batches(cube):
     budget = int(memplan.SAFETY * (fixed + 2.5 * rk.plan.estimate["per_partition_peak"]))
     planned = pipeline.make_resident(cube["pk"], cube["r1cs"], f"msm=xla,tables=off,device_budget={budget}")
     assert planned.plan.batch == 2 and planned.plan.streamed == ()
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(planned.r1cs))  # uploaded whole
     two, t2 = prover.prove(planned, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t2.batches == 2 and two == one
     assert all(verifier.verify(cube["pk"].vk, w.public_inputs, p) for w, p in zip(cube["witnesses"], two))
@@ -150,6 +152,8 @@ def test_budget_that_streams_every_query_still_proves():
     rk = pipeline.make_resident(pk, r1cs, f"msm=xla,tables=off,chunk=256,split=on,device_budget={budget}")
     assert set(rk.plan.streamed) == set(memplan.GROUPS) and rk.plan.batch == 1 and not rk.queries
     assert rk.plan.eval_chunk == 1024 and rk.r1cs.num_chunks == 3
+    # the R1CS went to the device once, as chunks (make_resident builds it on the host: to_device(upload=False))
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(rk.r1cs))
     got, timings = prover.prove(rk, r1cs, witnesses, randomness=rs)
     assert got == want and timings.batches == 2
     assert set(timings.scalar_kinds) == set(pipeline.SPLIT_QUERIES)

@@ -500,8 +500,9 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
     if consume:
         for f in fields.values():
             setattr(pk, f, None)
-    # size-bucketed R1CS tables: circuits of nearby sizes share the evaluation programs (stage pads z to match)
-    dr = ops_r1cs.to_device(ext, bucket_steps=ops_r1cs.BUCKET_STEPS)
+    # size-bucketed R1CS tables: circuits of nearby sizes share the evaluation programs (stage pads z to match);
+    # built on the host and uploaded once by build_resident, whole or in the plan's row chunks
+    dr = ops_r1cs.to_device(ext, bucket_steps=ops_r1cs.BUCKET_STEPS, upload=False)
     return build_resident(queries=_handover(queries) if consume else queries, r1cs=dr, finish=finish,
                           num_inputs=pk.num_inputs, num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
                           config=config, pk=pk, constraint_name=ext.constraint_name, verifier=proof_checker(pk.vk),
