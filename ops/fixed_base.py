@@ -495,9 +495,9 @@ def mul_bucket(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
 
     Same contract as :func:`mul_affine` (canonical Fr limbs ``(8, N)``, values ``>= r`` reduced first; a device
     :class:`Affine` batch of ``N`` points, equal to :func:`mul`'s). ``chunk``: scalars per compiled call, a
-    multiple of ``block`` (default :func:`default_bucket_chunk`: one size, so one compile per group); ``block`` / ``num_warps``: the kernel's lanes per
-    program (default ``min(64, chunk)``) and warps; ``interpret``: run the kernel under the Pallas interpreter
-    (default: on a CPU, where Triton does not run -- the tests' path).
+    multiple of ``block`` (default :func:`default_bucket_chunk`: one size, so one compile per group); ``block`` /
+    ``num_warps``: the kernel's lanes per program (default ``min(64, chunk)``) and warps; ``interpret``: run the
+    kernel under the Pallas interpreter (default: on a CPU, where Triton does not run -- the tests' path).
     """
     scalars = _canonical_limbs(scalars)
     window = window or default_window()
