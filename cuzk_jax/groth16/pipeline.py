@@ -503,18 +503,12 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
     # size-bucketed R1CS tables: circuits of nearby sizes share the evaluation programs (stage pads z to match);
     # built on the host and uploaded once by build_resident, whole or in the plan's row chunks
     dr = ops_r1cs.to_device(ext, bucket_steps=ops_r1cs.BUCKET_STEPS, upload=False)
-    return build_resident(queries=_handover(queries) if consume else queries, r1cs=dr, finish=finish,
+    # with consume, build_resident empties this very dict as it compacts: nothing else then holds the bases
+    return build_resident(queries=queries, r1cs=dr, finish=finish,
                           num_inputs=pk.num_inputs, num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
                           config=config, pk=pk, constraint_name=ext.constraint_name, verifier=proof_checker(pk.vk),
                           mesh=mesh, device=device, headroom=headroom, partitions=partitions,
                           max_batch=max_batch, consume=consume)
-
-
-def _handover(queries: dict) -> dict:
-    """A new dict with the entries of ``queries``, which is emptied: the caller's name then refers to nothing."""
-    out = dict(queries)
-    queries.clear()
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
