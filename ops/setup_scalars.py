@@ -138,19 +138,37 @@ def column_sums(lag, rows: np.ndarray, cols: np.ndarray, cids: np.ndarray, coeff
         return _finish_sums(acc)
 
 
-@functools.partial(jax.jit, static_argnames=("num_inputs",))
-def query_scalars(u, v, w, alpha, beta, ginv, dinv, num_inputs: int):
-    """From the column sums (Montgomery) to CANONICAL Fr limbs of the query scalars: ``(a, b, l, ic)`` with
-    ``a = u``, ``b = v``, ``lin = beta u + alpha v + w``, ``l = lin[num_inputs:] / delta``,
-    ``ic = lin[:num_inputs] / gamma`` (``alpha``, ``beta``, ``ginv``, ``dinv``: Montgomery ``(8, 1)``)."""
+@functools.partial(jax.jit, static_argnames=("width", "num_inputs"))
+def _query_scalars_chunk(u, v, w, start, alpha, beta, ginv, dinv, width: int, num_inputs: int):
+    """Columns ``[start, start + width)`` of :func:`query_scalars`'s ``(a, b, lin / gamma-or-delta)`` (canonical)."""
     with jax.enable_x64(True):
+        u, v, w = (jax.lax.dynamic_slice_in_dim(x, start, width, axis=1) for x in (u, v, w))
         bu, av = fr.mul_many([(u, jnp.broadcast_to(beta, u.shape)), (v, jnp.broadcast_to(alpha, v.shape))])
         lin = fr.add(fr.add(bu, av), w)
-        scale = jnp.where(jnp.arange(u.shape[1]) < num_inputs, 1, 0)[None]
-        factor = jnp.where(scale == 1, ginv, dinv)
+        factor = jnp.where((start + jnp.arange(width) < num_inputs)[None], ginv, dinv)
         lq, = fr.mul_many([(lin, factor)])
-        a, b, lq = (fr.from_mont(x) for x in (u, v, lq))
-        return a, b, lq[:, num_inputs:], lq[:, :num_inputs]
+        return tuple(fr.from_mont(x) for x in (u, v, lq))
+
+
+def query_scalars(u, v, w, alpha, beta, ginv, dinv, num_inputs: int, chunk: int = 1 << 22):
+    """From the column sums (Montgomery) to CANONICAL Fr limbs of the query scalars: ``(a, b, l, ic)`` with
+    ``a = u``, ``b = v``, ``lin = beta u + alpha v + w``, ``l = lin[num_inputs:] / delta``,
+    ``ic = lin[:num_inputs] / gamma`` (``alpha``, ``beta``, ``ginv``, ``dinv``: Montgomery ``(8, 1)``).
+
+    ``chunk`` columns per call of one compiled program (the wide products of a whole 2^27-column key at once need
+    more than an H200's memory); the last call's window is moved back to end at the last column (it recomputes
+    a few columns instead of compiling a second shape).
+    """
+    n = int(u.shape[1])
+    width = min(chunk, n)
+    pieces = []
+    for s in range(0, n, width):
+        start = min(s, n - width)
+        out = _query_scalars_chunk(u, v, w, jnp.int32(start), alpha, beta, ginv, dinv, width=width,
+                                   num_inputs=num_inputs)
+        pieces.append(tuple(x[:, s - start:] for x in out) if s != start else out)
+    a, b, lq = (x[0] if len(x) == 1 else jnp.concatenate(x, axis=1) for x in zip(*pieces))
+    return a, b, lq[:, num_inputs:], lq[:, :num_inputs]
 
 
 @jax.jit

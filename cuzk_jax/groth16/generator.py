@@ -425,7 +425,7 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
                    for mat in ext.matrices())
         del lag
         a_s, b_s, l_s, ic_s = S.query_scalars(u, v, w, const(toxic.alpha), const(toxic.beta), const(ginv),
-                                              const(dinv), num_inputs=num_inputs)
+                                              const(dinv), num_inputs=num_inputs, chunk=sc)
         del u, v, w
         lo, hi, a = S.power_tables(toxic.tau, n - 1, scale=zt * dinv)
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
