@@ -255,21 +255,41 @@ class Witness:
         """``z`` as Fr limbs ``(8, num_vars)`` uint32 (Montgomery form unless ``montgomery=False``), written into
         ``out`` (an ``(8, num_vars)`` uint32 view, e.g. one partition of :func:`stack_z`'s array) if given.
 
-        Most entries of SHA-256-heavy witnesses are bits: those are encoded with numpy (0 -> 0, 1 -> the limbs of
-        ``R mod r`` or of 1) from one object-array comparison, and only the others (1 % of a porep_like witness) go
-        through Python-int conversion, which also checks them (ints in ``[0, r)``). 0.07 s per 2^20-variable
-        witness on this project's CPU, where a Python loop over the values took 0.21 s (BUILD.md).
+        Two paths, the same limbs. Most entries of SHA-256-heavy witnesses are bits: those are encoded with numpy
+        (0 -> 0, 1 -> the limbs of ``R mod r`` or of 1) from one object-array comparison, and only the others (1 %
+        of a porep_like witness) go through Python-int conversion, which also checks them (ints in ``[0, r)``).
+        When fewer than half the entries are 0 or 1 (Poseidon-heavy witnesses such as WinningPoSt's), the whole
+        list goes through that conversion at once instead (no object array, gather or scatter).
+
+        For such witnesses ``montgomery=False`` is much cheaper (a byte copy per value instead of a Python multiply
+        and reduction), which is why the prover stages canonical limbs and converts on the device
+        (:func:`stack_z_native`).
         """
-        z = np.array(self.z, dtype=object)
+        values = self.z
+        one = encoding.ints_to_limbs([1], "fr", montgomery=montgomery)[:, 0]
+        if out is None:
+            out = np.empty((len(one), len(values)), np.uint32)
+        elif out.shape != (len(one), len(values)) or out.dtype != np.uint32:
+            raise ValueError(f"z_limbs: out must be uint32 of shape {(len(one), len(values))}, got {out.dtype} "
+                             f"{out.shape}")
+        try:
+            bits = values.count(0) + values.count(1)
+        except Exception:  # noqa: BLE001 -- an element that cannot be compared: the split below reports it
+            bits = len(values)
+        if 2 * bits < len(values):
+            # mostly other values (Poseidon-heavy): one conversion of the whole list beats the 0/1 split's
+            # object-array pass, gather and scatter; a value it refuses (bad, or a bool the split takes as 0/1)
+            # goes through the split, which gives the usual error
+            try:
+                out[...] = encoding.ints_to_limbs(values, "fr", montgomery=montgomery)
+                return out
+            except ValueError:
+                pass
+        z = np.array(values, dtype=object)
         if z.ndim != 1:
             raise ValueError("witness values must be ints in [0, r)")
         ones = z == 1
         big = np.flatnonzero(~(ones | (z == 0)))
-        one = encoding.ints_to_limbs([1], "fr", montgomery=montgomery)[:, 0]
-        if out is None:
-            out = np.empty((len(one), len(z)), np.uint32)
-        elif out.shape != (len(one), len(z)) or out.dtype != np.uint32:
-            raise ValueError(f"z_limbs: out must be uint32 of shape {(len(one), len(z))}, got {out.dtype} {out.shape}")
         np.multiply.outer(one, ones, out=out, casting="unsafe")
         if big.size:
             vals = z[big].tolist()
@@ -290,7 +310,8 @@ class Witness:
 
 
 def stack_z(witnesses: Sequence[Witness], montgomery: bool = True) -> np.ndarray:
-    """Witnesses of one circuit shape -> ``(8, P, num_vars)`` uint32 limbs (the batched layout of ops.r1cs)."""
+    """Witnesses of one circuit shape -> ``(8, P, num_vars)`` uint32 limbs (the batched layout of ops.r1cs),
+    Montgomery form unless ``montgomery=False``."""
     if not witnesses:
         raise ValueError("stack_z: no witnesses")
     n = witnesses[0].num_vars
@@ -301,6 +322,18 @@ def stack_z(witnesses: Sequence[Witness], montgomery: bool = True) -> np.ndarray
     for p, w in enumerate(witnesses):
         w.z_limbs(montgomery, out=out[:, p, :])
     return out
+
+
+def stack_z_native(witnesses: Sequence[Witness]) -> tuple[np.ndarray, bool]:
+    """``(z, montgomery)``: :func:`stack_z` in the form that costs the host least, and which form that is.
+
+    Montgomery when every witness already holds Montgomery limbs (:class:`PackedWitness`, the porep_like batched
+    path: a plain copy); otherwise canonical -- Python ints are byte-copied, never multiplied by ``R`` on the host
+    -- and the prover's stage converts on the device (:func:`cuzk_jax.groth16.pipeline.stage` with
+    ``montgomery=False``: one ``to_mont``, the same limbs as the host conversion). A batch mixing Montgomery
+    :class:`PackedWitness` objects with other witnesses is canonical (the packed ones go through Python ints)."""
+    montgomery = bool(witnesses) and all(isinstance(w, PackedWitness) and w.montgomery for w in witnesses)
+    return stack_z(witnesses, montgomery=montgomery), montgomery
 
 
 class PackedWitness(Witness):

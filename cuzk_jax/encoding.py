@@ -48,14 +48,22 @@ def limbs_less_than(limbs: np.ndarray, bound: int) -> np.ndarray:
 
 
 def ints_to_limbs(values: Iterable[int], field, montgomery: bool = False) -> np.ndarray:
-    """Python ints in ``[0, p)`` -> ``(L, N)`` uint32 limbs (optionally in Montgomery form)."""
+    """Python ints in ``[0, p)`` -> ``(L, N)`` uint32 limbs (optionally in Montgomery form).
+
+    The canonical form is a byte copy of each int; ``montgomery=True`` adds a Python-int multiply and reduction per
+    value, several times the cost of the copy. Where the limbs go to a device anyway, canonical limbs and one
+    ``to_mont`` there (:func:`cuzk_jax.ops.field.PrimeField.to_mont`) give the same array for less host time: the
+    prover's witness staging does that (:func:`cuzk_jax.circuits.r1cs.stack_z_native`).
+    """
     f = _field(field)
     vals = values if isinstance(values, list) else list(values)
-    try:
-        buf = b"".join([v.to_bytes(f.nbytes, "little") for v in vals])
-    except (AttributeError, OverflowError, TypeError):
-        buf = None
-    if buf is None or any(type(v) is bool for v in vals):
+    buf = None
+    if set(map(type, vals)) <= {int}:  # plain ints (no bool, numpy scalar or other type): the one-join path
+        try:
+            buf = b"".join([v.to_bytes(f.nbytes, "little") for v in vals])
+        except OverflowError:  # negative or too wide: the loop below names the value
+            pass
+    if buf is None:
         for v in vals:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise ValueError(f"{f.name} element must be an int, got {type(v).__name__}")

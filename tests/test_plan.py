@@ -180,6 +180,25 @@ def test_prove_takes_a_ready_z(cube):
         prover.prove(cube["pk"], cube["r1cs"], z[:, :0], config="msm=host")
 
 
+def test_stage_converts_a_canonical_batch_on_the_device(cube):
+    """prove() stages Python-int witnesses as canonical limbs (stack_z_native) and stage(montgomery=False) converts
+    them on the device: the staged array equals the staged host-Montgomery batch bit for bit, and prove_batch of
+    the canonical batch gives the same proofs (public inputs read in the right form for the verifier)."""
+    import numpy as np
+
+    from cuzk_jax.circuits.r1cs import stack_z, stack_z_native
+
+    rk = prover.resident(cube["pk"], cube["r1cs"], "msm=host")
+    canon, mont = stack_z_native(cube["witnesses"])
+    assert mont is False and np.array_equal(canon, stack_z(cube["witnesses"], montgomery=False))
+    host = stack_z(cube["witnesses"], montgomery=True)
+    assert np.array_equal(np.asarray(pipeline.stage(rk, canon, montgomery=False)), np.asarray(pipeline.stage(rk, host)))
+    assert pipeline.public_inputs(rk, canon, montgomery=False) == pipeline.public_inputs(rk, host)
+    rs = prover.insecure_randomness_for_tests(3, 4)
+    want = pipeline.prove_batch(rk, host, rs)
+    assert pipeline.prove_batch(rk, canon, rs, montgomery=False) == want
+
+
 def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
     """The engine's device backend keeps a batch larger than the plan allows on the host and runs it in the plan's
     sub-batches (P = 2 programs); the proofs equal prove()'s bit for bit."""

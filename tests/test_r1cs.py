@@ -141,6 +141,70 @@ def test_witness_limbs():
         w.z_limbs(out=np.zeros((8, 3), np.uint32))
 
 
+def _host_mont(vals):
+    """The host's Montgomery limbs, value by value (the conversion the prover used to stage with)."""
+    return encoding.ints_to_limbs([v * encoding.fr.mont_r % R for v in vals], "fr")
+
+
+EDGES = [0, 1, R - 1, 2]
+
+
+@pytest.mark.parametrize("bits", [0.0, 0.05, 0.9], ids=["dense", "poseidon_like", "bit_heavy"])
+def test_canonical_limbs_then_device_to_mont_equal_host_montgomery(bits):
+    """Both z_limbs paths (whole list when most values are not 0/1, the 0/1 split otherwise) give the host's
+    limbs in either form, and canonical limbs + the device's to_mont (what stage does for Python-int witnesses)
+    equal the host's Montgomery limbs bit for bit -- random values and the edges 0, 1, r - 1, 2."""
+    from cuzk_jax.circuits.r1cs import stack_z_native
+    from cuzk_jax.ops import field as ops_field
+
+    rng = random.Random(24)
+    vals = [rng.randrange(2) if rng.random() < bits else rng.randrange(R) for _ in range(300)] + EDGES
+    w = Witness(inputs=[1, R - 1], aux=vals)
+    canon, mont = w.z_limbs(montgomery=False), w.z_limbs()
+    assert np.array_equal(canon, encoding.ints_to_limbs(w.z, "fr"))
+    assert np.array_equal(mont, _host_mont(w.z))
+    device = np.asarray(jax.jit(ops_field.fr.to_mont)(jnp.asarray(canon)))
+    assert np.array_equal(device, mont)
+    w2 = Witness(inputs=[1, 0], aux=vals[::-1])
+    z, is_mont = stack_z_native([w, w2])
+    assert is_mont is False and np.array_equal(z, stack_z([w, w2], montgomery=False))
+    assert np.array_equal(np.asarray(jax.jit(ops_field.fr.to_mont)(jnp.asarray(z))), stack_z([w, w2]))
+
+
+@pytest.mark.parametrize("bits", [0.0, 0.9], ids=["dense", "bit_heavy"])
+@pytest.mark.parametrize("bad", [-1, R, R + 5, 1 << 256, "3", 0.5, None, [1], 2.0])
+def test_out_of_range_witness_values_same_error_on_both_paths(bits, bad):
+    """A bad value gives the same clear error whichever path converts the witness, in either form; bools and
+    float zeros/ones are still taken as 0/1 by value (as the 0/1 split always did)."""
+    rng = random.Random(7)
+    vals = [rng.randrange(2) if rng.random() < bits else rng.randrange(1, R) for _ in range(64)]
+    for mont in (True, False):
+        with pytest.raises(ValueError, match=r"witness values must be ints in \[0, r\)"):
+            Witness(inputs=[1], aux=vals[:10] + [bad] + vals[10:]).z_limbs(mont)
+        w = Witness(inputs=[1], aux=vals + [True, False, 1.0, 0.0])
+        assert np.array_equal(w.z_limbs(mont), Witness(inputs=[1], aux=vals + [1, 0, 1, 0]).z_limbs(mont))
+
+
+def test_stack_z_native_keeps_packed_montgomery_limbs(monkeypatch):
+    """Montgomery PackedWitness batches (porep_like) are copied as they are (no Python-int conversion); a
+    canonical packed batch stays canonical; a batch mixing packed Montgomery limbs with Python ints is canonical."""
+    from cuzk_jax.circuits.r1cs import PackedWitness, stack_z_native
+
+    rng = random.Random(3)
+    ws = [Witness(inputs=[1, 9], aux=[rng.randrange(R) for _ in range(20)] + EDGES) for _ in range(2)]
+    packed = [PackedWitness(w.z_limbs(), 2) for w in ws]
+    want = stack_z(ws)
+    with monkeypatch.context() as m:
+        m.setattr(encoding, "ints_to_limbs", None)  # any int conversion would fail
+        z, mont = stack_z_native(packed)
+    assert mont is True and np.array_equal(z, want)
+    canon = [PackedWitness(w.z_limbs(False), 2, montgomery=False) for w in ws]
+    z, mont = stack_z_native(canon)
+    assert mont is False and np.array_equal(z, stack_z(ws, montgomery=False))
+    z, mont = stack_z_native([packed[0], ws[1]])
+    assert mont is False and np.array_equal(z, stack_z(ws, montgomery=False))
+
+
 def test_with_input_constraints():
     circuit = get_circuit("cube")
     r1cs, w = circuit.full(circuit.sample_inputs())

@@ -7,7 +7,10 @@ Every way of proving in this project runs these functions and no other copy of t
 
 Phases (cuzk's batch-all-partitions: each runs once for ALL partitions of a batch, a leading partition axis):
 
-1. **stage** (host -> device) -- the witnesses as Montgomery Fr limbs ``z`` ``(8, P, num_vars)``.
+1. **stage** (host -> device) -- the witnesses as Fr limbs ``z`` ``(8, P, num_vars)``, Montgomery form on the
+   device. The host batch is either form: Montgomery (a packed witness, a ready batch) is copied as it is;
+   canonical (Python-int witnesses: a byte copy each, :func:`cuzk_jax.circuits.r1cs.stack_z_native`) is copied
+   and then converted by one device ``to_mont`` -- the host's per-value Montgomery multiply is the slow part.
 2. **evaluate** -- ``A z, B z, C z`` (:func:`cuzk_jax.ops.r1cs.evaluate`) and, for the bellman form, the
    satisfaction check (per partition: all constraints hold, first failing constraint).
 3. **h** -- the H-MSM scalars (canonical limbs). bellman form (Groth 2016 / bellman / arkworks ``r1cs_to_qap``):
@@ -540,17 +543,23 @@ def random_randomness(count: int) -> list[tuple[int, int]]:
     return [(secrets.randbelow(R), secrets.randbelow(R)) for _ in range(count)]
 
 
-def stage(rk: ResidentKey, z: np.ndarray):
-    """Host -> device copy of a batch ``z`` (uint32 ``(8, P, num_vars)``, Montgomery): sharded over the key's mesh
-    along the partition axis, else uncommitted on the default device."""
+def stage(rk: ResidentKey, z: np.ndarray, montgomery: bool = True):
+    """Host -> device copy of a batch ``z`` (uint32 ``(8, P, num_vars)``): sharded over the key's mesh along the
+    partition axis, else uncommitted on the default device. The staged batch is always Montgomery form (what
+    :func:`run` takes): ``montgomery=False`` says the host limbs are canonical (values < r, as
+    :func:`cuzk_jax.circuits.r1cs.stack_z` checks them) and converts them on the device with one ``to_mont`` --
+    the limbs the host's Montgomery conversion gives, bit for bit."""
     z = np.asarray(z)
     if z.dtype != np.uint32 or z.ndim != 3 or z.shape[0] != 8 or z.shape[2] != rk.num_vars:
         raise BadInput(f"witness batch must be uint32 (8, P, {rk.num_vars}), got {z.dtype} {z.shape}")
     if rk.mesh is not None:
         if z.shape[1] % rk.mesh.size:
             raise BadInput(f"batch of {z.shape[1]} partitions is not a multiple of {rk.mesh.size} devices")
-        return jax.device_put(_pad_z(rk, z), sharding.batch_sharding(rk.mesh))
-    return _place(_pad_z(rk, z), None, rk.device)
+        staged = jax.device_put(_pad_z(rk, z), sharding.batch_sharding(rk.mesh))
+    else:
+        staged = _place(_pad_z(rk, z), None, rk.device)
+    # elementwise, so it keeps the batch's sharding; the bucket padding is zeros and stays zero
+    return staged if montgomery else _programs(rk)["to_mont"](staged)
 
 
 def _pad_z(rk: ResidentKey, z: np.ndarray) -> np.ndarray:
@@ -590,8 +599,11 @@ def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
     evaluate = functools.partial(_evaluate_body, qap=qap)
     h = functools.partial(_h_body, n=n, qap=qap, ntt=ntt)
     from_mont = ops_field.fr.from_mont
+    # the canonical batch is dead once converted: donated, so stage never holds two copies of z (memory plan)
+    to_mont = jax.jit(ops_field.fr.to_mont, donate_argnums=0)
     if mesh is None:
-        progs = {"evaluate": jax.jit(evaluate), "h": jax.jit(h), "from_mont": jax.jit(from_mont)}
+        progs = {"evaluate": jax.jit(evaluate), "h": jax.jit(h), "from_mont": jax.jit(from_mont),
+                 "to_mont": to_mont}
         if msm != HOST_MSM:
             progs.update(g1=ops_msm.msm_jit("g1", msm), g2=ops_msm.msm_jit("g2", msm))
         return progs
@@ -607,6 +619,7 @@ def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
     return {"evaluate": jax.jit(sm(evaluate, in_specs=(P(), zs), out_specs=(zs, zs, zs, ps, ps))),
             "h": jax.jit(sm(h, in_specs=(zs, zs, zs), out_specs=zs)),
             "from_mont": jax.jit(from_mont),  # elementwise: runs on the sharded array as it is
+            "to_mont": to_mont,  # likewise (stage of a canonical batch)
             "g1": msm_prog("g1"), "g2": msm_prog("g2")}
 
 
@@ -791,10 +804,10 @@ def finish(rk, out: BatchOutput, i: int, r: int, s: int) -> tuple:
             host_curve.from_arkworks(ref_g1, c))
 
 
-def public_inputs(rk: ResidentKey, z: np.ndarray) -> list[list[int]]:
-    """The public inputs of every partition of a host batch ``z`` (Montgomery ``(8, P, num_vars)``): columns
-    ``1 .. num_inputs - 1`` (column 0 is the constant one)."""
-    return [encoding.limbs_to_ints(np.asarray(z[:, p, 1:rk.num_inputs]), "fr", montgomery=True)
+def public_inputs(rk: ResidentKey, z: np.ndarray, montgomery: bool = True) -> list[list[int]]:
+    """The public inputs of every partition of a host batch ``z`` (``(8, P, num_vars)``, Montgomery form unless
+    ``montgomery=False``): columns ``1 .. num_inputs - 1`` (column 0 is the constant one)."""
+    return [encoding.limbs_to_ints(np.asarray(z[:, p, 1:rk.num_inputs]), "fr", montgomery=montgomery)
             for p in range(z.shape[1])]
 
 
@@ -815,8 +828,10 @@ def _finish_step(rk: ResidentKey, out, lo: int, randomness, timings: Timings) ->
 
 
 def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, int]] | None = None,
-                timings: Timings | None = None, *, verify: bool = True, sync_phases: bool = True) -> list[tuple]:
-    """Stage, run and finish one batch ``z`` (``(8, P, num_vars)`` Montgomery limbs): the ``(A, B, C)`` host
+                timings: Timings | None = None, *, verify: bool = True, sync_phases: bool = True,
+                montgomery: bool = True) -> list[tuple]:
+    """Stage, run and finish one batch ``z`` (``(8, P, num_vars)`` limbs, Montgomery form unless
+    ``montgomery=False``: canonical limbs are converted on the device by :func:`stage`): the ``(A, B, C)`` host
     points of every partition, in order.
 
     Raises :class:`~cuzk_jax.errors.Unsatisfied` naming the first partition whose witness does not satisfy the
@@ -838,7 +853,7 @@ def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, 
     starts = list(range(0, P, step))
 
     def staged(lo):
-        return jax.block_until_ready(stage(rk, z[:, lo:lo + step]))
+        return jax.block_until_ready(stage(rk, z[:, lo:lo + step], montgomery))
 
     # prefetch: the next step's witnesses go to the device while this step runs ("stage" then times the wait)
     pool = ThreadPoolExecutor(1, thread_name_prefix="stage") if rk.config.prefetch == "on" and len(starts) > 1 \
@@ -858,7 +873,7 @@ def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, 
             pool.shutdown(wait=True, cancel_futures=True)
     if verify and rk.verifier is not None:
         t0 = time.perf_counter()
-        ok = rk.verifier(public_inputs(rk, z), proofs)
+        ok = rk.verifier(public_inputs(rk, z, montgomery), proofs)
         timings.phases["verify"] = time.perf_counter() - t0
         bad = [i for i, good in enumerate(ok) if not good]
         if bad:

@@ -85,7 +85,7 @@ def prove(pk: ProvingKey | ResidentKey, r1cs, witnesses: Sequence, *,
     is returned (``verify=False`` skips that, for benchmarks): :class:`~cuzk_jax.errors.ProofRejected` if one
     does not verify.
     """
-    from cuzk_jax.circuits.r1cs import stack_z
+    from cuzk_jax.circuits.r1cs import stack_z_native
 
     t_start = time.perf_counter()
     install_compile_hint()  # says once when a long compile runs without the persistent cache
@@ -111,9 +111,10 @@ def prove(pk: ProvingKey | ResidentKey, r1cs, witnesses: Sequence, *,
         for w in witnesses:
             r1cs.check_shape(w)
     timings = Timings()
-    z = witnesses if ready else stack_z(witnesses, montgomery=True)  # (8, P, num_vars), host
+    # (8, P, num_vars), host; Python-int witnesses stay canonical (stage converts on the device: cheaper)
+    z, montgomery = (witnesses, True) if ready else stack_z_native(witnesses)
     timings.phases["stage"] = time.perf_counter() - t_start  # host conversion; pipeline adds the copy
-    points = pipeline.prove_batch(rk, z, randomness, timings, verify=verify)
+    points = pipeline.prove_batch(rk, z, randomness, timings, verify=verify, montgomery=montgomery)
     timings.total = time.perf_counter() - t_start
     log.info("prove: %s", timings)
     return [Proof(a, b, c) for a, b, c in points], timings
