@@ -119,3 +119,82 @@ def compute_h_snarkjs(a, b, c, *, config: NttConfig | None = None):
     shift = N.root_of_unity(2 * n, SNARKJS_GENERATOR)
     out = _run(abc, log_n, nb, shift, SNARKJS_GENERATOR, None, config, "snarkjs", eager)
     return out.reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The same H step as separate programs, one of a, b, c at a time (large domains)
+# ---------------------------------------------------------------------------------------------------------------
+# One program over all of a, b, c holds the transforms' wide intermediates for the three at once: at a 2^27 domain
+# its temporaries alone asked for 64 GiB on the H200. Transforming one vector per program keeps a third of that
+# (plus the three coset evaluations, which the pointwise step needs together). The tables are built inside each
+# program (never program constants, never cached on the device).
+
+
+def _form_roots(n: int, form: str):
+    """(generator of the domain, coset shift, output scaling or None) of the H step's form."""
+    if form == "snarkjs":
+        return SNARKJS_GENERATOR, N.root_of_unity(2 * n, SNARKJS_GENERATOR), None
+    if form != "arkworks":
+        raise ValueError(f"unknown QAP form {form!r}; expected 'arkworks' or 'snarkjs'")
+    g = COSET_GENERATOR
+    zinv = N.inv_mod_r(pow(g, n, R) - 1)
+    return N.GENERATOR, g, (N.inv_mod_r(n) * zinv % R, N.inv_mod_r(g))
+
+
+def _coset_evaluations_impl(x, *, n: int, config: NttConfig, form: str):
+    generator, shift, _ = _form_roots(n, form)
+    pad = [(0, 0)] * (x.ndim - 1) + [(0, n - x.shape[-1])]
+    x = jnp.pad(x, pad)
+    shape = x.shape
+    x = x.reshape(LIMBS, -1, n)
+    log_n = N.log2_size(n)
+    Ti = N.twiddles(n, True, generator, eager=False)
+    Tf = N.twiddles(n, False, generator, eager=False)
+    shift_parts = N.scale_parts(n, N.inv_mod_r(n), shift, eager=False)
+    coef = N._passes_impl(x, Ti, log_n=log_n, config=config)
+    return N._passes_impl(coef, Tf, shift_parts, log_n=log_n, config=config, natural=False).reshape(shape)
+
+
+def _h_from_evaluations_impl(ea, eb, ec, *, n: int, config: NttConfig, form: str):
+    generator, _, out = _form_roots(n, form)
+    f = F.fr.with_schedule(config.schedule)
+    log_n = N.log2_size(n)
+    shape = ea.shape
+    P = f.sub(f.mul(ea, eb), ec).reshape(LIMBS, -1, n)
+    P = N.digit_reverse(P, N.plan(log_n, config.sub_log()))
+    if form == "snarkjs":
+        return P.reshape(shape)
+    Ti = N.twiddles(n, True, generator, eager=False)
+    out_parts = N.scale_parts(n, *out, eager=False)
+    return N._passes_impl(P, Ti, None, out_parts, log_n=log_n, config=config).reshape(shape)
+
+
+_coset_jit = jax.jit(_coset_evaluations_impl, static_argnames=("n", "config", "form"))
+_finish_jit = jax.jit(_h_from_evaluations_impl, static_argnames=("n", "config", "form"))
+
+
+def coset_evaluations(x, n: int, *, config: NttConfig | None = None, form: str = "arkworks"):
+    """One of a, b, c (Montgomery ``(8, *batch, m)``, ``m <= n``; zero-padded to ``n`` inside the program) -> its
+    evaluations on the form's coset, ``(8, *batch, n)`` in the transform's pass order (only
+    :func:`h_from_evaluations` reads them)."""
+    config = NttConfig.coerce(config)
+    if x.shape[-1] > n:
+        raise ValueError(f"coset_evaluations: {x.shape[-1]} values do not fit a domain of {n}")
+    with jax.enable_x64(True):
+        return _coset_jit(x, n=n, config=config, form=form)
+
+
+def h_from_evaluations(ea, eb, ec, n: int, *, config: NttConfig | None = None, form: str = "arkworks"):
+    """:func:`coset_evaluations` of a, b, c -> what :func:`compute_h` (``form="arkworks"``) or
+    :func:`compute_h_snarkjs` (``form="snarkjs"``) returns for the zero-padded a, b, c: bit for bit the same."""
+    config = NttConfig.coerce(config)
+    with jax.enable_x64(True):
+        return _finish_jit(ea, eb, ec, n=n, config=config, form=form)
+
+
+def compute_h_split(a, b, c, n: int, *, config: NttConfig | None = None, form: str = "arkworks"):
+    """:func:`compute_h` / :func:`compute_h_snarkjs` of a, b, c zero-padded to ``n``, as four programs (one per
+    input, then the pointwise step and the last transform): the peak memory of one input's transform instead of
+    three. Eager only (each step is its own jitted program)."""
+    ea, eb, ec = (coset_evaluations(x, n, config=config, form=form) for x in (a, b, c))
+    return h_from_evaluations(ea, eb, ec, n, config=config, form=form)

@@ -101,6 +101,24 @@ def test_snarkjs_variant():
         assert (acc % R == target) is expect
 
 
+@pytest.mark.parametrize("log_n, m", [(1, 2), (6, 50), (8, 256)])
+def test_split_h_matches_reference(log_n, m):
+    """compute_h_split (one program per input vector: the large-domain prover path) on ``m <= n`` values padded
+    inside: the reference quotient for the satisfied and the broken partition, both forms."""
+    rng = random.Random(70 + log_n)
+    n = 1 << log_n
+    a, b, c = partitions(rng, m)
+    pad = [0] * (n - m)
+    full = [[v + pad for v in x] for x in (a, b, c)]
+    h = from_arr(qap.compute_h_split(to_arr(a), to_arr(b), to_arr(c), n))
+    s = from_arr(qap.compute_h_split(to_arr(a), to_arr(b), to_arr(c), n, form="snarkjs"))
+    for p in range(2):
+        assert h[p] == RN.compute_h(*(x[p] for x in full))
+        assert s[p] == RN.compute_h_snarkjs(*(x[p] for x in full))
+    with pytest.raises(ValueError, match="do not fit"):
+        qap.coset_evaluations(to_arr(a), m // 2 if m > 2 else 1)
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_persistent_cache")
 @isolated

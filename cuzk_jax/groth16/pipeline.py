@@ -581,6 +581,11 @@ def _evaluate_body(dr, z, qap: str):
     return az, bz, cz, ok, jnp.where(ok, -1, jnp.argmax(bad, axis=-1)).astype(jnp.int32)
 
 
+def _h_out(h, n: int, qap: str):
+    """The H step's Montgomery output -> the canonical H-MSM scalars (bellman: the first n - 1 coefficients)."""
+    return ops_field.fr.from_mont(h if qap == "snarkjs" else h[..., : n - 1])
+
+
 def _h_body(az, bz, cz, n: int, qap: str, ntt):
     """Canonical H-MSM scalars: pad the evaluations to the domain, compute h (bellman: n - 1 coefficients;
     snarkjs: n odd-coset evaluations), leave Montgomery form."""
@@ -603,7 +608,7 @@ def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
     to_mont = jax.jit(ops_field.fr.to_mont, donate_argnums=0)
     if mesh is None:
         progs = {"evaluate": jax.jit(evaluate), "h": jax.jit(h), "from_mont": jax.jit(from_mont),
-                 "to_mont": to_mont}
+                 "to_mont": to_mont, "h_out": jax.jit(functools.partial(_h_out, n=n, qap=qap))}
         if msm != HOST_MSM:
             progs.update(g1=ops_msm.msm_jit("g1", msm), g2=ops_msm.msm_jit("g2", msm))
         return progs
@@ -637,8 +642,16 @@ def evaluate(rk: ResidentKey, z):
 
 
 def h_scalars(rk: ResidentKey, az, bz, cz):
-    """Phase 3: the canonical H-MSM scalars ``(8, P, len(h bases))`` from the evaluations (module docstring)."""
-    return _programs(rk)["h"](az, bz, cz)
+    """Phase 3: the canonical H-MSM scalars ``(8, P, len(h bases))`` from the evaluations (module docstring).
+
+    From a :data:`~cuzk_jax.groth16.plan.H_SPLIT_DOMAIN` domain up (one device), as :func:`cuzk_jax.ops.qap.compute_h_split`'s four programs
+    (one of a, b, c transformed at a time) instead of one: the single program's temporaries at a 2^27 domain
+    alone asked for 64 GiB on an H200 (the memory plan's ``per_partition_h`` models the split form there)."""
+    progs = _programs(rk)
+    if rk.mesh is None and rk.domain_size >= memplan.H_SPLIT_DOMAIN:
+        form = "snarkjs" if rk.qap == "snarkjs" else "arkworks"
+        return progs["h_out"](ops_qap.compute_h_split(az, bz, cz, rk.domain_size, config=rk.config.ntt, form=form))
+    return progs["h"](az, bz, cz)
 
 
 def msm_scalars(rk: ResidentKey, z, h) -> dict:

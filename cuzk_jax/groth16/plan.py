@@ -57,6 +57,9 @@ SAFETY = 1.15
 DEFAULT_PARTITIONS = 10
 #: Default points per streamed chunk (bounded above by the query size).
 DEFAULT_CHUNK = 1 << 22
+# from this domain size up the prover's H step runs one input vector per program (pipeline.h_scalars), which the
+# per-partition H estimate below models
+H_SPLIT_DOMAIN = 1 << 24
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
 
@@ -183,7 +186,10 @@ def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | 
     z = FR_BYTES * shape.num_vars
     n = shape.domain
     evaluate = _eval_bytes(shape, eval_chunk)
-    h = 96 * n + 96 * n + FR_BYTES * n
+    if n >= H_SPLIT_DOMAIN:  # evaluations in, three coset evaluations, one input's transform (~192 B/point), out
+        h = 96 * n + 96 * n + 192 * n + FR_BYTES * n
+    else:
+        h = 96 * n + 96 * n + FR_BYTES * n
     biggest = max(shape.bases.values())
     scalars = FR_BYTES * shape.num_vars + FR_BYTES * biggest + FR_BYTES * n  # canonical z, one gathered copy, h
     msm = max(msm_pairs_bytes(min(chunk, shape.bases[q]) if q in streamed else shape.bases[q]) for q in shape.bases)
