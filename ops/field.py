@@ -542,6 +542,27 @@ class PrimeField:
         return r, self.eq(self.square(r), a)
 
 
+def map_last_axis(fn, x, chunk: int = 1 << 22):
+    """``fn(x)`` for an ``fn`` that maps every element along the last axis on its own (output: same shape and
+    dtype as ``x``, e.g. ``fr.from_mont``), computed over windows of ``chunk`` elements in a ``lax.fori_loop``.
+
+    Why: XLA materialises a field op's limb products (~0.5 KB per element) for the whole array; a 2^27-element
+    ``from_mont`` asked for 64 GiB on an H200. In the loop it holds one window's. The last window is moved back to
+    end at the last element (it recomputes a few elements: same values), so every window has one shape. Arrays of
+    at most ``chunk`` elements along the last axis take ``fn`` directly. Traceable (use inside jit)."""
+    n = x.shape[-1]
+    if n <= chunk:
+        return fn(x)
+    axis = x.ndim - 1
+
+    def body(i, out):
+        start = jnp.minimum(i * chunk, n - chunk)
+        y = fn(lax.dynamic_slice_in_dim(x, start, chunk, axis=axis))
+        return lax.dynamic_update_slice_in_dim(out, y, start, axis=axis)
+
+    return lax.fori_loop(0, -(-n // chunk), body, jnp.zeros_like(x))
+
+
 fq = PrimeField(ref_field.fq)
 fr = PrimeField(ref_field.fr)
 fq_rolled = fq.with_schedule("rolled")

@@ -271,3 +271,18 @@ def test_reference_batch_inv_equals_inv_with_zeros():
     ys = [(rng.randrange(RF.fq.modulus), rng.randrange(RF.fq.modulus)) for _ in range(5)] + [(0, 0)]
     assert RF.fq2.batch_inv(ys) == [RF.fq2.inv(y) for y in ys]
     assert RF.fq.batch_inv([0, 0]) == [0, 0] and RF.fr.batch_inv([]) == []
+
+
+@pytest.mark.parametrize("n, chunk", [(5, 8), (37, 8), (64, 16), (65, 16)])
+def test_map_last_axis_equals_the_whole_array_op(n, chunk):
+    """map_last_axis (windows of ``chunk`` in a fori_loop, the last one moved back): from_mont and to_mont of a
+    ``(8, 2, n)`` batch give the Python-int values, also for lengths that are not a multiple of the window."""
+    rng = random.Random(n * 100 + chunk)
+    vals = [rng.randrange(RF.fr.modulus) for _ in range(2 * n)]
+    vals[:3] = [0, 1, RF.fr.modulus - 1]
+    mont = jnp.asarray(E.ints_to_limbs(vals, "fr", montgomery=True).reshape(8, 2, n))
+    canon = jnp.asarray(E.ints_to_limbs(vals, "fr").reshape(8, 2, n))
+    out = jax.jit(lambda x: F.map_last_axis(F.fr.from_mont, x, chunk=chunk))(mont)
+    assert E.limbs_to_ints(np.asarray(out).reshape(8, -1), "fr") == vals
+    back = jax.jit(lambda x: F.map_last_axis(F.fr.to_mont, x, chunk=chunk))(canon)
+    assert np.array_equal(np.asarray(back), np.asarray(mont))

@@ -583,7 +583,7 @@ def _evaluate_body(dr, z, qap: str):
 
 def _h_out(h, n: int, qap: str):
     """The H step's Montgomery output -> the canonical H-MSM scalars (bellman: the first n - 1 coefficients)."""
-    return ops_field.fr.from_mont(h if qap == "snarkjs" else h[..., : n - 1])
+    return ops_field.map_last_axis(ops_field.fr.from_mont, h if qap == "snarkjs" else h[..., : n - 1])
 
 
 def _h_body(az, bz, cz, n: int, qap: str, ntt):
@@ -603,9 +603,11 @@ def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
     partition axis when sharded (each device runs the single-device program on its partitions)."""
     evaluate = functools.partial(_evaluate_body, qap=qap)
     h = functools.partial(_h_body, n=n, qap=qap, ntt=ntt)
-    from_mont = ops_field.fr.from_mont
+    # elementwise over windows of the last axis (ops.field.map_last_axis): a whole 2^27-column batch at once
+    # needs ~64 GiB of temporaries
+    from_mont = functools.partial(ops_field.map_last_axis, ops_field.fr.from_mont)
     # the canonical batch is dead once converted: donated, so stage never holds two copies of z (memory plan)
-    to_mont = jax.jit(ops_field.fr.to_mont, donate_argnums=0)
+    to_mont = jax.jit(functools.partial(ops_field.map_last_axis, ops_field.fr.to_mont), donate_argnums=0)
     if mesh is None:
         progs = {"evaluate": jax.jit(evaluate), "h": jax.jit(h), "from_mont": jax.jit(from_mont),
                  "to_mont": to_mont, "h_out": jax.jit(functools.partial(_h_out, n=n, qap=qap))}
@@ -654,13 +656,23 @@ def h_scalars(rk: ResidentKey, az, bz, cz):
     return progs["h"](az, bz, cz)
 
 
+def canonical_z(rk: ResidentKey, z):
+    """The staged batch's witness in canonical form, without the bucket padding of :func:`stage`."""
+    return _programs(rk)["from_mont"](z[..., :rk.num_vars])
+
+
+def query_scalars(rk: ResidentKey, name: str, zc, h):
+    """One MSM's canonical scalars from :func:`canonical_z` ``zc`` and the H scalars ``h``: the witness for A, B1,
+    B2, its private columns for L, ``h`` for H -- restricted to the columns whose bases the key keeps
+    (:attr:`ResidentKey.columns`)."""
+    sc = h if name == "msm_h" else zc[:, :, rk.num_inputs:] if name == "msm_l" else zc
+    return sc if rk.columns.get(name) is None else jnp.take(sc, rk.columns[name], axis=2)
+
+
 def msm_scalars(rk: ResidentKey, z, h) -> dict:
-    """MSM phase name -> canonical scalars: the witness for A, B1, B2, its private columns for L, ``h`` for H --
-    each restricted to the columns whose bases the key keeps (:attr:`ResidentKey.columns`)."""
-    zc = _programs(rk)["from_mont"](z[..., :rk.num_vars])  # without the bucket padding of stage
-    full = {"msm_a": zc, "msm_b1": zc, "msm_b2": zc, "msm_l": zc[:, :, rk.num_inputs:], "msm_h": h}
-    return {name: sc if rk.columns.get(name) is None else jnp.take(sc, rk.columns[name], axis=2)
-            for name, sc in full.items()}
+    """MSM phase name -> :func:`query_scalars` for every query at once (the prover makes each just before its MSM)."""
+    zc = canonical_z(rk, z)
+    return {name: query_scalars(rk, name, zc, h) for name in MSMS}
 
 
 #: Queries whose scalars are witness values (mostly 0 / 1 in a SHA-256-heavy circuit); H's are dense.
@@ -773,11 +785,10 @@ def run(rk: ResidentKey, z, phase: Callable | None = None, *, sync_phases: bool 
         az, bz, cz, ok, first = phase("evaluate", lambda: evaluate(rk, z))
         h = phase("h", lambda: h_scalars(rk, az, bz, cz))
         del az, bz, cz  # the evaluations are dead once h exists: free them before the MSMs (memory plan)
-        scalars = msm_scalars(rk, z, h)
+        zc = canonical_z(rk, z)
         points = {}
-        for name in MSMS:
-            points[name] = phase(name, lambda name=name: msm(rk, name, scalars[name], kinds))
-            scalars[name] = None  # each query's gathered scalars are dead after its MSM
+        for name in MSMS:  # each query's gathered scalars made just before its MSM, dead after it (memory plan)
+            points[name] = phase(name, lambda name=name: msm(rk, name, query_scalars(rk, name, zc, h), kinds))
         return ok, first, points
 
     ok, first, points = device_work() if sync_phases else record("device", device_work)
