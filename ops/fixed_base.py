@@ -500,18 +500,36 @@ def mul_bucket(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
     kernel under the Pallas interpreter (default: on a CPU, where Triton does not run -- the tests' path).
     """
     scalars = _canonical_limbs(scalars)
+    if scalars.shape[1] == 0:
+        return curve.affine_identity((0,))
+    chunk, tab, static = _bucket_args(curve, window, chunk, schedule, inv_chunk, fermat_window, block, num_warps,
+                                      interpret)
+    return _in_chunks(scalars, chunk, lambda part: _mul_bucket_program(curve.name, tab, part, *static))
+
+
+def _bucket_args(curve: C.Curve, window, chunk, schedule, inv_chunk, fermat_window, block, num_warps, interpret):
+    """:func:`mul_bucket`'s defaults resolved: ``(chunk, table, the program's static arguments after the
+    scalars)`` -- shared with :func:`precompile_bucket`, so both reach the same compiled program."""
     window = window or default_window()
     inv_chunk = inv_chunk or default_inv_chunk()
     fermat_window = fermat_window or default_fermat_window()
     if interpret is None:
         interpret = jax.default_backend() == "cpu"
-    n = scalars.shape[1]
-    if n == 0:
-        return curve.affine_identity((0,))
     chunk = chunk or default_bucket_chunk()
     block = block or min(64, chunk)
     if chunk % block:
         raise ValueError(f"chunk {chunk} must be a multiple of block {block}")
     tab = affine_table(curve, window, schedule, inv_chunk, fermat_window)
-    return _in_chunks(scalars, chunk, lambda part: _mul_bucket_program(
-        curve.name, tab, part, window, schedule, inv_chunk, fermat_window, block, num_warps, interpret))
+    return chunk, tab, (window, schedule, inv_chunk, fermat_window, block, num_warps, interpret)
+
+
+def precompile_bucket(curve: C.Curve, *, window: int | None = None, chunk: int | None = None,
+                      schedule: str = "platform", inv_chunk: int | None = None, fermat_window: int | None = None,
+                      block: int | None = None, num_warps: int = 2, interpret: bool | None = None) -> None:
+    """Compile the program :func:`mul_bucket` runs with the same arguments, without running it (ahead-of-time
+    lowering of a ``(8, chunk)`` scalar block; the window table is built). A later :func:`mul_bucket` call finds
+    it compiled. Why: on a GPU each group's program takes minutes to compile; the device setup compiles both
+    groups' in threads while it computes the scalars (:func:`cuzk_jax.groth16.generator.development_setup`)."""
+    chunk, tab, static = _bucket_args(curve, window, chunk, schedule, inv_chunk, fermat_window, block, num_warps,
+                                      interpret)
+    _mul_bucket_program.lower(curve.name, tab, jax.ShapeDtypeStruct((8, chunk), jnp.uint32), *static).compile()

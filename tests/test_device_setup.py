@@ -232,11 +232,35 @@ def test_bucket_pairs_layout():
     assert keys[2, 0] == 2 and vals[2, 0] == 16 + 1 and set(keys[2, 1:]) == {3}
 
 
-def test_device_setup_bucket_method_same_key(cube_keys):
-    """The device setup with the bucket fixed-base method gives the batch-affine key byte for byte."""
+def test_device_setup_bucket_method_same_key(cube_keys, monkeypatch):
+    """The device setup with the bucket fixed-base method gives the batch-affine key byte for byte, also with both
+    groups' programs compiled ahead in threads (``precompile=True``, the accelerator default) -- and then the
+    setup's own calls compile nothing more."""
     _, r1cs, toxic, dev = cube_keys
     bucket = generator.development_setup(r1cs, toxic, window=WINDOW, chunk=CHUNK, scalar_chunk=2, points="bucket")
     assert bucket.to_bytes() == dev.to_bytes()
+    import threading
+
+    from jax import monitoring
+
+    fixed_base._mul_bucket_program.clear_cache()
+    seen, requests = [], []
+    real = fixed_base.precompile_bucket
+    monkeypatch.setattr(fixed_base, "precompile_bucket", lambda c, **kw: (seen.append(c.name), real(c, **kw))[1])
+    # every compile request (persistent-cache hit or not) is an event, in the thread that asks for it; the rest of
+    # the setup's programs are compiled already in this process, so the main thread must ask for none
+    def listener(event, **_):
+        if event == "/jax/compilation_cache/compile_requests_use_cache":
+            requests.append(threading.current_thread().name)
+
+    monitoring.register_event_listener(listener)
+    try:
+        ahead = generator.development_setup(r1cs, toxic, window=WINDOW, chunk=CHUNK, scalar_chunk=2,
+                                            points="bucket", precompile=True)
+    finally:
+        monitoring.unregister_event_listener(listener)
+    assert sorted(seen) == ["g1", "g2"] and ahead.to_bytes() == dev.to_bytes()
+    assert requests and all(name.startswith("setup-compile") for name in requests), requests
 
 
 def test_default_fixed_base_per_group_and_platform():

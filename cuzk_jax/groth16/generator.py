@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import random
 import secrets
+import concurrent.futures
 import contextlib
 import functools
 import sys
@@ -369,10 +370,30 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
     return result
 
 
+def _precompile_fixed_base(curves, enabled: bool, **kwargs) -> dict:
+    """Group name -> future of :func:`cuzk_jax.ops.fixed_base.precompile_bucket` for each curve, one thread each (none when not
+    ``enabled``). Compiling releases the GIL, so the programs compile while the caller keeps the device busy."""
+    if not enabled or not curves:
+        return {}
+    pool = concurrent.futures.ThreadPoolExecutor(len(curves), thread_name_prefix="setup-compile")
+    futures = {c.name: pool.submit(fixed_base.precompile_bucket, c, **kwargs) for c in curves}
+    pool.shutdown(wait=False)
+    return futures
+
+
+def _await_compile(compiling: dict, name: str) -> None:
+    """Wait for a group's precompile (the first call would otherwise compile the same program a second time); a
+    failure is logged and left to that call to report."""
+    future = compiling.get(name)
+    if future is not None and future.exception() is not None:
+        log.warning("precompiling the %s fixed-base program failed: %s", name, future.exception())
+
+
 def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_for_tests: int | None = None,
                       progress=None, window: int | None = None, chunk: int | None = None,
                       inv_chunk: int | None = None, fermat_window: int | None = None,
-                      scalar_chunk: int | None = None, points: str | None = None) -> ProvingKey:
+                      scalar_chunk: int | None = None, points: str | None = None,
+                      precompile: bool | None = None) -> ProvingKey:
     """A DEVELOPMENT Groth16 setup computed on the device: same key as :func:`setup` for the same toxic waste.
 
     "Development": one party knows the toxic waste while this runs (no ceremony); it comes from the OS CSPRNG
@@ -389,7 +410,10 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     the MSM's Pallas kernel) or ``"jacobian"`` for both groups -- same key whichever; None:
     :func:`default_fixed_base` per group). ``scalar_chunk``: elements per call of the scalar programs
     (default ``min(domain, 2^22)``). The key's queries stay on the device (a prover can use them without a host
-    round trip); only the verifying key and the two fixed proving-key points come to the host.
+    round trip); only the verifying key and the two fixed proving-key points come to the host. ``precompile``
+    (default: on an accelerator): the bucket method's programs of both groups are compiled in background threads
+    (:func:`cuzk_jax.ops.fixed_base.precompile_bucket`) while the scalars are computed, instead of one after the
+    other at their first use (each takes minutes to compile on a GPU).
     """
     from cuzk_jax.ops import setup_scalars as S
 
@@ -414,6 +438,12 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     def const(v):
         return jnp.asarray(S.mont_limbs([v]))
 
+    p1, p2 = (points or default_fixed_base("g1"), points or default_fixed_base("g2"))
+    compiling = _precompile_fixed_base(
+        [c for c, p in ((C.g1, p1), (C.g2, p2)) if p == "bucket"],
+        jax.default_backend() != "cpu" if precompile is None else precompile,
+        window=window, chunk=chunk, inv_chunk=inv_chunk, fermat_window=fermat_window)
+
     with _phase("device scalars (Lagrange basis, column sums, H powers)", progress):
         lo, hi, a = S.power_tables(pow(7, (R - 1) // n, R), n)
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
@@ -434,13 +464,14 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
         jax.block_until_ready((a_s, b_s, l_s, ic_s, h_s))
     t_scalars = time.perf_counter() - t0
 
-    p1, p2 = (points or default_fixed_base("g1"), points or default_fixed_base("g2"))
+    _await_compile(compiling, "g1")
     with _phase(f"{2 * num_vars + n - 1 + num_aux + num_inputs} G1 points ({p1} fixed-base)", progress):
         a_q, b1_q, h_q, l_q, ic_q = _sparse_fixed_base_queries(C.g1, [a_s, b_s, h_s, l_s, ic_s], window, chunk,
                                                            inv_chunk, fermat_window, p1)
         jax.block_until_ready((a_q, b1_q, h_q, l_q, ic_q))
     t_g1 = time.perf_counter() - t0 - t_scalars
     del a_s, h_s, l_s, ic_s
+    _await_compile(compiling, "g2")
     with _phase(f"{num_vars} G2 points ({p2} fixed-base)", progress):
         (b2_q,) = _sparse_fixed_base_queries(C.g2, [b_s], window, chunk, inv_chunk, fermat_window, p2)
         jax.block_until_ready(b2_q)
