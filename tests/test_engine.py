@@ -317,6 +317,130 @@ def test_timeline_plot(tmp_path):
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def _forms(cube_key, sequential):
+    """The four sequential witnesses as Python ints and as Montgomery PackedWitness objects."""
+    from cuzk_jax.circuits.r1cs import PackedWitness
+
+    circuit, r1cs, pk = cube_key
+    ws = [circuit.witness(x) for x in sequential["inputs"]]
+    packed = [PackedWitness(w.z_limbs(montgomery=True), len(w.inputs), w.num_constraints) for w in ws]
+    return ws, packed
+
+
+def test_synthesis_gives_canonical_z_for_int_witnesses(cube_key, sequential):
+    """Python-int witnesses leave synthesis as canonical limbs (montgomery=False: no host Montgomery multiply), a
+    Montgomery PackedWitness as a copy of its limbs (montgomery=True); convert_z goes either way on the host; a
+    batch of mixed forms is stacked in the majority's form (canonical on a tie), the same limbs as stack_z."""
+    from cuzk_jax.circuits.r1cs import stack_z
+    from cuzk_jax.engine import synthesis
+    from cuzk_jax.engine.core import _Slot, _stack_slots
+
+    circuit, r1cs, pk = cube_key
+    ws, packed = _forms(cube_key, sequential)
+    outs = [synthesis.synthesize_partition(circuit, ("inputs", x)) for x in sequential["inputs"]]
+    for o, w in zip(outs, ws):
+        assert o.montgomery is False and np.array_equal(o.z, w.z_limbs(montgomery=False))
+        assert np.array_equal(synthesis.convert_z(o.z, montgomery=False), w.z_limbs(montgomery=True))
+    po = synthesis.synthesize_partition(circuit, ("witness", packed[0]))
+    assert po.montgomery is True and np.array_equal(po.z, packed[0].limbs) and po.z is not packed[0].limbs
+    assert np.array_equal(synthesis.convert_z(po.z, montgomery=True), ws[0].z_limbs(montgomery=False))
+    assert po.public_inputs == outs[0].public_inputs == sequential["publics"][0]
+    canon = [_Slot(None, i, outs[i].z, 0.0, False) for i in range(4)]
+    mont = [_Slot(None, i, packed[i].limbs, 0.0, True) for i in range(4)]
+    z, m = _stack_slots([canon[0], mont[1]], 3)  # a tie: canonical, the packed one converted on the host
+    assert m is False and np.array_equal(z, stack_z([ws[0], ws[1], ws[0]], montgomery=False))
+    z, m = _stack_slots([canon[0], mont[1], mont[2]], 4)  # Montgomery majority
+    assert m is True and np.array_equal(z, stack_z([ws[0], ws[1], ws[2], ws[0]], montgomery=True))
+    z, m = _stack_slots(mont[:2], 2)  # all packed: a plain stack of the limbs
+    assert m is True and np.array_equal(z, stack_z(packed[:2], montgomery=True))
+
+
+def test_engine_stages_canonical_batches_on_the_device(cube_key, sequential):
+    """The device backend's staged array of a canonical batch (stage(montgomery=False): one device to_mont) equals
+    the staged Montgomery batch bit for bit; engine batches of Python-int, mixed and packed witnesses give the
+    sequential proofs, which verify."""
+    from cuzk_jax.circuits.r1cs import stack_z
+    from cuzk_jax.engine import DeviceBackend
+
+    circuit, r1cs, pk = cube_key
+    ws, packed = _forms(cube_key, sequential)
+    backend = DeviceBackend()
+    rk = backend.place(pk, r1cs)
+    canon, mont = stack_z(ws[:P], montgomery=False), stack_z(ws[:P], montgomery=True)
+    assert not np.array_equal(canon, mont)
+    assert np.array_equal(np.asarray(backend.stage(rk, canon, montgomery=False)), np.asarray(backend.stage(rk, mont)))
+    # batch 1: a Python-int witness and a packed one (a tie: staged canonical); batch 2: two packed (Montgomery)
+    given = [ws[0], packed[1], packed[2], packed[3]]
+    with Engine(backend=backend, max_batch=P, max_wait_s=30, synthesis="thread", synthesis_workers=2) as eng:
+        eng.preload(circuit, pk)
+        eng.pause()
+        futs = [eng.submit(circuit, witnesses=[w], randomness=[rs]) for w, rs in zip(given, sequential["rs"])]
+        wait_ready(eng, 4)
+        eng.resume()
+        results = [f.result(timeout=900) for f in futs]
+        assert eng.status()["batch_sizes"] == {f"{P}/{P}": 2}
+    for res, expected, pub in zip(results, sequential["proofs"], sequential["publics"]):
+        assert same(res.proofs[0], expected) and res.public_inputs == [pub] and res.verified
+        assert verifier.verify(pk.vk, pub, res.proofs[0])
+
+
+def test_oversized_canonical_batch_runs_in_planned_steps(cube_key, sequential):
+    """A canonical batch larger than the key's plan allows stays on the host in its form (the _HostBatch carries
+    the flag) and every sub-batch is converted on the device: the sequential proofs."""
+    from cuzk_jax.circuits.r1cs import stack_z
+    from cuzk_jax.engine import DeviceBackend
+    from cuzk_jax.engine.backends import _HostBatch
+    from cuzk_jax.groth16 import pipeline
+    from cuzk_jax.groth16 import plan as memplan
+
+    circuit, r1cs, pk = cube_key
+    ws, _ = _forms(cube_key, sequential)
+    free = pipeline.make_resident(pk, r1cs, "msm=xla,tables=off")
+    fixed = sum(free.plan.estimate[k] for k in ("r1cs", "resident_bases", "stream_buffers"))
+    budget = int(memplan.SAFETY * (fixed + 2.5 * free.plan.estimate["per_partition_peak"]))
+    backend = DeviceBackend(config=f"msm=xla,tables=off,device_budget={budget}")
+    rk = backend.place(pk, r1cs)
+    assert rk.plan.batch == P
+    staged = backend.stage(rk, stack_z(ws, montgomery=False), montgomery=False)
+    assert isinstance(staged, _HostBatch) and staged.montgomery is False
+    out = backend.run(rk, staged, lambda name, fn: fn())
+    got = [backend.finish(rk, out, i, r, s) for i, (r, s) in enumerate(sequential["rs"])]
+    assert all(same(p, q) for p, q in zip(got, sequential["proofs"]))
+
+
+class _MontgomeryOnlyHost(HostBackend):
+    """A backend whose ``stage(resident, z)`` takes no form flag (Montgomery limbs only)."""
+
+    def stage(self, resident, z):
+        return super().stage(resident, z, montgomery=True)
+
+
+def test_host_backend_decodes_both_forms(cube_key, sequential):
+    """The host backend decodes canonical and Montgomery batches to the same values; engine proofs of Python-int,
+    packed and mixed batches (and through a backend whose stage takes Montgomery limbs only) equal the sequential
+    ones and verify."""
+    from cuzk_jax.circuits.r1cs import stack_z
+
+    circuit, r1cs, pk = cube_key
+    ws, packed = _forms(cube_key, sequential)
+    host = HostBackend()
+    want = [w.z for w in ws]
+    assert host.stage(None, stack_z(ws, montgomery=False), montgomery=False) == want
+    assert host.stage(None, stack_z(ws, montgomery=True)) == want
+    for backend, given in ((HostBackend(), [ws[0], packed[1], packed[2], ws[3]]),
+                           (_MontgomeryOnlyHost(), [ws[0], ws[1], packed[2], ws[3]])):
+        with Engine(backend=backend, max_batch=4, max_wait_s=30, synthesis="thread", synthesis_workers=1) as eng:
+            eng.preload(circuit, pk)
+            eng.pause()
+            futs = [eng.submit(circuit, witnesses=[w], randomness=[rs]) for w, rs in zip(given, sequential["rs"])]
+            wait_ready(eng, 4)
+            eng.resume()
+            results = [f.result(timeout=300) for f in futs]
+        for res, expected, pub in zip(results, sequential["proofs"], sequential["publics"]):
+            assert same(res.proofs[0], expected) and res.verified
+            assert verifier.verify(pk.vk, pub, res.proofs[0])
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Several devices: 4 host devices in a subprocess
 # ---------------------------------------------------------------------------------------------------------------

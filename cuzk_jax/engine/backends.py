@@ -1,14 +1,19 @@
 """Where a batch is proved: the device backend (the one prove pipeline, one or several devices) and a host
 reference backend.
 
-A backend turns a batch of synthesized partitions (``z`` as stacked Fr limbs ``(8, P, num_vars)``, Montgomery
-form, see :func:`cuzk_jax.circuits.r1cs.stack_z`) into per-partition MSM results, and those into proofs:
+A backend turns a batch of synthesized partitions (``z`` as stacked Fr limbs ``(8, P, num_vars)`` uint32, see
+:func:`cuzk_jax.circuits.r1cs.stack_z`; Montgomery form, or canonical with ``montgomery=False``) into per-partition
+MSM results, and those into proofs:
 
 * ``place(pk, r1cs, headroom) -> resident`` -- make a proving key (and the circuit's R1CS tables) resident;
   ``size`` gives all its bytes (window tables included) for the key manager's budget, ``headroom`` what that
   budget leaves for it;
-* ``stage(resident, z) -> staged`` -- host -> device copy of a batch (runs in the collector thread, so the copy
-  of batch k+1 overlaps the device work of batch k);
+* ``stage(resident, z, montgomery=True) -> staged`` -- host -> device copy of a batch (runs in the collector
+  thread, so the copy of batch k+1 overlaps the device work of batch k); ``montgomery`` is the form of the host
+  ``z`` (False: canonical limbs, what the engine's synthesis gives for Python-int witnesses). The device backend's
+  staged batch is Montgomery whatever the host form (a canonical one is converted there by one ``to_mont``, see
+  :func:`cuzk_jax.groth16.pipeline.stage`); the host backend's is the partitions' values as Python ints. A backend
+  whose ``stage`` takes no ``montgomery`` gets Montgomery limbs only (the engine converts on the host);
 * ``run(resident, staged, phase) -> BatchOutput`` -- the device phases (``phase(name, fn)`` times one phase and
   records it on the timeline), ending with the results on the host;
 * ``finish(resident, out, i, r, s) -> Proof`` -- host randomisation of partition ``i`` (the finisher thread).
@@ -50,11 +55,13 @@ MSMS = tuple(pipeline.MSMS)  # msm_a, msm_b1, msm_b2, msm_l, msm_h
 
 @dataclasses.dataclass
 class _HostBatch:
-    """A batch the key's memory plan does not let onto the device at once: ``z`` on the host, run ``step``
-    partitions at a time."""
+    """A batch the key's memory plan does not let onto the device at once: ``z`` on the host (uint32
+    ``(8, P, num_vars)``, Montgomery form if ``montgomery``, else canonical), staged and run ``step`` partitions at
+    a time."""
 
     z: np.ndarray
     step: int
+    montgomery: bool = True
 
 
 class DeviceBackend:
@@ -94,20 +101,22 @@ class DeviceBackend:
         return resident.nbytes
 
     # -- batches -----------------------------------------------------------------------------------------------------
-    def stage(self, resident: pipeline.ResidentKey, z: np.ndarray):
-        """The staged batch; a batch larger than the key's memory plan allows stays on the host (a
-        :class:`_HostBatch`) and :meth:`run` stages and runs it in the plan's sub-batches."""
+    def stage(self, resident: pipeline.ResidentKey, z: np.ndarray, montgomery: bool = True):
+        """The staged batch (Montgomery form on the device; the host ``z`` is Montgomery if ``montgomery``, else
+        canonical and converted on the device by :func:`~cuzk_jax.groth16.pipeline.stage`); a batch larger than the
+        key's memory plan allows stays on the host in its own form (a :class:`_HostBatch`) and :meth:`run` stages
+        and runs it in the plan's sub-batches."""
         plan = resident.plan
         if plan is not None and resident.mesh is None and z.shape[1] > plan.batch:
-            return _HostBatch(z, plan.batch)
-        return pipeline.stage(resident, z)
+            return _HostBatch(z, plan.batch, montgomery)
+        return pipeline.stage(resident, z, montgomery)
 
     def run(self, resident: pipeline.ResidentKey, z, phase: Callable) -> BatchOutput:
         if not isinstance(z, _HostBatch):
             return pipeline.run(resident, z, phase, sync_phases=self.sync_phases)
         outs = []
         for lo in range(0, z.z.shape[1], z.step):
-            staged = phase("stage", lambda lo=lo: pipeline.stage(resident, z.z[:, lo:lo + z.step]))
+            staged = phase("stage", lambda lo=lo: pipeline.stage(resident, z.z[:, lo:lo + z.step], z.montgomery))
             outs.append(pipeline.run(resident, staged, phase, sync_phases=self.sync_phases))
             del staged
         host = {name: [p for out in outs for p in out.host_points()[name]] for name in MSMS}
@@ -159,15 +168,20 @@ class HostBackend:
     def size(resident: HostResident) -> int:
         return resident.nbytes
 
-    def stage(self, resident: HostResident, z: np.ndarray):
-        return z
+    def stage(self, resident: HostResident, z: np.ndarray, montgomery: bool = True) -> list[list[int]]:
+        """The host backend's staged batch: every partition's values as canonical Python ints, decoded from ``z``
+        (uint32 ``(8, P, num_vars)``, Montgomery form if ``montgomery``, else canonical)."""
+        z = np.asarray(z)
+        return [encoding.limbs_to_ints(z[:, p, :], "fr", montgomery=montgomery) for p in range(z.shape[1])]
 
-    def run(self, resident: HostResident, z: np.ndarray, phase: Callable) -> BatchOutput:
-        P = z.shape[1]
+    def run(self, resident: HostResident, zs, phase: Callable) -> BatchOutput:
+        """``zs``: what :meth:`stage` gives (per partition, the values as canonical ints); a Montgomery
+        ``(8, P, num_vars)`` uint32 array is also taken (decoded here)."""
+        if isinstance(zs, np.ndarray):
+            zs = self.stage(resident, zs, montgomery=True)
         n = resident.pk.domain_size
         ni = resident.pk.num_inputs
         q = resident.queries
-        zs = [encoding.limbs_to_ints(z[:, p, :], "fr", montgomery=True) for p in range(P)]
         first = np.array(phase("evaluate", lambda: [
             -1 if (i := ref_r1cs.first_unsatisfied(*resident.matrices, zz)) is None else i for zz in zs]))
         ok = first < 0

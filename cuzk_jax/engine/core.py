@@ -7,6 +7,7 @@ Data flow (one arrow = one hand-off; every stage runs concurrently with the othe
                       --> ready partitions, per circuit
                             --> collector thread: forms a batch (max size / max wait), gets the resident key,
                                 stacks z and copies it to the device(s)      [batch k+1 staged while k runs]
+                                (Python-int witnesses as canonical limbs, converted to Montgomery on the device)
                                   --> device thread: evaluate, H, five MSMs  [the accelerator]
                                         --> finisher thread: r/s randomisation on the host, proofs to jobs
 
@@ -47,6 +48,12 @@ Data flow (one arrow = one hand-off; every stage runs concurrently with the othe
 * **Shutdown**: :meth:`Engine.shutdown` (or leaving the ``with`` block) waits for submitted jobs (or cancels them),
   stops the threads and the pool; a job that cannot complete any more gets a ``RuntimeError`` -- no future is ever
   left pending.
+* **Witness form**: each synthesized partition's ``z`` is Fr limbs in the form that costs its worker least
+  (:func:`cuzk_jax.engine.synthesis.native_z`: canonical for Python-int witnesses, Montgomery for the porep_like
+  packed ones), and a batch is staged in one form (``backend.stage(resident, z, montgomery)``: the device converts a
+  canonical batch with one ``to_mont``). A batch whose partitions come in both forms takes the majority's form
+  (canonical on a tie) and the other partitions are converted on the host (:func:`_stack_slots`); the proofs are
+  the same either way.
 
 Timing: every phase is recorded on a :class:`~cuzk_jax.engine.timeline.Timeline` (synthesis per worker, staging,
 device phases, finishing), and :meth:`Engine.status` reports queue depths, per-phase totals, batch sizes and proofs
@@ -59,6 +66,7 @@ import collections
 import concurrent.futures as cf
 import dataclasses
 import heapq
+import inspect
 import itertools
 import math
 import logging
@@ -270,8 +278,9 @@ class _Job:
 class _Slot:
     job: _Job
     index: int  # partition index within the job
-    z: np.ndarray
+    z: np.ndarray  # uint32 (8, num_vars): Montgomery form if ``montgomery``, else canonical
     ready: float
+    montgomery: bool = True
 
 
 @dataclasses.dataclass(eq=False)
@@ -283,6 +292,31 @@ class _Batch:
     resident: object = None
     staged: object = None
     phases: dict = dataclasses.field(default_factory=dict)
+
+
+def _stack_slots(slots: Sequence[_Slot], size: int) -> tuple[np.ndarray, bool]:
+    """``(z, montgomery)``: the batch ``(8, size, num_vars)`` uint32 of ``slots`` (padded with copies of the first)
+    and its form (Montgomery if ``montgomery``, else canonical). One form per batch: the majority's (canonical on a
+    tie: the device converts that form, not the host); the partitions in the other form are converted on the host
+    (:func:`cuzk_jax.engine.synthesis.convert_z`) -- a batch of one circuit normally has a single form."""
+    mont = sum(1 for s in slots if s.montgomery)
+    montgomery = 2 * mont > len(slots)
+    zs = [s.z if s.montgomery == montgomery else synthesis.convert_z(s.z, s.montgomery) for s in slots]
+    return np.stack(zs + [zs[0]] * (size - len(slots)), axis=1), montgomery
+
+
+def _stage_fn(backend):
+    """``stage(resident, z, montgomery)`` for ``backend``: its own ``stage`` when it takes the ``montgomery`` flag
+    (the backends of :mod:`cuzk_jax.engine.backends`); for a backend whose ``stage(resident, z)`` takes Montgomery
+    limbs only, a canonical batch is converted on the host first."""
+    try:
+        takes_form = "montgomery" in inspect.signature(backend.stage).parameters
+    except (TypeError, ValueError):
+        takes_form = False
+    if takes_form:
+        return lambda resident, z, montgomery: backend.stage(resident, z, montgomery=montgomery)
+    return lambda resident, z, montgomery: backend.stage(resident, z if montgomery else
+                                                         synthesis.convert_z(z, montgomery=False))
 
 
 def _ema(means: dict, key, x: float, alpha: float = 0.3) -> None:
@@ -337,6 +371,7 @@ class Engine:
         config = dataclasses.replace(config or EngineConfig(), **overrides)
         self.config = config
         self.backend = backend or DeviceBackend(config.devices, config.prover, config.sync_phases)
+        self._stage = _stage_fn(self.backend)
         self.batch_sizes = config.sizes(self.backend.num_devices)
         self.max_batch = self.batch_sizes[-1]
         self.keys = KeyManager(self.backend.place, self.backend.size, key_loader, config.key_budget_bytes)
@@ -744,7 +779,7 @@ class Engine:
                 job.synth_s += out.t_end - out.t_start
                 self._phase_s["synthesis"] += out.t_end - out.t_start
                 self._phase_n["synthesis"] += 1
-                self._ready[job.entry.digest].append(_Slot(job, index, out.z, now))
+                self._ready[job.entry.digest].append(_Slot(job, index, out.z, now, out.montgomery))
         if exc is not None:
             self._fail(job, exc)
 
@@ -898,8 +933,8 @@ class Engine:
             try:
                 entry = batch.entry
                 batch.resident = self.keys.get(digest, entry.circuit, entry.r1cs)
-                z = np.stack([s.z for s in slots] + [slots[0].z] * (size - len(slots)), axis=1)
-                batch.staged = _block(self.backend.stage(batch.resident, z))
+                z, montgomery = _stack_slots(slots, size)
+                batch.staged = _block(self._stage(batch.resident, z, montgomery))
             except Exception as e:  # noqa: BLE001 -- a bad key or upload fails this batch's jobs only
                 log.exception("batch %d: staging failed", batch.id)
                 self._fail_batch(batch, e)

@@ -13,11 +13,15 @@ A task is one partition: ``(circuit, spec)`` with ``spec`` one of
   ``p`` of sector ``k`` is ``sample_inputs(p, seed=k)``, as :mod:`cuzk_jax.groth16.sector`);
 * ``("witness", Witness)`` -- already synthesized (only the limb conversion runs).
 
-The worker returns a :class:`SynthOutput`: ``z`` as Fr limbs ``(8, num_vars)`` uint32 in Montgomery form (the
-layout of :func:`cuzk_jax.circuits.r1cs.stack_z`, converted in the worker so the parent only stacks), the public
-inputs (canonical ints, without the leading one), the witness shape (checked against the R1CS by the engine) and
-the worker's start/end times (``time.perf_counter``: CLOCK_MONOTONIC on Linux, comparable across processes) for
-the timeline.
+The worker returns a :class:`SynthOutput`: ``z`` as Fr limbs ``(8, num_vars)`` uint32 (the layout of
+:func:`cuzk_jax.circuits.r1cs.stack_z`, converted in the worker so the parent only stacks) in the form that costs
+the host least, with ``montgomery`` saying which (as :func:`cuzk_jax.circuits.r1cs.stack_z_native`): canonical for
+Python-int witnesses (a byte copy per value; the device's stage converts the whole batch with one ``to_mont``),
+the witness's own limbs for a :class:`~cuzk_jax.circuits.r1cs.PackedWitness` (Montgomery for the porep_like batched
+path: a plain copy); then the public inputs (canonical ints, without the leading one), the witness shape (checked
+against the R1CS by the engine) and the worker's start/end times (``time.perf_counter``: CLOCK_MONOTONIC on Linux,
+comparable across processes) for the timeline. :func:`convert_z` changes the form on the host (the engine uses it
+for the minority of a batch that mixes both forms).
 """
 
 from __future__ import annotations
@@ -32,12 +36,14 @@ import time
 
 import numpy as np
 
+from cuzk_jax import encoding
+
 KINDS = ("process", "thread")
 
 
 @dataclasses.dataclass
 class SynthOutput:
-    z: np.ndarray  # uint32 (8, num_vars), Montgomery form
+    z: np.ndarray  # uint32 (8, num_vars): Montgomery form if ``montgomery``, else canonical
     public_inputs: list
     num_inputs: int
     num_aux: int
@@ -45,6 +51,7 @@ class SynthOutput:
     t_start: float
     t_end: float
     worker: str
+    montgomery: bool = True  # the form of ``z``
 
 
 def portable_circuit(circuit):
@@ -72,10 +79,32 @@ def synthesize_partition(circuit, spec) -> SynthOutput:
         public = list(witness.public_inputs)
     else:
         raise ValueError(f"unknown synthesis task kind {kind!r}")
-    z = witness.z_limbs(montgomery=True)
+    z, montgomery = native_z(witness)
     worker = f"pid{os.getpid()}" if multiprocessing.parent_process() is not None else threading.current_thread().name
     return SynthOutput(z=z, public_inputs=public, num_inputs=len(witness.inputs), num_aux=len(witness.aux),
-                       num_constraints=witness.num_constraints, t_start=t0, t_end=time.perf_counter(), worker=worker)
+                       num_constraints=witness.num_constraints, t_start=t0, t_end=time.perf_counter(), worker=worker,
+                       montgomery=montgomery)
+
+
+def native_z(witness) -> tuple[np.ndarray, bool]:
+    """``(z, montgomery)``: the witness's Fr limbs ``(8, num_vars)`` uint32 in the form that costs the host least,
+    and which form that is. A :class:`~cuzk_jax.circuits.r1cs.PackedWitness` keeps its own form (a copy of its
+    limbs: Montgomery on the porep_like batched path); any other witness is canonical (Python ints byte-copied and
+    range-checked, never multiplied by ``R`` on the host)."""
+    from cuzk_jax.circuits.r1cs import PackedWitness
+
+    if isinstance(witness, PackedWitness):
+        return witness.z_limbs(montgomery=witness.montgomery), bool(witness.montgomery)
+    return witness.z_limbs(montgomery=False), False
+
+
+def convert_z(z: np.ndarray, montgomery: bool) -> np.ndarray:
+    """Fr limbs ``(8, ...)`` uint32 from one form to the other on the host: ``montgomery`` is the form ``z`` is in
+    (True: Montgomery in, canonical out; False: canonical in, Montgomery out). Goes through Python ints (a multiply
+    and reduction per value): only for the few partitions of a batch that mixes both forms."""
+    shape = z.shape
+    ints = encoding.limbs_to_ints(z.reshape(shape[0], -1), "fr", montgomery=montgomery)
+    return encoding.ints_to_limbs(ints, "fr", montgomery=not montgomery).reshape(shape)
 
 
 def _warm(circuits=()):

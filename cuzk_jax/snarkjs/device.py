@@ -4,8 +4,9 @@ the snarkjs QAP form and proved by the one prove pipeline (:mod:`cuzk_jax.groth1
 * **QAP evaluations** ``a = A w``, ``b = B w`` on the size-n domain: :func:`cuzk_jax.ops.r1cs.evaluate` on a
   :class:`~cuzk_jax.ops.r1cs.DeviceR1CS` built from the zkey's coefficient section (A rows ``[0, n)``, B rows
   ``[n, 2n)``, no C rows: the pipeline takes ``c = a b``). ops.r1cs stores each coefficient as ``c * R * 2^32``
-  and takes ``z`` in Montgomery form; the zkey stores ``v = c * R^2`` (``R = 2^256``), so the table entry is
-  ``v * 2^32 / R`` -- one host multiplication per *distinct* coefficient (circuits reuse a few values).
+  and takes ``z`` in Montgomery form (the witness goes to the device as canonical limbs and is converted there);
+  the zkey stores ``v = c * R^2`` (``R = 2^256``), so the table entry is ``v * 2^32 / R`` -- one host
+  multiplication per *distinct* coefficient (circuits reuse a few values).
 * **H scalars**: the pipeline's snarkjs form (:func:`cuzk_jax.ops.qap.compute_h_snarkjs`, generator 5).
 * **MSMs**: the zkey's point arrays are already in the ops Montgomery limb layout (:mod:`cuzk_jax.snarkjs.points`);
   the L query is the zkey's C section (private columns from ``nPublic + 1`` on).
@@ -110,8 +111,11 @@ class DeviceBackend:
         rk = self.resident(zkey)
         timings = pipeline.Timings()
         t0 = time.perf_counter()
-        z = encoding.ints_to_limbs(w, "fr", montgomery=True)[:, None, :]  # (8, 1, nVars)
-        (proof,) = pipeline.prove_batch(rk, z, [(r, s)], timings, verify=verify, sync_phases=sync_phases)
+        # (8, 1, nVars) canonical limbs (a byte copy per value); the pipeline's stage converts them to Montgomery
+        # form on the device (one to_mont), not the host
+        z = encoding.ints_to_limbs(w, "fr", montgomery=False)[:, None, :]
+        (proof,) = pipeline.prove_batch(rk, z, [(r, s)], timings, verify=verify, sync_phases=sync_phases,
+                                        montgomery=False)
         t = dict(timings.phases)
         t["qap_evals"] = t.get("evaluate", 0.0)
         t["msm"] = sum(v for k, v in t.items() if k.startswith("msm_")) + t.get("fetch", 0.0)
