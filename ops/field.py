@@ -543,24 +543,26 @@ class PrimeField:
 
 
 def map_last_axis(fn, x, chunk: int = 1 << 22):
-    """``fn(x)`` for an ``fn`` that maps every element along the last axis on its own (output: same shape and
-    dtype as ``x``, e.g. ``fr.from_mont``), computed over windows of ``chunk`` elements in a ``lax.fori_loop``.
+    """``fn(x)`` for an elementwise field op ``fn`` on limb arrays ``(L, *batch, n)`` (each element on its own;
+    output: same shape and dtype, e.g. ``fr.from_mont``), computed over windows of ``chunk`` elements of the
+    flattened ``batch x n`` axis in a ``lax.fori_loop``.
 
     Why: XLA materialises a field op's limb products (~0.5 KB per element) for the whole array; a 2^27-element
     ``from_mont`` asked for 64 GiB on an H200. In the loop it holds one window's. The last window is moved back to
     end at the last element (it recomputes a few elements: same values), so every window has one shape. Arrays of
-    at most ``chunk`` elements along the last axis take ``fn`` directly. Traceable (use inside jit)."""
-    n = x.shape[-1]
+    at most ``chunk`` elements per limb take ``fn`` directly. Traceable (use inside jit)."""
+    shape = x.shape
+    flat = x.reshape(shape[0], -1)  # batch and element axes are adjacent: a free reshape
+    n = flat.shape[1]
     if n <= chunk:
         return fn(x)
-    axis = x.ndim - 1
 
     def body(i, out):
         start = jnp.minimum(i * chunk, n - chunk)
-        y = fn(lax.dynamic_slice_in_dim(x, start, chunk, axis=axis))
-        return lax.dynamic_update_slice_in_dim(out, y, start, axis=axis)
+        y = fn(lax.dynamic_slice_in_dim(flat, start, chunk, axis=1))
+        return lax.dynamic_update_slice_in_dim(out, y, start, axis=1)
 
-    return lax.fori_loop(0, -(-n // chunk), body, jnp.zeros_like(x))
+    return lax.fori_loop(0, -(-n // chunk), body, jnp.zeros_like(flat)).reshape(shape)
 
 
 fq = PrimeField(ref_field.fq)

@@ -286,3 +286,12 @@ def test_map_last_axis_equals_the_whole_array_op(n, chunk):
     assert E.limbs_to_ints(np.asarray(out).reshape(8, -1), "fr") == vals
     back = jax.jit(lambda x: F.map_last_axis(F.fr.to_mont, x, chunk=chunk))(canon)
     assert np.array_equal(np.asarray(back), np.asarray(mont))
+
+
+def test_map_last_axis_windows_the_flattened_batch():
+    """Windows run over the partitions and elements together: a ``(8, 3, 5)`` batch in windows of 4."""
+    rng = random.Random(5)
+    vals = [rng.randrange(RF.fr.modulus) for _ in range(15)]
+    mont = jnp.asarray(E.ints_to_limbs(vals, "fr", montgomery=True).reshape(8, 3, 5))
+    out = jax.jit(lambda x: F.map_last_axis(F.fr.from_mont, x, chunk=4))(mont)
+    assert out.shape == (8, 3, 5) and E.limbs_to_ints(np.asarray(out).reshape(8, -1), "fr") == vals

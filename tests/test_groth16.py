@@ -179,9 +179,11 @@ def test_prover_config_text_and_hash():
     assert pipeline.ProverConfig.parse("tables=off") != pipeline.ProverConfig()
     ahead = pipeline.ProverConfig.parse("prefetch=on,split=off")
     assert ahead.prefetch == "on" and pipeline.ProverConfig.parse(str(ahead)) == ahead
+    fused = pipeline.ProverConfig.parse("h=fused")
+    assert fused.h == "fused" and pipeline.ProverConfig.parse(str(fused)) == fused != pipeline.ProverConfig()
     for bad, what in (("msm=cuda", "cuda"), ("tables=maybe", "tables"), ("window=1", "window"), ("window=x", "window"),
                       ("speed=9", "speed"), ("msm", "key=value"), ("tables=on,tables=off", "key=value"),
-                      ("prefetch=yes", "prefetch")):
+                      ("prefetch=yes", "prefetch"), ("h=both", "h must be")):
         with pytest.raises(ValueError, match=what):
             pipeline.ProverConfig.parse(bad)
 

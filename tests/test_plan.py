@@ -161,7 +161,7 @@ def test_budget_that_streams_every_query_still_proves():
 
 
 def test_split_h_step_proves_the_same(cube, monkeypatch):
-    """With the large-domain H step forced (one program per input vector, ``plan.H_SPLIT_DOMAIN``), the device
+    """With the split H step forced (one program per input vector, ``plan.H_SPLIT_DOMAIN``), the device
     prover's H scalars and proofs equal the one-program path's bit for bit and verify."""
     import numpy as np
 
@@ -180,6 +180,9 @@ def test_split_h_step_proves_the_same(cube, monkeypatch):
     assert np.array_equal(np.asarray(pipeline.h_scalars(rk, az, bz, cz)), one)
     got = pipeline.prove_batch(rk, np.asarray(z), rs)
     assert got == want
+    # the config's switch (the A/B of a benchmark): h=fused keeps one program whatever the domain
+    fused = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,h=fused")
+    assert pipeline.prove_batch(fused, np.asarray(z), rs) == want
     assert all(verifier.verify(cube["pk"].vk, w.public_inputs, Proof(*p)) for w, p in zip(cube["witnesses"], got))
 
 

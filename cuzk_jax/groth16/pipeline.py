@@ -72,6 +72,7 @@ QAP_FORMS = ("bellman", "snarkjs")
 # the slow part of a proof; the device MSMs (``MsmConfig``) stay available and are what GPUs and TPUs run.
 HOST_MSM = "host"
 TABLE_MODES = ("auto", "on", "off")
+H_MODES = ("auto", "fused", "split")  # ProverConfig.h
 # Share of the device memory a resident key's window tables may take when ``tables="auto"`` and no key-manager
 # headroom is given (prover.prove without an engine).
 TABLE_FRACTION = 0.25
@@ -109,7 +110,12 @@ class ProverConfig:
     * ``prefetch``: ``"on"``: when :func:`prove_batch` runs the plan's batch in several steps, the next step's
       witnesses are padded and copied to the device (a worker thread) while the current step runs, and the plan
       counts one more ``z`` per partition; ``"off"`` (default): stage, then run, step by step. An A/B switch until
-      a GPU run shows which wins.
+      a GPU run shows which wins;
+    * ``h``: the H step as ``"fused"`` (one program for a, b, c: :func:`cuzk_jax.ops.qap.compute_h`) or
+      ``"split"`` (one program per input vector: :func:`cuzk_jax.ops.qap.compute_h_split`, a third of the
+      transform's temporaries); ``"auto"`` (default): split from a :data:`plan.H_SPLIT_DOMAIN
+      <cuzk_jax.groth16.plan.H_SPLIT_DOMAIN>` domain up, which the memory plan models. One device only (a mesh
+      runs the fused program per device).
 
     Text form (:meth:`parse`, the ``--prover`` flag): comma-separated ``key=value``, e.g.
     ``"msm=pallas,ntt=xla,tables=on,window=16"`` or ``"device_budget=100GiB,host_budget=96GiB,split=on"``;
@@ -125,6 +131,7 @@ class ProverConfig:
     split: str = "auto"
     chunk: int | None = None
     prefetch: str = "off"
+    h: str = "auto"
 
     def __post_init__(self):
         if self.tables not in TABLE_MODES:
@@ -137,6 +144,8 @@ class ProverConfig:
             raise BadInput(f"prover config: split must be one of {TABLE_MODES}, got {self.split!r}")
         if self.prefetch not in ("on", "off"):
             raise BadInput(f"prover config: prefetch must be on or off, got {self.prefetch!r}")
+        if self.h not in H_MODES:
+            raise BadInput(f"prover config: h must be one of {H_MODES}, got {self.h!r}")
         for key in ("device_budget", "host_budget", "chunk"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -145,7 +154,7 @@ class ProverConfig:
     @classmethod
     def parse(cls, text: str | None) -> "ProverConfig":
         """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window, device_budget,
-        host_budget, split, chunk, prefetch); BadInput names a bad token."""
+        host_budget, split, chunk, prefetch, h); BadInput names a bad token."""
         kw: dict = {}
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
             key, sep, value = part.partition("=")
@@ -156,7 +165,7 @@ class ProverConfig:
                 kw[key] = HOST_MSM if value == HOST_MSM else ops_config.MsmConfig.parse(value)
             elif key == "ntt":
                 kw[key] = ops_config.NttConfig.parse(value)
-            elif key in ("tables", "split", "prefetch"):
+            elif key in ("tables", "split", "prefetch", "h"):
                 kw[key] = value
             elif key in ("window", "chunk"):
                 if not value.isdigit():
@@ -166,7 +175,7 @@ class ProverConfig:
                 kw[key] = memplan.parse_bytes(value)
             else:
                 raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window, "
-                               f"device_budget, host_budget, split, chunk, prefetch)")
+                               f"device_budget, host_budget, split, chunk, prefetch, h)")
         return cls(**kw)
 
     def resolved(self, sharded: bool = False) -> "ProverConfig":
@@ -185,7 +194,8 @@ class ProverConfig:
                  f"device_budget={self.device_budget}" if self.device_budget else "",
                  f"host_budget={self.host_budget}" if self.host_budget else "",
                  f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else "",
-                 f"prefetch={self.prefetch}" if self.prefetch != "off" else ""]
+                 f"prefetch={self.prefetch}" if self.prefetch != "off" else "",
+                 f"h={self.h}" if self.h != "auto" else ""]
         return ",".join(p for p in parts if p)
 
 
@@ -625,8 +635,10 @@ def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
 
     return {"evaluate": jax.jit(sm(evaluate, in_specs=(P(), zs), out_specs=(zs, zs, zs, ps, ps))),
             "h": jax.jit(sm(h, in_specs=(zs, zs, zs), out_specs=zs)),
-            "from_mont": jax.jit(from_mont),  # elementwise: runs on the sharded array as it is
-            "to_mont": to_mont,  # likewise (stage of a canonical batch)
+            # elementwise: run on the sharded array as it is (windows over the flattened partition axis would
+            # cut across devices; each device holds only its partitions anyway)
+            "from_mont": jax.jit(ops_field.fr.from_mont),
+            "to_mont": jax.jit(ops_field.fr.to_mont, donate_argnums=0),  # likewise (stage of a canonical batch)
             "g1": msm_prog("g1"), "g2": msm_prog("g2")}
 
 
@@ -646,11 +658,13 @@ def evaluate(rk: ResidentKey, z):
 def h_scalars(rk: ResidentKey, az, bz, cz):
     """Phase 3: the canonical H-MSM scalars ``(8, P, len(h bases))`` from the evaluations (module docstring).
 
-    From a :data:`~cuzk_jax.groth16.plan.H_SPLIT_DOMAIN` domain up (one device), as :func:`cuzk_jax.ops.qap.compute_h_split`'s four programs
-    (one of a, b, c transformed at a time) instead of one: the single program's temporaries at a 2^27 domain
-    alone asked for 64 GiB on an H200 (the memory plan's ``per_partition_h`` models the split form there)."""
+    With ``ProverConfig.h`` ``"split"``, or ``"auto"`` from a :data:`~cuzk_jax.groth16.plan.H_SPLIT_DOMAIN`
+    domain up (one device): :func:`cuzk_jax.ops.qap.compute_h_split`'s four programs (one of a, b, c transformed
+    at a time) instead of one -- the single program's temporaries at a 2^27 domain alone asked for 64 GiB on an
+    H200 (the memory plan's ``per_partition_h`` models the split form where ``"auto"`` picks it)."""
     progs = _programs(rk)
-    if rk.mesh is None and rk.domain_size >= memplan.H_SPLIT_DOMAIN:
+    mode = rk.config.h
+    if rk.mesh is None and (mode == "split" or mode == "auto" and rk.domain_size >= memplan.H_SPLIT_DOMAIN):
         form = "snarkjs" if rk.qap == "snarkjs" else "arkworks"
         return progs["h_out"](ops_qap.compute_h_split(az, bz, cz, rk.domain_size, config=rk.config.ntt, form=form))
     return progs["h"](az, bz, cz)

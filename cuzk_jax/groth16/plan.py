@@ -57,9 +57,10 @@ SAFETY = 1.15
 DEFAULT_PARTITIONS = 10
 #: Default points per streamed chunk (bounded above by the query size).
 DEFAULT_CHUNK = 1 << 22
-# from this domain size up the prover's H step runs one input vector per program (pipeline.h_scalars), which the
-# per-partition H estimate below models
-H_SPLIT_DOMAIN = 1 << 24
+# from this domain size up the prover's H step runs one input vector per program (pipeline.h_scalars, its
+# default "auto"), which the per-partition H estimate below models: one program for a, b, c holds ~160 B of
+# temporaries per element of all three (64 GiB at a 2^27 domain on the H200), ~5 GB for ten 2^20 partitions
+H_SPLIT_DOMAIN = 1 << 20
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
 
