@@ -371,17 +371,24 @@ def test_engine_stages_canonical_batches_on_the_device(cube_key, sequential):
     assert np.array_equal(np.asarray(backend.stage(rk, canon, montgomery=False)), np.asarray(backend.stage(rk, mont)))
     # batch 1: a Python-int witness and a packed one (a tie: staged canonical); batch 2: two packed (Montgomery)
     given = [ws[0], packed[1], packed[2], packed[3]]
-    with Engine(backend=backend, max_batch=P, max_wait_s=30, synthesis="thread", synthesis_workers=2) as eng:
-        eng.preload(circuit, pk)
-        eng.pause()
-        futs = [eng.submit(circuit, witnesses=[w], randomness=[rs]) for w, rs in zip(given, sequential["rs"])]
-        wait_ready(eng, 4)
-        eng.resume()
-        results = [f.result(timeout=900) for f in futs]
-        assert eng.status()["batch_sizes"] == {f"{P}/{P}": 2}
+    results, status = _prove_paused(Engine(backend=backend, max_batch=P, max_wait_s=30, synthesis="thread",
+                                           synthesis_workers=2), circuit, pk, given, sequential["rs"])
+    assert status["batch_sizes"] == {f"{P}/{P}": 2}
     for res, expected, pub in zip(results, sequential["proofs"], sequential["publics"]):
         assert same(res.proofs[0], expected) and res.public_inputs == [pub] and res.verified
         assert verifier.verify(pk.vk, pub, res.proofs[0])
+
+
+def _prove_paused(engine, circuit, pk, witnesses, randomness):
+    """Submit one job per witness to a paused ``engine`` (so they batch together), resume, and return the results
+    and the engine's final status."""
+    with engine as eng:
+        eng.preload(circuit, pk)
+        eng.pause()
+        futs = [eng.submit(circuit, witnesses=[w], randomness=[rs]) for w, rs in zip(witnesses, randomness)]
+        wait_ready(eng, len(futs))
+        eng.resume()
+        return [f.result(timeout=900) for f in futs], eng.status()
 
 
 def test_oversized_canonical_batch_runs_in_planned_steps(cube_key, sequential):
@@ -429,13 +436,8 @@ def test_host_backend_decodes_both_forms(cube_key, sequential):
     assert host.stage(None, stack_z(ws, montgomery=True)) == want
     for backend, given in ((HostBackend(), [ws[0], packed[1], packed[2], ws[3]]),
                            (_MontgomeryOnlyHost(), [ws[0], ws[1], packed[2], ws[3]])):
-        with Engine(backend=backend, max_batch=4, max_wait_s=30, synthesis="thread", synthesis_workers=1) as eng:
-            eng.preload(circuit, pk)
-            eng.pause()
-            futs = [eng.submit(circuit, witnesses=[w], randomness=[rs]) for w, rs in zip(given, sequential["rs"])]
-            wait_ready(eng, 4)
-            eng.resume()
-            results = [f.result(timeout=300) for f in futs]
+        results, _ = _prove_paused(Engine(backend=backend, max_batch=4, max_wait_s=30, synthesis="thread",
+                                          synthesis_workers=1), circuit, pk, given, sequential["rs"])
         for res, expected, pub in zip(results, sequential["proofs"], sequential["publics"]):
             assert same(res.proofs[0], expected) and res.verified
             assert verifier.verify(pk.vk, pub, res.proofs[0])
