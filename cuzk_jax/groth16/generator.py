@@ -264,7 +264,9 @@ def _query_buffer(curve: C.Curve, size: int) -> C.Affine:
 
 def _scatter_fn(buf, pts, idx):
     """``buf[..., idx] = pts`` for Affine batches."""
-    return jax.tree_util.tree_map(lambda b, p: b.at[..., idx].set(p), buf, pts)
+    # idx comes from np.flatnonzero: sorted and unique, which lets XLA skip the general scatter's ordering work
+    return jax.tree_util.tree_map(lambda b, p: b.at[..., idx].set(p, indices_are_sorted=True, unique_indices=True),
+                                  buf, pts)
 
 
 
@@ -287,7 +289,7 @@ def _sparse_fixed_base_queries(curve: C.Curve, parts: list, *args, **kwargs) -> 
             where.append(None)
         else:
             idx = jnp.asarray(idx.astype(np.int32))
-            compact.append(p[:, idx])
+            compact.append(jnp.take(p, idx, axis=1, mode="clip", indices_are_sorted=True, unique_indices=True))
             where.append((idx, n))
     outs = _fixed_base_queries(curve, compact, *args, **kwargs)
     result = []
