@@ -597,14 +597,13 @@ def _h_out(h, n: int, qap: str):
 
 
 def _h_body(az, bz, cz, n: int, qap: str, ntt):
-    """Canonical H-MSM scalars: pad the evaluations to the domain, compute h (bellman: n - 1 coefficients;
-    snarkjs: n odd-coset evaluations), leave Montgomery form."""
+    """Canonical H-MSM scalars in one program (``h=fused``): pad the evaluations to the domain, compute h
+    (bellman: n - 1 coefficients; snarkjs: n odd-coset evaluations), leave Montgomery form (:func:`_h_out`)."""
     pad = [(0, 0)] * (az.ndim - 1) + [(0, n - az.shape[-1])]
     a, b, c = (jnp.pad(x, pad) for x in (az, bz, cz))
     if qap == "snarkjs":
-        return ops_field.fr.from_mont(ops_qap.compute_h_snarkjs(a, b, c, config=ntt))
-    h = ops_qap.compute_h(a, b, c, config=ntt)
-    return ops_field.fr.from_mont(h[..., : n - 1])
+        return _h_out(ops_qap.compute_h_snarkjs(a, b, c, config=ntt), n, qap)
+    return _h_out(ops_qap.compute_h(a, b, c, config=ntt), n, qap)
 
 
 @functools.lru_cache(maxsize=None)
@@ -613,8 +612,8 @@ def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
     partition axis when sharded (each device runs the single-device program on its partitions)."""
     evaluate = functools.partial(_evaluate_body, qap=qap)
     h = functools.partial(_h_body, n=n, qap=qap, ntt=ntt)
-    # elementwise over windows of the last axis (ops.field.map_last_axis): a whole 2^27-column batch at once
-    # needs ~64 GiB of temporaries
+    # elementwise over windows of the flattened batch (ops.field.map_last_axis): a whole 2^27-column batch at
+    # once needs ~64 GiB of temporaries
     from_mont = functools.partial(ops_field.map_last_axis, ops_field.fr.from_mont)
     # the canonical batch is dead once converted: donated, so stage never holds two copies of z (memory plan)
     to_mont = jax.jit(functools.partial(ops_field.map_last_axis, ops_field.fr.to_mont), donate_argnums=0)
