@@ -69,19 +69,29 @@ def _check(a, b, c):
     return abc, a.shape, B, n, N.log2_size(n), N._eager(a) and N._eager(b) and N._eager(c)
 
 
-def _h_impl(abc, Ti, Tf, shift_parts, out_parts, *, log_n: int, nb: int, config: NttConfig, form: str):
-    """The whole H step on ``abc`` ``(8, 3 nb, n)``: iNTT (unscaled), ``* (1/n) shift^j``, NTT (pass order),
-    ``P = A B - C``, natural order; for ``form == "arkworks"`` then iNTT and ``* out_parts``."""
+def _coset_body(x, Ti, Tf, shift_parts, *, log_n: int, config: NttConfig):
+    """iNTT (unscaled) of ``x`` ``(8, B, n)``, ``* (1/n) shift^j`` (onto the coset, fused into the first pass of
+    the forward transform), NTT: the coset evaluations in pass order."""
+    coef = N._passes_impl(x, Ti, log_n=log_n, config=config)  # n * coefficients
+    return N._passes_impl(coef, Tf, shift_parts, log_n=log_n, config=config, natural=False)
+
+
+def _finish_body(ea, eb, ec, Ti, out_parts, *, log_n: int, config: NttConfig, form: str):
+    """``P = A B - C`` pointwise on the coset evaluations (pass order), natural order; for ``form == "arkworks"``
+    then iNTT and ``* out_parts``."""
     f = F.fr.with_schedule(config.schedule)
-    digits = N.plan(log_n, config.sub_log())
-    coef = N._passes_impl(abc, Ti, log_n=log_n, config=config)  # n * coefficients
-    # / n, * shift^j (onto the coset), fused into the first pass of the forward transform
-    E = N._passes_impl(coef, Tf, shift_parts, log_n=log_n, config=config, natural=False)
-    P = f.sub(f.mul(E[:, :nb], E[:, nb:2 * nb]), E[:, 2 * nb:])  # pointwise in pass order
-    P = N.digit_reverse(P, digits)
+    P = N.digit_reverse(f.sub(f.mul(ea, eb), ec), N.plan(log_n, config.sub_log()))
     if form == "snarkjs":
         return P
     return N._passes_impl(P, Ti, None, out_parts, log_n=log_n, config=config)
+
+
+def _h_impl(abc, Ti, Tf, shift_parts, out_parts, *, log_n: int, nb: int, config: NttConfig, form: str):
+    """The whole H step on ``abc`` ``(8, 3 nb, n)`` in one program: :func:`_coset_body` of all three, then
+    :func:`_finish_body`."""
+    E = _coset_body(abc, Ti, Tf, shift_parts, log_n=log_n, config=config)
+    return _finish_body(E[:, :nb], E[:, nb:2 * nb], E[:, 2 * nb:], Ti, out_parts, log_n=log_n, config=config,
+                        form=form)
 
 
 _h_jit = jax.jit(_h_impl, static_argnames=("log_n", "nb", "config", "form"))
@@ -102,12 +112,8 @@ def compute_h(a, b, c, *, g: int = COSET_GENERATOR, config: NttConfig | None = N
     ``config``: the NTT kernel (None: :meth:`NttConfig.default`)."""
     config = NttConfig.coerce(config)
     abc, shape, nb, n, log_n, eager = _check(a, b, c)
-    g %= R
-    if g == 0 or pow(g, n, R) == 1:
-        raise ValueError(f"coset generator {g} must satisfy g^n != 1")
-    zinv = N.inv_mod_r(pow(g, n, R) - 1)
-    out = (N.inv_mod_r(n) * zinv % R, N.inv_mod_r(g))  # / n, / Z_H(g), * g^-k
-    h = _run(abc, log_n, nb, g, N.GENERATOR, out, config, "arkworks", eager)
+    generator, shift, out = _form_roots(n, "arkworks", g)
+    h = _run(abc, log_n, nb, shift, generator, out, config, "arkworks", eager)
     return h.reshape(shape)
 
 
@@ -116,9 +122,8 @@ def compute_h_snarkjs(a, b, c, *, config: NttConfig | None = None):
     shape ``(8, *batch, n)``; see the module doc). ``config`` as in :func:`compute_h`."""
     config = NttConfig.coerce(config)
     abc, shape, nb, n, log_n, eager = _check(a, b, c)
-    shift = N.root_of_unity(2 * n, SNARKJS_GENERATOR)
-    out = _run(abc, log_n, nb, shift, SNARKJS_GENERATOR, None, config, "snarkjs", eager)
-    return out.reshape(shape)
+    generator, shift, out = _form_roots(n, "snarkjs")
+    return _run(abc, log_n, nb, shift, generator, out, config, "snarkjs", eager).reshape(shape)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -130,43 +135,36 @@ def compute_h_snarkjs(a, b, c, *, config: NttConfig | None = None):
 # program (never program constants, never cached on the device).
 
 
-def _form_roots(n: int, form: str):
-    """(generator of the domain, coset shift, output scaling or None) of the H step's form."""
+def _form_roots(n: int, form: str, g: int = COSET_GENERATOR):
+    """``(generator of the domain, coset shift, output scaling or None)`` of the H step's form: arkworks' coset
+    ``g H`` and its ``(1/n / Z_H(g), g^-1)`` output scaling (``g^n != 1`` required), or snarkjs's odd coset."""
     if form == "snarkjs":
         return SNARKJS_GENERATOR, N.root_of_unity(2 * n, SNARKJS_GENERATOR), None
     if form != "arkworks":
         raise ValueError(f"unknown QAP form {form!r}; expected 'arkworks' or 'snarkjs'")
-    g = COSET_GENERATOR
+    g %= R
+    if g == 0 or pow(g, n, R) == 1:
+        raise ValueError(f"coset generator {g} must satisfy g^n != 1")
     zinv = N.inv_mod_r(pow(g, n, R) - 1)
-    return N.GENERATOR, g, (N.inv_mod_r(n) * zinv % R, N.inv_mod_r(g))
+    return N.GENERATOR, g, (N.inv_mod_r(n) * zinv % R, N.inv_mod_r(g))  # / n, / Z_H(g), * g^-k
 
 
 def _coset_evaluations_impl(x, *, n: int, config: NttConfig, form: str):
     generator, shift, _ = _form_roots(n, form)
-    pad = [(0, 0)] * (x.ndim - 1) + [(0, n - x.shape[-1])]
-    x = jnp.pad(x, pad)
-    shape = x.shape
-    x = x.reshape(LIMBS, -1, n)
-    log_n = N.log2_size(n)
+    x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, n - x.shape[-1])])
     Ti = N.twiddles(n, True, generator, eager=False)
     Tf = N.twiddles(n, False, generator, eager=False)
     shift_parts = N.scale_parts(n, N.inv_mod_r(n), shift, eager=False)
-    coef = N._passes_impl(x, Ti, log_n=log_n, config=config)
-    return N._passes_impl(coef, Tf, shift_parts, log_n=log_n, config=config, natural=False).reshape(shape)
+    return _coset_body(x.reshape(LIMBS, -1, n), Ti, Tf, shift_parts, log_n=N.log2_size(n),
+                       config=config).reshape(x.shape)
 
 
 def _h_from_evaluations_impl(ea, eb, ec, *, n: int, config: NttConfig, form: str):
     generator, _, out = _form_roots(n, form)
-    f = F.fr.with_schedule(config.schedule)
-    log_n = N.log2_size(n)
-    shape = ea.shape
-    P = f.sub(f.mul(ea, eb), ec).reshape(LIMBS, -1, n)
-    P = N.digit_reverse(P, N.plan(log_n, config.sub_log()))
-    if form == "snarkjs":
-        return P.reshape(shape)
-    Ti = N.twiddles(n, True, generator, eager=False)
-    out_parts = N.scale_parts(n, *out, eager=False)
-    return N._passes_impl(P, Ti, None, out_parts, log_n=log_n, config=config).reshape(shape)
+    Ti, out_parts = (None, None) if out is None else (N.twiddles(n, True, generator, eager=False),
+                                                      N.scale_parts(n, *out, eager=False))
+    flat = (x.reshape(LIMBS, -1, n) for x in (ea, eb, ec))
+    return _finish_body(*flat, Ti, out_parts, log_n=N.log2_size(n), config=config, form=form).reshape(ea.shape)
 
 
 _coset_jit = jax.jit(_coset_evaluations_impl, static_argnames=("n", "config", "form"))

@@ -91,11 +91,10 @@ def native_z(witness) -> tuple[np.ndarray, bool]:
     and which form that is. A :class:`~cuzk_jax.circuits.r1cs.PackedWitness` keeps its own form (a copy of its
     limbs: Montgomery on the porep_like batched path); any other witness is canonical (Python ints byte-copied and
     range-checked, never multiplied by ``R`` on the host)."""
-    from cuzk_jax.circuits.r1cs import PackedWitness
+    from cuzk_jax.circuits.r1cs import stack_z_native
 
-    if isinstance(witness, PackedWitness):
-        return witness.z_limbs(montgomery=witness.montgomery), bool(witness.montgomery)
-    return witness.z_limbs(montgomery=False), False
+    z, montgomery = stack_z_native([witness])
+    return z[:, 0, :], montgomery
 
 
 def convert_z(z: np.ndarray, montgomery: bool) -> np.ndarray:

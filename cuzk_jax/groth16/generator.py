@@ -386,9 +386,9 @@ def _precompile_fixed_base(curves, enabled: bool, **kwargs) -> dict:
 def _await_compile(compiling: dict, name: str) -> None:
     """Wait for a group's precompile (the first call would otherwise compile the same program a second time); a
     failure is logged and left to that call to report."""
-    future = compiling.get(name)
-    if future is not None and future.exception() is not None:
-        log.warning("precompiling the %s fixed-base program failed: %s", name, future.exception())
+    error = compiling[name].exception() if name in compiling else None
+    if error is not None:
+        log.warning("precompiling the %s fixed-base program failed: %s", name, error)
 
 
 def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_for_tests: int | None = None,

@@ -682,12 +682,6 @@ def query_scalars(rk: ResidentKey, name: str, zc, h):
     return sc if rk.columns.get(name) is None else jnp.take(sc, rk.columns[name], axis=2)
 
 
-def msm_scalars(rk: ResidentKey, z, h) -> dict:
-    """MSM phase name -> :func:`query_scalars` for every query at once (the prover makes each just before its MSM)."""
-    zc = canonical_z(rk, z)
-    return {name: query_scalars(rk, name, zc, h) for name in MSMS}
-
-
 #: Queries whose scalars are witness values (mostly 0 / 1 in a SHA-256-heavy circuit); H's are dense.
 SPLIT_QUERIES = ("msm_a", "msm_b1", "msm_b2", "msm_l")
 #: ``split="auto"`` splits when at most this share of a query's scalars is neither 0 nor 1.

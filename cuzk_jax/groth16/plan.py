@@ -187,10 +187,8 @@ def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | 
     z = FR_BYTES * shape.num_vars
     n = shape.domain
     evaluate = _eval_bytes(shape, eval_chunk)
-    if n >= H_SPLIT_DOMAIN:  # evaluations in, three coset evaluations, one input's transform (~192 B/point), out
-        h = 96 * n + 96 * n + 192 * n + FR_BYTES * n
-    else:
-        h = 96 * n + 96 * n + FR_BYTES * n
+    # evaluations in, the padded (fused) or coset (split) copies, out; split: one input's transform (~192 B/point)
+    h = 96 * n + 96 * n + FR_BYTES * n + (192 * n if n >= H_SPLIT_DOMAIN else 0)
     biggest = max(shape.bases.values())
     scalars = FR_BYTES * shape.num_vars + FR_BYTES * biggest + FR_BYTES * n  # canonical z, one gathered copy, h
     msm = max(msm_pairs_bytes(min(chunk, shape.bases[q]) if q in streamed else shape.bases[q]) for q in shape.bases)
