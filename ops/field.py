@@ -542,27 +542,53 @@ class PrimeField:
         return r, self.eq(self.square(r), a)
 
 
-def map_last_axis(fn, x, chunk: int = 1 << 22):
-    """``fn(x)`` for an elementwise field op ``fn`` on limb arrays ``(L, *batch, n)`` (each element on its own;
-    output: same shape and dtype, e.g. ``fr.from_mont``), computed over windows of ``chunk`` elements of the
-    flattened ``batch x n`` axis in a ``lax.fori_loop``.
+#: :func:`map_last_axis`'s default window (elements of the flattened batch); read at trace time, so tests may
+#: lower it to run every windowed program's loop at small sizes.
+WINDOW = 1 << 22
 
-    Why: XLA materialises a field op's limb products (~0.5 KB per element) for the whole array; a 2^27-element
-    ``from_mont`` asked for 64 GiB on an H200. In the loop it holds one window's. The last window is moved back to
-    end at the last element (it recomputes a few elements: same values), so every window has one shape. Arrays of
-    at most ``chunk`` elements per limb take ``fn`` directly. Traceable (use inside jit)."""
-    shape = x.shape
-    flat = x.reshape(shape[0], -1)  # batch and element axes are adjacent: a free reshape
-    n = flat.shape[1]
-    if n <= chunk:
-        return fn(x)
 
-    def body(i, out):
-        start = jnp.minimum(i * chunk, n - chunk)
-        y = fn(lax.dynamic_slice_in_dim(flat, start, chunk, axis=1))
-        return lax.dynamic_update_slice_in_dim(out, y, start, axis=1)
+def map_last_axis(fn, *xs, chunk: int | None = None, positions: bool = False, shape=None, limbs: int | None = None):
+    """An elementwise field op over limb arrays, computed in windows: ``out[:, ..., j] = fn(*(x[:, ..., j] for x in
+    xs))`` for ``xs`` of shapes ``(L_k, *batch, n)`` (one batch shape; limb counts may differ), e.g.
+    ``map_last_axis(fr.from_mont, x)``. ``positions=True`` passes the element's index ``j`` along the last axis
+    first, ``fn(pos, *windows)`` with ``pos`` uint32 -- for position-dependent factors (twiddles, coset powers);
+    with no ``xs`` the output is generated from positions alone, of batch shape ``shape``. The output has ``limbs``
+    limbs (default: the first input's).
 
-    return lax.fori_loop(0, -(-n // chunk), body, jnp.zeros_like(flat)).reshape(shape)
+    Why: XLA materialises a field op's limb products (~0.5 KB per element) for the whole array; at a 2^27 domain one
+    multiplication asked for 64 GiB of temporaries on an H200. Here ``fn`` runs over windows of ``chunk`` elements
+    of the flattened ``batch x n`` axis in a ``lax.fori_loop`` and holds one window's. The last window is moved
+    back to end at the last element (it recomputes a few elements: same values), so every window has one shape.
+    At most ``chunk`` (default :data:`WINDOW`) elements take ``fn`` directly. Traceable (use inside jit)."""
+    chunk = WINDOW if chunk is None else chunk
+    if not xs and shape is None:
+        raise ValueError("map_last_axis: give inputs or the output's shape")
+    bshape = tuple(xs[0].shape[1:]) if xs else tuple(shape)
+    if any(tuple(x.shape[1:]) != bshape for x in xs):
+        raise ValueError(f"map_last_axis: inputs of different shapes {[x.shape for x in xs]}")
+    last, total = bshape[-1], int(np.prod(bshape))
+    if total >= 1 << 31:
+        raise ValueError(f"map_last_axis: {total} elements do not fit the int32 window offsets")
+    out_limbs = limbs if limbs is not None else xs[0].shape[0]
+    flats = [x.reshape(x.shape[0], total) for x in xs]  # batch and element axes are adjacent: free reshapes
+
+    def window(start, size):
+        ws = [lax.dynamic_slice_in_dim(f, start, size, axis=1) for f in flats]
+        if not positions:
+            return fn(*ws)
+        pos = start.astype(jnp.uint32) + lax.iota(jnp.uint32, size)
+        return fn(pos if total == last else pos % jnp.uint32(last), *ws)
+
+    if total <= chunk:
+        out = window(jnp.int32(0), total)
+    else:
+        def body(i, out):
+            start = jnp.minimum(i * chunk, total - chunk)
+            return lax.dynamic_update_slice_in_dim(out, window(start, chunk), start, axis=1)
+
+        dtype = xs[0].dtype if xs else jnp.uint32
+        out = lax.fori_loop(0, -(-total // chunk), body, jnp.zeros((out_limbs, total), dtype))
+    return out.reshape((out_limbs,) + bshape)
 
 
 fq = PrimeField(ref_field.fq)

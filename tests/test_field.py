@@ -295,3 +295,29 @@ def test_map_last_axis_windows_the_flattened_batch():
     mont = jnp.asarray(E.ints_to_limbs(vals, "fr", montgomery=True).reshape(8, 3, 5))
     out = jax.jit(lambda x: F.map_last_axis(F.fr.from_mont, x, chunk=4))(mont)
     assert out.shape == (8, 3, 5) and E.limbs_to_ints(np.asarray(out).reshape(8, -1), "fr") == vals
+
+
+@pytest.mark.parametrize("n, chunk", [(6, 4), (16, 4)])
+def test_map_last_axis_several_inputs_and_positions(n, chunk):
+    """Three inputs (``a b - c``), with the element's position along the last axis (``* w^j``) and from positions
+    alone (the table ``w^j``): the Python-int values, windows crossing partition rows included."""
+    rng = random.Random(n)
+    p = RF.fr.modulus
+    a, b, c = ([rng.randrange(p) for _ in range(2 * n)] for _ in range(3))
+    a[0], b[1], c[2] = 0, p - 1, p - 1
+    w = rng.randrange(2, p)
+    table = jnp.asarray(E.ints_to_limbs([pow(w, j, p) for j in range(n)], "fr", montgomery=True))
+    mont = [jnp.asarray(E.ints_to_limbs(v, "fr", montgomery=True).reshape(8, 2, n)) for v in (a, b, c)]
+    f = F.fr
+    out = jax.jit(lambda *xs: F.map_last_axis(lambda x, y, z: f.sub(f.mul(x, y), z), *xs, chunk=chunk))(*mont)
+    got = E.limbs_to_ints(np.asarray(out).reshape(8, -1), "fr", montgomery=True)
+    assert got == [(x * y - z) % p for x, y, z in zip(a, b, c)]
+    scaled = jax.jit(lambda x: F.map_last_axis(lambda j, v: f.mul(v, jnp.take(table, j, axis=1)), x,
+                                               positions=True, chunk=chunk))(mont[0])
+    got = E.limbs_to_ints(np.asarray(scaled).reshape(8, -1), "fr", montgomery=True)
+    assert got == [x * pow(w, k % n, p) % p for k, x in enumerate(a)]
+    gen = jax.jit(lambda: F.map_last_axis(lambda j: jnp.take(table, j, axis=1), positions=True, shape=(n,),
+                                          limbs=8, chunk=chunk))()
+    assert np.array_equal(np.asarray(gen), np.asarray(table))
+    with pytest.raises(ValueError, match="different shapes"):
+        F.map_last_axis(f.mul, mont[0], mont[1][:, :1])

@@ -119,6 +119,26 @@ def test_split_h_matches_reference(log_n, m):
         qap.coset_evaluations(to_arr(a), m // 2 if m > 2 else 1)
 
 
+def test_h_in_small_windows_matches_reference(monkeypatch):
+    """Every windowed elementwise step of the H programs (twiddle and scale tables, coset and output scaling, the
+    pointwise ``A B - C``: ops.field.map_last_axis) run as loops of 16-element windows over the 2 x 2^7 batch, as
+    they do at sector scale: fused and split programs, both forms, still the reference quotient. (A size no other
+    test traces, so the programs are traced afresh under the small window.)"""
+    from cuzk_jax.ops import field as F
+
+    monkeypatch.setattr(F, "WINDOW", 16)
+    rng = random.Random(90)
+    n, m = 1 << 7, 100
+    a, b, c = partitions(rng, m)
+    full = [[v + [0] * (n - m) for v in x] for x in (a, b, c)]
+    h = from_arr(qap.compute_h_split(to_arr(a), to_arr(b), to_arr(c), n))
+    s = from_arr(qap.compute_h_split(to_arr(a), to_arr(b), to_arr(c), n, form="snarkjs"))
+    fused = from_arr(qap.compute_h(*(to_arr(x) for x in full)))
+    for p in range(2):
+        assert h[p] == fused[p] == RN.compute_h(*(x[p] for x in full))
+        assert s[p] == RN.compute_h_snarkjs(*(x[p] for x in full))
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_persistent_cache")
 @isolated
