@@ -61,6 +61,15 @@ DEFAULT_CHUNK = 1 << 22
 # default "auto"), which the per-partition H estimate below models: one program for a, b, c holds ~160 B of
 # temporaries per element of all three (64 GiB at a 2^27 domain on the H200), ~5 GB for ten 2^20 partitions
 H_SPLIT_DOMAIN = 1 << 20
+#: Temporaries of the split H step's largest program (the pointwise ``A B - C``, digit reversal and last transform)
+#: per domain point: XLA's buffer assignment on an H200 at 2^27 (14 GiB; bench/results/RESULTS.md, session 13).
+SPLIT_H_TEMP_BYTES = 112
+#: MSM temporaries per base, by group and path: XLA's buffer assignment on an H200 (session 13; split: the ones'
+#: sum and the classification over every base; G1 at 2^27, G2 in 2^22-point chunks). The plan takes the larger of
+#: these and :func:`msm_pairs_bytes`; a witness query may take either path (the split is decided per batch).
+MSM_BYTES_PER_BASE = {("g1", "plain"): 177, ("g1", "split"): 261, ("g2", "plain"): 775, ("g2", "split"): 521}
+#: The queries whose scalars are witness values (the split MSM may take them; pipeline.SPLIT_QUERIES).
+SPLIT_QUERIES = ("msm_a", "msm_b1", "msm_b2", "msm_l")
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
 
@@ -126,6 +135,13 @@ def msm_pairs_bytes(n: int) -> int:
     return 16 * w * n + w * (1 << (c - 1)) * 4 * 48
 
 
+def msm_work_bytes(query: str, n: int) -> int:
+    """Device bytes of one partition's MSM over ``n`` bases of ``query``: the larger of :func:`msm_pairs_bytes`
+    and the measured :data:`MSM_BYTES_PER_BASE` of the paths it may take."""
+    paths = ("plain", "split") if query in SPLIT_QUERIES else ("plain",)
+    return max([msm_pairs_bytes(n)] + [MSM_BYTES_PER_BASE[GROUPS[query], p] * n for p in paths])
+
+
 @dataclasses.dataclass(frozen=True)
 class MemoryPlan:
     """A decided plan (see the module docstring). ``estimate`` maps each component to its device bytes;
@@ -187,11 +203,13 @@ def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | 
     z = FR_BYTES * shape.num_vars
     n = shape.domain
     evaluate = _eval_bytes(shape, eval_chunk)
-    # evaluations in, the padded (fused) or coset (split) copies, out; split: one input's transform (~192 B/point)
-    h = 96 * n + 96 * n + FR_BYTES * n + (192 * n if n >= H_SPLIT_DOMAIN else 0)
+    # evaluations in, the padded (fused) or coset (split) copies, out; split: the largest program's temporaries
+    # (the finishing step's, SPLIT_H_TEMP_BYTES per point)
+    h = 96 * n + 96 * n + FR_BYTES * n + (SPLIT_H_TEMP_BYTES * n if n >= H_SPLIT_DOMAIN else 0)
     biggest = max(shape.bases.values())
     scalars = FR_BYTES * shape.num_vars + FR_BYTES * biggest + FR_BYTES * n  # canonical z, one gathered copy, h
-    msm = max(msm_pairs_bytes(min(chunk, shape.bases[q]) if q in streamed else shape.bases[q]) for q in shape.bases)
+    msm = max(msm_work_bytes(q, min(chunk, shape.bases[q]) if q in streamed else shape.bases[q])
+              for q in shape.bases)
     return {"z": z, "evaluate": evaluate, "h": h, "msm_scalars": scalars, "msm_work": msm,
             "peak": z + max(evaluate, h, scalars + msm)}
 
