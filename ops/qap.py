@@ -192,6 +192,17 @@ def h_from_evaluations(ea, eb, ec, n: int, *, config: NttConfig | None = None, f
         return _finish_jit(ea, eb, ec, n=n, config=config, form=form)
 
 
+def lower_split(m: int, n: int, batch: int = 1, *, config: NttConfig | None = None, form: str = "arkworks") -> dict:
+    """The split H step's programs lowered on abstract shapes (``m`` evaluations per partition, domain ``n``,
+    ``batch`` partitions): ``{"coset": Lowered, "finish": Lowered}`` -- for reading XLA's buffer assignment
+    (``.compile().memory_analysis()``) without data (``bench --op=memory``)."""
+    config = NttConfig.coerce(config)
+    spec = lambda k: jax.ShapeDtypeStruct((LIMBS, batch, k), jnp.uint32)  # noqa: E731
+    with jax.enable_x64(True):
+        return {"coset": _coset_jit.lower(spec(m), n=n, config=config, form=form),
+                "finish": _finish_jit.lower(spec(n), spec(n), spec(n), n=n, config=config, form=form)}
+
+
 def compute_h_split(a, b, c, n: int, *, config: NttConfig | None = None, form: str = "arkworks"):
     """:func:`compute_h` / :func:`compute_h_snarkjs` of a, b, c zero-padded to ``n``, as four programs (one per
     input, then the pointwise step and the last transform): the peak memory of one input's transform instead of

@@ -281,3 +281,26 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "porep_like" in lines[0], r.stderr
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_bench_memory_reports_each_programs_buffers():
+    """bench --op=memory: the prove programs compiled on abstract shapes (nothing allocated), XLA's buffer sizes
+    per program -- the outputs are exactly the arrays the prover gets back -- and the plan's term beside the
+    programs it models; ``--impl`` selects programs by name or prefix."""
+    import types
+
+    from cuzk_jax.bench import memory
+
+    n, batch = 1 << 10, 2
+    names = [p[0] for p in memory.programs(10, batch)]
+    assert names[:4] == ["h.coset", "h.finish", "h_out", "from_mont_z"]
+    assert {"msm_a.split", "msm_b2.plain", "msm_l.split", "msm_h.plain"} <= set(names)
+    assert "msm_h.split" not in names  # H's scalars are dense: never the split MSM
+    progs = {p[0]: p for p in memory.programs(10, batch)}
+    for name, out_bytes in (("h.coset", 32 * batch * n), ("h.finish", 32 * batch * n), ("h_out", 32 * batch * (n - 1))):
+        ma = progs[name][2]().compile().memory_analysis()
+        assert ma.output_size_in_bytes == out_bytes, name
+    rows = memory.run(types.SimpleNamespace(log_n=["10"], batch=batch, impl=["h", "msm_h"]))
+    assert [r["program"] for r in rows] == ["h.coset", "h.finish", "msm_h.plain"]
+    assert all(r["temp_gib"] >= 0 and "error" not in r for r in rows)
+    assert "plan_temp_gib" in rows[1] and "plan_temp_gib" in rows[2] and "plan_temp_gib" not in rows[0]
