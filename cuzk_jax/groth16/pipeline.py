@@ -682,8 +682,8 @@ def query_scalars(rk: ResidentKey, name: str, zc, h):
     return sc if rk.columns.get(name) is None else jnp.take(sc, rk.columns[name], axis=2)
 
 
-#: Queries whose scalars are witness values (mostly 0 / 1 in a SHA-256-heavy circuit); H's are dense.
-SPLIT_QUERIES = ("msm_a", "msm_b1", "msm_b2", "msm_l")
+#: Queries whose scalars are witness values (:data:`plan.SPLIT_QUERIES`).
+SPLIT_QUERIES = memplan.SPLIT_QUERIES
 #: ``split="auto"`` splits when at most this share of a query's scalars is neither 0 nor 1.
 SPLIT_AUTO_OTHER = 0.5
 

@@ -58,8 +58,8 @@ DEFAULT_PARTITIONS = 10
 #: Default points per streamed chunk (bounded above by the query size).
 DEFAULT_CHUNK = 1 << 22
 # from this domain size up the prover's H step runs one input vector per program (pipeline.h_scalars, its
-# default "auto"), which the per-partition H estimate below models: one program for a, b, c holds ~160 B of
-# temporaries per element of all three (64 GiB at a 2^27 domain on the H200), ~5 GB for ten 2^20 partitions
+# default "auto"), which the per-partition H estimate below models: the program for a, b, c together held 65 GiB
+# of temporaries at a 2^27 domain on the H200 before its elementwise steps ran in windows (session 13)
 H_SPLIT_DOMAIN = 1 << 20
 #: Temporaries of the split H step's largest program (the pointwise ``A B - C``, digit reversal and last transform)
 #: per domain point: XLA's buffer assignment on an H200 at 2^27 (14 GiB; bench/results/RESULTS.md, session 13).
@@ -68,7 +68,8 @@ SPLIT_H_TEMP_BYTES = 112
 #: sum and the classification over every base; G1 at 2^27, G2 in 2^22-point chunks). The plan takes the larger of
 #: these and :func:`msm_pairs_bytes`; a witness query may take either path (the split is decided per batch).
 MSM_BYTES_PER_BASE = {("g1", "plain"): 177, ("g1", "split"): 261, ("g2", "plain"): 775, ("g2", "split"): 521}
-#: The queries whose scalars are witness values (the split MSM may take them; pipeline.SPLIT_QUERIES).
+#: The queries whose scalars are witness values (mostly 0 / 1 in a SHA-256-heavy circuit; H's are dense): the split
+#: MSM may take them.
 SPLIT_QUERIES = ("msm_a", "msm_b1", "msm_b2", "msm_l")
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
