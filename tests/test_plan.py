@@ -1,6 +1,8 @@
 """The memory plan (cuzk_jax.groth16.plan): budgets -> batch size, streamed queries, tables, chunked evaluation;
 and the pipeline proving under a plan that splits a batch (the proofs still verify and equal the unplanned ones)."""
 
+import dataclasses
+
 import jax
 import pytest
 
@@ -129,6 +131,12 @@ def test_prove_in_planned_batches(cube):
     assert est["per_partition_peak"] == rk.plan.estimate["per_partition_peak"] + est["per_partition_z"]
     pre, t3 = prover.prove(ahead, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t3.batches == 2 and pre == one
+    # stage=rows stacks on the device: a prefetched batch holds two copies of z there while it is staged
+    rows = pipeline.make_resident(cube["pk"], cube["r1cs"],
+                                  f"msm=xla,tables=off,device_budget={budget},prefetch=on,stage=rows")
+    assert rows.plan.estimate["per_partition_prefetch_z"] == 2 * est["per_partition_z"]
+    by_rows, t4 = prover.prove(rows, cube["r1cs"], cube["witnesses"], randomness=rs)
+    assert t4.batches == -(-4 // rows.plan.batch) and by_rows == one
     with pytest.raises(MemoryBudgetError):
         pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,device_budget=1000")
 
@@ -223,6 +231,13 @@ def test_stage_converts_a_canonical_batch_on_the_device(cube):
     rs = prover.insecure_randomness_for_tests(3, 4)
     want = pipeline.prove_batch(rk, host, rs)
     assert pipeline.prove_batch(rk, canon, rs, montgomery=False) == want
+    # stage=rows: limb rows copied as they lie (here of a partition slice, as prove_batch's steps), stacked and
+    # padded on the device -- the same staged array, padding included
+    rows = dataclasses.replace(rk, config=dataclasses.replace(rk.config, stage="rows"))
+    for z, m in ((host, True), (canon, False)):
+        got = np.asarray(pipeline.stage(rows, z[:, 1:3], montgomery=m))
+        assert got.shape[-1] == (rk.z_width or rk.num_vars)
+        assert np.array_equal(got, np.asarray(pipeline.stage(rk, z[:, 1:3], montgomery=m)))
 
 
 def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
@@ -251,7 +266,8 @@ def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
 def test_sector_bench_runs_verifies_and_records(tmp_path):
     """``bench --op=sector`` on the smallest porep_like preset: every rep proves and verifies both partitions and
     its row carries the phases, the scalar kinds, the plan text and the per-stage device memory record (a first
-    ``prepare`` row has the stages before proving); with ``prefetch=on`` each rep runs with and without it; another circuit is one clear usage error (exit status 2)."""
+    ``prepare`` row has the stages before proving); with ``prefetch=on,stage=rows`` each rep also runs with each
+    switch back at its default (three variants); another circuit is one clear usage error (exit status 2)."""
     import json
     import os
     import subprocess
@@ -262,19 +278,22 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     out = tmp_path / "sector.json"
     r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny",
-                        "--partitions=2", "--reps=2", "--workers=1", "--prover=prefetch=on", f"--out={out}",
+                        "--partitions=2", "--reps=1", "--workers=1", "--prover=prefetch=on,stage=rows", f"--out={out}",
                         "--cache_dir="], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     prepare, *rows = json.loads(out.read_text())["rows"]
     assert prepare["rep"] == "prepare" and prepare["witness_s"] > 0 and "resident" in prepare["device_memory_gib"]
-    assert [(row["rep"], row["prefetch"]) for row in rows] == [(0, "on"), (0, "off"), (1, "on"), (1, "off")]
+    assert [(row["rep"], row["variant"], row["prefetch"], row["stage"]) for row in rows] == [
+        (0, "prefetch=on,stage=rows", "on", "rows"), (0, "prefetch=off,stage=rows", "off", "rows"),
+        (0, "prefetch=on,stage=host", "on", "host")]
     for row in rows:
         assert row["ok"] and row["proofs"] == 2 and row["preset"] == "tiny" and row["constraints"] > 0
         assert row["witness_s"] > 0 and row["witness_wait_s"] >= 0 and row["witness_gib"] >= 0
         assert set(pipeline.PHASES) - {"h"} <= set(row["phases"]) and row["phases"]["verify"] > 0
         assert row["plan_text"] and "setup" in row["device_memory_gib"] and "resident" in row["device_memory_gib"]
-    assert "rep1-prefetch-off" in rows[3]["device_memory_gib"] and "sector: rep 1 (prefetch off)" in r.stdout
+    assert "rep0-prefetch=off,stage=rows" in rows[2]["device_memory_gib"]
+    assert "sector: rep 0 (prefetch=on,stage=host)" in r.stdout
     r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--circuit=cube",
                         f"--out={tmp_path / 'bad.json'}", "--cache_dir="], env=env, capture_output=True, text=True,
                        timeout=300)

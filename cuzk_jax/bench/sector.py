@@ -15,8 +15,9 @@ Per run (one row each):
    at once, as in the engine); ``witness_s`` is their own time, ``witness_wait_s`` what was left after step 3;
 5. **prove** -- :func:`cuzk_jax.groth16.pipeline.prove_batch` over the planned batches, every proof verified by
    pairing before it is returned (a proof that does not verify fails the row); ``--reps`` times (the first one
-   compiles), each with its per-phase times; with ``prefetch=on`` in ``--prover`` each rep runs twice over the
-   same resident key, with and without the prefetch (column ``prefetch``).
+   compiles), each with its per-phase times; with ``prefetch=on`` and / or ``stage=rows`` in ``--prover`` each rep
+   also runs with each of them back at its default, over the same resident key (column ``variant``: the switches
+   as set for that run).
 
 The row records per-phase seconds, the plan, the shares of zero / one / other scalars per MSM (what the split MSM
 earns on), the device's peak memory (``memory_stats()['peak_bytes_in_use']``, where the device reports it) and
@@ -115,23 +116,29 @@ def run(cfg) -> list[dict]:
     rows: list[dict] = []
     # a row for the stages so far (rep "prepare"): a run killed in its first (compiling) prove keeps them
     bench.emit(rows, dict(row, rep="prepare", device_memory_gib=dict(memory), **_host_peak()))
-    # prefetch=on: every rep runs with and without it over the same resident key (an A/B in one process)
-    variants = [(rk.config.prefetch, rk)]
-    if rk.config.prefetch == "on":
-        variants.append(("off", dataclasses.replace(rk, config=dataclasses.replace(rk.config, prefetch="off"))))
-    for rep, (prefetch, key) in ((r, v) for r in range(max(1, cfg.reps)) for v in variants):
+    # prefetch=on / stage=rows: every rep also runs without it over the same resident key (A/Bs in one process);
+    # a variant is named by the switches that differ from the defaults
+    base = rk.config
+    switches = [(k, v) for k, v in (("prefetch", "off"), ("stage", "host")) if getattr(base, k) != v]
+    variants = [(",".join(f"{k}={getattr(base, k)}" for k, _ in switches) or "default", rk)]
+    for k, v in switches:
+        cfg_k = dataclasses.replace(base, **{k: v})
+        name = ",".join(f"{kk}={getattr(cfg_k, kk)}" for kk, _ in switches)
+        variants.append((name, dataclasses.replace(rk, config=cfg_k)))
+    for rep, (variant, key) in ((r, v) for r in range(max(1, cfg.reps)) for v in variants):
         timings = pipeline.Timings()
         t = time.perf_counter()
         proofs = pipeline.prove_batch(key, z, timings=timings)  # verified before it returns (raises otherwise)
         wall = time.perf_counter() - t
-        memory[f"rep{rep}" + (f"-prefetch-{prefetch}" if len(variants) > 1 else "")] = _device_gib()
-        out = dict(row, rep=rep, prefetch=prefetch, device_memory_gib=dict(memory), prove_s=round(wall, 3),
+        memory[f"rep{rep}" + (f"-{variant}" if len(variants) > 1 else "")] = _device_gib()
+        out = dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch, stage=key.config.stage,
+                   device_memory_gib=dict(memory), prove_s=round(wall, 3),
                    per_partition_s=round(wall / P, 3),
                    batches=timings.batches, proofs=len(proofs), ok=len(proofs) == P,
                    phases={k: round(v, 4) for k, v in timings.phases.items()}, scalar_kinds=timings.scalar_kinds)
         peak = _peak_device_bytes()
         out.update(device_peak_gib=None if peak is None else round(peak / 2**30, 3), **_host_peak())
         seen = f"; device GiB after each stage {memory}" if any(memory.values()) else ""
-        _say(f"rep {rep} (prefetch {prefetch}): {out['prove_s']} s, phases {out['phases']}{seen}")
+        _say(f"rep {rep} ({variant}): {out['prove_s']} s, phases {out['phases']}{seen}")
         bench.emit(rows, out)
     return rows

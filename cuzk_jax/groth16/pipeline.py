@@ -73,6 +73,7 @@ QAP_FORMS = ("bellman", "snarkjs")
 HOST_MSM = "host"
 TABLE_MODES = ("auto", "on", "off")
 H_MODES = ("auto", "fused", "split")  # ProverConfig.h
+STAGE_MODES = ("host", "rows")  # ProverConfig.stage
 # Share of the device memory a resident key's window tables may take when ``tables="auto"`` and no key-manager
 # headroom is given (prover.prove without an engine).
 TABLE_FRACTION = 0.25
@@ -115,7 +116,11 @@ class ProverConfig:
       ``"split"`` (one program per input vector: :func:`cuzk_jax.ops.qap.compute_h_split`, a third of the
       transform's temporaries); ``"auto"`` (default): split from a :data:`plan.H_SPLIT_DOMAIN
       <cuzk_jax.groth16.plan.H_SPLIT_DOMAIN>` domain up, which the memory plan models. One device only (a mesh
-      runs the fused program per device).
+      runs the fused program per device);
+    * ``stage``: how :func:`stage` copies a batch's witnesses: ``"host"`` (default) pads them to the R1CS
+      programs' width on the host and copies one array; ``"rows"`` copies each limb row as it lies in the host
+      batch (no host copy) and stacks and pads them on the device (one more ``z`` on the device while staging;
+      one device only). An A/B switch until a GPU run shows which wins.
 
     Text form (:meth:`parse`, the ``--prover`` flag): comma-separated ``key=value``, e.g.
     ``"msm=pallas,ntt=xla,tables=on,window=16"`` or ``"device_budget=100GiB,host_budget=96GiB,split=on"``;
@@ -132,6 +137,7 @@ class ProverConfig:
     chunk: int | None = None
     prefetch: str = "off"
     h: str = "auto"
+    stage: str = "host"
 
     def __post_init__(self):
         if self.tables not in TABLE_MODES:
@@ -146,6 +152,8 @@ class ProverConfig:
             raise BadInput(f"prover config: prefetch must be on or off, got {self.prefetch!r}")
         if self.h not in H_MODES:
             raise BadInput(f"prover config: h must be one of {H_MODES}, got {self.h!r}")
+        if self.stage not in STAGE_MODES:
+            raise BadInput(f"prover config: stage must be one of {STAGE_MODES}, got {self.stage!r}")
         for key in ("device_budget", "host_budget", "chunk"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -154,7 +162,7 @@ class ProverConfig:
     @classmethod
     def parse(cls, text: str | None) -> "ProverConfig":
         """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window, device_budget,
-        host_budget, split, chunk, prefetch, h); BadInput names a bad token."""
+        host_budget, split, chunk, prefetch, h, stage); BadInput names a bad token."""
         kw: dict = {}
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
             key, sep, value = part.partition("=")
@@ -165,7 +173,7 @@ class ProverConfig:
                 kw[key] = HOST_MSM if value == HOST_MSM else ops_config.MsmConfig.parse(value)
             elif key == "ntt":
                 kw[key] = ops_config.NttConfig.parse(value)
-            elif key in ("tables", "split", "prefetch", "h"):
+            elif key in ("tables", "split", "prefetch", "h", "stage"):
                 kw[key] = value
             elif key in ("window", "chunk"):
                 if not value.isdigit():
@@ -175,7 +183,7 @@ class ProverConfig:
                 kw[key] = memplan.parse_bytes(value)
             else:
                 raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window, "
-                               f"device_budget, host_budget, split, chunk, prefetch, h)")
+                               f"device_budget, host_budget, split, chunk, prefetch, h, stage)")
         return cls(**kw)
 
     def resolved(self, sharded: bool = False) -> "ProverConfig":
@@ -195,7 +203,7 @@ class ProverConfig:
                  f"host_budget={self.host_budget}" if self.host_budget else "",
                  f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else "",
                  f"prefetch={self.prefetch}" if self.prefetch != "off" else "",
-                 f"h={self.h}" if self.h != "auto" else ""]
+                 f"h={self.h}" if self.h != "auto" else "", f"stage={self.stage}" if self.stage != "host" else ""]
         return ",".join(p for p in parts if p)
 
 
@@ -365,7 +373,7 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
                              want_tables=want_tables, table_bytes=table_bytes_estimate(
                                  {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
                              if want_tables else 0, chunk=config.chunk, max_batch=max_batch,
-                             prefetch=config.prefetch == "on")
+                             prefetch=(2 if config.stage == "rows" else 1) if config.prefetch == "on" else 0)
     memplan.log.info("%s", plan.describe())
     return plan
 
@@ -562,7 +570,12 @@ def stage(rk: ResidentKey, z: np.ndarray, montgomery: bool = True):
     z = np.asarray(z)
     if z.dtype != np.uint32 or z.ndim != 3 or z.shape[0] != 8 or z.shape[2] != rk.num_vars:
         raise BadInput(f"witness batch must be uint32 (8, P, {rk.num_vars}), got {z.dtype} {z.shape}")
-    if rk.mesh is not None:
+    if rk.mesh is None and rk.config.stage == "rows":
+        # each (P, num_vars) limb row of a partition slice of the host batch is one contiguous block: copied as it
+        # lies, then stacked and padded by one device program (the host pads nothing)
+        rows = [_place(np.ascontiguousarray(z[limb]), None, rk.device) for limb in range(z.shape[0])]
+        staged = _stack_rows(tuple(rows), rk.z_width or rk.num_vars)
+    elif rk.mesh is not None:
         if z.shape[1] % rk.mesh.size:
             raise BadInput(f"batch of {z.shape[1]} partitions is not a multiple of {rk.mesh.size} devices")
         staged = jax.device_put(_pad_z(rk, z), sharding.batch_sharding(rk.mesh))
@@ -570,6 +583,13 @@ def stage(rk: ResidentKey, z: np.ndarray, montgomery: bool = True):
         staged = _place(_pad_z(rk, z), None, rk.device)
     # elementwise, so it keeps the batch's sharding; the bucket padding is zeros and stays zero
     return staged if montgomery else _programs(rk)["to_mont"](staged)
+
+
+@functools.partial(jax.jit, static_argnames=("width",))
+def _stack_rows(rows, width: int):
+    """``stage="rows"``: the limb rows ``(P, num_vars)`` of a batch -> ``(8, P, width)``, zero-padded."""
+    z = jnp.stack(rows)
+    return jnp.pad(z, [(0, 0), (0, 0), (0, width - z.shape[-1])])
 
 
 def _pad_z(rk: ResidentKey, z: np.ndarray) -> np.ndarray:

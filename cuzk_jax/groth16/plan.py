@@ -225,11 +225,12 @@ def _fixed(shape: Shape, resident: tuple, streamed: tuple, chunk: int) -> dict:
 
 def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_budget: int | None = None,
               want_tables: bool = False, table_bytes: int = 0, chunk: int | None = None,
-              allow_streaming: bool = True, max_batch: int | None = None, prefetch: bool = False) -> MemoryPlan:
+              allow_streaming: bool = True, max_batch: int | None = None, prefetch: int = 0) -> MemoryPlan:
     """Decide a :class:`MemoryPlan` (module docstring). ``device_budget=None``: unbounded (every query resident,
     all partitions in one batch); ``table_bytes``: what the window tables of every query would take;
-    ``max_batch``: an upper bound on the batch (e.g. the engine's); ``prefetch``: the next batch's witnesses are
-    copied to the device while a batch runs (one more ``z`` per partition, ``per_partition_prefetch_z``). Raises
+    ``max_batch``: an upper bound on the batch (e.g. the engine's); ``prefetch``: the copies of ``z`` per partition the next batch's staging
+    holds on the device while a batch runs (0: no prefetch; 1; 2 when it is stacked there from limb rows),
+    ``per_partition_prefetch_z``; ``True`` counts as 1. Raises
     :class:`~cuzk_jax.errors.MemoryBudgetError` when even one partition with every query streamed does not fit
     the device budget, or the host budget cannot hold one batch's witnesses plus the streamed bases."""
     if partitions < 1:
@@ -244,8 +245,8 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
         fixed = _fixed(shape, resident, streamed, chunk)
         per = _per_partition(shape, streamed, chunk, eval_chunk)
         if prefetch:
-            per["prefetch_z"] = per["z"]
-            per["peak"] += per["z"]
+            per["prefetch_z"] = int(prefetch) * per["z"]
+            per["peak"] += per["prefetch_z"]
         fixed_total, per_total = sum(fixed.values()), per["peak"]
         if device_budget is None:
             batch = upper
