@@ -192,12 +192,14 @@ def h_from_evaluations(ea, eb, ec, n: int, *, config: NttConfig | None = None, f
         return _finish_jit(ea, eb, ec, n=n, config=config, form=form)
 
 
-def lower_split(m: int, n: int, batch: int = 1, *, config: NttConfig | None = None, form: str = "arkworks") -> dict:
+def lower_split(m: int, n: int, batch: int = 1, *, config: NttConfig | None = None, form: str = "arkworks",
+                sharding=None) -> dict:
     """The split H step's programs lowered on abstract shapes (``m`` evaluations per partition, domain ``n``,
-    ``batch`` partitions): ``{"coset": Lowered, "finish": Lowered}`` -- for reading XLA's buffer assignment
-    (``.compile().memory_analysis()``) without data (``bench --op=memory``)."""
+    ``batch`` partitions; ``sharding``: the inputs' placement, None for uncommitted arrays): ``{"coset": Lowered,
+    "finish": Lowered}`` -- compiled ahead of the data (``pipeline.precompile``) or for reading XLA's buffer
+    assignment (``.compile().memory_analysis()``, ``bench --op=memory``)."""
     config = NttConfig.coerce(config)
-    spec = lambda k: jax.ShapeDtypeStruct((LIMBS, batch, k), jnp.uint32)  # noqa: E731
+    spec = lambda k: jax.ShapeDtypeStruct((LIMBS, batch, k), jnp.uint32, sharding=sharding)  # noqa: E731
     with jax.enable_x64(True):
         return {"coset": _coset_jit.lower(spec(m), n=n, config=config, form=form),
                 "finish": _finish_jit.lower(spec(n), spec(n), spec(n), n=n, config=config, form=form)}

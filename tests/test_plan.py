@@ -284,6 +284,7 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     prepare, *rows = json.loads(out.read_text())["rows"]
     assert prepare["rep"] == "prepare" and prepare["witness_s"] > 0 and "resident" in prepare["device_memory_gib"]
+    assert prepare["precompiled"][:3] == ["evaluate", "h", "canonical_z"] and prepare["precompile_s"] > 0
     assert [(row["rep"], row["variant"], row["prefetch"], row["stage"]) for row in rows] == [
         (0, "prefetch=on,stage=rows", "on", "rows"), (0, "prefetch=off,stage=rows", "off", "rows"),
         (0, "prefetch=on,stage=host", "on", "host")]
@@ -323,3 +324,43 @@ def test_bench_memory_reports_each_programs_buffers():
     assert [r["program"] for r in rows] == ["h.coset", "h.finish", "msm_h.plain"]
     assert all(r["temp_gib"] >= 0 and "error" not in r for r in rows)
     assert "plan_temp_gib" in rows[1] and "plan_temp_gib" in rows[2] and "plan_temp_gib" not in rows[0]
+
+
+@pytest.mark.slow  # compiles the P = 3 programs twice over (once ahead, once to compare)
+@pytest.mark.usefixtures("no_persistent_cache")
+def test_precompile_leaves_nothing_of_its_programs_to_compile(cube):
+    """pipeline.precompile compiles, in its own thread and without data, the evaluation, the split H step, the
+    canonical witness and the plain MSMs of a batch of three; proving then compiles none of them in the main
+    thread (jit finds the programs), and the proofs equal the host-MSM ones. A batch size no other test uses, so
+    nothing is compiled before."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from jax import monitoring
+
+    from cuzk_jax.compile_cache import BACKEND_COMPILE_EVENT
+
+    rk = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,split=off,h=split")
+    compiled = []
+
+    def listener(event, duration, **kw):
+        if event == BACKEND_COMPILE_EVENT:
+            compiled.append((threading.current_thread().name, str(kw.get("fun_name"))))
+
+    monitoring.register_event_duration_secs_listener(listener)
+    try:
+        with ThreadPoolExecutor(1, thread_name_prefix="prove-compile") as pool:
+            done = pool.submit(pipeline.precompile, rk, 3).result()
+        ahead = {name for thread, name in compiled if thread.startswith("prove-compile")}
+        compiled.clear()
+        rs = prover.insecure_randomness_for_tests(5, 3)
+        proofs, _ = prover.prove(rk, cube["r1cs"], cube["witnesses"][:3], randomness=rs)
+    finally:
+        monitoring.unregister_event_duration_listener(listener)
+    assert done == ["evaluate", "h", "canonical_z", "msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h"]
+    want = {"_evaluate_body", "_coset_evaluations_impl", "_h_from_evaluations_impl", "_h_out", "msm"}
+    assert want <= {name.removeprefix("jit(").removesuffix(")") for name in ahead}, ahead
+    main = {name.removeprefix("jit(").removesuffix(")") for thread, name in compiled}
+    assert not main & want, main
+    one, _ = prover.prove(cube["pk"], cube["r1cs"], cube["witnesses"][:3], randomness=rs, config="msm=host")
+    assert proofs == one

@@ -11,8 +11,11 @@ Per run (one row each):
    logged and stored in the row; each of the setup's full-size device queries is freed as soon as the resident
    key holds its infinity-free copy (``make_resident(consume=True)``; the plan counts the copies only);
 4. **witnesses** -- :func:`cuzk_jax.circuits.porep_like.sampled_witness_batch` with ``--workers`` processes (0:
-   one per core), started after the structure and made while the device runs steps 2 and 3 (the CPU and the device work
-   at once, as in the engine); ``witness_s`` is their own time, ``witness_wait_s`` what was left after step 3;
+   one per core), started after the structure and made while the device runs steps 2 and 3 (the CPU and the device
+   work at once, as in the engine); ``witness_s`` is their own time, ``witness_wait_s`` what was left after step 3.
+   Meanwhile the prove programs whose shapes do not depend on the witness values compile in a thread
+   (:func:`cuzk_jax.groth16.pipeline.precompile`: ``precompiled``, ``precompile_s``; ``precompile_wait_s`` is what
+   was left of it after the witnesses);
 5. **prove** -- :func:`cuzk_jax.groth16.pipeline.prove_batch` over the planned batches, every proof verified by
    pairing before it is returned (a proof that does not verify fails the row); ``--reps`` times (the first one
    compiles), each with its per-phase times; with ``prefetch=on`` and / or ``stage=rows`` in ``--prover`` each rep
@@ -106,6 +109,11 @@ def run(cfg) -> list[dict]:
                plan_text=rk.plan.describe() if rk.plan is not None else "no plan (host MSM)")
     memory["resident"] = _device_gib()
     _say(f"resident key {row['resident_s']} s, {row['key_device_gib']} GiB; {row['plan_text']}")
+    # the prove programs compile while the witnesses are still being made (pipeline.precompile)
+    ahead = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="prove-compile")
+    t_ahead = time.perf_counter()
+    step = min(P, rk.plan.batch) if rk.plan is not None else P  # prove_batch's step
+    compiled = ahead.submit(lambda: (pipeline.precompile(rk, step), time.perf_counter() - t_ahead))
     t = time.perf_counter()
     z, witness_s = witnesses.result()  # raises the workers' error, if any
     row.update(witness_wait_s=round(time.perf_counter() - t, 3), witness_s=witness_s,
@@ -113,6 +121,16 @@ def run(cfg) -> list[dict]:
     pool.shutdown()
     _say(f"witnesses {row['witness_s']} s ({row['witness_gib']} GiB), {row['witness_wait_s']} s waited for after "
          f"the resident key")
+    t = time.perf_counter()
+    try:
+        names, precompile_s = compiled.result()
+        row.update(precompiled=names, precompile_s=round(precompile_s, 3))
+    except Exception as e:  # noqa: BLE001  (a failed ahead-of-time compile only costs the first prove its compile)
+        row.update(precompile_error=f"{type(e).__name__}: {e}"[:300])
+    ahead.shutdown()
+    row.update(precompile_wait_s=round(time.perf_counter() - t, 3))
+    _say(f"precompiled {row.get('precompiled', row.get('precompile_error'))} in {row.get('precompile_s')} s, "
+         f"{row['precompile_wait_s']} s waited for after the witnesses")
     rows: list[dict] = []
     # a row for the stages so far (rep "prepare"): a run killed in its first (compiling) prove keeps them
     bench.emit(rows, dict(row, rep="prepare", device_memory_gib=dict(memory), **_host_peak()))

@@ -665,6 +665,58 @@ def _programs(rk: ResidentKey) -> dict:
     return device_programs(rk.mesh, rk.qap, rk.domain_size, rk.config.ntt, rk.config.msm)
 
 
+def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
+    """Compile ahead, without data, the programs a batch of ``batch`` partitions (default: the plan's batch, else
+    1) runs whose shapes do not depend on the witness values: the constraint evaluation, the H step (split or fused,
+    as :func:`h_scalars` picks), the canonical witness, and per resident MSM query the scalar classification (a
+    query the split MSM may take) or the plain MSM. Returns the names compiled, in that order.
+
+    A later :func:`run` of such a batch finds them compiled. What still compiles at the first batch: the split
+    MSM (its program depends on how many scalars are neither 0 nor 1), streamed and table MSMs, small eager ops.
+    Why: at a 2^27 domain the first batch took ~30 s longer than the next ones even with every program in the
+    persistent cache (tracing, lowering, loading); run this in a thread while the first witnesses are made or when
+    a daemon preloads a key. One device only (a mesh: nothing is compiled)."""
+    if rk.mesh is not None:
+        return []
+    P = max(1, batch or (rk.plan.batch if rk.plan is not None else 1))
+    placed = None if rk.device is None else jax.sharding.SingleDeviceSharding(rk.device)
+    spec = lambda *shape: jax.ShapeDtypeStruct(shape, jnp.uint32, sharding=placed)  # noqa: E731
+    progs, done = _programs(rk), []
+    z = spec(8, P, rk.z_width or rk.num_vars)
+    if isinstance(rk.r1cs, ops_r1cs.ChunkedR1CS):
+        with jax.enable_x64(True):  # as evaluate_chunked traces it
+            m = rk.eval_rows or rk.r1cs.num_chunks * rk.r1cs.rows_per_chunk
+            lowered = ops_r1cs.chunked_program.lower(rk.r1cs, z, m)
+    else:
+        lowered = progs["evaluate"].lower(rk.r1cs, z)
+    lowered.compile()
+    done.append("evaluate")
+    rows = lowered.out_info[0].shape[-1]
+    n = rk.domain_size
+    if rk.config.h == "split" or rk.config.h == "auto" and n >= memplan.H_SPLIT_DOMAIN:
+        form = "snarkjs" if rk.qap == "snarkjs" else "arkworks"
+        for lowered in ops_qap.lower_split(rows, n, P, config=rk.config.ntt, form=form, sharding=placed).values():
+            lowered.compile()
+        progs["h_out"].lower(spec(8, P, n)).compile()
+    else:
+        progs["h"].lower(*(spec(8, P, rows),) * 3).compile()
+    done.append("h")
+    progs["from_mont"].lower(spec(8, P, rk.num_vars)).compile()
+    done.append("canonical_z")
+    if rk.host_bases is not None:
+        return done
+    for name, group in MSMS.items():
+        if name in rk.streamed or rk.tables.get(name) is not None:
+            continue
+        scalars = spec(8, P, int(np.shape(rk.queries[name].inf)[-1]))
+        if _may_split(rk.config) and name in SPLIT_QUERIES:
+            ops_split.classify_jit.lower(scalars).compile()
+        else:
+            progs[group].lower(rk.queries[name], scalars).compile()
+        done.append(name)
+    return done
+
+
 def evaluate(rk: ResidentKey, z):
     """Phase 2: ``(A z, B z, C z, ok, first)`` of a staged batch -- Montgomery ``(8, P, m)`` evaluations, per
     partition whether every constraint holds and the first one that does not (-1 when ok; the snarkjs form has no
