@@ -235,6 +235,8 @@ def test_stage_converts_a_canonical_batch_on_the_device(cube):
     # padded on the device -- the same staged array, padding included
     rows = dataclasses.replace(rk, config=dataclasses.replace(rk.config, stage="rows"))
     for z, m in ((host, True), (canon, False)):
+        if m:  # precompiled, the stacking program is what the staging below runs
+            assert pipeline.precompile(rows, 2)[0] == "stage"
         got = np.asarray(pipeline.stage(rows, z[:, 1:3], montgomery=m))
         assert got.shape[-1] == (rk.z_width or rk.num_vars)
         assert np.array_equal(got, np.asarray(pipeline.stage(rk, z[:, 1:3], montgomery=m)))

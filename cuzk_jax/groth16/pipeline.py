@@ -667,9 +667,10 @@ def _programs(rk: ResidentKey) -> dict:
 
 def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     """Compile ahead, without data, the programs a batch of ``batch`` partitions (default: the plan's batch, else
-    1) runs whose shapes do not depend on the witness values: the constraint evaluation, the H step (split or fused,
-    as :func:`h_scalars` picks), the canonical witness, and per resident MSM query the scalar classification (a
-    query the split MSM may take) or the plain MSM. Returns the names compiled, in that order.
+    1) runs whose shapes do not depend on the witness values: ``stage="rows"``'s stacking, the constraint
+    evaluation, the H step (split or fused, as :func:`h_scalars` picks), the canonical witness, and per resident
+    MSM query the scalar classification (a query the split MSM may take) or the plain MSM. Returns the names
+    compiled, in that order.
 
     A later :func:`run` of such a batch finds them compiled. What still compiles at the first batch: the split
     MSM (its program depends on how many scalars are neither 0 nor 1), streamed and table MSMs, small eager ops.
@@ -682,6 +683,9 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     placed = None if rk.device is None else jax.sharding.SingleDeviceSharding(rk.device)
     spec = lambda *shape: jax.ShapeDtypeStruct(shape, jnp.uint32, sharding=placed)  # noqa: E731
     progs, done = _programs(rk), []
+    if rk.config.stage == "rows":
+        _stack_rows.lower(tuple(spec(P, rk.num_vars) for _ in range(8)), rk.z_width or rk.num_vars).compile()
+        done.append("stage")
     z = spec(8, P, rk.z_width or rk.num_vars)
     if isinstance(rk.r1cs, ops_r1cs.ChunkedR1CS):
         with jax.enable_x64(True):  # as evaluate_chunked traces it
