@@ -286,7 +286,7 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     prepare, *rows = json.loads(out.read_text())["rows"]
     assert prepare["rep"] == "prepare" and prepare["witness_s"] > 0 and "resident" in prepare["device_memory_gib"]
-    assert prepare["precompiled"][:3] == ["evaluate", "h", "canonical_z"] and prepare["precompile_s"] > 0
+    assert prepare["precompiled"][:4] == ["stage", "evaluate", "h", "canonical_z"] and prepare["precompile_s"] > 0
     assert [(row["rep"], row["variant"], row["prefetch"], row["stage"]) for row in rows] == [
         (0, "prefetch=on,stage=rows", "on", "rows"), (0, "prefetch=off,stage=rows", "off", "rows"),
         (0, "prefetch=on,stage=host", "on", "host")]
