@@ -697,7 +697,7 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     done.append("evaluate")
     rows = lowered.out_info[0].shape[-1]
     n = rk.domain_size
-    if rk.config.h == "split" or rk.config.h == "auto" and n >= memplan.H_SPLIT_DOMAIN:
+    if _h_split(rk):
         form = "snarkjs" if rk.qap == "snarkjs" else "arkworks"
         for lowered in ops_qap.lower_split(rows, n, P, config=rk.config.ntt, form=form, sharding=placed).values():
             lowered.compile()
@@ -730,6 +730,12 @@ def evaluate(rk: ResidentKey, z):
     return _programs(rk)["evaluate"](rk.r1cs, z)
 
 
+def _h_split(rk: ResidentKey) -> bool:
+    """Whether the H step runs as the split programs (:func:`h_scalars`; :func:`precompile` compiles the same)."""
+    mode = rk.config.h
+    return rk.mesh is None and (mode == "split" or mode == "auto" and rk.domain_size >= memplan.H_SPLIT_DOMAIN)
+
+
 def h_scalars(rk: ResidentKey, az, bz, cz):
     """Phase 3: the canonical H-MSM scalars ``(8, P, len(h bases))`` from the evaluations (module docstring).
 
@@ -738,8 +744,7 @@ def h_scalars(rk: ResidentKey, az, bz, cz):
     at a time) instead of one -- the single program's temporaries at a 2^27 domain alone asked for 64 GiB on an
     H200 (the memory plan's ``per_partition_h`` models the split form where ``"auto"`` picks it)."""
     progs = _programs(rk)
-    mode = rk.config.h
-    if rk.mesh is None and (mode == "split" or mode == "auto" and rk.domain_size >= memplan.H_SPLIT_DOMAIN):
+    if _h_split(rk):
         form = "snarkjs" if rk.qap == "snarkjs" else "arkworks"
         return progs["h_out"](ops_qap.compute_h_split(az, bz, cz, rk.domain_size, config=rk.config.ntt, form=form))
     return progs["h"](az, bz, cz)
