@@ -38,6 +38,8 @@ import time
 
 import jax
 
+from cuzk_jax.errors import CuzkError
+
 DEFAULTS = {"preset": "domain20", "reps": 2, "warmup": 0, "circuit": "porep_like"}
 log = logging.getLogger(__name__)
 
@@ -146,7 +148,16 @@ def run(cfg) -> list[dict]:
     for rep, (variant, key) in ((r, v) for r in range(max(1, cfg.reps)) for v in variants):
         timings = pipeline.Timings()
         t = time.perf_counter()
-        proofs = pipeline.prove_batch(key, z, timings=timings)  # verified before it returns (raises otherwise)
+        try:
+            proofs = pipeline.prove_batch(key, z, timings=timings)  # verified before it returns (raises otherwise)
+        except CuzkError as e:
+            # one variant's failure (an unsatisfied check, a rejected proof, an out-of-memory) is its row; the other
+            # variants still run over the same key and witnesses (the failure's variant is the A/B's answer)
+            _say(f"rep {rep} ({variant}): FAILED: {type(e).__name__}: {e}")
+            bench.emit(rows, dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch,
+                                  stage=key.config.stage, ok=False, error=f"{type(e).__name__}: {e}"[:500],
+                                  phases={k: round(v, 4) for k, v in timings.phases.items()}))
+            continue
         wall = time.perf_counter() - t
         memory[f"rep{rep}" + (f"-{variant}" if len(variants) > 1 else "")] = _device_gib()
         out = dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch, stage=key.config.stage,

@@ -108,6 +108,9 @@ class ProverConfig:
       ``bench/results``; the XLA path keeps the plain MSM unless ``"on"``). A split query uses no window table,
       so with ``split`` not ``"off"`` the tables are built for H only;
     * ``chunk``: points per streamed chunk when the plan streams a query's bases (``None``: the plan's default);
+    * ``batch``: the most partitions one device batch may hold (``None``: as many as the budget allows); the plan
+      may choose fewer. Smaller batches bound each step's latency and memory, and make :func:`prove_batch` run
+      a batch in several steps (what ``prefetch`` overlaps);
     * ``prefetch``: ``"on"``: when :func:`prove_batch` runs the plan's batch in several steps, the next step's
       witnesses are padded and copied to the device (a worker thread) while the current step runs, and the plan
       counts one more ``z`` per partition; ``"off"`` (default): stage, then run, step by step. An A/B switch until
@@ -135,6 +138,7 @@ class ProverConfig:
     host_budget: int | None = None
     split: str = "auto"
     chunk: int | None = None
+    batch: int | None = None
     prefetch: str = "off"
     h: str = "auto"
     stage: str = "host"
@@ -154,7 +158,7 @@ class ProverConfig:
             raise BadInput(f"prover config: h must be one of {H_MODES}, got {self.h!r}")
         if self.stage not in STAGE_MODES:
             raise BadInput(f"prover config: stage must be one of {STAGE_MODES}, got {self.stage!r}")
-        for key in ("device_budget", "host_budget", "chunk"):
+        for key in ("device_budget", "host_budget", "chunk", "batch"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise BadInput(f"prover config: {key} must be a positive integer, got {value!r}")
@@ -162,7 +166,7 @@ class ProverConfig:
     @classmethod
     def parse(cls, text: str | None) -> "ProverConfig":
         """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window, device_budget,
-        host_budget, split, chunk, prefetch, h, stage); BadInput names a bad token."""
+        host_budget, split, chunk, batch, prefetch, h, stage); BadInput names a bad token."""
         kw: dict = {}
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
             key, sep, value = part.partition("=")
@@ -175,7 +179,7 @@ class ProverConfig:
                 kw[key] = ops_config.NttConfig.parse(value)
             elif key in ("tables", "split", "prefetch", "h", "stage"):
                 kw[key] = value
-            elif key in ("window", "chunk"):
+            elif key in ("window", "chunk", "batch"):
                 if not value.isdigit():
                     raise BadInput(f"prover config {text!r}: {key} must be an integer, got {value!r}")
                 kw[key] = int(value)
@@ -183,7 +187,7 @@ class ProverConfig:
                 kw[key] = memplan.parse_bytes(value)
             else:
                 raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window, "
-                               f"device_budget, host_budget, split, chunk, prefetch, h, stage)")
+                               f"device_budget, host_budget, split, chunk, batch, prefetch, h, stage)")
         return cls(**kw)
 
     def resolved(self, sharded: bool = False) -> "ProverConfig":
@@ -202,6 +206,7 @@ class ProverConfig:
                  f"device_budget={self.device_budget}" if self.device_budget else "",
                  f"host_budget={self.host_budget}" if self.host_budget else "",
                  f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else "",
+                 f"batch={self.batch}" if self.batch else "",
                  f"prefetch={self.prefetch}" if self.prefetch != "off" else "",
                  f"h={self.h}" if self.h != "auto" else "", f"stage={self.stage}" if self.stage != "host" else ""]
         return ",".join(p for p in parts if p)
@@ -372,7 +377,8 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
     plan = memplan.make_plan(shape, partitions, device_budget=budget, host_budget=config.host_budget,
                              want_tables=want_tables, table_bytes=table_bytes_estimate(
                                  {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
-                             if want_tables else 0, chunk=config.chunk, max_batch=max_batch,
+                             if want_tables else 0, chunk=config.chunk,
+                             max_batch=min(b for b in (max_batch, config.batch, partitions) if b),
                              prefetch=(2 if config.stage == "rows" else 1) if config.prefetch == "on" else 0)
     memplan.log.info("%s", plan.describe())
     return plan
