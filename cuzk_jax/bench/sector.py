@@ -55,6 +55,21 @@ def _peak_device_bytes() -> int | None:
     return stats.get("peak_bytes_in_use")
 
 
+def _recheck(pipeline, key, z, error) -> str | None:
+    """After an :class:`~cuzk_jax.errors.Unsatisfied` partition: prove that partition alone again, staged the plain
+    way (``prefetch=off,stage=host``). ``"fails again"`` says its witness is wrong; ``"passes"`` says the first
+    failure came from how the batch was staged or run (the witness is right)."""
+    p = getattr(error, "partition", None)
+    if p is None:
+        return None
+    plain = dataclasses.replace(key.config, prefetch="off", stage="host")
+    try:
+        pipeline.prove_batch(dataclasses.replace(key, config=plain), z[:, p:p + 1])
+    except CuzkError as e:
+        return f"fails again: {type(e).__name__}: {e}"[:300]
+    return "passes"
+
+
 def _device_gib() -> dict:
     """Device bytes in use now and the process's peak so far, in GiB (empty where the device reports nothing):
     recorded after every stage, so a peak can be placed (JAX cannot reset the peak counter)."""
@@ -156,6 +171,7 @@ def run(cfg) -> list[dict]:
             _say(f"rep {rep} ({variant}): FAILED: {type(e).__name__}: {e}")
             bench.emit(rows, dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch,
                                   stage=key.config.stage, ok=False, error=f"{type(e).__name__}: {e}"[:500],
+                                  recheck=_recheck(pipeline, key, z, e),
                                   phases={k: round(v, 4) for k, v in timings.phases.items()}))
             continue
         wall = time.perf_counter() - t
