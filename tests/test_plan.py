@@ -137,6 +137,14 @@ def test_prove_in_planned_batches(cube):
     assert rows.plan.estimate["per_partition_prefetch_z"] == 2 * est["per_partition_z"]
     by_rows, t4 = prover.prove(rows, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t4.batches == -(-4 // rows.plan.batch) and by_rows == one
+    # batch=N caps the plan's batch where the budget (none here) would take all four at once
+    capped = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,batch=2,prefetch=on,stage=rows")
+    assert rk.plan.batch >= 4 and capped.plan.batch == 2 and str(capped.config).count("batch=2") == 1
+    by_two, t5 = prover.prove(capped, cube["r1cs"], cube["witnesses"], randomness=rs)
+    assert t5.batches == 2 and by_two == one
+    for bad in ("batch=0", "batch=x", "batch=-1"):
+        with pytest.raises(BadInput, match="batch"):
+            pipeline.ProverConfig.parse(bad)
     with pytest.raises(MemoryBudgetError):
         pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,device_budget=1000")
 
@@ -366,3 +374,36 @@ def test_precompile_leaves_nothing_of_its_programs_to_compile(cube):
     assert not main & want, main
     one, _ = prover.prove(cube["pk"], cube["r1cs"], cube["witnesses"][:3], randomness=rs, config="msm=host")
     assert proofs == one
+
+
+def test_sector_bench_recheck_tells_a_bad_witness_from_bad_staging():
+    """After an unsatisfied partition the sector bench proves it again alone, staged plainly: "passes" (the
+    witness is right: the failure came from staging or running the batch), "fails again" (the witness is wrong);
+    an error without a partition is not rechecked."""
+    import types
+
+    import numpy as np
+
+    from cuzk_jax.bench import sector
+    from cuzk_jax.errors import Unsatisfied
+
+    @dataclasses.dataclass
+    class Key:
+        config: pipeline.ProverConfig
+
+    key = Key(pipeline.ProverConfig(prefetch="on", stage="rows"))
+    z = np.arange(8 * 3 * 5, dtype=np.uint32).reshape(8, 3, 5)
+    seen = []
+
+    def ok(k, zz):
+        seen.append((k.config.prefetch, k.config.stage, zz.copy()))
+
+    def unsat(k, zz):
+        raise Unsatisfied(7, "c7", 0)
+
+    err = Unsatisfied(7, "c7", 1)
+    assert sector._recheck(types.SimpleNamespace(prove_batch=ok), key, z, err) == "passes"
+    (prefetch, stage, zz), = seen
+    assert (prefetch, stage) == ("off", "host") and np.array_equal(zz, z[:, 1:2])
+    assert sector._recheck(types.SimpleNamespace(prove_batch=unsat), key, z, err).startswith("fails again: ")
+    assert sector._recheck(types.SimpleNamespace(prove_batch=ok), key, z, BadInput("x")) is None
