@@ -36,6 +36,8 @@ flags.DEFINE_integer("prefetch", None, "batches staged on the device while one r
 flags.DEFINE_integer("key_budget_bytes", None, "device budget for resident keys (0: none)")
 flags.DEFINE_string("prover", None, "prove pipeline config text")
 flags.DEFINE_list("preload", None, "circuit[/preset] keys to load at start")
+flags.DEFINE_bool("precompile", None, "compile a resident key's device programs for every batch shape when it is "
+                  "placed (default: on)")
 flags.DEFINE_list("priority_delays", None, "class=seconds urgency delays, e.g. porep=300,snap_deals=900")
 flags.DEFINE_integer("max_request_bytes", None, "largest request accepted")
 flags.DEFINE_integer("max_partitions", None, "most partitions per job")
@@ -44,7 +46,7 @@ FLAGS = flags.FLAGS
 
 _DIRECT = ("address", "journal", "key_dir", "input_dir", "tls_cert", "tls_key", "token_file", "metrics_address",
            "backend", "max_batch", "max_wait_s", "fill", "synthesis", "workers", "prefetch", "key_budget_bytes",
-           "prover", "preload", "max_request_bytes", "max_partitions")
+           "prover", "preload", "max_request_bytes", "max_partitions", "precompile")
 
 
 def config_from_flags():

@@ -840,3 +840,35 @@ def test_urgent_class_does_not_wait_to_fill_behind_another_circuit(cube_key):
 
     assert order("winning_post")[0] == "a"
     assert order("porep")[:4] == ["b"] * 4
+
+
+def test_precompile_at_key_placement(cube_key, monkeypatch):
+    """EngineConfig.precompile: placing a key (preload) also asks the backend to compile every batch shape's
+    programs (a backend without ``precompile`` is left alone; off by default); DeviceBackend.precompile compiles
+    the steps a batch really runs: one step within the key's plan, else plan-sized steps and the remainder."""
+    from cuzk_jax.engine import backends
+    from cuzk_jax.groth16 import pipeline
+
+    circuit, r1cs, pk = cube_key
+    calls = []
+
+    class Recording(HostBackend):
+        def precompile(self, resident, sizes):
+            calls.append(tuple(sizes))
+            return []
+
+    with Engine(backend=Recording(), batch_sizes=(2, 4), synthesis="thread", synthesis_workers=1) as eng:
+        eng.preload(circuit, pk)
+    assert calls == []
+    with Engine(backend=Recording(), batch_sizes=(2, 4), synthesis="thread", synthesis_workers=1,
+                precompile=True) as eng:
+        eng.preload(circuit, pk)
+        assert calls == [(2, 4)]
+        assert len(eng.submit(circuit, [circuit.sample_inputs(0, 3)]).result(timeout=300).proofs) == 1
+    with Engine(backend=HostBackend(), synthesis="thread", synthesis_workers=1, precompile=True) as eng:
+        eng.preload(circuit, pk)  # no precompile method: nothing to do
+    steps = []
+    monkeypatch.setattr(pipeline, "precompile", lambda rk, P: steps.append(P) or ["evaluate"])
+    rk = type("RK", (), {"plan": type("Plan", (), {"batch": 3})(), "mesh": None})()
+    assert backends.DeviceBackend.precompile(rk, (2, 4, 8)) == ["evaluate@1", "evaluate@2", "evaluate@3"]
+    assert steps == [1, 2, 3]

@@ -438,3 +438,15 @@ def test_cli_client(keys, daemon, tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout) == {"paused": True, "changed": True}, r.stderr
     r = cli("resume")
     assert r.returncode == 0 and json.loads(r.stdout) == {"paused": False, "changed": True}, r.stderr
+
+
+def test_precompile_setting_reaches_the_engine():
+    """The daemon compiles a placed key's programs by default (``precompile``); a TOML ``precompile = false`` turns
+    it off; a non-boolean is one clear error."""
+    from cuzk_jax.errors import BadInput
+    from cuzk_jax.service.config import ServiceConfig
+
+    assert ServiceConfig().engine_config().precompile is True
+    assert ServiceConfig().replace({"precompile": False}).engine_config().precompile is False
+    with pytest.raises(BadInput, match="precompile"):
+        ServiceConfig().replace({"precompile": "yes"})

@@ -100,6 +100,20 @@ class DeviceBackend:
     def size(resident: pipeline.ResidentKey) -> int:
         return resident.nbytes
 
+    @staticmethod
+    def precompile(resident: pipeline.ResidentKey, sizes) -> list[str]:
+        """Compile ahead (:func:`~cuzk_jax.groth16.pipeline.precompile`) the programs of the device steps that
+        batches of ``sizes`` partitions run: a batch within the key's memory plan is one step; a larger one runs
+        in steps of the plan's batch plus the remainder (:meth:`run`). Returns the names compiled, per step."""
+        plan = resident.plan.batch if resident.plan is not None and resident.mesh is None else None
+        steps = set()
+        for s in sizes:
+            if plan is None or s <= plan:
+                steps.add(s)
+            else:
+                steps.update({plan} | ({s % plan} if s % plan else set()))
+        return [f"{name}@{P}" for P in sorted(steps) for name in pipeline.precompile(resident, P)]
+
     # -- batches -----------------------------------------------------------------------------------------------------
     def stage(self, resident: pipeline.ResidentKey, z: np.ndarray, montgomery: bool = True):
         """The staged batch (Montgomery form on the device; the host ``z`` is Montgomery if ``montgomery``, else

@@ -115,7 +115,10 @@ class EngineConfig:
     pairing-check each job's proofs (arkworks, one batched check per job) before completing it; a proof that does
     not verify fails its job with :class:`~cuzk_jax.errors.ProofRejected` naming the partition, so no invalid proof
     is ever returned (``JobResult.verified`` True); False (benchmarks) skips it (``verified`` None).
-    timeline: record events (``timeline_limit`` max).
+    timeline: record events (``timeline_limit`` max). precompile (default False): when a key is placed (preload or
+    first use), compile the device programs of every batch shape now (:meth:`DeviceBackend.precompile
+    <cuzk_jax.engine.backends.DeviceBackend.precompile>`), so the first batches do not wait for them; a backend
+    without that method ignores it.
     """
 
     max_batch: int = 10
@@ -133,6 +136,7 @@ class EngineConfig:
     verify: bool = True
     timeline: bool = True
     timeline_limit: int = 200_000
+    precompile: bool = False
 
     def sizes(self, num_devices: int) -> tuple[int, ...]:
         """The allowed batch shapes, validated and rounded up to multiples of ``num_devices``."""
@@ -374,7 +378,7 @@ class Engine:
         self._stage = _stage_fn(self.backend)
         self.batch_sizes = config.sizes(self.backend.num_devices)
         self.max_batch = self.batch_sizes[-1]
-        self.keys = KeyManager(self.backend.place, self.backend.size, key_loader, config.key_budget_bytes)
+        self.keys = KeyManager(self._place, self.backend.size, key_loader, config.key_budget_bytes)
         self.t0 = time.perf_counter()
         self.timeline = Timeline(self.t0, config.timeline_limit, config.timeline)
         workers = config.synthesis_workers or synthesis.default_workers()
@@ -461,6 +465,16 @@ class Engine:
             with self._lock:
                 entry = self._circuits.setdefault(key, entry)
         return entry
+
+    def _place(self, pk, r1cs, headroom=None):
+        """The backend's ``place``, then (``precompile``) the programs of every batch shape compiled ahead."""
+        resident = self.backend.place(pk, r1cs, headroom)
+        if self.config.precompile and hasattr(self.backend, "precompile"):
+            t0 = time.perf_counter()
+            names = self.backend.precompile(resident, self.batch_sizes)
+            log.info("precompiled %s for batch shapes %s in %.1f s", names, self.batch_sizes,
+                     time.perf_counter() - t0)
+        return resident
 
     def circuit_digest(self, circuit) -> str:
         """The R1CS digest that identifies ``circuit``'s key (its structure is synthesized once, then cached)."""

@@ -50,7 +50,9 @@ class ServiceConfig:
     prover, tiny circuits only), ``max_batch``, ``batch_sizes``, ``max_wait_s`` (0 = the engine's default),
     ``fill``, ``synthesis``, ``workers`` (0 = cores - 1), ``prefetch``, ``key_budget_bytes`` (device budget for
     resident keys, 0 = none), ``prover`` (the pipeline's config text), ``preload`` (``circuit[/preset]`` keys made
-    resident at start), ``priority_delays_s``.
+    resident at start), ``priority_delays_s``, ``precompile`` (default true: a key made resident -- at start or on
+    first use -- also gets its device programs compiled for every batch shape then, so the first jobs do not wait
+    for them; :attr:`cuzk_jax.engine.EngineConfig.precompile`).
     """
 
     address: str = DEFAULT_ADDRESS
@@ -78,6 +80,7 @@ class ServiceConfig:
     prover: str = ""
     preload: list = dataclasses.field(default_factory=list)
     priority_delays_s: dict = dataclasses.field(default_factory=dict)
+    precompile: bool = True
 
     # -- reading ---------------------------------------------------------------------------------------------------
     @classmethod
@@ -171,7 +174,8 @@ class ServiceConfig:
                             max_wait_s=self.max_wait_s or None, fill=self.fill, synthesis=self.synthesis,
                             synthesis_workers=self.workers or None, prefetch=self.prefetch,
                             key_budget_bytes=self.key_budget_bytes or None, prover=self.prover or None,
-                            priority_delays_s=dict(self.priority_delays_s) or None, verify=True)
+                            priority_delays_s=dict(self.priority_delays_s) or None, verify=True,
+                            precompile=self.precompile)
 
 
 def parse_address(address: str) -> tuple[str, str]:
