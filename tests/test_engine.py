@@ -867,6 +867,14 @@ def test_precompile_at_key_placement(cube_key, monkeypatch):
         assert len(eng.submit(circuit, [circuit.sample_inputs(0, 3)]).result(timeout=300).proofs) == 1
     with Engine(backend=HostBackend(), synthesis="thread", synthesis_workers=1, precompile=True) as eng:
         eng.preload(circuit, pk)  # no precompile method: nothing to do
+
+    class Failing(HostBackend):
+        def precompile(self, resident, sizes):
+            raise RuntimeError("compiler crashed")
+
+    with Engine(backend=Failing(), synthesis="thread", synthesis_workers=1, precompile=True) as eng:
+        eng.preload(circuit, pk)  # a failed ahead-of-time compile is logged; the key is still resident
+        assert len(eng.submit(circuit, [circuit.sample_inputs(0, 4)]).result(timeout=300).proofs) == 1
     steps = []
     monkeypatch.setattr(pipeline, "precompile", lambda rk, P: steps.append(P) or ["evaluate"])
     rk = type("RK", (), {"plan": type("Plan", (), {"batch": 3})(), "mesh": None})()

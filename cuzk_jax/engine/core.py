@@ -471,9 +471,14 @@ class Engine:
         resident = self.backend.place(pk, r1cs, headroom)
         if self.config.precompile and hasattr(self.backend, "precompile"):
             t0 = time.perf_counter()
-            names = self.backend.precompile(resident, self.batch_sizes)
-            log.info("precompiled %s for batch shapes %s in %.1f s", names, self.batch_sizes,
-                     time.perf_counter() - t0)
+            try:
+                names = self.backend.precompile(resident, self.batch_sizes)
+            except Exception as e:  # noqa: BLE001  (a failed ahead-of-time compile only costs the first batch)
+                log.warning("precompile for batch shapes %s failed (%s: %s); the first batches compile instead",
+                            self.batch_sizes, type(e).__name__, e)
+            else:
+                log.info("precompiled %s for batch shapes %s in %.1f s", names, self.batch_sizes,
+                         time.perf_counter() - t0)
         return resident
 
     def circuit_digest(self, circuit) -> str:
