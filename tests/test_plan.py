@@ -376,12 +376,10 @@ def test_precompile_leaves_nothing_of_its_programs_to_compile(cube):
     assert proofs == one
 
 
-def test_sector_bench_recheck_tells_a_bad_witness_from_bad_staging():
+def test_sector_bench_recheck_tells_a_bad_witness_from_bad_staging(monkeypatch):
     """After an unsatisfied partition the sector bench proves it again alone, staged plainly: "passes" (the
     witness is right: the failure came from staging or running the batch), "fails again" (the witness is wrong);
     an error without a partition is not rechecked."""
-    import types
-
     import numpy as np
 
     from cuzk_jax.bench import sector
@@ -402,8 +400,10 @@ def test_sector_bench_recheck_tells_a_bad_witness_from_bad_staging():
         raise Unsatisfied(7, "c7", 0)
 
     err = Unsatisfied(7, "c7", 1)
-    assert sector._recheck(types.SimpleNamespace(prove_batch=ok), key, z, err) == "passes"
+    monkeypatch.setattr(pipeline, "prove_batch", ok)
+    assert sector._recheck(key, z, err) == "passes"
     (prefetch, stage, zz), = seen
     assert (prefetch, stage) == ("off", "host") and np.array_equal(zz, z[:, 1:2])
-    assert sector._recheck(types.SimpleNamespace(prove_batch=unsat), key, z, err).startswith("fails again: ")
-    assert sector._recheck(types.SimpleNamespace(prove_batch=ok), key, z, BadInput("x")) is None
+    assert sector._recheck(key, z, BadInput("x")) is None and len(seen) == 1
+    monkeypatch.setattr(pipeline, "prove_batch", unsat)
+    assert sector._recheck(key, z, err).startswith("fails again: ")

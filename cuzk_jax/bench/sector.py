@@ -55,10 +55,12 @@ def _peak_device_bytes() -> int | None:
     return stats.get("peak_bytes_in_use")
 
 
-def _recheck(pipeline, key, z, error) -> str | None:
+def _recheck(key, z, error) -> str | None:
     """After an :class:`~cuzk_jax.errors.Unsatisfied` partition: prove that partition alone again, staged the plain
     way (``prefetch=off,stage=host``). ``"fails again"`` says its witness is wrong; ``"passes"`` says the first
     failure came from how the batch was staged or run (the witness is right)."""
+    from cuzk_jax.groth16 import pipeline
+
     p = getattr(error, "partition", None)
     if p is None:
         return None
@@ -171,7 +173,7 @@ def run(cfg) -> list[dict]:
             _say(f"rep {rep} ({variant}): FAILED: {type(e).__name__}: {e}")
             bench.emit(rows, dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch,
                                   stage=key.config.stage, ok=False, error=f"{type(e).__name__}: {e}"[:500],
-                                  recheck=_recheck(pipeline, key, z, e),
+                                  recheck=_recheck(key, z, e),
                                   phases={k: round(v, 4) for k, v in timings.phases.items()}))
             continue
         wall = time.perf_counter() - t

@@ -378,7 +378,7 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
                              want_tables=want_tables, table_bytes=table_bytes_estimate(
                                  {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
                              if want_tables else 0, chunk=config.chunk,
-                             max_batch=min(b for b in (max_batch, config.batch, partitions) if b),
+                             max_batch=min(filter(None, (max_batch, config.batch)), default=None),
                              prefetch=(2 if config.stage == "rows" else 1) if config.prefetch == "on" else 0)
     memplan.log.info("%s", plan.describe())
     return plan
