@@ -18,6 +18,7 @@ class                    exit  meaning
 ``FormatError``          2     a file cannot be used: truncated, corrupt, wrong magic, or for another curve
 ``KeyFormatError``       2     a cuzk_jax key file is truncated, corrupt or holds an invalid point
 ``MemoryBudgetError``    2     a device / host memory budget cannot hold even one partition (before any work)
+``DeviceMemoryError``    2     the device ran out of memory while proving (the plan's estimate was exceeded)
 ``ToolchainMissing``     2     node / the pinned npm packages are absent (tests skip on it; also a RuntimeError)
 ``ProofRejected``        1     a proof did not verify where the caller required it to
 =======================  ====  ===================================================================================
@@ -29,7 +30,8 @@ Old import locations re-export these (``cuzk_jax.circuits.cs.Unsatisfied``, ``cu
 from __future__ import annotations
 
 __all__ = ["CuzkError", "BadInput", "SynthesisError", "Unsatisfied", "FormatError", "KeyFormatError",
-           "ToolchainMissing", "ProofRejected", "MemoryBudgetError"]
+           "ToolchainMissing", "ProofRejected", "MemoryBudgetError",
+           "DeviceMemoryError"]
 
 
 class CuzkError(Exception):
@@ -68,6 +70,12 @@ class KeyFormatError(FormatError):
 
 class MemoryBudgetError(BadInput):
     """A device or host memory budget cannot hold what was asked (raised by the memory plan before any work)."""
+
+
+class DeviceMemoryError(CuzkError, MemoryError):
+    """The device ran out of memory during a proving phase although the memory plan admitted the batch (the
+    allocator's fragmentation or a temporary the plan's formulas do not model); names the phase, the failed
+    allocation and the plan's estimate. A lower ``device_budget`` makes the plan stream more and batch less."""
 
 
 class ToolchainMissing(CuzkError, RuntimeError):

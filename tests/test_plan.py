@@ -407,3 +407,41 @@ def test_sector_bench_recheck_tells_a_bad_witness_from_bad_staging(monkeypatch):
     assert sector._recheck(key, z, BadInput("x")) is None and len(seen) == 1
     monkeypatch.setattr(pipeline, "prove_batch", unsat)
     assert sector._recheck(key, z, err).startswith("fails again: ")
+
+
+def test_device_out_of_memory_is_one_clear_error(cube, monkeypatch):
+    """The allocator's RESOURCE_EXHAUSTED inside a phase (here the A MSM) and inside staging becomes one
+    DeviceMemoryError naming the phase, the allocation and the plan; any other runtime error passes unchanged."""
+    from cuzk_jax.circuits.r1cs import stack_z
+    from cuzk_jax.errors import CuzkError, DeviceMemoryError
+
+    rk = prover.resident(cube["pk"], cube["r1cs"], "msm=host,device_budget=64GiB")
+    z = stack_z(cube["witnesses"][:1], montgomery=True)
+    oom = jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 31.61GiB with "
+                                     "allocator GPU_0_bfc on device 0. [executable_name='jit_msm_split']")
+
+    def failing_msm(rk_, name, scalars, kinds):
+        if name == "msm_a":
+            raise oom
+        return real_msm(rk_, name, scalars, kinds)
+
+    real_msm = pipeline.msm
+    monkeypatch.setattr(pipeline, "msm", failing_msm)
+    with pytest.raises(DeviceMemoryError, match=r"phase .msm_a. allocating 31.61GiB; .*plan.*device_budget"):
+        pipeline.prove_batch(rk, z)
+    monkeypatch.setattr(pipeline, "msm", real_msm)
+    assert issubclass(DeviceMemoryError, CuzkError) and DeviceMemoryError.exit_code == 2
+
+    def failing_place(*args, **kwargs):
+        raise oom
+
+    monkeypatch.setattr(pipeline, "_place", failing_place)
+    with pytest.raises(DeviceMemoryError, match="phase 'stage'"):
+        pipeline.stage(rk, z)
+
+    def other_error(*args, **kwargs):
+        raise jax.errors.JaxRuntimeError("INTERNAL: something else")
+
+    monkeypatch.setattr(pipeline, "_place", other_error)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="INTERNAL"):
+        pipeline.stage(rk, z)

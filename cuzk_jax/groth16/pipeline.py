@@ -35,8 +35,10 @@ are static jit arguments); no module global is read while tracing.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import re
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -47,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cuzk_jax import encoding
-from cuzk_jax.errors import BadInput, ProofRejected, Unsatisfied
+from cuzk_jax.errors import BadInput, DeviceMemoryError, ProofRejected, Unsatisfied
 from cuzk_jax.ops import config as ops_config
 from cuzk_jax.ops import field as ops_field
 from cuzk_jax.ops import msm as ops_msm
@@ -576,6 +578,14 @@ def stage(rk: ResidentKey, z: np.ndarray, montgomery: bool = True):
     z = np.asarray(z)
     if z.dtype != np.uint32 or z.ndim != 3 or z.shape[0] != 8 or z.shape[2] != rk.num_vars:
         raise BadInput(f"witness batch must be uint32 (8, P, {rk.num_vars}), got {z.dtype} {z.shape}")
+    with device_memory_errors(rk, lambda: "stage"):
+        staged = _stage(rk, z)
+        # elementwise, so it keeps the batch's sharding; the bucket padding is zeros and stays zero
+        return staged if montgomery else _programs(rk)["to_mont"](staged)
+
+
+def _stage(rk: ResidentKey, z: np.ndarray):
+    """The copy of :func:`stage` (``stage="rows"``, sharded or plain), Montgomery form as the host holds it."""
     if rk.mesh is None and rk.config.stage == "rows":
         # each (P, num_vars) limb row of a partition slice of the host batch is one contiguous block: copied as it
         # lies, then stacked and padded by one device program (the host pads nothing)
@@ -587,8 +597,7 @@ def stage(rk: ResidentKey, z: np.ndarray, montgomery: bool = True):
         staged = jax.device_put(_pad_z(rk, z), sharding.batch_sharding(rk.mesh))
     else:
         staged = _place(_pad_z(rk, z), None, rk.device)
-    # elementwise, so it keeps the batch's sharding; the bucket padding is zeros and stays zero
-    return staged if montgomery else _programs(rk)["to_mont"](staged)
+    return staged
 
 
 @functools.partial(jax.jit, static_argnames=("width",))
@@ -854,6 +863,25 @@ class BatchOutput:
         return self.host
 
 
+@contextlib.contextmanager
+def device_memory_errors(rk: ResidentKey, where: Callable[[], str]):
+    """Turns the device allocator's out-of-memory error (``RESOURCE_EXHAUSTED``, raised deep inside XLA) into one
+    :class:`~cuzk_jax.errors.DeviceMemoryError` naming the phase (``where()``), the failed allocation and the
+    key's memory plan; other errors pass unchanged."""
+    try:
+        yield
+    except jax.errors.JaxRuntimeError as e:
+        text = str(e)
+        if "RESOURCE_EXHAUSTED" not in text and "Out of memory" not in text:
+            raise
+        size = re.search(r"allocate ([0-9.]+ ?[KMGT]i?B)", text)
+        plan = rk.plan.describe() if rk.plan is not None else "no memory plan (unbounded device budget)"
+        raise DeviceMemoryError(
+            f"device out of memory in phase {where()!r}"
+            f"{f' allocating {size.group(1)}' if size else ''}; {plan}. Give the prover a lower device_budget "
+            f"(--prover=device_budget=...) so the plan streams more bases or runs smaller batches") from None
+
+
 def timed(name: str, fn: Callable, record: dict | None):
     t0 = time.perf_counter()
     out = jax.block_until_ready(fn())
@@ -874,19 +902,25 @@ def run(rk: ResidentKey, z, phase: Callable | None = None, *, sync_phases: bool 
         phase = lambda name, fn: fn()  # noqa: E731  (one block for the whole batch, below)
 
     kinds: dict = {}
+    where = ["evaluate"]  # the phase running, for the out-of-memory error
+
+    def step(name, fn):
+        where[0] = name
+        return phase(name, fn)
 
     def device_work():
-        az, bz, cz, ok, first = phase("evaluate", lambda: evaluate(rk, z))
-        h = phase("h", lambda: h_scalars(rk, az, bz, cz))
+        az, bz, cz, ok, first = step("evaluate", lambda: evaluate(rk, z))
+        h = step("h", lambda: h_scalars(rk, az, bz, cz))
         del az, bz, cz  # the evaluations are dead once h exists: free them before the MSMs (memory plan)
         zc = canonical_z(rk, z)
         points = {}
         for name in MSMS:  # each query's gathered scalars made just before its MSM, dead after it (memory plan)
-            points[name] = phase(name, lambda name=name: msm(rk, name, query_scalars(rk, name, zc, h), kinds))
+            points[name] = step(name, lambda name=name: msm(rk, name, query_scalars(rk, name, zc, h), kinds))
         return ok, first, points
 
-    ok, first, points = device_work() if sync_phases else record("device", device_work)
-    ok, first, points = record("fetch", lambda: jax.device_get((ok, first, points)))
+    with device_memory_errors(rk, lambda: where[0] if sync_phases else "device"):
+        ok, first, points = device_work() if sync_phases else record("device", device_work)
+        ok, first, points = record("fetch", lambda: jax.device_get((ok, first, points)))
     return BatchOutput(ok=np.asarray(ok), first=np.asarray(first), points=points, scalar_kinds=kinds)
 
 
