@@ -445,3 +445,40 @@ def test_device_out_of_memory_is_one_clear_error(cube, monkeypatch):
     monkeypatch.setattr(pipeline, "_place", other_error)
     with pytest.raises(jax.errors.JaxRuntimeError, match="INTERNAL"):
         pipeline.stage(rk, z)
+
+
+@pytest.mark.slow
+def test_queries_padded_to_the_msm_bucket_prove_the_same(monkeypatch):
+    """Resident queries padded with points at infinity to the MSM's size bucket (so the MSM programs do not copy
+    the bases to pad them) give the same proofs as unpadded ones, bit for bit, on the plain and the split MSM and
+    with a streamed query; the scalar kinds reported leave the padding out."""
+    circuit = base.get_circuit("porep_like", "mini")
+    r1cs = circuit.r1cs()
+    pk = generator.setup(r1cs, generator.insecure_toxic_waste_for_tests(7))
+    witnesses = [circuit.witness(circuit.sample_inputs(p)) for p in range(2)]
+    rs = prover.insecure_randomness_for_tests(5, 2)
+    want, _ = prover.prove(pk, r1cs, witnesses, randomness=rs, config="msm=host")
+    kinds = {}
+    for share in (0.0, 1.0):
+        monkeypatch.setattr(pipeline, "PAD_SHARE", share)
+        for cfg in ("msm=xla,tables=off,split=off", "msm=xla,tables=off,split=on"):
+            rk = pipeline.make_resident(pk, r1cs, cfg)
+            lengths = {k: int(q.inf.shape[-1]) for k, q in rk.queries.items()}
+            if share:
+                assert rk.pads and all(n & (n - 1) == 0 for n in lengths.values())  # every query in its bucket
+                assert all(bool(rk.queries[k].inf[-p:].all()) for k, p in rk.pads.items())
+            else:
+                assert rk.pads == {}
+            got, timings = prover.prove(rk, r1cs, witnesses, randomness=rs)
+            assert got == want, (share, cfg)
+            kinds.setdefault(cfg, []).append(timings.scalar_kinds)
+    assert kinds["msm=xla,tables=off,split=on"][0] == kinds["msm=xla,tables=off,split=on"][1]
+    assert set(kinds["msm=xla,tables=off,split=on"][0]) == set(pipeline.SPLIT_QUERIES)
+    # a streamed, padded query (the budget streams the biggest ones): same proofs
+    rk = pipeline.make_resident(pk, r1cs, "msm=xla,tables=off,split=on,chunk=256")
+    budget = next(b for b in range(rk.plan.peak, 0, -(rk.plan.peak // 400))
+                  if "msm_b2" in memplan.make_plan(rk.plan.shape, 10, device_budget=b, chunk=256).streamed)
+    streamed = pipeline.make_resident(pk, r1cs, f"msm=xla,tables=off,split=on,chunk=256,device_budget={budget}")
+    assert "msm_b2" in streamed.plan.streamed and "msm_b2" in streamed.pads
+    got, _ = prover.prove(streamed, r1cs, witnesses, randomness=rs)
+    assert got == want
