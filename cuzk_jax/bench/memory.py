@@ -11,8 +11,8 @@ and it is what the plan's measured constants (:data:`cuzk_jax.groth16.plan.SPLIT
 
 Shapes: per partition, ``rows`` evaluations and ``vars`` witness values, and the bases of each query, as fractions
 of the domain taken from the ``porep_like/sector32g`` circuit (:data:`SECTOR_SHAPE`), every query at its full
-size (resident) and padded as the resident key pads it (:func:`cuzk_jax.groth16.pipeline.resident_length`); the
-split MSM's capacity for "other" scalars is 1 % of its bases (the measured share), rounded up to a power of two. The programs are the default prover configuration's (``MsmConfig`` / ``NttConfig`` of the
+size (resident); the split MSM's capacity for "other" scalars is 1 % of its bases (the measured share), rounded up
+to a power of two. The programs are the default prover configuration's (``MsmConfig`` / ``NttConfig`` of the
 platform). ``--impl`` restricts the programs (names or prefixes: ``h``, ``msm_h``, ``msm_l.split``).
 
 Rows: program, log_n, batch, elements (per partition), temp_gib, arg_gib, out_gib, compile_s, plan_temp_gib (the
@@ -66,7 +66,6 @@ def programs(log_n: int, batch: int) -> list[tuple[str, int, object, int | None]
            ("from_mont_z", nv, lambda: progs["from_mont"].lower(u32(8, batch, nv)), None)]
     counts = {q: _scaled(q, n) for q in ("msm_a", "msm_b1", "msm_b2", "msm_l")}
     counts["msm_h"] = n - 1
-    counts = {q: pipeline.resident_length(c) for q, c in counts.items()}  # as the resident key holds them
     for q, count in counts.items():
         group = memplan.GROUPS[q]
         plan_temp = memplan.msm_work_bytes(q, count) * batch  # the plan's term, whichever path runs

@@ -424,13 +424,6 @@ def _drop_infinity(queries: dict, consume: bool = False) -> tuple[dict, dict]:
 PAD_SHARE = 1 / 8
 
 
-def resident_length(n: int) -> int:
-    """The length a resident query of ``n`` bases is held at: the MSM's size bucket
-    (:func:`cuzk_jax.ops.msm.padded_size`) when that adds at most :data:`PAD_SHARE` of ``n``, else ``n``."""
-    padded = ops_msm.padded_size(n)
-    return padded if padded - n <= PAD_SHARE * n else n
-
-
 def _pad_queries(queries: dict) -> tuple[dict, dict]:
     """Each query whose length is a little short of :func:`cuzk_jax.ops.msm.padded_size` (at most
     :data:`PAD_SHARE` more points) padded there with points at infinity, once, and the number of points added.
@@ -441,8 +434,8 @@ def _pad_queries(queries: dict) -> tuple[dict, dict]:
     out, pads = {}, {}
     for name, bases in queries.items():
         n = int(np.shape(bases.inf)[-1])
-        pad = resident_length(n) - n
-        if pad == 0:
+        pad = ops_msm.padded_size(n) - n
+        if pad == 0 or pad > PAD_SHARE * n:
             out[name] = bases
             continue
         xp = jnp if isinstance(bases.inf, jax.Array) else np
