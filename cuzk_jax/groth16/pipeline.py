@@ -274,9 +274,7 @@ class ResidentKey:
       device chunk by chunk in each MSM;
     * ``z_width``: the length :func:`stage` pads ``z``'s variable axis to (the size-bucketed R1CS programs' width;
       None: ``num_vars``); ``eval_rows``: the evaluations' row count (the bucketed constraint count), which the
-      chunked evaluation (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.ChunkedR1CS` when the plan chunks) returns;
-    * ``pads``: MSM phase name -> points at infinity appended to that query (resident or streamed) so that its
-      length is the MSM's size bucket (:func:`_pad_queries`); its scalars get as many zeros.
+      chunked evaluation (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.ChunkedR1CS` when the plan chunks) returns.
 
     Invariant: ``nbytes`` counts every device array held here (queries, tables, R1CS tables, column indices) --
     the number the key manager's memory budget adds up.
@@ -303,7 +301,6 @@ class ResidentKey:
     streamed: dict = dataclasses.field(default_factory=dict)
     z_width: int | None = None
     eval_rows: int | None = None
-    pads: dict = dataclasses.field(default_factory=dict)
 
     @property
     def vk(self):
@@ -420,32 +417,6 @@ def _drop_infinity(queries: dict, consume: bool = False) -> tuple[dict, dict]:
     return out, columns
 
 
-#: A query is padded to the MSM's size bucket when that adds at most this share of its points (see _pad_queries).
-PAD_SHARE = 1 / 8
-
-
-def _pad_queries(queries: dict) -> tuple[dict, dict]:
-    """Each query whose length is a little short of :func:`cuzk_jax.ops.msm.padded_size` (at most
-    :data:`PAD_SHARE` more points) padded there with points at infinity, once, and the number of points added.
-    Why: the MSM programs pad bases and scalars to that size inside, and a padded copy of the bases is a
-    temporary of the whole query (13 GiB for a 2^27-point G1 query -- the allocation an H200 could not find room
-    for at a 2^27 domain); a resident query already of that length is used as it lies. The scalars are padded
-    with zeros (:func:`query_scalars`), so the points added never reach a bucket."""
-    out, pads = {}, {}
-    for name, bases in queries.items():
-        n = int(np.shape(bases.inf)[-1])
-        pad = ops_msm.padded_size(n) - n
-        if pad == 0 or pad > PAD_SHARE * n:
-            out[name] = bases
-            continue
-        xp = jnp if isinstance(bases.inf, jax.Array) else np
-        widths = lambda a: [(0, 0)] * (a.ndim - 1) + [(0, pad)]  # noqa: E731
-        out[name] = Affine(xp.pad(bases.x, widths(bases.x)), xp.pad(bases.y, widths(bases.y)),
-                           xp.pad(bases.inf, widths(bases.inf), constant_values=True))
-        pads[name] = pad
-    return out, pads
-
-
 def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int, num_vars: int, domain_size: int,
                    qap: str, digest: str, config=None, pk=None, constraint_name=None, verifier=None, mesh=None,
                    device=None, headroom: int | None = None, partitions: int | None = None,
@@ -473,9 +444,6 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     if device is not None and (mesh is not None or device == jax.devices()[0]):
         device = None  # sharded, or the default device: nothing to commit to
     queries, columns = _drop_infinity(queries if consume else {k: queries[k] for k in MSMS}, consume)
-    pads = {}
-    if config.msm != HOST_MSM:
-        queries, pads = _pad_queries(queries)
     # the split MSM serves the witness queries without tables: tables (when wanted) for the other queries only
     table_names = tuple(q for q in MSMS if not _may_split(config) or q not in SPLIT_QUERIES)
     want_tables = config.msm != HOST_MSM and _want_tables(config, {q: queries[q] for q in table_names}, headroom)
@@ -514,7 +482,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
                        num_vars=num_vars, domain_size=domain_size, qap=qap, config=config, digest=digest, pk=pk,
                        constraint_name=constraint_name, verifier=verifier, mesh=mesh, device=device,
                        host_bases=host_bases, columns=columns, plan=plan, streamed=streamed, z_width=z_width,
-                       eval_rows=eval_rows, pads=pads)
+                       eval_rows=eval_rows)
 
 
 def finish_points(pk) -> FinishPoints:
@@ -807,18 +775,7 @@ def query_scalars(rk: ResidentKey, name: str, zc, h):
     B2, its private columns for L, ``h`` for H -- restricted to the columns whose bases the key keeps
     (:attr:`ResidentKey.columns`)."""
     sc = h if name == "msm_h" else zc[:, :, rk.num_inputs:] if name == "msm_l" else zc
-    cols, pad = rk.columns.get(name), rk.pads.get(name, 0)
-    if cols is None and not pad:
-        return sc
-    return _gather_scalars(sc, cols, pad)
-
-
-@functools.partial(jax.jit, static_argnames=("pad",))
-def _gather_scalars(sc, cols, pad: int):
-    """The kept columns of ``sc`` (all when ``cols`` is None) and ``pad`` zeros (the query's padding), written as
-    one array."""
-    sc = sc if cols is None else jnp.take(sc, cols, axis=2)
-    return jnp.pad(sc, [(0, 0), (0, 0), (0, pad)]) if pad else sc
+    return sc if rk.columns.get(name) is None else jnp.take(sc, rk.columns[name], axis=2)
 
 
 #: Queries whose scalars are witness values (:data:`plan.SPLIT_QUERIES`).
@@ -840,11 +797,7 @@ def _split_decision(rk: ResidentKey, name: str, scalars, stats: dict | None):
     if not _may_split(rk.config) or name not in SPLIT_QUERIES or rk.mesh is not None:
         return False, None
     counts = np.asarray(jax.device_get(ops_split.classify_jit(scalars)))  # (3, P)
-    pad = rk.pads.get(name, 0)
-    if pad:  # the query's padding zeros are no scalars of the circuit
-        counts = counts.copy()
-        counts[0] -= pad
-    total = max(int(scalars.shape[-1]) - pad, 1)
+    total = max(int(scalars.shape[-1]), 1)
     if stats is not None:
         kinds = ops_split.fractions(counts)
         stats[name] = {k: round(kinds[k], 6) for k in ops_split.KINDS}
