@@ -403,8 +403,8 @@ def test_oversized_canonical_batch_runs_in_planned_steps(cube_key, sequential):
     circuit, r1cs, pk = cube_key
     ws, _ = _forms(cube_key, sequential)
     free = pipeline.make_resident(pk, r1cs, "msm=xla,tables=off")
-    fixed = sum(free.plan.estimate[k] for k in ("r1cs", "resident_bases", "stream_buffers"))
-    budget = int(memplan.SAFETY * (fixed + 2.5 * free.plan.estimate["per_partition_peak"]))
+    # the plan's own peak of a batch of P, plus one byte
+    budget = memplan.make_plan(free.plan.shape, 10, device_budget=None, max_batch=P).peak + 1
     backend = DeviceBackend(config=f"msm=xla,tables=off,device_budget={budget}")
     rk = backend.place(pk, r1cs)
     assert rk.plan.batch == P

@@ -7,7 +7,7 @@ Nothing runs and no data is allocated: each program is lowered on abstract shape
 ``memory_analysis()`` read (temporaries, arguments, outputs). That finds a program whose temporaries do not fit
 before a sector run spends minutes on setup (session 13: the split H step's finishing program held 64 GiB at 2^27),
 and it is what the plan's measured constants (:data:`cuzk_jax.groth16.plan.SPLIT_H_TEMP_BYTES`,
-:data:`~cuzk_jax.groth16.plan.MSM_BYTES_PER_BASE`) come from.
+:data:`~cuzk_jax.groth16.plan.SPLIT_BYTES_PER_BASE`, :func:`~cuzk_jax.groth16.plan.plain_msm_bytes`) come from.
 
 Shapes: per partition, ``rows`` evaluations and ``vars`` witness values, and the bases of each query, as fractions
 of the domain taken from the ``porep_like/sector32g`` circuit (:data:`SECTOR_SHAPE`), every query at its full
@@ -68,7 +68,7 @@ def programs(log_n: int, batch: int) -> list[tuple[str, int, object, int | None]
     counts["msm_h"] = n - 1
     for q, count in counts.items():
         group = memplan.GROUPS[q]
-        plan_temp = memplan.msm_work_bytes(q, count) * batch  # the plan's term, whichever path runs
+        plan_temp = memplan.msm_work_bytes(q, count, batch)  # the plan's term, whichever path runs
         out.append((f"{q}.plain", count,
                     lambda g=group, c=count: ops_msm.msm_jit(g, msm).lower(bases(g, c), u32(8, batch, c)), plan_temp))
         if q in memplan.SPLIT_QUERIES:

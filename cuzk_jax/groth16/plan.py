@@ -29,8 +29,10 @@ A, B and C together, ``N_q`` bases of query ``q``):
   chunk) + the three outputs (96 m);
 * h: ``z`` + the three evaluations padded to ``n`` (96 n) + NTT work (~96 n) + h (32 n);
 * msm: ``z`` + h + the scalar copies (32 B per scalar of the current query and its canonical copy of ``z``) + the
-  MSM's working set (sorted (bucket, point) pairs, 16 B per pair incl. the sort's scratch, ``W`` pairs per
-  scalar, and the bucket array), per the streamed chunk when the bases stream.
+  MSM's temporaries (:func:`msm_work_bytes`: the plain path's bucket arrays and per-point copies, the split
+  path's per-base working set; measured with XLA's buffer assignment), per the streamed chunk when the bases
+  stream. The plain path's bucket arrays grow with the partitions of one pass, not in proportion to the batch, so
+  a batch's peak (``estimate["batch"]``) is computed for the batch itself.
 """
 
 from __future__ import annotations
@@ -64,10 +66,16 @@ H_SPLIT_DOMAIN = 1 << 20
 #: Temporaries of the split H step's largest program (the pointwise ``A B - C``, digit reversal and last transform)
 #: per domain point: XLA's buffer assignment on an H200 at 2^27 (14 GiB; bench/results/RESULTS.md, session 13).
 SPLIT_H_TEMP_BYTES = 112
-#: MSM temporaries per base, by group and path: XLA's buffer assignment on an H200 (session 13; split: the ones'
-#: sum and the classification over every base; G1 at 2^27, G2 in 2^22-point chunks). The plan takes the larger of
-#: these and :func:`msm_pairs_bytes`; a witness query may take either path (the split is decided per batch).
-MSM_BYTES_PER_BASE = {("g1", "plain"): 177, ("g1", "split"): 261, ("g2", "plain"): 775, ("g2", "split"): 521}
+#: Split-path MSM temporaries per padded base (the MSM pads its points to a power of two), by group: XLA's buffer
+#: assignment on an H200 (the ones' sum and the classification over every base; G1: 31.6 GiB at 2^27 and 15.7 GiB
+#: at 2^26 points, sessions 13 and 15; G2: 2^22-point chunks, session 13, and 28.0 GiB at 2^26, session 15).
+SPLIT_BYTES_PER_BASE = {"g1": 261, "g2": 521}
+#: Plain-path MSM temporaries (XLA's buffer assignment on an H200, session 15; :func:`plain_msm_bytes`): copies
+#: of the bucket array, each ``4 x Lc`` uint32 words per bucket slot ...
+PLAIN_BUCKET_COPIES = 4
+#: ... and, per padded point, the point-major copy of the bases (shared by the batch) and per partition a scalar copy
+PLAIN_BASE_ROW_BYTES = {"g1": 96, "g2": 192}
+PLAIN_SCALAR_BYTES = 32
 #: The queries whose scalars are witness values (mostly 0 / 1 in a SHA-256-heavy circuit; H's are dense): the split
 #: MSM may take them.
 SPLIT_QUERIES = ("msm_a", "msm_b1", "msm_b2", "msm_l")
@@ -125,22 +133,38 @@ class Shape:
         return self.bases[name] * (G2_BYTES if GROUPS[name] == "g2" else G1_BYTES)
 
 
-def msm_pairs_bytes(n: int) -> int:
-    """Device bytes of one partition's MSM working set over ``n`` scalars: ``W(c)`` (bucket, point) pairs per scalar
-    at 8 B each, doubled for the sort's scratch, plus the bucket array (XYZZ, 4 x 12 limbs per bucket) -- the
-    window size is the one :func:`cuzk_jax.ops.msm.window_bits` picks."""
+def plain_msm_bytes(group: str, n: int, batch: int = 1) -> int:
+    """Device temporaries of the plain MSM over ``n`` bases for ``batch`` partitions: the bucket array's copies
+    (``nbuf`` slots: the buckets of one pass, :func:`cuzk_jax.ops.msm.group_and_chunk`'s partitions per pass times
+    ``W 2^(c-1)``, rounded up to a power of two) plus, per padded point, the bases' point-major copy and each
+    partition's scalars. Measured against XLA's buffer assignment (session 15): G1 2^27 and 2^26 points, one
+    partition: 22.1 / 14.1 GiB (model 22.0 / 14.0); 10 partitions of 2^20 / 2^19: 6.09 GiB both (model 6.4 /
+    6.2); G2 2^26: 26.1 GiB (model 26.0); 10 x 2^19: 12.1 GiB (model 12.3)."""
     from cuzk_jax.ops import msm as ops_msm
 
-    c = ops_msm.window_bits(max(n, 1))
-    w = ops_msm.num_windows(c)
-    return 16 * w * n + w * (1 << (c - 1)) * 4 * 48
+    n = ops_msm.padded_size(max(int(n), 1))
+    c = ops_msm.window_bits(n)
+    G, chunk = ops_msm.group_and_chunk(batch, n, ops_msm.num_windows(c), ops_msm.DEFAULT_MAX_PAIRS)
+    if chunk < n:  # as ops.msm.msm: the window sized for a chunk
+        c = ops_msm.window_bits(chunk)
+        G, chunk = ops_msm.group_and_chunk(batch, n, ops_msm.num_windows(c), ops_msm.DEFAULT_MAX_PAIRS)
+    lc = 12 if group == "g1" else 24
+    nbuf = ops_msm.pow2_ceil(G * ops_msm.num_windows(c) * (1 << (c - 1)) + 2)
+    return (PLAIN_BUCKET_COPIES * nbuf * 4 * lc * 4
+            + (PLAIN_BASE_ROW_BYTES[group] + PLAIN_SCALAR_BYTES * batch) * n)
 
 
-def msm_work_bytes(query: str, n: int) -> int:
-    """Device bytes of one partition's MSM over ``n`` bases of ``query``: the larger of :func:`msm_pairs_bytes`
-    and the measured :data:`MSM_BYTES_PER_BASE` of the paths it may take."""
-    paths = ("plain", "split") if query in SPLIT_QUERIES else ("plain",)
-    return max([msm_pairs_bytes(n)] + [MSM_BYTES_PER_BASE[GROUPS[query], p] * n for p in paths])
+def msm_work_bytes(query: str, n: int, batch: int = 1) -> int:
+    """Device temporaries of one batch's MSM over ``n`` bases of ``query``: the larger of the paths it may take
+    (a witness query may take the split MSM, decided per batch): :func:`plain_msm_bytes`, and for the witness
+    queries :data:`SPLIT_BYTES_PER_BASE` per padded base and partition."""
+    from cuzk_jax.ops import msm as ops_msm
+
+    group = GROUPS[query]
+    out = plain_msm_bytes(group, n, batch)
+    if query in SPLIT_QUERIES:
+        out = max(out, SPLIT_BYTES_PER_BASE[group] * ops_msm.padded_size(max(int(n), 1)) * batch)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,10 +233,25 @@ def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | 
     h = 96 * n + 96 * n + FR_BYTES * n + (SPLIT_H_TEMP_BYTES * n if n >= H_SPLIT_DOMAIN else 0)
     biggest = max(shape.bases.values())
     scalars = FR_BYTES * shape.num_vars + FR_BYTES * biggest + FR_BYTES * n  # canonical z, one gathered copy, h
-    msm = max(msm_work_bytes(q, min(chunk, shape.bases[q]) if q in streamed else shape.bases[q])
-              for q in shape.bases)
+    msm = _msm_batch_bytes(shape, streamed, chunk, 1)
     return {"z": z, "evaluate": evaluate, "h": h, "msm_scalars": scalars, "msm_work": msm,
             "peak": z + max(evaluate, h, scalars + msm)}
+
+
+def _msm_batch_bytes(shape: Shape, streamed: tuple, chunk: int, batch: int) -> int:
+    """The largest MSM's temporaries for a batch (a streamed query's MSM runs over one chunk at a time)."""
+    return max(msm_work_bytes(q, min(chunk, shape.bases[q]) if q in streamed else shape.bases[q], batch)
+               for q in shape.bases)
+
+
+def _batch_peak(shape: Shape, per: dict, streamed: tuple, chunk: int, batch: int) -> int:
+    """Device bytes of one batch beyond the fixed ones: the per-partition terms times ``batch``, except the MSM's
+    temporaries, which are not linear in it (:func:`plain_msm_bytes`); equals ``per["peak"]`` for one partition."""
+    if batch == 1:
+        return per["peak"]
+    msm = _msm_batch_bytes(shape, streamed, chunk, batch)
+    return batch * (per["z"] + per.get("prefetch_z", 0)) + max(batch * per["evaluate"], batch * per["h"],
+                                                                batch * per["msm_scalars"] + msm)
 
 
 def _fixed(shape: Shape, resident: tuple, streamed: tuple, chunk: int) -> dict:
@@ -250,8 +289,11 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
         fixed_total, per_total = sum(fixed.values()), per["peak"]
         if device_budget is None:
             batch = upper
-        else:
-            batch = min(upper, int((device_budget / SAFETY - fixed_total) // per_total))
+        else:  # the largest batch whose peak fits (the peak grows with the batch)
+            batch = 0
+            while batch < upper and SAFETY * (fixed_total + _batch_peak(shape, per, streamed, chunk, batch + 1)) \
+                    <= device_budget:
+                batch += 1
         if batch >= 1:
             break
         # first shrink the evaluation's gather (cheap: only more launches), then stream queries
@@ -267,16 +309,17 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
                 f"{' with every query streamed' if allow_streaming else ''} + {fmt_bytes(per_total)} per partition)"
                 f"; raise the budget or use a device with more memory")
         streamed = streamed + (remaining[0],)
+    batch_bytes = _batch_peak(shape, per, streamed, chunk, batch)
     tables = bool(want_tables and not streamed and (
-        device_budget is None or SAFETY * (fixed_total + batch * per_total + table_bytes) <= device_budget))
-    peak = int(SAFETY * (fixed_total + batch * per_total + (table_bytes if tables else 0)))
+        device_budget is None or SAFETY * (fixed_total + batch_bytes + table_bytes) <= device_budget))
+    peak = int(SAFETY * (fixed_total + batch_bytes + (table_bytes if tables else 0)))
     host = FR_BYTES * shape.num_vars * batch + sum(shape.query_bytes(q) for q in streamed)
     if host_budget is not None and host > host_budget:
         raise MemoryBudgetError(
             f"host budget {fmt_bytes(host_budget)} cannot hold a batch of {batch} witness(es) "
             f"({fmt_bytes(FR_BYTES * shape.num_vars * batch)}) plus the streamed bases "
             f"({fmt_bytes(host - FR_BYTES * shape.num_vars * batch)}); raise it or lower the device batch")
-    estimate = {**fixed, **{f"per_partition_{k}": v for k, v in per.items()},
+    estimate = {**fixed, **{f"per_partition_{k}": v for k, v in per.items()}, "batch": batch_bytes,
                 "tables": table_bytes if tables else 0}
     return MemoryPlan(device_budget=device_budget, host_budget=host_budget, partitions=partitions, batch=batch,
                       resident=resident, streamed=streamed, chunk=chunk, tables=tables, eval_chunk=eval_chunk,
