@@ -292,10 +292,11 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     out = tmp_path / "sector.json"
     r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny",
                         "--partitions=2", "--reps=1", "--workers=1", "--prover=prefetch=on,stage=rows", f"--out={out}",
-                        "--cache_dir="], env=env,
+                        "--cache_dir=", f"--key_dir={tmp_path / 'keys'}"], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     prepare, *rows = json.loads(out.read_text())["rows"]
+    assert prepare["key_source"] == "setup" and prepare["key_file_gib"] > 0
     assert prepare["rep"] == "prepare" and prepare["witness_s"] > 0 and "resident" in prepare["device_memory_gib"]
     assert prepare["precompiled"][:4] == ["stage", "evaluate", "h", "canonical_z"] and prepare["precompile_s"] > 0
     assert [(row["rep"], row["variant"], row["prefetch"], row["stage"]) for row in rows] == [
@@ -308,6 +309,14 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
         assert row["plan_text"] and "setup" in row["device_memory_gib"] and "resident" in row["device_memory_gib"]
     assert "rep0-prefetch=off,stage=rows" in rows[2]["device_memory_gib"]
     assert "sector: rep 0 (prefetch=on,stage=host)" in r.stdout
+    # --key_dir again, in a fresh process: the key is read from the file the first run wrote, and proves
+    again = tmp_path / "again.json"
+    r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny",
+                        "--partitions=2", "--reps=1", "--workers=1", f"--out={again}", "--cache_dir=",
+                        f"--key_dir={tmp_path / 'keys'}"], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    prepare, row = json.loads(again.read_text())["rows"]
+    assert prepare["key_source"] == "file" and row["key_source"] == "file" and row["ok"] and row["proofs"] == 2
     r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--circuit=cube",
                         f"--out={tmp_path / 'bad.json'}", "--cache_dir="], env=env, capture_output=True, text=True,
                        timeout=300)

@@ -6,7 +6,11 @@ Per run (one row each):
 1. **structure** -- the compiled R1CS of the preset (``Circuit.r1cs(cache=True)``: tiled from one challenge block
    for the large presets, memory-mapped from the cache when it exists);
 2. **setup** -- :func:`cuzk_jax.groth16.generator.development_setup` (a DEVELOPMENT key made on the device, toxic
-   waste from the OS CSPRNG; never written to disk here; ``--fixed_base`` picks its fixed-base method);
+   waste from the OS CSPRNG; ``--fixed_base`` picks its fixed-base method). With ``--key_dir``, the key is read
+   from ``<key_dir>/sector-<preset>-<digest>.key`` (:mod:`cuzk_jax.groth16.keyfile`, checksums verified) when that
+   file exists, else made and written there (``key_source``: ``"file"`` or ``"setup"``; ``key_file_gib``): a second
+   run in a fresh process then measures the device peak of proving without the setup's (JAX cannot reset the
+   peak counter). Only for keys that fit the disk (a 2^27 key does not fit the H200 machine's 64 GiB);
 3. **resident** -- :func:`cuzk_jax.groth16.pipeline.make_resident` under ``--prover``'s budgets: the plan is
    logged and stored in the row; each of the setup's full-size device queries is freed as soon as the resident
    key holds its infinity-free copy (``make_resident(consume=True)``; the plan counts the copies only);
@@ -72,6 +76,28 @@ def _recheck(key, z, error) -> str | None:
     return "passes"
 
 
+def _key(cfg, circuit, r1cs, row: dict):
+    """``(proving key, "file" | "setup")``: read from ``--key_dir`` when the preset's key file is there, else a
+    development setup (written there when ``--key_dir`` is given; the file's size goes into ``row``)."""
+    import os
+
+    from cuzk_jax.groth16 import generator, keyfile
+
+    path = None
+    if cfg.key_dir:
+        path = os.path.join(os.path.expanduser(cfg.key_dir), f"sector-{cfg.preset}-{r1cs.digest()[:16]}.key")
+        if os.path.exists(path):
+            pk = keyfile.load(path, check=False)  # checksums verified; a file this bench wrote
+            row["key_file_gib"] = round(os.path.getsize(path) / 2**30, 3)
+            return pk, "file"
+    points = None if cfg.fixed_base == "auto" else cfg.fixed_base
+    pk = generator.development_setup(r1cs, progress=_say, points=points)
+    if path is not None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        row["key_file_gib"] = round(keyfile.save(pk, path) / 2**30, 3)
+    return pk, "setup"
+
+
 def _device_gib() -> dict:
     """Device bytes in use now and the process's peak so far, in GiB (empty where the device reports nothing):
     recorded after every stage, so a peak can be placed (JAX cannot reset the peak counter)."""
@@ -90,7 +116,7 @@ def run(cfg) -> list[dict]:
     from cuzk_jax.circuits import get_circuit
     from cuzk_jax.circuits import porep_like
     from cuzk_jax.errors import BadInput
-    from cuzk_jax.groth16 import generator, pipeline
+    from cuzk_jax.groth16 import pipeline
 
     if cfg.circuit != "porep_like":
         raise BadInput("--op=sector proves porep_like presets (its witness generation is the batched one)")
@@ -113,12 +139,11 @@ def run(cfg) -> list[dict]:
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="witnesses")
     witnesses = pool.submit(make_witnesses)
     t = time.perf_counter()
-    points = None if cfg.fixed_base == "auto" else cfg.fixed_base
-    pk = generator.development_setup(r1cs, progress=_say, points=points)
+    pk, source = _key(cfg, circuit, r1cs, row)
     jax.block_until_ready((pk.a_query, pk.b_g1_query, pk.b_g2_query, pk.l_query, pk.h_query))
-    row.update(setup_s=round(time.perf_counter() - t, 3), domain=pk.domain_size)
+    row.update(setup_s=round(time.perf_counter() - t, 3), domain=pk.domain_size, key_source=source)
     memory = {"setup": _device_gib()}
-    _say(f"structure {row['structure_s']} s ({row['constraints']} constraints), setup {row['setup_s']} s")
+    _say(f"structure {row['structure_s']} s ({row['constraints']} constraints), key ({source}) {row['setup_s']} s")
     t = time.perf_counter()
     # the resident key holds its own (infinity-free) copies: each of the setup's queries is freed once its copy
     # exists (at a 2^27 domain both whole keys at once would be ~115 GiB)
