@@ -78,7 +78,11 @@ class MsmConfig:
     ``acc_seg``: entries per lane in the later accumulation levels (Pallas).
     ``stages``: a measurement knob (Pallas): run kernel 1 and only the first ``stages`` of the 5 later stages, to
     time an MSM's phases; with ``stages < 5`` the result is NOT the MSM.
-    The XLA kernel reads none of the Pallas fields.
+    ``max_pairs``: the most (bucket, point) pairs of one accumulation pass of the plain and the split MSM (both
+    kernels; not the window-table MSM; None: the functions' default, :data:`cuzk_jax.ops.msm.DEFAULT_MAX_PAIRS`).
+    Partitions beyond it run in groups and long point ranges in chunks; a smaller value shrinks the pass's bucket
+    arrays (device memory) for more passes.
+    The XLA kernel reads none of the other Pallas fields.
     """
 
     kernel: str = "xla"
@@ -87,11 +91,12 @@ class MsmConfig:
     seg: int | None = None
     acc_seg: int = 16
     stages: int = 5
+    max_pairs: int | None = None
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown MsmConfig kernel {self.kernel!r}; expected one of {KERNELS}")
-        for name in ("block", "warps", "seg"):
+        for name in ("block", "warps", "seg", "max_pairs"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v <= 0):
                 raise ValueError(f"MsmConfig.{name} must be a positive int or None, got {v!r}")
@@ -110,7 +115,7 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K`` (positive ints)."""
+        stages=K:max_pairs=M`` (positive ints)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}

@@ -686,6 +686,7 @@ def msm(
     config, scalars, batched = check_args(config, scalars)
     _, P, N = scalars.shape
     shared = bases_shared(bases, nd, P, N, batched, "ops.msm.msm")
+    max_pairs = config.max_pairs or max_pairs  # the config's bound wins over the default argument
     if N == 0:
         res = curve.jacobian_identity((P,))
         return res if batched else type(res)(*[c[..., 0] for c in res])

@@ -263,6 +263,7 @@ def msm_split(
     nd = curve.coord_ndim
     curve._check_point("msm", bases, "Affine", where=f"ops.msm_split.msm_split ({curve.name} bases)")
     config, scalars, batched = M.check_args(config, scalars)
+    max_pairs = config.max_pairs or max_pairs  # the config's bound wins over the default argument
     if not isinstance(capacity, int) or capacity <= 0:
         raise BadInput(f"ops.msm_split.msm_split: capacity must be a positive int, got {capacity!r}")
     _, P, N = scalars.shape

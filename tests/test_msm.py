@@ -278,6 +278,9 @@ def test_batched_shared_bases_chunked(rng):
     sc = jnp.stack([scalar_limbs(s0), scalar_limbs(s1)], axis=1)
     got = jac_to_ref("g1", fn(affine_arrays("g1", refs), sc))
     assert got == [ark_msm("g1", pts, s0), ark_msm("g1", pts, s1)]
+    # the same bound given by the config (MsmConfig.max_pairs; parsed from text as the prover's config gives it)
+    by_config = M.msm_jit("g1", MsmConfig.parse(f"xla:max_pairs={(n // 2) * M.num_windows(c)}"))
+    assert jac_to_ref("g1", by_config(affine_arrays("g1", refs), sc)) == got
 
 
 # ---------------------------------------------------------------------------------------------------------------

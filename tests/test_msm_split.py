@@ -8,6 +8,7 @@ chunk at a time.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import jax
@@ -184,6 +185,9 @@ def test_split_g1_chunked_passes(g1case):
     fn = S.msm_split_jit("g1", XLA, capacity=CAP1, max_pairs=16700)
     rows = [g1case.dense_row(), g1case.porep_row(), [1] * N1, [0] * N1]
     assert got("g1", fn(g1case.bases, jnp.asarray(g1case.scalars(rows)))) == g1case.expected(rows)
+    # the same bound given by the config (MsmConfig.max_pairs, what the prover's --prover=msm=...:max_pairs= sets)
+    by_config = S.msm_split_jit("g1", dataclasses.replace(XLA, max_pairs=16700), capacity=CAP1)
+    assert got("g1", by_config(g1case.bases, jnp.asarray(g1case.scalars(rows)))) == g1case.expected(rows)
 
 
 @pytest.mark.slow

@@ -468,3 +468,19 @@ def test_plain_msm_model_matches_xla_buffer_assignment(group, n, batch, measured
     safety factor's share) and at most 6 % above."""
     model = memplan.plain_msm_bytes(group, n, batch) / GIB
     assert 0.97 * measured_gib <= model <= 1.06 * measured_gib
+
+
+def test_smaller_msm_passes_shrink_the_plain_msm_term():
+    """MsmConfig.max_pairs bounds one MSM pass: ten 2^20 partitions then run in groups with smaller bucket arrays,
+    and the plan (which reads the bound from the prover config) counts less for them."""
+    from cuzk_jax.ops import msm as ops_msm
+
+    default = memplan.plain_msm_bytes("g1", 1 << 20, 10)
+    assert memplan.plain_msm_bytes("g1", 1 << 20, 10, max_pairs=1 << 25) < default / 3
+    assert memplan.plain_msm_bytes("g1", 1 << 20, 10, max_pairs=ops_msm.DEFAULT_MAX_PAIRS) == default
+    shape = sector_shape(20)
+    default = memplan.make_plan(shape, 10, device_budget=None)
+    small = memplan.make_plan(shape, 10, device_budget=None, max_pairs=1 << 25)
+    assert small.estimate["batch"] < default.estimate["batch"]
+    config = pipeline.ProverConfig.parse("msm=xla:max_pairs=33554432")
+    assert config.msm.max_pairs == 1 << 25

@@ -381,7 +381,8 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
                                  {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
                              if want_tables else 0, chunk=config.chunk,
                              max_batch=min(filter(None, (max_batch, config.batch)), default=None),
-                             prefetch=(2 if config.stage == "rows" else 1) if config.prefetch == "on" else 0)
+                             prefetch=(2 if config.stage == "rows" else 1) if config.prefetch == "on" else 0,
+                             max_pairs=getattr(config.msm, "max_pairs", None))
     memplan.log.info("%s", plan.describe())
     return plan
 

@@ -133,35 +133,37 @@ class Shape:
         return self.bases[name] * (G2_BYTES if GROUPS[name] == "g2" else G1_BYTES)
 
 
-def plain_msm_bytes(group: str, n: int, batch: int = 1) -> int:
+def plain_msm_bytes(group: str, n: int, batch: int = 1, max_pairs: int | None = None) -> int:
     """Device temporaries of the plain MSM over ``n`` bases for ``batch`` partitions: the bucket array's copies
     (``nbuf`` slots: the buckets of one pass, :func:`cuzk_jax.ops.msm.group_and_chunk`'s partitions per pass times
     ``W 2^(c-1)``, rounded up to a power of two) plus, per padded point, the bases' point-major copy and each
     partition's scalars. Measured against XLA's buffer assignment (session 15): G1 2^27 and 2^26 points, one
     partition: 22.1 / 14.1 GiB (model 22.0 / 14.0); 10 partitions of 2^20 / 2^19: 6.09 GiB both (model 6.4 /
-    6.2); G2 2^26: 26.1 GiB (model 26.0); 10 x 2^19: 12.1 GiB (model 12.3)."""
+    6.2); G2 2^26: 26.1 GiB (model 26.0); 10 x 2^19: 12.1 GiB (model 12.3). ``max_pairs``: the MSM config's
+    bound on one pass (None: :data:`cuzk_jax.ops.msm.DEFAULT_MAX_PAIRS`, where it was measured)."""
     from cuzk_jax.ops import msm as ops_msm
 
+    pairs = max_pairs or ops_msm.DEFAULT_MAX_PAIRS
     n = ops_msm.padded_size(max(int(n), 1))
     c = ops_msm.window_bits(n)
-    G, chunk = ops_msm.group_and_chunk(batch, n, ops_msm.num_windows(c), ops_msm.DEFAULT_MAX_PAIRS)
+    G, chunk = ops_msm.group_and_chunk(batch, n, ops_msm.num_windows(c), pairs)
     if chunk < n:  # as ops.msm.msm: the window sized for a chunk
         c = ops_msm.window_bits(chunk)
-        G, chunk = ops_msm.group_and_chunk(batch, n, ops_msm.num_windows(c), ops_msm.DEFAULT_MAX_PAIRS)
+        G, chunk = ops_msm.group_and_chunk(batch, n, ops_msm.num_windows(c), pairs)
     lc = 12 if group == "g1" else 24
     nbuf = ops_msm.pow2_ceil(G * ops_msm.num_windows(c) * (1 << (c - 1)) + 2)
     return (PLAIN_BUCKET_COPIES * nbuf * 4 * lc * 4
             + (PLAIN_BASE_ROW_BYTES[group] + PLAIN_SCALAR_BYTES * batch) * n)
 
 
-def msm_work_bytes(query: str, n: int, batch: int = 1) -> int:
+def msm_work_bytes(query: str, n: int, batch: int = 1, max_pairs: int | None = None) -> int:
     """Device temporaries of one batch's MSM over ``n`` bases of ``query``: the larger of the paths it may take
     (a witness query may take the split MSM, decided per batch): :func:`plain_msm_bytes`, and for the witness
     queries :data:`SPLIT_BYTES_PER_BASE` per padded base and partition."""
     from cuzk_jax.ops import msm as ops_msm
 
     group = GROUPS[query]
-    out = plain_msm_bytes(group, n, batch)
+    out = plain_msm_bytes(group, n, batch, max_pairs)
     if query in SPLIT_QUERIES:
         out = max(out, SPLIT_BYTES_PER_BASE[group] * ops_msm.padded_size(max(int(n), 1)) * batch)
     return out
@@ -224,7 +226,8 @@ def _eval_bytes(shape: Shape, eval_chunk: int | None) -> int:
     return outputs + work
 
 
-def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | None) -> dict:
+def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | None,
+                   max_pairs: int | None = None) -> dict:
     z = FR_BYTES * shape.num_vars
     n = shape.domain
     evaluate = _eval_bytes(shape, eval_chunk)
@@ -233,23 +236,24 @@ def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | 
     h = 96 * n + 96 * n + FR_BYTES * n + (SPLIT_H_TEMP_BYTES * n if n >= H_SPLIT_DOMAIN else 0)
     biggest = max(shape.bases.values())
     scalars = FR_BYTES * shape.num_vars + FR_BYTES * biggest + FR_BYTES * n  # canonical z, one gathered copy, h
-    msm = _msm_batch_bytes(shape, streamed, chunk, 1)
+    msm = _msm_batch_bytes(shape, streamed, chunk, 1, max_pairs)
     return {"z": z, "evaluate": evaluate, "h": h, "msm_scalars": scalars, "msm_work": msm,
             "peak": z + max(evaluate, h, scalars + msm)}
 
 
-def _msm_batch_bytes(shape: Shape, streamed: tuple, chunk: int, batch: int) -> int:
+def _msm_batch_bytes(shape: Shape, streamed: tuple, chunk: int, batch: int, max_pairs: int | None = None) -> int:
     """The largest MSM's temporaries for a batch (a streamed query's MSM runs over one chunk at a time)."""
-    return max(msm_work_bytes(q, min(chunk, shape.bases[q]) if q in streamed else shape.bases[q], batch)
-               for q in shape.bases)
+    return max(msm_work_bytes(q, min(chunk, shape.bases[q]) if q in streamed else shape.bases[q], batch,
+                              max_pairs) for q in shape.bases)
 
 
-def _batch_peak(shape: Shape, per: dict, streamed: tuple, chunk: int, batch: int) -> int:
+def _batch_peak(shape: Shape, per: dict, streamed: tuple, chunk: int, batch: int,
+                max_pairs: int | None = None) -> int:
     """Device bytes of one batch beyond the fixed ones: the per-partition terms times ``batch``, except the MSM's
     temporaries, which are not linear in it (:func:`plain_msm_bytes`); equals ``per["peak"]`` for one partition."""
     if batch == 1:
         return per["peak"]
-    msm = _msm_batch_bytes(shape, streamed, chunk, batch)
+    msm = _msm_batch_bytes(shape, streamed, chunk, batch, max_pairs)
     return batch * (per["z"] + per.get("prefetch_z", 0)) + max(batch * per["evaluate"], batch * per["h"],
                                                                 batch * per["msm_scalars"] + msm)
 
@@ -264,12 +268,14 @@ def _fixed(shape: Shape, resident: tuple, streamed: tuple, chunk: int) -> dict:
 
 def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_budget: int | None = None,
               want_tables: bool = False, table_bytes: int = 0, chunk: int | None = None,
-              allow_streaming: bool = True, max_batch: int | None = None, prefetch: int = 0) -> MemoryPlan:
+              allow_streaming: bool = True, max_batch: int | None = None, prefetch: int = 0,
+              max_pairs: int | None = None) -> MemoryPlan:
     """Decide a :class:`MemoryPlan` (module docstring). ``device_budget=None``: unbounded (every query resident,
     all partitions in one batch); ``table_bytes``: what the window tables of every query would take;
     ``max_batch``: an upper bound on the batch (e.g. the engine's); ``prefetch``: the copies of ``z`` per partition the next batch's staging
     holds on the device while a batch runs (0: no prefetch; 1; 2 when it is stacked there from limb rows),
-    ``per_partition_prefetch_z``; ``True`` counts as 1. Raises
+    ``per_partition_prefetch_z``; ``True`` counts as 1; ``max_pairs``: the MSM config's bound on one pass
+    (:func:`plain_msm_bytes`). Raises
     :class:`~cuzk_jax.errors.MemoryBudgetError` when even one partition with every query streamed does not fit
     the device budget, or the host budget cannot hold one batch's witnesses plus the streamed bases."""
     if partitions < 1:
@@ -282,7 +288,7 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
     while True:
         resident = tuple(q for q in names if q not in streamed)
         fixed = _fixed(shape, resident, streamed, chunk)
-        per = _per_partition(shape, streamed, chunk, eval_chunk)
+        per = _per_partition(shape, streamed, chunk, eval_chunk, max_pairs)
         if prefetch:
             per["prefetch_z"] = int(prefetch) * per["z"]
             per["peak"] += per["prefetch_z"]
@@ -291,8 +297,8 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
             batch = upper
         else:  # the largest batch whose peak fits (the peak grows with the batch)
             batch = 0
-            while batch < upper and SAFETY * (fixed_total + _batch_peak(shape, per, streamed, chunk, batch + 1)) \
-                    <= device_budget:
+            while batch < upper and SAFETY * (
+                    fixed_total + _batch_peak(shape, per, streamed, chunk, batch + 1, max_pairs)) <= device_budget:
                 batch += 1
         if batch >= 1:
             break
@@ -309,7 +315,7 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
                 f"{' with every query streamed' if allow_streaming else ''} + {fmt_bytes(per_total)} per partition)"
                 f"; raise the budget or use a device with more memory")
         streamed = streamed + (remaining[0],)
-    batch_bytes = _batch_peak(shape, per, streamed, chunk, batch)
+    batch_bytes = _batch_peak(shape, per, streamed, chunk, batch, max_pairs)
     tables = bool(want_tables and not streamed and (
         device_budget is None or SAFETY * (fixed_total + batch_bytes + table_bytes) <= device_budget))
     peak = int(SAFETY * (fixed_total + batch_bytes + (table_bytes if tables else 0)))
