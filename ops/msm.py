@@ -631,6 +631,18 @@ def group_and_chunk(P: int, n: int, W: int, max_pairs: int) -> tuple[int, int]:
     return 1, chunk
 
 
+def pass_shape(P: int, n: int, max_pairs: int = DEFAULT_MAX_PAIRS, window: int | None = None) -> tuple[int, int, int]:
+    """``(c, G, chunk)`` of :func:`msm` for ``P`` partitions of ``n`` padded points: the window (``window`` or
+    :func:`window_bits` of ``n``; of the chunk when a partition alone exceeds ``max_pairs`` and no window is given)
+    and :func:`group_and_chunk`'s partitions per pass and points per chunk."""
+    c = window or window_bits(n)
+    G, chunk = group_and_chunk(P, n, num_windows(c), max_pairs)
+    if chunk < n and window is None:  # one partition in several passes: size the window for a pass
+        c = window_bits(chunk)
+        G, chunk = group_and_chunk(P, n, num_windows(c), max_pairs)
+    return c, G, chunk
+
+
 def bases_shared(bases: Affine, nd: int, P: int, N: int, batched: bool, where: str) -> bool:
     """Whether ``bases`` (coordinate axes ``nd``) are one set shared by every partition (batch shape ``(N,)``) or
     one set per partition (``(P, N)``, only with batched scalars); BadInput otherwise."""
@@ -700,11 +712,7 @@ def msm(
         padc = [(0, 0)] * nd + [(0, 0)] * (0 if shared else 1) + [(0, pad)]
         bases = Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc),
                        jnp.pad(bases.inf, padc[nd:], constant_values=True))
-    c = window or window_bits(n)
-    G, chunk = group_and_chunk(P, n, num_windows(c), max_pairs)
-    if chunk < n and window is None:  # one partition in several passes: size the window for a pass
-        c = window_bits(chunk)
-        G, chunk = group_and_chunk(P, n, num_windows(c), max_pairs)
+    c, G, chunk = pass_shape(P, n, max_pairs, window)
     n_chunks = n // chunk
     plan = Plan(G=G, n=chunk, c=c, shared_bases=shared)
 

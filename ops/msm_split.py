@@ -540,11 +540,7 @@ def _pass_state_bytes(plan: M.Plan, group: str, config: MsmConfig) -> int:
 def _plain_work_bytes(n: int, p: int, group: str, config: MsmConfig, window=None,
                       max_pairs: int = M.DEFAULT_MAX_PAIRS) -> int:
     n = M.padded_size(n)
-    c = window or M.window_bits(n)
-    G, chunk = M.group_and_chunk(p, n, M.num_windows(c), max_pairs)
-    if chunk < n and window is None:
-        c = M.window_bits(chunk)
-        G, chunk = M.group_and_chunk(p, n, M.num_windows(c), max_pairs)
+    c, G, chunk = M.pass_shape(p, n, max_pairs, window)
     plan = M.Plan(G=G, n=chunk, c=c, shared_bases=True)
     return PAIR_BYTES * plan.M + POINT_BYTES_PLAIN * p * n + _pass_state_bytes(plan, group, config)
 

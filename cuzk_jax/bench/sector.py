@@ -76,7 +76,7 @@ def _recheck(key, z, error) -> str | None:
     return "passes"
 
 
-def _key(cfg, circuit, r1cs, row: dict):
+def _key(cfg, r1cs, row: dict):
     """``(proving key, "file" | "setup")``: read from ``--key_dir`` when the preset's key file is there, else a
     development setup (written there when ``--key_dir`` is given; the file's size goes into ``row``)."""
     import os
@@ -139,7 +139,7 @@ def run(cfg) -> list[dict]:
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="witnesses")
     witnesses = pool.submit(make_witnesses)
     t = time.perf_counter()
-    pk, source = _key(cfg, circuit, r1cs, row)
+    pk, source = _key(cfg, r1cs, row)
     jax.block_until_ready((pk.a_query, pk.b_g1_query, pk.b_g2_query, pk.l_query, pk.h_query))
     row.update(setup_s=round(time.perf_counter() - t, 3), domain=pk.domain_size, key_source=source)
     memory = {"setup": _device_gib()}

@@ -135,21 +135,16 @@ class Shape:
 
 def plain_msm_bytes(group: str, n: int, batch: int = 1, max_pairs: int | None = None) -> int:
     """Device temporaries of the plain MSM over ``n`` bases for ``batch`` partitions: the bucket array's copies
-    (``nbuf`` slots: the buckets of one pass, :func:`cuzk_jax.ops.msm.group_and_chunk`'s partitions per pass times
-    ``W 2^(c-1)``, rounded up to a power of two) plus, per padded point, the bases' point-major copy and each
-    partition's scalars. Measured against XLA's buffer assignment (session 15): G1 2^27 and 2^26 points, one
+    (``nbuf`` slots: the buckets of one pass, the partitions per pass times ``W 2^(c-1)`` as
+    :func:`cuzk_jax.ops.msm.pass_shape` picks them, rounded up to a power of two) plus, per padded point, the
+    bases' point-major copy and each partition's scalars. Measured against XLA's buffer assignment (session 15): G1 2^27 and 2^26 points, one
     partition: 22.1 / 14.1 GiB (model 22.0 / 14.0); 10 partitions of 2^20 / 2^19: 6.09 GiB both (model 6.4 /
     6.2); G2 2^26: 26.1 GiB (model 26.0); 10 x 2^19: 12.1 GiB (model 12.3). ``max_pairs``: the MSM config's
     bound on one pass (None: :data:`cuzk_jax.ops.msm.DEFAULT_MAX_PAIRS`, where it was measured)."""
     from cuzk_jax.ops import msm as ops_msm
 
-    pairs = max_pairs or ops_msm.DEFAULT_MAX_PAIRS
     n = ops_msm.padded_size(max(int(n), 1))
-    c = ops_msm.window_bits(n)
-    G, chunk = ops_msm.group_and_chunk(batch, n, ops_msm.num_windows(c), pairs)
-    if chunk < n:  # as ops.msm.msm: the window sized for a chunk
-        c = ops_msm.window_bits(chunk)
-        G, chunk = ops_msm.group_and_chunk(batch, n, ops_msm.num_windows(c), pairs)
+    c, G, _ = ops_msm.pass_shape(batch, n, max_pairs or ops_msm.DEFAULT_MAX_PAIRS)  # as ops.msm.msm picks them
     lc = 12 if group == "g1" else 24
     nbuf = ops_msm.pow2_ceil(G * ops_msm.num_windows(c) * (1 << (c - 1)) + 2)
     return (PLAIN_BUCKET_COPIES * nbuf * 4 * lc * 4
