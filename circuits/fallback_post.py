@@ -48,6 +48,7 @@ from .native_batch import SparseForest, poseidon_many, rand_fr, unique_leaves
 from .sha256_native import fr_to_bytes
 from .tiling import tiled_r1cs
 
+SAMPLE_CHUNK = 16  # sectors drawn from one seed (:meth:`FallbackPost.sample_blocks`)
 ARITY = 8  # Filecoin's replica tree (TreeR): base arity 8 (32 GiB: U8, U8, U0 -> 10 levels of arity 8)
 
 
@@ -109,13 +110,31 @@ class FallbackPost(Circuit):
     # -- witness sampling ---------------------------------------------------------------------------------------------
     def sample_inputs(self, partition: int = 0, seed: int = 0) -> dict:
         """A random instance: ``randomness`` and sector ids from ``(partition, seed)``; the partition proves sectors
-        ``partition * sectors ...`` of a provider whose first sector id is drawn from the seed."""
+        ``partition * sectors ...`` of a provider whose first sector id is drawn from the seed. Sectors are drawn in
+        chunks of :data:`SAMPLE_CHUNK`, each from its own seed, so that a worker can sample just its sectors
+        (:meth:`sample_blocks`); the instance is the chunks' concatenation."""
+        return self.sample_blocks(partition, seed, 0, self.params["sectors"])[0]
+
+    def sample_blocks(self, partition: int, seed: int, b0: int, b1: int) -> tuple[dict, int]:
+        """``(inputs, b0)``: sectors ``b0 .. b1 - 1`` of :meth:`sample_inputs`'s instance alone (same values; the
+        per-sector arrays hold those sectors only) -- a :mod:`.block_witness` work unit's inputs."""
         p = self.params
+        if not 0 <= b0 < b1 <= p["sectors"]:
+            raise BadInput(f"{self.name}: sector range [{b0}, {b1}) outside [0, {p['sectors']})")
         rng = self._rng(partition, seed)
         randomness = rng.randrange(R)
         first = rng.randrange(1 << 40) + partition * p["sectors"]
-        ids = range(first, first + p["sectors"])
-        return sample_sectors(rng, ids, p["challenges"], p["levels"], randomness)
+        k0, k1 = b0 // SAMPLE_CHUNK, (b1 - 1) // SAMPLE_CHUNK + 1
+        chunks = []
+        for k in range(k0, k1):
+            ids = range(first + k * SAMPLE_CHUNK, first + min(p["sectors"], (k + 1) * SAMPLE_CHUNK))
+            chunks.append(sample_sectors(self._rng(partition, f"{seed}:chunk{k}"), ids, p["challenges"],
+                                         p["levels"], randomness))
+        lo, hi = b0 - k0 * SAMPLE_CHUNK, b1 - k0 * SAMPLE_CHUNK
+        out = {"randomness": randomness, "sector_ids": [i for c in chunks for i in c["sector_ids"]][lo:hi]}
+        for key in ("comm_r", "comm_c", "comm_r_last", "challenges", "leaves", "paths"):
+            out[key] = np.concatenate([np.asarray(c[key]) for c in chunks])[lo:hi]
+        return out, b0
 
     def public_inputs(self, inputs: dict) -> list[int]:
         out = []
@@ -155,11 +174,28 @@ class FallbackPost(Circuit):
                 with cs.namespace("comm_r_last"):
                     merkle.enforce_inclusion(cs, "poseidon", ARITY, leaf, path, bits, comm_r_last)
 
+    # -- header and identical blocks (:mod:`.tiling`, :mod:`.block_witness`): one block per sector, no header --------
+    BLOCK_PREFIX = "sector"
+    BLOCK_ALIGN = SAMPLE_CHUNK  # a work unit samples whole chunks
+
+    @property
+    def block_count(self) -> int:
+        return self.params["sectors"]
+
+    def uses_blocks(self) -> bool:
+        return type(self).synthesize is FallbackPost.synthesize
+
+    def block_synthesis(self, inputs, offset: int = 0):
+        """``(header, block)`` for :mod:`.block_witness` and :meth:`build_structure`: no header; block ``j`` is
+        sector ``j``, read from ``inputs``' sector ``j - offset`` (None inputs: structure)."""
+        return (lambda cs: None,
+                lambda cs, shared, j: self.synthesize_sector(cs, _sector_getter(inputs, j - offset)))
+
     def build_structure(self):
         """The R1CS by tiling one synthesized sector block (:func:`.tiling.tiled_r1cs`; equal to the builder's)."""
-        if type(self).synthesize is FallbackPost.synthesize and self.params["sectors"] > 1:
-            return tiled_r1cs(lambda cs: None, lambda cs, _: self.synthesize_sector(cs, _sector_getter(None, 0)),
-                              self.params["sectors"], "sector")
+        if self.uses_blocks() and self.params["sectors"] > 1:
+            header, block = self.block_synthesis(None)
+            return tiled_r1cs(header, lambda cs, shared: block(cs, shared, 0), self.params["sectors"], "sector")
         return super().build_structure()
 
 

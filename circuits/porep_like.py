@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
-import mmap
 import multiprocessing
 import os
 import tempfile
@@ -85,6 +84,8 @@ from .base import Circuit
 from .cs import ConstraintSystem
 from .r1cs import PackedWitness
 from .vector_witness import BatchCS, one_limbs
+from .zfile import SHARED_DIR_ENV, alloc_z, map_shared  # noqa: F401  (SHARED_DIR_ENV: re-exported)
+from .zfile import shared_dir as _shared_dir
 from .gadgets import boolean as B
 from .gadgets import merkle
 from .gadgets.num import Num, alloc_input_num, alloc_num, enforce_equal, from_bits_le, to_bits_le
@@ -528,7 +529,7 @@ def _task(circuit, inputs_list, first, span, montgomery, path, shape):
     k = np.arange(span[0], span[1])
     rows, chals = k // C, k % C
     cs, counts = synthesize_batch(circuit, inputs_list, (rows - first, chals))
-    z = np.memmap(path, np.uint32, "r+", shape=shape)
+    z = map_shared(path, shape)
     fill_instances(cs, counts, z, rows, chals, montgomery)
     z.flush()
     del z
@@ -538,41 +539,6 @@ def _task(circuit, inputs_list, first, span, montgomery, path, shape):
 def _sample_task(circuit, partition, seed):
     """Worker: the sampled inputs of ``partition`` of sector ``seed``."""
     return circuit.sample_inputs(partition, seed)
-
-
-def alloc_z(shape) -> np.ndarray:
-    """An uninitialised uint32 array for ``z``: anonymous memory advised for transparent huge pages where the
-    platform offers it (first-touch page faults of 4 KiB pages cost more than filling a sector's 4 GiB per
-    partition), else ``np.empty``."""
-    nbytes = 4 * int(np.prod(shape))
-    if nbytes < (64 << 20) or not hasattr(mmap, "MADV_HUGEPAGE"):
-        return np.empty(shape, np.uint32)
-    mm = mmap.mmap(-1, nbytes)
-    try:
-        mm.madvise(mmap.MADV_HUGEPAGE)
-    except OSError:
-        pass
-    return np.frombuffer(mm, np.uint32).reshape(shape)
-
-
-SHARED_DIR_ENV = "CUZK_JAX_SHM_DIR"
-
-
-def _shared_dir(nbytes: int) -> str:
-    """Where the workers' shared ``z`` file goes: ``$CUZK_JAX_SHM_DIR``, else ``/dev/shm`` when it has room (a
-    container's default /dev/shm is often 64 MiB: writing past it would kill the workers with SIGBUS), else the
-    temporary directory; BadInput when none has ``nbytes`` free."""
-    env = os.environ.get(SHARED_DIR_ENV)
-    candidates = [env] if env else ["/dev/shm", tempfile.gettempdir()]
-    for d in candidates:
-        try:
-            st = os.statvfs(d)
-        except OSError:
-            continue
-        if st.f_bavail * st.f_frsize >= nbytes:
-            return d
-    raise BadInput(f"witness_batch: no room for the {nbytes / 2**30:.1f} GiB shared witness file in "
-                   f"{', '.join(candidates)} (set ${SHARED_DIR_ENV} or use workers=1)")
 
 
 _POOL: dict = {}
@@ -723,12 +689,12 @@ def _witness_batch(circuit, inputs_list, workers, montgomery, sample=None):
         except concurrent.futures.process.BrokenProcessPool:
             shutdown_pool()  # a dead worker breaks the pool: the next call starts a fresh one
             raise
-        mm = mmap.mmap(fd, 0)
+        z = map_shared(path, shape, fd=fd)
     finally:
         os.close(fd)
         os.unlink(path)
     publics = [circuit.public_inputs(inp) for inp in inputs_list]
-    return np.frombuffer(mm, np.uint32).reshape(shape), publics, counts
+    return z, publics, counts
 
 
 # -------------------------------------------------------------------------------------------------------------------

@@ -277,14 +277,35 @@ class SnapUpdate(Circuit):
             merkle.enforce_inclusion(cs, p["data_hash"], 2, data, path("data_paths", 2, nb), bits,
                                      shared["comm_d_new"])
 
+    # -- header and identical blocks (:mod:`.tiling`, :mod:`.block_witness`): one block per challenge ---------------
+    BLOCK_PREFIX = "challenge"
+    BLOCK_ALIGN = 1
+
+    @property
+    def block_count(self) -> int:
+        return self.params["challenges"]
+
+    def uses_blocks(self) -> bool:
+        return type(self).synthesize is SnapUpdate.synthesize
+
+    def sample_blocks(self, partition: int, seed: int, b0: int, b1: int) -> tuple[dict, int]:
+        """``(inputs, 0)``: the partition's whole inputs (the sector is sampled once per process and cached)."""
+        return self.sample_inputs(partition, seed), 0
+
+    def block_synthesis(self, inputs, offset: int = 0):
+        """``(header, block)`` for :mod:`.block_witness` and :meth:`build_structure` (``inputs`` are a whole
+        partition's, so ``offset`` is 0; None inputs: structure)."""
+        get = _getter(inputs)
+        return (lambda cs: self.synthesize_header(cs, get),
+                lambda cs, shared, j: self.synthesize_challenge(cs, shared, get, j))
+
     def build_structure(self):
         """The R1CS by tiling one synthesized challenge block (:func:`.tiling.tiled_r1cs`; equal to the
         builder's): a full partition has 86 blocks of 1.38M constraints."""
-        if type(self).synthesize is SnapUpdate.synthesize and self.params["challenges"] > 1:
-            get = _getter(None)
-            return tiled_r1cs(lambda cs: self.synthesize_header(cs, get),
-                              lambda cs, shared: self.synthesize_challenge(cs, shared, get, 0),
-                              self.params["challenges"], "challenge")
+        if self.uses_blocks() and self.params["challenges"] > 1:
+            header, block = self.block_synthesis(None)
+            return tiled_r1cs(header, lambda cs, shared: block(cs, shared, 0), self.params["challenges"],
+                              "challenge")
         return super().build_structure()
 
 

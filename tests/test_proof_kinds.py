@@ -233,6 +233,7 @@ def keys(instances):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", KINDS)
 def test_prove_and_verify(instances, keys, name):
+    from cuzk_jax.circuits import block_witness
     from cuzk_jax.groth16 import prover, sector, verifier
 
     c, r1cs, _ = instances[name]
@@ -253,6 +254,14 @@ def test_prove_and_verify(instances, keys, name):
     w_ok = c.witness(c.sample_inputs(0, seed=5))
     with pytest.raises(Unsatisfied, match=f"partition 1: .*'{where}'"):
         prover.prove(pk, r1cs, [w_ok, w_bad], config="msm=host")
+    # the kinds bench's path: a ready batch of canonical limbs from the block witness (and its bad twin)
+    z, publics = block_witness.witness_batch(c, P, 5, num_vars=r1cs.num_vars)
+    assert publics == res.public_inputs
+    proofs, _ = prover.prove(pk, r1cs, z, config="msm=host", montgomery=False)
+    assert verifier.verify_batch(pk.vk, publics, proofs)
+    z[:, 1] = w_bad.z_limbs(montgomery=False)
+    with pytest.raises(Unsatisfied, match=f"partition 1: .*'{where}'"):
+        prover.prove(pk, r1cs, z, config="msm=host", montgomery=False)
 
 
 @pytest.mark.parametrize("name,override,match", [

@@ -27,6 +27,7 @@ The table prints last; rows go to the JSON (``--out``) as they finish.
 
 from __future__ import annotations
 
+import concurrent.futures
 import statistics
 import time
 
@@ -67,52 +68,69 @@ def _parse(cfg) -> list[tuple]:
     return out
 
 
-def _setup(r1cs):
-    from cuzk_jax.groth16 import generator
+def _witnesses(circuit, P: int, seed: int, workers: int | None, num_vars: int) -> dict:
+    """Sampling and witness synthesis of ``P`` partitions as canonical limbs (:mod:`cuzk_jax.circuits.block_witness`
+    in ``workers`` processes): ``{"z", "publics", "synth_s"}``."""
+    from cuzk_jax.circuits import block_witness
 
     t0 = time.perf_counter()
-    pk = generator.setup(r1cs)
-    return pk, time.perf_counter() - t0
+    z, publics = block_witness.witness_batch(circuit, P, seed, workers=workers, num_vars=num_vars)
+    return {"z": z, "publics": publics, "synth_s": time.perf_counter() - t0}
 
 
 def kind_row(name: str, preset: str, partitions: int | None, cfg) -> dict:
-    """Setup, synthesis, compile, ``reps`` timed proofs and verification of one kind (see the module docstring)."""
+    """Setup, synthesis, compile, ``reps`` timed proofs and verification of one kind (see the module docstring).
+
+    The sector bench's order, so that a full-size partition (~10^8 constraints, a key of tens of GiB) fits: the
+    witnesses are made in worker processes while the device sets up the key; the resident key then takes the
+    setup's queries over (``consume=True``: the two keys are never on the device together)."""
     from cuzk_jax.circuits import base
-    from cuzk_jax.groth16 import prover, verifier
+    from cuzk_jax.groth16 import generator, pipeline, prover, verifier
     from cuzk_jax.reference.constants import R
 
     circuit = base.get_circuit(name, preset)
     P = partitions or getattr(circuit, "PARTITIONS", None) or cfg.partitions
+    config = pipeline.as_config(cfg.prover or None)
     t0 = time.perf_counter()
     r1cs = circuit.r1cs()
     structure_s = time.perf_counter() - t0
-    pk, setup_s = _setup(r1cs)
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="witnesses")
+    made = pool.submit(_witnesses, circuit, P, cfg.seed, getattr(cfg, "workers", 0) or None, r1cs.num_vars)
     t0 = time.perf_counter()
-    inputs = [circuit.sample_inputs(p, seed=cfg.seed) for p in range(P)]
-    witnesses = [circuit.witness(x) for x in inputs]
-    publics = [circuit.public_inputs(x) for x in inputs]
-    synth_s = time.perf_counter() - t0
-    rk = prover.resident(pk, r1cs, cfg.prover or None)
+    pk = generator.setup(r1cs)
+    vk = pk.vk
+    setup_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rk = pipeline.make_resident(pk, r1cs, config, partitions=P, consume=True)
+    resident_s = time.perf_counter() - t0
+    del pk
+    t0 = time.perf_counter()
+    w = made.result()  # raises the workers' error, if any
+    pool.shutdown()
+    synth_wait_s = time.perf_counter() - t0
+    z, publics = w["z"], w["publics"]
     t0 = time.perf_counter()
     for _ in range(max(1, cfg.warmup)):
-        proofs, _ = prover.prove(rk, r1cs, witnesses)
+        proofs, _ = prover.prove(rk, r1cs, z, montgomery=False)
     first_s = time.perf_counter() - t0
     times, phases = [], []
     for _ in range(cfg.reps):
         t0 = time.perf_counter()
-        proofs, timings = prover.prove(rk, r1cs, witnesses)
+        proofs, timings = prover.prove(rk, r1cs, z, montgomery=False)
         times.append(time.perf_counter() - t0)
         phases.append(timings.phases)
-    ok = verifier.verify_batch(pk.vk, publics, proofs)
+    ok = verifier.verify_batch(vk, publics, proofs)
     bad = [list(x) for x in publics]
     bad[0][0] = (bad[0][0] + 1) % R
-    ok = bool(ok) and verifier.verify_each(pk.vk, bad, proofs)[0] is False
+    ok = bool(ok) and verifier.verify_each(vk, bad, proofs)[0] is False
     prove_s = statistics.median(times)
     return {"kind": name, "preset": preset, "priority": circuit.PRIORITY_CLASS, "partitions": P,
-            "constraints": r1cs.num_constraints, "public_inputs": r1cs.num_public, "domain": pk.domain_size,
-            "structure_s": structure_s, "setup_s": setup_s, "synth_s": synth_s, "first_prove_s": first_s,
+            "constraints": r1cs.num_constraints, "public_inputs": r1cs.num_public, "domain": rk.domain_size,
+            "structure_s": structure_s, "setup_s": setup_s, "resident_s": resident_s, "synth_s": w["synth_s"],
+            "synth_wait_s": synth_wait_s, "witness_gib": _gib(z.nbytes), "first_prove_s": first_s,
             "prove_s": prove_s, "per_partition_s": prove_s / P, "proof_bytes": 192 * P,
             "phases_s": {k: statistics.median(p[k] for p in phases) for k in phases[0]} if phases else {},
+            "plan": rk.plan.describe() if rk.plan is not None else "no plan (host MSM)",
             "key_resident_gib": _gib(rk.nbytes), **_memory(), "ok": ok}
 
 

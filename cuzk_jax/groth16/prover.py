@@ -69,13 +69,15 @@ def resident(pk: ProvingKey, r1cs, config: ProverConfig | str | None = None) -> 
 
 def prove(pk: ProvingKey | ResidentKey, r1cs, witnesses: Sequence, *,
           randomness: Sequence[tuple[int, int]] | None = None,
-          config: ProverConfig | str | None = None, verify: bool = True) -> tuple[list[Proof], Timings]:
+          config: ProverConfig | str | None = None, verify: bool = True,
+          montgomery: bool = True) -> tuple[list[Proof], Timings]:
     """Prove every partition in ``witnesses`` (``circuits.r1cs.Witness``, one R1CS shape) in one batch -- or in
     the batches of the key's memory plan.
 
-    ``witnesses`` may also be a ready batch ``z``: uint32 ``(8, P, num_vars)`` Montgomery Fr limbs (what
-    ``porep_like.witness_batch`` returns), used as it is, without another copy (at sector scale ``z`` is tens of
-    GB).
+    ``witnesses`` may also be a ready batch ``z``: uint32 ``(8, P, num_vars)`` Fr limbs (what
+    ``porep_like.witness_batch`` and ``block_witness.witness_batch`` return), used as it is, without another copy
+    (at sector scale ``z`` is tens of GB): Montgomery form, or canonical with ``montgomery=False`` (converted on the
+    device while staging). ``montgomery`` applies to ready batches only.
 
     ``pk``: a :class:`ProvingKey` (made resident by :func:`resident` with ``config``) or a
     :class:`~cuzk_jax.groth16.pipeline.ResidentKey` (then ``config`` must be None). Returns the proofs (one per
@@ -105,14 +107,14 @@ def prove(pk: ProvingKey | ResidentKey, r1cs, witnesses: Sequence, *,
         rk = resident(pk, r1cs, config)
     if ready:
         if witnesses.dtype != np.uint32 or witnesses.shape[0] != 8 or witnesses.shape[2] != r1cs.num_vars:
-            raise BadInput(f"prove: a ready witness batch must be uint32 (8, P, {r1cs.num_vars}) Montgomery limbs, "
+            raise BadInput(f"prove: a ready witness batch must be uint32 (8, P, {r1cs.num_vars}) Fr limbs, "
                            f"got {witnesses.dtype} {witnesses.shape}")
     else:
         for w in witnesses:
             r1cs.check_shape(w)
     timings = Timings()
     # (8, P, num_vars), host; Python-int witnesses stay canonical (stage converts on the device: cheaper)
-    z, montgomery = (witnesses, True) if ready else stack_z_native(witnesses)
+    z, montgomery = (witnesses, bool(montgomery)) if ready else stack_z_native(witnesses)
     timings.phases["stage"] = time.perf_counter() - t_start  # host conversion; pipeline adds the copy
     points = pipeline.prove_batch(rk, z, randomness, timings, verify=verify, montgomery=montgomery)
     timings.total = time.perf_counter() - t_start

@@ -45,12 +45,21 @@ def synthesize(circuit, partitions: int, sector: int, workers: int | None = 1):
     porep_like (its own synthesis, not a subclass override) takes the batched path: every partition and challenge
     in one run of the gadgets over numpy arrays (:func:`cuzk_jax.circuits.porep_like.sector_witnesses`; ``workers``
     > 1 splits the partitions over that many worker processes, each sampling its own, None = one per CPU), giving
-    :class:`~cuzk_jax.circuits.r1cs.PackedWitness` objects equal wire for wire to the builder's; other circuits
-    use ``circuit.witness`` per partition."""
+    :class:`~cuzk_jax.circuits.r1cs.PackedWitness` objects equal wire for wire to the builder's. Header-and-blocks
+    circuits (WinningPoSt, WindowPoSt, SnapDeals) take :func:`cuzk_jax.circuits.block_witness.witness_batch`
+    (canonical limbs, ``workers`` processes) and give canonical ``PackedWitness`` objects; other circuits use
+    ``circuit.witness`` per partition."""
+    from cuzk_jax.circuits import block_witness
     from cuzk_jax.circuits.porep_like import PorepLike, sector_witnesses
+    from cuzk_jax.circuits.r1cs import PackedWitness
 
     if isinstance(circuit, PorepLike) and type(circuit).synthesize is PorepLike.synthesize:
         return sector_witnesses(circuit, partitions, sector, workers)
+    if block_witness.supports(circuit):
+        r1cs = circuit.r1cs()
+        z, publics = block_witness.witness_batch(circuit, partitions, sector, workers=workers, num_vars=r1cs.num_vars)
+        return [PackedWitness(z[:, p, :], r1cs.num_inputs, r1cs.num_constraints, montgomery=False)
+                for p in range(partitions)], publics
     inputs = [circuit.sample_inputs(p, seed=sector) for p in range(partitions)]
     return [circuit.witness(x) for x in inputs], [circuit.public_inputs(x) for x in inputs]
 

@@ -1,0 +1,87 @@
+"""circuits.block_witness: the parallel, limb-native witness of header-and-blocks circuits equals the builder's."""
+
+import numpy as np
+import pytest
+
+from cuzk_jax import encoding
+from cuzk_jax.circuits import base, block_witness
+from cuzk_jax.circuits.fallback_post import SAMPLE_CHUNK
+from cuzk_jax.circuits.r1cs import stack_z
+from cuzk_jax.errors import BadInput
+
+# window_post with 37 sectors: three sampling chunks, the last one partial
+CASES = [("window_post", "tiny", {"sectors": 2 * SAMPLE_CHUNK + 5}, 2), ("snap_update", "tiny", {}, 2),
+         ("winning_post", "tiny", {}, 1)]
+
+
+@pytest.fixture(scope="module")
+def builder():
+    """Per case: circuit, R1CS, the builder's witnesses and public inputs of partitions 0 .. P-1 of sector 3."""
+    out = {}
+    for name, preset, over, P in CASES:
+        c = base.get_circuit(name, preset, **over)
+        r1cs = c.r1cs()
+        inputs = [c.sample_inputs(p, 3) for p in range(P)]
+        out[name] = (c, r1cs, [c.witness(x) for x in inputs], [c.public_inputs(x) for x in inputs])
+    yield out
+    block_witness.shutdown_pool()
+
+
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+@pytest.mark.parametrize("workers,montgomery", [(1, False), (1, True), (2, False)])
+def test_equals_builder(builder, name, workers, montgomery):
+    c, r1cs, ws, publics = builder[name]
+    for w in ws:
+        r1cs.check(w)
+    z, pub = block_witness.witness_batch(c, len(ws), 3, workers=workers, montgomery=montgomery)
+    assert z.dtype == np.uint32 and z.shape == (8, len(ws), r1cs.num_vars)
+    assert np.array_equal(z, stack_z(ws, montgomery=montgomery))
+    assert pub == publics
+
+
+def test_given_inputs_and_num_vars(builder):
+    """Caller-given inputs (here one with a wrong leaf) are synthesized as they are, by the workers too."""
+    c, r1cs, _, _ = builder["window_post"]
+    inp = c.sample_inputs(1, 3)
+    inp["leaves"] = inp["leaves"].copy()
+    inp["leaves"][SAMPLE_CHUNK + 1, 0] = (int(inp["leaves"][SAMPLE_CHUNK + 1, 0]) + 1)
+    want = c.witness(inp, check_shape=False)
+    z, pub = block_witness.witness_batch(c, 0, inputs_list=[inp], workers=2, num_vars=r1cs.num_vars)
+    assert np.array_equal(z[:, 0], want.z_limbs(montgomery=False))
+    assert pub == [c.public_inputs(inp)]
+
+
+def test_sample_blocks_are_slices_of_the_instance():
+    c = base.get_circuit("window_post", "tiny", sectors=2 * SAMPLE_CHUNK + 5)
+    whole = c.sample_inputs(0, 9)
+    part, offset = c.sample_blocks(0, 9, SAMPLE_CHUNK - 3, SAMPLE_CHUNK + 4)  # across a chunk boundary
+    assert offset == SAMPLE_CHUNK - 3
+    assert part["randomness"] == whole["randomness"]
+    assert part["sector_ids"] == whole["sector_ids"][SAMPLE_CHUNK - 3:SAMPLE_CHUNK + 4]
+    for key in ("comm_r", "comm_c", "comm_r_last", "challenges", "leaves", "paths"):
+        assert np.array_equal(part[key], np.asarray(whole[key])[SAMPLE_CHUNK - 3:SAMPLE_CHUNK + 4]), key
+    assert c.check_challenges(whole)
+    with pytest.raises(BadInput, match="sector range"):
+        c.sample_blocks(0, 9, 5, 5)
+
+
+@pytest.mark.parametrize("P,count,workers,align", [(1, 37, 4, 16), (3, 5, 2, 1), (2, 2349, 16, 16), (4, 1, 8, 1)])
+def test_work_units_cover_every_block_once(P, count, workers, align):
+    units = block_witness.work_units(P, count, workers, align)
+    for p in range(P):
+        spans = sorted((b0, b1) for q, b0, b1 in units if q == p)
+        assert spans[0][0] == 0 and spans[-1][1] == count
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        assert all(b0 % align == 0 and b1 > b0 for b0, b1 in spans)
+    assert len(units) <= max(P, 2 * workers) + P
+
+
+def test_not_a_block_circuit_is_bad_input():
+    with pytest.raises(BadInput, match="not a header-and-blocks circuit"):
+        block_witness.witness_batch(base.get_circuit("cube"), 1)
+
+
+def test_public_inputs_read_back_canonically(builder):
+    c, r1cs, ws, publics = builder["snap_update"]
+    z, _ = block_witness.witness_batch(c, 1, 3, workers=1)
+    assert encoding.limbs_to_ints(z[:, 0, 1:r1cs.num_inputs], "fr") == publics[0]
