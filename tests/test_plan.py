@@ -126,22 +126,17 @@ def test_prove_in_planned_batches(cube):
     two, t2 = prover.prove(planned, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t2.batches == 2 and two == one
     assert all(verifier.verify(cube["pk"].vk, w.public_inputs, p) for w, p in zip(cube["witnesses"], two))
-    # prefetch: the second step's witnesses are staged while the first runs; the plan counts one more z each
+    # prefetch: the second step's witnesses are staged while the first runs; staging stacks the limb rows on the
+    # device, so the plan counts two more copies of z per partition
     ahead = pipeline.make_resident(cube["pk"], cube["r1cs"],
-                                   f"msm=xla,tables=off,device_budget={room_for_two(1)},prefetch=on")
+                                   f"msm=xla,tables=off,device_budget={room_for_two(2)},prefetch=on")
     est = ahead.plan.estimate
-    assert est["per_partition_prefetch_z"] == est["per_partition_z"] and ahead.plan.batch == 2
-    assert est["per_partition_peak"] == rk.plan.estimate["per_partition_peak"] + est["per_partition_z"]
+    assert est["per_partition_prefetch_z"] == 2 * est["per_partition_z"] and ahead.plan.batch == 2
+    assert est["per_partition_peak"] == rk.plan.estimate["per_partition_peak"] + 2 * est["per_partition_z"]
     pre, t3 = prover.prove(ahead, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t3.batches == 2 and pre == one
-    # stage=rows stacks on the device: a prefetched batch holds two copies of z there while it is staged
-    rows = pipeline.make_resident(cube["pk"], cube["r1cs"],
-                                  f"msm=xla,tables=off,device_budget={room_for_two(2)},prefetch=on,stage=rows")
-    assert rows.plan.estimate["per_partition_prefetch_z"] == 2 * est["per_partition_z"]
-    by_rows, t4 = prover.prove(rows, cube["r1cs"], cube["witnesses"], randomness=rs)
-    assert t4.batches == -(-4 // rows.plan.batch) and by_rows == one
     # batch=N caps the plan's batch where the budget (none here) would take all four at once
-    capped = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,batch=2,prefetch=on,stage=rows")
+    capped = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,batch=2,prefetch=on")
     assert rk.plan.batch >= 4 and capped.plan.batch == 2 and str(capped.config).count("batch=2") == 1
     by_two, t5 = prover.prove(capped, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t5.batches == 2 and by_two == one
@@ -242,15 +237,13 @@ def test_stage_converts_a_canonical_batch_on_the_device(cube):
     rs = prover.insecure_randomness_for_tests(3, 4)
     want = pipeline.prove_batch(rk, host, rs)
     assert pipeline.prove_batch(rk, canon, rs, montgomery=False) == want
-    # stage=rows: limb rows copied as they lie (here of a partition slice, as prove_batch's steps), stacked and
-    # padded on the device -- the same staged array, padding included
-    rows = dataclasses.replace(rk, config=dataclasses.replace(rk.config, stage="rows"))
+    # staging: limb rows copied as they lie (here of a partition slice, as prove_batch's steps), stacked and padded
+    # on the device -- the host batch padded to the programs' width, in Montgomery form, whatever form came in
+    width = rk.z_width or rk.num_vars
+    padded = np.pad(host[:, 1:3], [(0, 0), (0, 0), (0, width - host.shape[-1])])
+    assert pipeline.precompile(rk, 2)[0] == "stage"  # the stacking program is what the staging below runs
     for z, m in ((host, True), (canon, False)):
-        if m:  # precompiled, the stacking program is what the staging below runs
-            assert pipeline.precompile(rows, 2)[0] == "stage"
-        got = np.asarray(pipeline.stage(rows, z[:, 1:3], montgomery=m))
-        assert got.shape[-1] == (rk.z_width or rk.num_vars)
-        assert np.array_equal(got, np.asarray(pipeline.stage(rk, z[:, 1:3], montgomery=m)))
+        assert np.array_equal(np.asarray(pipeline.stage(rk, z[:, 1:3], montgomery=m)), padded)
 
 
 def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
@@ -279,8 +272,8 @@ def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
 def test_sector_bench_runs_verifies_and_records(tmp_path):
     """``bench --op=sector`` on the smallest porep_like preset: every rep proves and verifies both partitions and
     its row carries the phases, the scalar kinds, the plan text and the per-stage device memory record (a first
-    ``prepare`` row has the stages before proving); with ``prefetch=on,stage=rows`` each rep also runs with each
-    switch back at its default (three variants); another circuit is one clear usage error (exit status 2)."""
+    ``prepare`` row has the stages before proving); with ``prefetch=on`` each rep also runs with ``prefetch=off``
+    (two variants); another circuit is one clear usage error (exit status 2)."""
     import json
     import os
     import subprocess
@@ -291,7 +284,7 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     out = tmp_path / "sector.json"
     r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny",
-                        "--partitions=2", "--reps=1", "--workers=1", "--prover=prefetch=on,stage=rows", f"--out={out}",
+                        "--partitions=2", "--reps=1", "--workers=1", "--prover=prefetch=on", f"--out={out}",
                         "--cache_dir=", f"--key_dir={tmp_path / 'keys'}"], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -299,16 +292,15 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     assert prepare["key_source"] == "setup" and prepare["key_file_gib"] > 0
     assert prepare["rep"] == "prepare" and prepare["witness_s"] > 0 and "resident" in prepare["device_memory_gib"]
     assert prepare["precompiled"][:4] == ["stage", "evaluate", "h", "canonical_z"] and prepare["precompile_s"] > 0
-    assert [(row["rep"], row["variant"], row["prefetch"], row["stage"]) for row in rows] == [
-        (0, "prefetch=on,stage=rows", "on", "rows"), (0, "prefetch=off,stage=rows", "off", "rows"),
-        (0, "prefetch=on,stage=host", "on", "host")]
+    assert [(row["rep"], row["variant"], row["prefetch"]) for row in rows] == [
+        (0, "prefetch=on", "on"), (0, "prefetch=off", "off")]
     for row in rows:
         assert row["ok"] and row["proofs"] == 2 and row["preset"] == "tiny" and row["constraints"] > 0
         assert row["witness_s"] > 0 and row["witness_wait_s"] >= 0 and row["witness_gib"] >= 0
         assert set(pipeline.PHASES) - {"h"} <= set(row["phases"]) and row["phases"]["verify"] > 0
         assert row["plan_text"] and "setup" in row["device_memory_gib"] and "resident" in row["device_memory_gib"]
-    assert "rep0-prefetch=off,stage=rows" in rows[2]["device_memory_gib"]
-    assert "sector: rep 0 (prefetch=on,stage=host)" in r.stdout
+    assert "rep0-prefetch=off" in rows[1]["device_memory_gib"]
+    assert "sector: rep 0 (prefetch=off)" in r.stdout
     # --key_dir again, in a fresh process: the key is read from the file the first run wrote, and proves
     again = tmp_path / "again.json"
     r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny",
@@ -351,9 +343,9 @@ def test_bench_memory_reports_each_programs_buffers():
 @pytest.mark.slow  # compiles the P = 3 programs twice over (once ahead, once to compare)
 @pytest.mark.usefixtures("no_persistent_cache")
 def test_precompile_leaves_nothing_of_its_programs_to_compile(cube):
-    """pipeline.precompile compiles, in its own thread and without data, the evaluation, the split H step, the
-    canonical witness and the plain MSMs of a batch of three; proving then compiles none of them in the main
-    thread (jit finds the programs), and the proofs equal the host-MSM ones. A batch size no other test uses, so
+    """pipeline.precompile compiles, in its own thread and without data, the staging's stacking, the evaluation, the
+    split H step, the canonical witness and the plain MSMs of a batch of three; proving then compiles none of them
+    in the main thread (jit finds the programs), and the proofs equal the host-MSM ones. A batch size no other test uses, so
     nothing is compiled before."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -379,8 +371,8 @@ def test_precompile_leaves_nothing_of_its_programs_to_compile(cube):
         proofs, _ = prover.prove(rk, cube["r1cs"], cube["witnesses"][:3], randomness=rs)
     finally:
         monitoring.unregister_event_duration_listener(listener)
-    assert done == ["evaluate", "h", "canonical_z", "msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h"]
-    want = {"_evaluate_body", "_coset_evaluations_impl", "_h_from_evaluations_impl", "_h_out", "msm"}
+    assert done == ["stage", "evaluate", "h", "canonical_z", "msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h"]
+    want = {"_stack_rows", "_evaluate_body", "_coset_evaluations_impl", "_h_from_evaluations_impl", "_h_out", "msm"}
     assert want <= {name.removeprefix("jit(").removesuffix(")") for name in ahead}, ahead
     main = {name.removeprefix("jit(").removesuffix(")") for thread, name in compiled}
     assert not main & want, main
@@ -401,12 +393,12 @@ def test_sector_bench_recheck_tells_a_bad_witness_from_bad_staging(monkeypatch):
     class Key:
         config: pipeline.ProverConfig
 
-    key = Key(pipeline.ProverConfig(prefetch="on", stage="rows"))
+    key = Key(pipeline.ProverConfig(prefetch="on"))
     z = np.arange(8 * 3 * 5, dtype=np.uint32).reshape(8, 3, 5)
     seen = []
 
     def ok(k, zz):
-        seen.append((k.config.prefetch, k.config.stage, zz.copy()))
+        seen.append((k.config.prefetch, zz.copy()))
 
     def unsat(k, zz):
         raise Unsatisfied(7, "c7", 0)
@@ -414,8 +406,8 @@ def test_sector_bench_recheck_tells_a_bad_witness_from_bad_staging(monkeypatch):
     err = Unsatisfied(7, "c7", 1)
     monkeypatch.setattr(pipeline, "prove_batch", ok)
     assert sector._recheck(key, z, err) == "passes"
-    (prefetch, stage, zz), = seen
-    assert (prefetch, stage) == ("off", "host") and np.array_equal(zz, z[:, 1:2])
+    (prefetch, zz), = seen
+    assert prefetch == "off" and np.array_equal(zz, z[:, 1:2])
     assert sector._recheck(key, z, BadInput("x")) is None and len(seen) == 1
     monkeypatch.setattr(pipeline, "prove_batch", unsat)
     assert sector._recheck(key, z, err).startswith("fails again: ")

@@ -22,9 +22,8 @@ Per run (one row each):
    was left of it after the witnesses);
 5. **prove** -- :func:`cuzk_jax.groth16.pipeline.prove_batch` over the planned batches, every proof verified by
    pairing before it is returned (a proof that does not verify fails the row); ``--reps`` times (the first one
-   compiles), each with its per-phase times; with ``prefetch=on`` and / or ``stage=rows`` in ``--prover`` each rep
-   also runs with each of them back at its default, over the same resident key (column ``variant``: the switches
-   as set for that run).
+   compiles), each with its per-phase times; with ``prefetch=on`` in ``--prover`` each rep also runs with
+   ``prefetch=off``, over the same resident key (column ``variant``: the switch as set for that run).
 
 The row records per-phase seconds, the plan, the shares of zero / one / other scalars per MSM (what the split MSM
 earns on), the device's peak memory (``memory_stats()['peak_bytes_in_use']``, where the device reports it) and
@@ -61,14 +60,14 @@ def _peak_device_bytes() -> int | None:
 
 def _recheck(key, z, error) -> str | None:
     """After an :class:`~cuzk_jax.errors.Unsatisfied` partition: prove that partition alone again, staged the plain
-    way (``prefetch=off,stage=host``). ``"fails again"`` says its witness is wrong; ``"passes"`` says the first
+    way (``prefetch=off``). ``"fails again"`` says its witness is wrong; ``"passes"`` says the first
     failure came from how the batch was staged or run (the witness is right)."""
     from cuzk_jax.groth16 import pipeline
 
     p = getattr(error, "partition", None)
     if p is None:
         return None
-    plain = dataclasses.replace(key.config, prefetch="off", stage="host")
+    plain = dataclasses.replace(key.config, prefetch="off")
     try:
         pipeline.prove_batch(dataclasses.replace(key, config=plain), z[:, p:p + 1])
     except CuzkError as e:
@@ -178,10 +177,10 @@ def run(cfg) -> list[dict]:
     rows: list[dict] = []
     # a row for the stages so far (rep "prepare"): a run killed in its first (compiling) prove keeps them
     bench.emit(rows, dict(row, rep="prepare", device_memory_gib=dict(memory), **_host_peak()))
-    # prefetch=on / stage=rows: every rep also runs without it over the same resident key (A/Bs in one process);
+    # prefetch=on: every rep also runs without it over the same resident key (A/Bs in one process);
     # a variant is named by the switches that differ from the defaults
     base = rk.config
-    switches = [(k, v) for k, v in (("prefetch", "off"), ("stage", "host")) if getattr(base, k) != v]
+    switches = [(k, v) for k, v in (("prefetch", "off"),) if getattr(base, k) != v]
     variants = [(",".join(f"{k}={getattr(base, k)}" for k, _ in switches) or "default", rk)]
     for k, v in switches:
         cfg_k = dataclasses.replace(base, **{k: v})
@@ -197,13 +196,13 @@ def run(cfg) -> list[dict]:
             # variants still run over the same key and witnesses (the failure's variant is the A/B's answer)
             _say(f"rep {rep} ({variant}): FAILED: {type(e).__name__}: {e}")
             bench.emit(rows, dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch,
-                                  stage=key.config.stage, ok=False, error=f"{type(e).__name__}: {e}"[:500],
+                                  ok=False, error=f"{type(e).__name__}: {e}"[:500],
                                   recheck=_recheck(key, z, e),
                                   phases={k: round(v, 4) for k, v in timings.phases.items()}))
             continue
         wall = time.perf_counter() - t
         memory[f"rep{rep}" + (f"-{variant}" if len(variants) > 1 else "")] = _device_gib()
-        out = dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch, stage=key.config.stage,
+        out = dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch,
                    device_memory_gib=dict(memory), prove_s=round(wall, 3),
                    per_partition_s=round(wall / P, 3),
                    batches=timings.batches, proofs=len(proofs), ok=len(proofs) == P,

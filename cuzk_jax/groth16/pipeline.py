@@ -75,7 +75,6 @@ QAP_FORMS = ("bellman", "snarkjs")
 HOST_MSM = "host"
 TABLE_MODES = ("auto", "on", "off")
 H_MODES = ("auto", "fused", "split")  # ProverConfig.h
-STAGE_MODES = ("host", "rows")  # ProverConfig.stage
 # Share of the device memory a resident key's window tables may take when ``tables="auto"`` and no key-manager
 # headroom is given (prover.prove without an engine).
 TABLE_FRACTION = 0.25
@@ -121,11 +120,7 @@ class ProverConfig:
       ``"split"`` (one program per input vector: :func:`cuzk_jax.ops.qap.compute_h_split`, a third of the
       transform's temporaries); ``"auto"`` (default): split from a :data:`plan.H_SPLIT_DOMAIN
       <cuzk_jax.groth16.plan.H_SPLIT_DOMAIN>` domain up, which the memory plan models. One device only (a mesh
-      runs the fused program per device);
-    * ``stage``: how :func:`stage` copies a batch's witnesses: ``"host"`` (default) pads them to the R1CS
-      programs' width on the host and copies one array; ``"rows"`` copies each limb row as it lies in the host
-      batch (no host copy) and stacks and pads them on the device (one more ``z`` on the device while staging;
-      one device only). An A/B switch until a GPU run shows which wins.
+      runs the fused program per device).
 
     Text form (:meth:`parse`, the ``--prover`` flag): comma-separated ``key=value``, e.g.
     ``"msm=pallas,ntt=xla,tables=on,window=16"`` or ``"device_budget=100GiB,host_budget=96GiB,split=on"``;
@@ -143,7 +138,6 @@ class ProverConfig:
     batch: int | None = None
     prefetch: str = "off"
     h: str = "auto"
-    stage: str = "host"
 
     def __post_init__(self):
         if self.tables not in TABLE_MODES:
@@ -158,8 +152,6 @@ class ProverConfig:
             raise BadInput(f"prover config: prefetch must be on or off, got {self.prefetch!r}")
         if self.h not in H_MODES:
             raise BadInput(f"prover config: h must be one of {H_MODES}, got {self.h!r}")
-        if self.stage not in STAGE_MODES:
-            raise BadInput(f"prover config: stage must be one of {STAGE_MODES}, got {self.stage!r}")
         for key in ("device_budget", "host_budget", "chunk", "batch"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -168,7 +160,7 @@ class ProverConfig:
     @classmethod
     def parse(cls, text: str | None) -> "ProverConfig":
         """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window, device_budget,
-        host_budget, split, chunk, batch, prefetch, h, stage); BadInput names a bad token."""
+        host_budget, split, chunk, batch, prefetch, h); BadInput names a bad token."""
         kw: dict = {}
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
             key, sep, value = part.partition("=")
@@ -179,7 +171,7 @@ class ProverConfig:
                 kw[key] = HOST_MSM if value == HOST_MSM else ops_config.MsmConfig.parse(value)
             elif key == "ntt":
                 kw[key] = ops_config.NttConfig.parse(value)
-            elif key in ("tables", "split", "prefetch", "h", "stage"):
+            elif key in ("tables", "split", "prefetch", "h"):
                 kw[key] = value
             elif key in ("window", "chunk", "batch"):
                 if not value.isdigit():
@@ -189,7 +181,7 @@ class ProverConfig:
                 kw[key] = memplan.parse_bytes(value)
             else:
                 raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window, "
-                               f"device_budget, host_budget, split, chunk, batch, prefetch, h, stage)")
+                               f"device_budget, host_budget, split, chunk, batch, prefetch, h)")
         return cls(**kw)
 
     def resolved(self, sharded: bool = False) -> "ProverConfig":
@@ -210,7 +202,7 @@ class ProverConfig:
                  f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else "",
                  f"batch={self.batch}" if self.batch else "",
                  f"prefetch={self.prefetch}" if self.prefetch != "off" else "",
-                 f"h={self.h}" if self.h != "auto" else "", f"stage={self.stage}" if self.stage != "host" else ""]
+                 f"h={self.h}" if self.h != "auto" else ""]
         return ",".join(p for p in parts if p)
 
 
@@ -381,7 +373,7 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
                                  {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
                              if want_tables else 0, chunk=config.chunk,
                              max_batch=min(filter(None, (max_batch, config.batch)), default=None),
-                             prefetch=(2 if config.stage == "rows" else 1) if config.prefetch == "on" else 0,
+                             prefetch=2 if config.prefetch == "on" else 0,
                              max_pairs=getattr(config.msm, "max_pairs", None))
     memplan.log.info("%s", plan.describe())
     return plan
@@ -586,24 +578,25 @@ def stage(rk: ResidentKey, z: np.ndarray, montgomery: bool = True):
 
 
 def _stage(rk: ResidentKey, z: np.ndarray):
-    """The copy of :func:`stage` (``stage="rows"``, sharded or plain), Montgomery form as the host holds it."""
-    if rk.mesh is None and rk.config.stage == "rows":
-        # each (P, num_vars) limb row of a partition slice of the host batch is one contiguous block: copied as it
-        # lies, then stacked and padded by one device program (the host pads nothing)
+    """The copy of :func:`stage`, Montgomery form as the host holds it.
+
+    One device: each ``(P, num_vars)`` limb row of the batch (one contiguous block of the host array, also for a
+    partition slice) is copied as it lies, then one device program stacks and pads them to the programs' width:
+    the host pads nothing (one more ``z`` on the device while staging, which the plan counts with ``prefetch``).
+    It won the A/B against padding on the host and copying one array at a 2^27 domain, which then went away
+    (``bench/results/RESULTS.md``, session 16). A mesh: padded on the host, copied sharded over the partition
+    axis."""
+    if rk.mesh is None:
         rows = [_place(np.ascontiguousarray(z[limb]), None, rk.device) for limb in range(z.shape[0])]
-        staged = _stack_rows(tuple(rows), rk.z_width or rk.num_vars)
-    elif rk.mesh is not None:
-        if z.shape[1] % rk.mesh.size:
-            raise BadInput(f"batch of {z.shape[1]} partitions is not a multiple of {rk.mesh.size} devices")
-        staged = jax.device_put(_pad_z(rk, z), sharding.batch_sharding(rk.mesh))
-    else:
-        staged = _place(_pad_z(rk, z), None, rk.device)
-    return staged
+        return _stack_rows(tuple(rows), rk.z_width or rk.num_vars)
+    if z.shape[1] % rk.mesh.size:
+        raise BadInput(f"batch of {z.shape[1]} partitions is not a multiple of {rk.mesh.size} devices")
+    return jax.device_put(_pad_z(rk, z), sharding.batch_sharding(rk.mesh))
 
 
 @functools.partial(jax.jit, static_argnames=("width",))
 def _stack_rows(rows, width: int):
-    """``stage="rows"``: the limb rows ``(P, num_vars)`` of a batch -> ``(8, P, width)``, zero-padded."""
+    """:func:`_stage` on one device: the limb rows ``(P, num_vars)`` of a batch -> ``(8, P, width)``, zero-padded."""
     z = jnp.stack(rows)
     return jnp.pad(z, [(0, 0), (0, 0), (0, width - z.shape[-1])])
 
@@ -683,7 +676,7 @@ def _programs(rk: ResidentKey) -> dict:
 
 def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     """Compile ahead, without data, the programs a batch of ``batch`` partitions (default: the plan's batch, else
-    1) runs whose shapes do not depend on the witness values: ``stage="rows"``'s stacking, the constraint
+    1) runs whose shapes do not depend on the witness values: the staging's stacking, the constraint
     evaluation, the H step (split or fused, as :func:`h_scalars` picks), the canonical witness, and per resident
     MSM query the scalar classification (a query the split MSM may take) or the plain MSM. Returns the names
     compiled, in that order.
@@ -699,9 +692,8 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     placed = None if rk.device is None else jax.sharding.SingleDeviceSharding(rk.device)
     spec = lambda *shape: jax.ShapeDtypeStruct(shape, jnp.uint32, sharding=placed)  # noqa: E731
     progs, done = _programs(rk), []
-    if rk.config.stage == "rows":
-        _stack_rows.lower(tuple(spec(P, rk.num_vars) for _ in range(8)), rk.z_width or rk.num_vars).compile()
-        done.append("stage")
+    _stack_rows.lower(tuple(spec(P, rk.num_vars) for _ in range(8)), rk.z_width or rk.num_vars).compile()
+    done.append("stage")
     z = spec(8, P, rk.z_width or rk.num_vars)
     if isinstance(rk.r1cs, ops_r1cs.ChunkedR1CS):
         with jax.enable_x64(True):  # as evaluate_chunked traces it
