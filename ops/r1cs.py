@@ -131,6 +131,26 @@ def bucket(n: int, steps: int = BUCKET_STEPS) -> int:
     return -(-n >> shift) << shift
 
 
+def _check_int32(m: int, nnz: int, mp: int, nnzp: int) -> None:
+    if nnzp >= 2**31 or 3 * mp >= 2**31:
+        raise BadInput(
+            f"R1CS too large for the device evaluation's int32 indexing: {nnz} nonzeros ({nnz / max(m, 1):.1f} per "
+            f"constraint) in {m} constraints, padded to {nnzp} nonzeros and {3 * mp} stacked rows (each must stay "
+            f"below 2^31); a circuit this dense or large cannot be proved here")
+
+
+def check_indexable(r1cs, *, bucket_steps: int | None = BUCKET_STEPS) -> None:
+    """BadInput unless :func:`to_device` can lay out ``r1cs`` (a host R1CS, before bellman's input constraints, which
+    this counts: one constraint and one nonzero per input) with int32 indices. Cheap (sizes only): setup calls it
+    so that a circuit the prover cannot evaluate fails before hours of key generation, not after."""
+    m = r1cs.num_constraints + r1cs.num_inputs
+    nnz = sum(mat.nnz for mat in r1cs.matrices()) + r1cs.num_inputs
+    if bucket_steps is None:
+        _check_int32(m, nnz, m, nnz)
+    else:
+        _check_int32(m, nnz, bucket(m, bucket_steps), bucket(nnz, bucket_steps))
+
+
 def to_device(r1cs, *, bucket_steps: int | None = None, upload: bool = True) -> DeviceR1CS:
     """Upload a :class:`cuzk_jax.circuits.r1cs.R1CS` (host numpy arrays) as a :class:`DeviceR1CS`.
 
@@ -150,8 +170,7 @@ def to_device(r1cs, *, bucket_steps: int | None = None, upload: bool = True) -> 
         mp, nnzp, vp = m, nnz, r1cs.num_vars
     else:
         mp, nnzp, vp = bucket(m, bucket_steps), bucket(nnz, bucket_steps), bucket(r1cs.num_vars, bucket_steps)
-    if nnzp >= 2**31 or 3 * mp >= 2**31:
-        raise BadInput(f"R1CS too large for int32 indexing (nnz={nnz}, constraints={m})")
+    _check_int32(m, nnz, mp, nnzp)
     scaled = [c * fr.r_mod % R * (1 << 32) % R for c in r1cs.coeffs]  # c * R * 2^32 mod r
     zero_id = len(scaled)
     if bucket_steps is not None:  # entry zero_id is zero: the padding's coefficient

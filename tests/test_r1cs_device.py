@@ -305,3 +305,25 @@ def test_chunked_errors(nearby):
         O.evaluate_chunked(cr, z, method="sort")
     with pytest.raises(BadInput, match="batch"):
         O.evaluate_device_bytes(dr, 0)
+
+
+def test_too_dense_for_int32_is_one_clear_error_before_setup():
+    """A full WindowPoSt partition's size (100.2M constraints, 2.94G nonzeros: Poseidon's MDS rows make ~29 per
+    constraint) cannot be laid out with int32 indices: check_indexable says so, and both setups refuse the circuit
+    before any work (no matrices are read beyond their sizes)."""
+    import types
+
+    from cuzk_jax.groth16 import generator
+    from cuzk_jax.ops import r1cs as ops_r1cs
+
+    def fake(nnz_each):
+        mats = [types.SimpleNamespace(nnz=n) for n in nnz_each]
+        return types.SimpleNamespace(num_constraints=100_236_529, num_inputs=25_840, matrices=lambda: mats)
+
+    dense = fake([980_000_000, 1_860_000_000, 96_874_835])
+    with pytest.raises(BadInput, match=r"int32 indexing: 2936\d+ nonzeros \(29\.\d per constraint\)"):
+        ops_r1cs.check_indexable(dense)
+    for method in ("host", "device"):
+        with pytest.raises(BadInput, match="int32 indexing"):
+            generator.setup(dense, method=method)
+    ops_r1cs.check_indexable(fake([300_000_000, 300_000_000, 100_000_000]))  # a SnapDeals-sized partition fits

@@ -5,10 +5,14 @@ memory per kind, and a WinningPoSt proof's latency while a PoRep sector is being
 
 * ``<kind>[:<preset>[:<partitions>]]`` with kind ``winning_post``, ``window_post`` or ``snap_update``: one row.
   Preset default ``--preset`` (else ``tiny``); partitions default the kind's own count where Filecoin fixes it
-  (WinningPoSt: 1), else ``--partitions``. The key is set up in memory (``setup_s``, not cached on disk: full-size
-  keys are tens of GiB). One untimed proof compiles every program; then ``--reps`` proofs of the same witnesses
-  through the resident key: ``prove_s`` is their median, ``per_partition_s`` = prove_s / partitions;
-  ``synth_s`` is the native sampling + witness synthesis of all partitions (host, one process). Proofs are
+  (WinningPoSt: 1), else ``--partitions``. The sector bench's order, so that a full-size partition fits: the
+  witnesses (native sampling + synthesis of all partitions, :mod:`cuzk_jax.circuits.block_witness` in
+  ``--workers`` processes, 0 = one per CPU; ``synth_s`` their own time, ``synth_wait_s`` what was left after the
+  key) are made while the key is set up in memory (``setup_s``, not cached on disk: full-size keys are tens of
+  GiB) and made resident with the setup's queries consumed (``resident_s``; ``plan``: the memory plan,
+  ``--prover`` sets its budgets). One untimed proof compiles every program; then ``--reps`` proofs of the same
+  witnesses (one ready batch of canonical limbs) through the resident key: ``prove_s`` is their median,
+  ``per_partition_s`` = prove_s / partitions. Proofs are
   verified (arkworks pairing) and a wrong public input must be rejected (``ok``). Device memory: JAX's
   ``memory_stats()`` of device 0 where the platform reports it (GPU): ``key_resident_gib`` (the resident key's own
   arrays), ``device_in_use_gib`` after proving, ``device_peak_gib`` the process peak so far (cumulative over the
@@ -74,7 +78,10 @@ def _witnesses(circuit, P: int, seed: int, workers: int | None, num_vars: int) -
     from cuzk_jax.circuits import block_witness
 
     t0 = time.perf_counter()
-    z, publics = block_witness.witness_batch(circuit, P, seed, workers=workers, num_vars=num_vars)
+    try:
+        z, publics = block_witness.witness_batch(circuit, P, seed, workers=workers, num_vars=num_vars)
+    finally:
+        block_witness.shutdown_pool()  # the workers' heaps (GiB at full size) go before the prove
     return {"z": z, "publics": publics, "synth_s": time.perf_counter() - t0}
 
 

@@ -175,6 +175,9 @@ def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | No
         raise ValueError(f"unknown setup method {method!r}; expected one of {SCALAR_METHODS}")
     if method == "device":
         return development_setup(r1cs, toxic, progress=progress)
+    from cuzk_jax.ops import r1cs as ops_r1cs
+
+    ops_r1cs.check_indexable(r1cs)  # a key the prover cannot use fails here, not after the setup
     install_compile_hint()
     t0 = time.perf_counter()
     toxic = toxic or random_toxic_waste()
@@ -417,8 +420,10 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     (:func:`cuzk_jax.ops.fixed_base.precompile_bucket`) while the scalars are computed, instead of one after the
     other at their first use (each takes minutes to compile on a GPU).
     """
+    from cuzk_jax.ops import r1cs as ops_r1cs
     from cuzk_jax.ops import setup_scalars as S
 
+    ops_r1cs.check_indexable(r1cs)  # a key the prover cannot use fails here, not after the setup
     install_compile_hint()
     t0 = time.perf_counter()
     if toxic is None:
