@@ -147,11 +147,23 @@ class Circuit:
         if path is not None:
             self._r1cs = self._load_compiled(path)
             if self._r1cs is not None:
-                return self._r1cs
+                return self._with_tiling(self._r1cs)
         self._r1cs = self.build_structure()
         if path is not None:  # absent, or unusable and rebuilt: (re)write it
             self._save_compiled(path)
         return self._r1cs
+
+    def _with_tiling(self, r1cs: R1CS) -> R1CS:
+        """``r1cs`` with its :class:`~.tiling.Tiling` (a header-and-blocks circuit's R1CS loaded from a compiled
+        file, which does not store it: derived from the header and one block, sizes only)."""
+        uses = getattr(self, "uses_blocks", None)
+        if r1cs.tiling is None and uses is not None and uses() and self.block_count > 1:
+            from .tiling import block_tiling
+
+            header, block = self.block_synthesis(None)
+            t = block_tiling(header, lambda cs, shared: block(cs, shared, 0), self.block_count, self.BLOCK_PREFIX)
+            object.__setattr__(r1cs, "tiling", t)  # not part of the structure (compare=False): the digest is kept
+        return r1cs
 
     def build_structure(self) -> R1CS:
         """The R1CS from scratch (no cache): structure-only synthesis with the builder. Circuits made of identical

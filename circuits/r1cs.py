@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -75,6 +75,10 @@ class R1CS:
     row_label: np.ndarray
     input_names: tuple = ()
     appended_constraints: int = 0  # rows added after synthesis (with_input_constraints)
+    # a header and identical blocks (circuits.tiling.Tiling), when the circuit says so: lets the prover evaluate
+    # one block's rows per block instead of holding every nonzero (ops.r1cs.TiledR1CS); carried by
+    # with_input_constraints, whose rows go after the blocks
+    tiling: Any = dataclasses.field(default=None, compare=False, repr=False)
     # digest() of an R1CS whose arrays cannot change (read-only views of a checksummed compiled file); not an init
     # argument, so dataclasses.replace() never carries it over to a different structure
     _digest: str | None = dataclasses.field(default=None, init=False, repr=False, compare=False)

@@ -14,12 +14,41 @@ wire.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 import numpy as np
 
 from .cs import ConstraintSystem
 from .r1cs import R1CS, SparseMatrix
+
+
+@dataclasses.dataclass(frozen=True)
+class Tiling:
+    """How an R1CS is a header and ``count`` identical blocks: constraint rows (``m_h`` header rows, then ``m_b``
+    per block; bellman's input constraints, when appended, follow) and wires (``ni_h`` header inputs, ONE
+    included, and ``ni_b`` per block; ``na_h`` header aux and ``na_b`` per block), in the layout of the module
+    docstring."""
+
+    m_h: int
+    m_b: int
+    count: int
+    ni_h: int
+    ni_b: int
+    na_h: int
+    na_b: int
+
+
+def block_tiling(header: Callable, block: Callable, count: int, prefix: str) -> Tiling:
+    """The :class:`Tiling` of :func:`tiled_r1cs`'s R1CS from the header and block 0 alone (structure mode: sizes
+    only, no matrices kept) -- for an R1CS loaded from a compiled file."""
+    cs = ConstraintSystem("structure")
+    shared = header(cs)
+    ni_h, na_h, m_h = cs.num_inputs, cs.num_aux, cs.num_constraints
+    with cs.namespace(f"{prefix}_0"):
+        block(cs, shared)
+    return Tiling(m_h=m_h, m_b=cs.num_constraints - m_h, count=count, ni_h=ni_h, ni_b=cs.num_inputs - ni_h,
+                  na_h=na_h, na_b=cs.num_aux - na_h)
 
 
 def tiled_r1cs(header: Callable, block: Callable, count: int, prefix: str) -> R1CS:
@@ -70,4 +99,6 @@ def tiled_r1cs(header: Callable, block: Callable, count: int, prefix: str) -> R1
         names += [f"{prefix}_{j}" + p[len(first):] if p.startswith(first) else p for p in one.input_names[ni_h:]]
     return R1CS(num_inputs=n_in, num_aux=na_h + count * na_b, A=mats[0], B=mats[1], C=mats[2], coeffs=one.coeffs,
                 namespaces=tuple(namespaces), labels=one.labels, row_namespace=rns.astype(np.int32),
-                row_label=rl.astype(np.int32), input_names=tuple(names))
+                row_label=rl.astype(np.int32), input_names=tuple(names),
+                tiling=Tiling(m_h=m_h, m_b=one.num_constraints - m_h, count=count, ni_h=ni_h, ni_b=ni_b, na_h=na_h,
+                              na_b=na_b))

@@ -139,12 +139,14 @@ def _check_int32(m: int, nnz: int, mp: int, nnzp: int) -> None:
             f"below 2^31); a circuit this dense or large cannot be proved here")
 
 
-def check_indexable(r1cs, *, bucket_steps: int | None = BUCKET_STEPS) -> None:
-    """BadInput unless :func:`to_device` can lay out ``r1cs`` (a host R1CS, before bellman's input constraints, which
-    this counts: one constraint and one nonzero per input) with int32 indices. Cheap (sizes only): setup calls it
-    so that a circuit the prover cannot evaluate fails before hours of key generation, not after."""
-    m = r1cs.num_constraints + r1cs.num_inputs
-    nnz = sum(mat.nnz for mat in r1cs.matrices()) + r1cs.num_inputs
+def check_indexable(r1cs, *, bucket_steps: int | None = BUCKET_STEPS, appended: bool = True) -> None:
+    """BadInput unless :func:`to_device` can lay out ``r1cs`` (a host R1CS) with int32 indices; ``appended``:
+    ``r1cs`` is before bellman's input constraints, which this then counts (one constraint and one nonzero per
+    input). Cheap (sizes only): setup calls it so that a circuit the prover cannot evaluate fails before hours of
+    key generation, not after."""
+    extra = r1cs.num_inputs if appended else 0
+    m = r1cs.num_constraints + extra
+    nnz = sum(mat.nnz for mat in r1cs.matrices()) + extra
     if bucket_steps is None:
         _check_int32(m, nnz, m, nnz)
     else:
@@ -497,6 +499,171 @@ def chunked_program(cr: ChunkedR1CS, z, m: int, method: str = "scatter"):
     return az[..., :m], bz[..., :m], cz[..., :m], first < 0, first
 
 
+class TiledR1CS(NamedTuple):
+    """An R1CS made of a header, ``count`` identical blocks and bellman's input constraints, laid out for the
+    device as a few row *patterns* evaluated in order (a pytree of arrays, like :class:`ChunkedR1CS`).
+
+    A circuit tiled from one block (:mod:`cuzk_jax.circuits.tiling`: WindowPoSt's sectors, SnapDeals' challenges)
+    repeats one block's rows with its wires shifted. Holding every nonzero costs 12 bytes each on the device (a full
+    WindowPoSt partition: 2.94G nonzeros, past int32 indexing); here a pattern is one range of constraints -- the
+    header, a group of ``g`` blocks, the last (shorter) group, the input constraints -- and the group pattern is
+    evaluated once per group with its columns moved: ``cols + mult[j] * steps``.
+
+    * ``rows``, ``cols``, ``steps``, ``coeff_ids``: int32 (K, N), pattern ``k``'s nonzeros as :class:`ChunkedR1CS`'s
+      chunk (local stacked rows in ``[0, 3 Rc)``, sorted; ``cols`` the columns of the pattern's first occurrence,
+      ``steps`` the column shift per block: 0 for ONE and header wires);
+    * ``indptr``: int32 (K, 3Rc + 1); ``coeffs``: uint32 (8, Kc + 1) with a zero entry last (the padding's);
+    * ``pattern``, ``mult``, ``start``: int32 (C,): evaluation step ``j`` runs pattern ``pattern[j]`` with column
+      multiplier ``mult[j]`` and writes its ``Rc`` rows from output row ``start[j]`` on.
+
+    Steps run in order of ``start``; a step's rows past its pattern's own are zero (and satisfied) and fall on the
+    next step's rows, which overwrite them (the output buffer has ``Rc`` spare rows for the last step).
+    """
+
+    rows: jax.Array
+    cols: jax.Array
+    steps: jax.Array
+    coeff_ids: jax.Array
+    indptr: jax.Array
+    coeffs: jax.Array
+    pattern: jax.Array
+    mult: jax.Array
+    start: jax.Array
+
+    @property
+    def rows_per_chunk(self) -> int:
+        return (self.indptr.shape[1] - 1) // 3
+
+    @property
+    def num_chunks(self) -> int:
+        return self.pattern.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(x.nbytes for x in self))
+
+
+def _pattern_arrays(mats, r0: int, nrows: int, rc: int, n: int, zero_id: int, step_of):
+    """Pattern arrays (rows, cols, steps, coeff_ids, indptr) of constraints ``[r0, r0 + nrows)`` of the three
+    matrices, padded to ``n`` nonzeros and ``rc`` rows per matrix; ``step_of(cols) -> steps`` (int64)."""
+    out_rows = np.full(n, 3 * rc - 1, np.int32)
+    out_cols = np.zeros(n, np.int32)
+    out_steps = np.zeros(n, np.int32)
+    out_cids = np.full(n, zero_id, np.int32)
+    out_ptr = np.empty(3 * rc + 1, np.int64)
+    pos = 0
+    for k, mat in enumerate(mats):
+        indptr = np.asarray(mat.indptr[r0:r0 + nrows + 1], np.int64)
+        s0, s1 = int(indptr[0]), int(indptr[-1])
+        cnt = s1 - s0
+        cols = np.asarray(mat.cols[s0:s1], np.int64)
+        out_rows[pos:pos + cnt] = np.repeat(np.arange(nrows, dtype=np.int64), np.diff(indptr)) + k * rc
+        out_cols[pos:pos + cnt] = cols
+        out_steps[pos:pos + cnt] = step_of(cols)
+        out_cids[pos:pos + cnt] = mat.coeff_ids[s0:s1]
+        out_ptr[k * rc:k * rc + nrows + 1] = indptr - s0 + pos
+        out_ptr[k * rc + nrows + 1:(k + 1) * rc + 1] = pos + cnt
+        pos += cnt
+    out_ptr[-1] = n
+    return out_rows, out_cols, out_steps, out_cids, out_ptr.astype(np.int32)
+
+
+#: Nonzeros one step of a :class:`TiledR1CS` aims at (the blocks per group are chosen to stay near it).
+TILED_STEP_NNZ = 1 << 24
+
+
+def tile(r1cs, tiling, *, step_nnz: int = TILED_STEP_NNZ, nnz_steps: int | None = BUCKET_STEPS) -> TiledR1CS:
+    """The :class:`TiledR1CS` of ``r1cs`` (a host R1CS *with* bellman's input constraints appended, rows: header,
+    blocks, inputs) whose blocks ``tiling`` describes (attributes ``m_h``, ``m_b``, ``count`` (rows), ``ni_h``,
+    ``ni_b``, ``na_h``, ``na_b`` (wires): :class:`cuzk_jax.circuits.tiling.Tiling`). Host work over one group of
+    blocks, the header and the input rows only: the other blocks' nonzeros are never read."""
+    mats = r1cs.matrices()
+    m_h, m_b, count = int(tiling.m_h), int(tiling.m_b), int(tiling.count)
+    m = r1cs.num_constraints
+    tail_rows = m - m_h - count * m_b
+    if tail_rows < 0 or count < 1 or m_b < 1:
+        raise BadInput(f"tiling does not fit the R1CS: {m_h} + {count} x {m_b} rows > {m}")
+    ni_h, ni_b, na_h, na_b = (int(getattr(tiling, k)) for k in ("ni_h", "ni_b", "na_h", "na_b"))
+    n_in = ni_h + count * ni_b
+    if n_in != r1cs.num_inputs:
+        raise BadInput(f"tiling does not fit the R1CS: {n_in} inputs, the R1CS has {r1cs.num_inputs}")
+    block_nnz = sum(int(mat.indptr[m_h + m_b] - mat.indptr[m_h]) for mat in mats)
+    g = max(1, min(count, step_nnz // max(1, block_nnz)))
+    groups, rest = divmod(count, g)
+
+    def block_step(cols):  # block input columns shift by ni_b per block, block aux columns by na_b
+        return np.where((cols >= ni_h) & (cols < n_in), ni_b, np.where(cols >= n_in + na_h, na_b, 0))
+
+    none = lambda cols: np.zeros_like(cols)  # noqa: E731
+    # (first row, rows, step function) per pattern; steps: (pattern, mult, start)
+    pats, steps = [], []
+    if m_h:
+        steps.append((len(pats), 0, 0))
+        pats.append((0, m_h, none))
+    gid = len(pats)
+    pats.append((m_h, g * m_b, block_step))
+    steps += [(gid, j * g, m_h + j * g * m_b) for j in range(groups)]
+    if rest:
+        steps.append((len(pats), 0, m_h + groups * g * m_b))
+        pats.append((m_h + groups * g * m_b, rest * m_b, none))
+    if tail_rows:
+        steps.append((len(pats), 0, m_h + count * m_b))
+        pats.append((m_h + count * m_b, tail_rows, none))
+    rc = max(nrows for _, nrows, _ in pats)
+    n = max(sum(int(mat.indptr[r0 + nrows] - mat.indptr[r0]) for mat in mats) for r0, nrows, _ in pats)
+    n = max(1, bucket(n, nnz_steps) if nnz_steps else n)
+    if n >= 2**31 or 3 * rc >= 2**31 or n_in + r1cs.num_aux >= 2**31:
+        raise BadInput(f"tiled pattern too large for int32 indexing ({n} nonzeros, {rc} rows)")
+    coeffs = encoding.ints_to_limbs([c * fr.r_mod % R * (1 << 32) % R for c in r1cs.coeffs], "fr",
+                                    montgomery=False)
+    zero_id = coeffs.shape[1]
+    coeffs = np.concatenate([coeffs, np.zeros((fr.limbs, 1), np.uint32)], axis=1)
+    arrays = [_pattern_arrays(mats, r0, nrows, rc, n, zero_id, fn) for r0, nrows, fn in pats]
+    stacked = [np.stack([a[i] for a in arrays]) for i in range(5)]
+    table = np.array(steps, np.int32).reshape(-1, 3)
+    return TiledR1CS(rows=stacked[0], cols=stacked[1], steps=stacked[2], coeff_ids=stacked[3], indptr=stacked[4],
+                     coeffs=coeffs, pattern=table[:, 0].copy(), mult=table[:, 1].copy(), start=table[:, 2].copy())
+
+
+@functools.partial(jax.jit, static_argnames=("m", "method"))
+def tiled_program(tr: TiledR1CS, z, m: int, method: str = "scatter"):
+    """The jitted program of :func:`evaluate_tiled` (no checks, no x64 scope: call it under ``jax.enable_x64``):
+    :func:`chunked_program`'s loop over the steps of ``tr``, each a pattern with its columns moved, written from its
+    ``start`` row; the first failing constraint is the first step's with a failure (steps run in row order)."""
+    C = tr.pattern.shape[0]
+    rc = (tr.indptr.shape[1] - 1) // 3
+    batch = z.shape[1:-1]
+    zeros = (0,) * (1 + len(batch))
+
+    def body(j, carry):
+        outs, first = carry
+        p = tr.pattern[j]
+        sub = DeviceR1CS(rows=tr.rows[p], cols=tr.cols[p] + tr.mult[j] * tr.steps[p], coeff_ids=tr.coeff_ids[p],
+                         indptr=tr.indptr[p], coeffs=tr.coeffs)
+        abc = _abc(sub, z, method)
+        a, b, c = abc[..., :rc], abc[..., rc:2 * rc], abc[..., 2 * rc:]
+        bad = ~fr.eq(fr.mul(a, b), c)
+        hit = jnp.any(bad, axis=-1) & (first < 0)
+        first = jnp.where(hit, tr.start[j] + jnp.argmax(bad, axis=-1).astype(jnp.int32), first)
+        at = (jnp.int32(0),) * len(zeros) + (tr.start[j],)  # one index type (x64 would make the zeros int64)
+        outs = tuple(jax.lax.dynamic_update_slice(o, x, at) for o, x in zip(outs, (a, b, c)))
+        return outs, first
+
+    outs0 = tuple(jnp.zeros((fr.limbs,) + batch + (m + rc,), jnp.uint32) for _ in range(3))
+    first0 = jnp.full(batch, -1, jnp.int32)
+    (az, bz, cz), first = jax.lax.fori_loop(0, C, body, (outs0, first0))
+    return az[..., :m], bz[..., :m], cz[..., :m], first < 0, first
+
+
+@x64
+def evaluate_tiled(tr: TiledR1CS, z, num_rows: int, method: str = "scatter"):
+    """``(A z, B z, C z, ok, first)`` of a :class:`TiledR1CS` (``num_rows``: the source's constraints), equal to
+    :func:`evaluate_chunked` on the flat layout."""
+    if method not in METHODS:
+        raise BadInput(f"unknown method {method!r}; expected one of {METHODS}")
+    return tiled_program(tr, z, int(num_rows), method)
+
+
 # Bytes of the evaluation's live intermediates, fitted (rounded up) to XLA's buffer assignment
 # (``compiled.memory_analysis().temp_size_in_bytes``; tests/test_r1cs_device.py checks the bound on this platform).
 # Per nonzero and partition: the gathered z limbs, the uint64 products and the Montgomery product's temporaries --
@@ -532,7 +699,7 @@ def evaluate_device_bytes(dr: DeviceR1CS, batch: int, rows_per_chunk: int | None
     platform's, :func:`cuzk_jax.ops.config.default_schedule`) -- the rolled CPU schedule keeps ~3x more live."""
     if not isinstance(batch, (int, np.integer)) or batch < 1:
         raise BadInput(f"batch must be a positive int, got {batch!r}")
-    if isinstance(dr, ChunkedR1CS):
+    if isinstance(dr, (ChunkedR1CS, TiledR1CS)):
         M = dr.num_chunks * dr.rows_per_chunk
         return _eval_bytes(M, dr.rows.shape[1], int(batch), dr.rows_per_chunk, schedule)
     if rows_per_chunk is None:

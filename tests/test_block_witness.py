@@ -85,3 +85,15 @@ def test_public_inputs_read_back_canonically(builder):
     c, r1cs, ws, publics = builder["snap_update"]
     z, _ = block_witness.witness_batch(c, 1, 3, workers=1)
     assert encoding.limbs_to_ints(z[:, 0, 1:r1cs.num_inputs], "fr") == publics[0]
+
+
+def test_tiling_survives_the_compiled_file(tmp_path):
+    """The R1CS's Tiling (what the prover's tiled evaluation reads) is derived again for an R1CS loaded from a
+    compiled file, which does not store it; a one-block circuit has none."""
+    first = base.get_circuit("window_post", "tiny", sectors=5).r1cs(cache_dir=tmp_path)
+    again = base.get_circuit("window_post", "tiny", sectors=5).r1cs(cache_dir=tmp_path)
+    assert first is not again and first.tiling is not None and again.tiling == first.tiling
+    assert again.digest() == first.digest() and first.tiling.count == 5 and first.tiling.m_h == 0
+    assert base.get_circuit("winning_post", "tiny").r1cs().tiling is None
+    snap = base.get_circuit("snap_update", "tiny").r1cs()
+    assert snap.tiling.m_h > 0 and snap.tiling.m_h + 2 * snap.tiling.m_b == snap.num_constraints

@@ -259,9 +259,20 @@ def test_prove_and_verify(instances, keys, name):
     assert publics == res.public_inputs
     proofs, _ = prover.prove(pk, r1cs, z, config="msm=host", montgomery=False)
     assert verifier.verify_batch(pk.vk, publics, proofs)
+    rs = prover.insecure_randomness_for_tests(7, P)
+    flat, _ = prover.prove(pk, r1cs, z, config="msm=host,tiled=off", montgomery=False, randomness=rs)
+    # the tiled evaluation (one block's rows per block, columns moved): the same proofs, the same failing constraint
+    # (WinningPoSt is one sector: one block, nothing to tile)
+    modes = ("off", "on") if r1cs.tiling is not None else ("off",)
+    if r1cs.tiling is not None:
+        assert prover.prove(pk, r1cs, z, config="msm=host,tiled=on", montgomery=False, randomness=rs)[0] == flat
+    else:
+        with pytest.raises(BadInput, match="not a header-and-blocks circuit"):
+            prover.prove(pk, r1cs, z, config="msm=host,tiled=on", montgomery=False)
     z[:, 1] = w_bad.z_limbs(montgomery=False)
-    with pytest.raises(Unsatisfied, match=f"partition 1: .*'{where}'"):
-        prover.prove(pk, r1cs, z, config="msm=host", montgomery=False)
+    for tiled in modes:
+        with pytest.raises(Unsatisfied, match=f"partition 1: .*'{where}'"):
+            prover.prove(pk, r1cs, z, config=f"msm=host,tiled={tiled}", montgomery=False)
 
 
 @pytest.mark.parametrize("name,override,match", [

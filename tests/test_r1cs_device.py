@@ -5,6 +5,7 @@ Oracles: the Python-int reference (:mod:`cuzk_jax.reference.r1cs`), the host ``R
 device path. Programs are compiled for a few small shapes only (module fixtures share them).
 """
 
+import dataclasses
 import random
 
 import jax
@@ -327,3 +328,32 @@ def test_too_dense_for_int32_is_one_clear_error_before_setup():
         with pytest.raises(BadInput, match="int32 indexing"):
             generator.setup(dense, method=method)
     ops_r1cs.check_indexable(fake([300_000_000, 300_000_000, 100_000_000]))  # a SnapDeals-sized partition fits
+
+
+@pytest.mark.parametrize("name,over", [("window_post", {"sectors": 7}), ("snap_update", {})])
+def test_tiled_evaluation_equals_the_flat_one(name, over):
+    """ops.r1cs.tile / evaluate_tiled on a header-and-blocks R1CS (with bellman's input rows): the same A z, B z,
+    C z as the flat layout for groups of one block, of several (a shorter last group) and of all blocks, and the
+    same first failing constraint for a bad witness (in a block past the first group)."""
+    from cuzk_jax.circuits import block_witness
+
+    c = get_circuit(name, "tiny", **over)
+    r1cs = c.r1cs()
+    ext = r1cs.with_input_constraints()
+    assert ext.tiling is not None and ext.tiling.count == c.block_count
+    z, _ = block_witness.witness_batch(c, 2, 1, montgomery=True, num_vars=r1cs.num_vars)
+    bad = np.array(z)
+    col = ext.num_inputs + ext.tiling.na_h + 5 * ext.tiling.na_b // 2 + 3 if name == "window_post" else \
+        ext.num_inputs + ext.tiling.na_h + ext.tiling.na_b + 7  # an aux wire of block 2 / block 1
+    bad[:, 1, col] ^= 1
+    zz = jnp.asarray(np.stack([z[:, 0], bad[:, 1]], axis=1))
+    flat = O.evaluate_chunked(O.to_device(ext), zz, rows_per_chunk=ext.num_constraints)
+    assert bool(flat[3][0]) and not bool(flat[3][1])
+    block_nnz = sum(int(m.indptr[ext.tiling.m_h + ext.tiling.m_b] - m.indptr[ext.tiling.m_h]) for m in ext.matrices())
+    for step in (1, 3 * block_nnz, 10**9):
+        tr = jax.tree_util.tree_map(jnp.asarray, O.tile(ext, ext.tiling, step_nnz=step))
+        got = O.evaluate_tiled(tr, zz, ext.num_constraints)
+        for a, b in zip(got, flat):
+            assert np.array_equal(np.asarray(a), np.asarray(b)), step
+    with pytest.raises(BadInput, match="tiling does not fit"):
+        O.tile(ext, dataclasses.replace(ext.tiling, count=ext.tiling.count + 1))

@@ -120,7 +120,13 @@ class ProverConfig:
       ``"split"`` (one program per input vector: :func:`cuzk_jax.ops.qap.compute_h_split`, a third of the
       transform's temporaries); ``"auto"`` (default): split from a :data:`plan.H_SPLIT_DOMAIN
       <cuzk_jax.groth16.plan.H_SPLIT_DOMAIN>` domain up, which the memory plan models. One device only (a mesh
-      runs the fused program per device).
+      runs the fused program per device);
+    * ``tiled``: the constraint evaluation of a header-and-blocks R1CS (one that carries a
+      :class:`~cuzk_jax.circuits.tiling.Tiling`: WinningPoSt, WindowPoSt, SnapDeals) as one block's rows evaluated
+      for every block with its columns moved (:class:`cuzk_jax.ops.r1cs.TiledR1CS`; device tables for a group of
+      blocks only) instead of every nonzero held: ``"on"``, ``"off"``, or ``"auto"`` (default: tiled only when
+      the flat layout cannot be indexed with int32, e.g. a full WindowPoSt partition's 2.94G nonzeros; an A/B
+      switch until a GPU run compares the two where both work).
 
     Text form (:meth:`parse`, the ``--prover`` flag): comma-separated ``key=value``, e.g.
     ``"msm=pallas,ntt=xla,tables=on,window=16"`` or ``"device_budget=100GiB,host_budget=96GiB,split=on"``;
@@ -138,6 +144,7 @@ class ProverConfig:
     batch: int | None = None
     prefetch: str = "off"
     h: str = "auto"
+    tiled: str = "auto"
 
     def __post_init__(self):
         if self.tables not in TABLE_MODES:
@@ -152,6 +159,8 @@ class ProverConfig:
             raise BadInput(f"prover config: prefetch must be on or off, got {self.prefetch!r}")
         if self.h not in H_MODES:
             raise BadInput(f"prover config: h must be one of {H_MODES}, got {self.h!r}")
+        if self.tiled not in TABLE_MODES:
+            raise BadInput(f"prover config: tiled must be one of {TABLE_MODES}, got {self.tiled!r}")
         for key in ("device_budget", "host_budget", "chunk", "batch"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -160,7 +169,7 @@ class ProverConfig:
     @classmethod
     def parse(cls, text: str | None) -> "ProverConfig":
         """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window, device_budget,
-        host_budget, split, chunk, batch, prefetch, h); BadInput names a bad token."""
+        host_budget, split, chunk, batch, prefetch, h, tiled); BadInput names a bad token."""
         kw: dict = {}
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
             key, sep, value = part.partition("=")
@@ -171,7 +180,7 @@ class ProverConfig:
                 kw[key] = HOST_MSM if value == HOST_MSM else ops_config.MsmConfig.parse(value)
             elif key == "ntt":
                 kw[key] = ops_config.NttConfig.parse(value)
-            elif key in ("tables", "split", "prefetch", "h"):
+            elif key in ("tables", "split", "prefetch", "h", "tiled"):
                 kw[key] = value
             elif key in ("window", "chunk", "batch"):
                 if not value.isdigit():
@@ -181,7 +190,7 @@ class ProverConfig:
                 kw[key] = memplan.parse_bytes(value)
             else:
                 raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window, "
-                               f"device_budget, host_budget, split, chunk, batch, prefetch, h)")
+                               f"device_budget, host_budget, split, chunk, batch, prefetch, h, tiled)")
         return cls(**kw)
 
     def resolved(self, sharded: bool = False) -> "ProverConfig":
@@ -202,7 +211,7 @@ class ProverConfig:
                  f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else "",
                  f"batch={self.batch}" if self.batch else "",
                  f"prefetch={self.prefetch}" if self.prefetch != "off" else "",
-                 f"h={self.h}" if self.h != "auto" else ""]
+                 f"h={self.h}" if self.h != "auto" else "", f"tiled={self.tiled}" if self.tiled != "auto" else ""]
         return ",".join(p for p in parts if p)
 
 
@@ -356,15 +365,19 @@ def _r1cs_bytes(r1cs) -> int:
 
 def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain_size: int,
              partitions: int = memplan.DEFAULT_PARTITIONS, want_tables: bool = False,
-             max_batch: int | None = None, table_names: tuple | None = None) -> memplan.MemoryPlan:
+             max_batch: int | None = None, table_names: tuple | None = None,
+             num_rows: int | None = None) -> memplan.MemoryPlan:
     """The :class:`~cuzk_jax.groth16.plan.MemoryPlan` of a key (``queries``: phase name -> bases as they will be
     held, infinity-free) under ``config``'s budgets. The device budget defaults to a fraction of what the device
     reports (none on a CPU: unbounded)."""
     budget = config.device_budget
     if budget is None and device_bytes():
         budget = int(memplan.DEFAULT_DEVICE_FRACTION * device_bytes())
-    dr_nnz = int(r1cs.rows.shape[0])
-    rows = int(r1cs.indptr.shape[0] - 1) // 3
+    if isinstance(r1cs, ops_r1cs.TiledR1CS):  # one step's nonzeros at a time (its own chunking)
+        dr_nnz, rows = int(r1cs.rows.shape[1]), int(num_rows)
+    else:
+        dr_nnz = int(r1cs.rows.shape[0])
+        rows = int(r1cs.indptr.shape[0] - 1) // 3
     shape = memplan.Shape(num_vars=num_vars, num_rows=rows, nnz=dr_nnz, domain=domain_size,
                           bases={k: int(np.shape(v.inf)[-1]) for k, v in queries.items()},
                           r1cs_bytes=_r1cs_bytes(r1cs), eval_bytes=ops_r1cs.evaluate_device_bytes(r1cs, 1))
@@ -410,10 +423,27 @@ def _drop_infinity(queries: dict, consume: bool = False) -> tuple[dict, dict]:
     return out, columns
 
 
+def _tiled(config, ext) -> bool:
+    """Whether :func:`make_resident` lays ``ext`` out as a :class:`~cuzk_jax.ops.r1cs.TiledR1CS` (config
+    ``tiled``; ``auto``: when the flat layout cannot be indexed with int32)."""
+    mode = as_config(config).tiled
+    if getattr(ext, "tiling", None) is None:
+        if mode == "on":
+            raise BadInput("prover config tiled=on: this R1CS is not a header-and-blocks circuit (no tiling)")
+        return False
+    if mode != "auto":
+        return mode == "on"
+    try:
+        ops_r1cs.check_indexable(ext, appended=False)
+    except BadInput:
+        return True
+    return False
+
+
 def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int, num_vars: int, domain_size: int,
                    qap: str, digest: str, config=None, pk=None, constraint_name=None, verifier=None, mesh=None,
                    device=None, headroom: int | None = None, partitions: int | None = None,
-                   max_batch: int | None = None, consume: bool = False) -> ResidentKey:
+                   max_batch: int | None = None, consume: bool = False, num_rows: int | None = None) -> ResidentKey:
     """Upload a key's bases and R1CS tables under a memory plan, and build its window tables when the config asks
     for them and the plan has room.
 
@@ -424,7 +454,8 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     ``None``: :data:`TABLE_FRACTION` of the device memory. Tables run on one device only (``mesh`` must be None).
     ``device``: a device other than the default one to live on (None: the default device, uncommitted).
     ``partitions``: the batch the plan is made for (default :data:`plan.DEFAULT_PARTITIONS`, a sector);
-    ``max_batch``: a cap on the plan's batch (e.g. the engine's). Raises
+    ``max_batch``: a cap on the plan's batch (e.g. the engine's). ``num_rows``: the constraints a
+    :class:`~cuzk_jax.ops.r1cs.TiledR1CS` evaluates (required with one). Raises
     :class:`~cuzk_jax.errors.MemoryBudgetError` before uploading anything when the budgets cannot hold one
     partition."""
     if qap not in QAP_FORMS:
@@ -445,7 +476,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
         plan = plan_for(config, queries=queries, r1cs=r1cs, num_vars=num_vars, domain_size=domain_size,
                         partitions=partitions or memplan.DEFAULT_PARTITIONS, want_tables=want_tables,
                         table_names=table_names,
-                        max_batch=max_batch)
+                        max_batch=max_batch, num_rows=num_rows)
         if plan.streamed and mesh is not None:
             raise BadInput("the memory plan streams key bases, which a device mesh does not support: raise the "
                            "device budget or prove on one device")
@@ -453,8 +484,11 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     if plan is not None and plan.streamed:
         streamed = {name: Affine(*(np.asarray(c) for c in queries.pop(name))) for name in plan.streamed}
     z_width = getattr(r1cs, "z_width", None)
-    eval_rows = getattr(r1cs, "padded_constraints", None)
-    if plan is not None and plan.eval_chunk:  # the evaluation in row chunks (one compiled loop body)
+    tiled = isinstance(r1cs, ops_r1cs.TiledR1CS)
+    if tiled and num_rows is None:
+        raise BadInput("build_resident: a TiledR1CS needs num_rows")
+    eval_rows = num_rows if tiled else getattr(r1cs, "padded_constraints", None)
+    if plan is not None and plan.eval_chunk and not tiled:  # the evaluation in row chunks (one compiled loop body)
         r1cs = ops_r1cs.chunk_rows(r1cs, plan.eval_chunk)
     queries, columns, r1cs = _place((queries, columns, r1cs), mesh, device)
     tables = {}
@@ -522,15 +556,18 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
     if consume:
         for f in fields.values():
             setattr(pk, f, None)
-    # size-bucketed R1CS tables: circuits of nearby sizes share the evaluation programs (stage pads z to match);
-    # built on the host and uploaded once by build_resident, whole or in the plan's row chunks
-    dr = ops_r1cs.to_device(ext, bucket_steps=ops_r1cs.BUCKET_STEPS, upload=False)
+    if _tiled(config, ext):  # one group of blocks' rows, evaluated for every group with its columns moved
+        dr = ops_r1cs.tile(ext, ext.tiling)
+    else:
+        # size-bucketed R1CS tables: circuits of nearby sizes share the evaluation programs (stage pads z to
+        # match); built on the host and uploaded once by build_resident, whole or in the plan's row chunks
+        dr = ops_r1cs.to_device(ext, bucket_steps=ops_r1cs.BUCKET_STEPS, upload=False)
     # with consume, build_resident empties this very dict as it compacts: nothing else then holds the bases
     return build_resident(queries=queries, r1cs=dr, finish=finish,
                           num_inputs=pk.num_inputs, num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
                           config=config, pk=pk, constraint_name=ext.constraint_name, verifier=proof_checker(pk.vk),
                           mesh=mesh, device=device, headroom=headroom, partitions=partitions,
-                          max_batch=max_batch, consume=consume)
+                          max_batch=max_batch, consume=consume, num_rows=ext.num_constraints)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -699,6 +736,9 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
         with jax.enable_x64(True):  # as evaluate_chunked traces it
             m = rk.eval_rows or rk.r1cs.num_chunks * rk.r1cs.rows_per_chunk
             lowered = ops_r1cs.chunked_program.lower(rk.r1cs, z, m)
+    elif isinstance(rk.r1cs, ops_r1cs.TiledR1CS):
+        with jax.enable_x64(True):  # as evaluate_tiled traces it
+            lowered = ops_r1cs.tiled_program.lower(rk.r1cs, z, rk.eval_rows)
     else:
         lowered = progs["evaluate"].lower(rk.r1cs, z)
     lowered.compile()
@@ -735,6 +775,8 @@ def evaluate(rk: ResidentKey, z):
     C matrix, takes ``C z = A z * B z`` and reports every partition ok)."""
     if isinstance(rk.r1cs, ops_r1cs.ChunkedR1CS):  # the plan's row chunks
         return ops_r1cs.evaluate_chunked(rk.r1cs, z, num_rows=rk.eval_rows)
+    if isinstance(rk.r1cs, ops_r1cs.TiledR1CS):
+        return ops_r1cs.evaluate_tiled(rk.r1cs, z, rk.eval_rows)
     return _programs(rk)["evaluate"](rk.r1cs, z)
 
 
