@@ -33,7 +33,6 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
-import tempfile
 
 import numpy as np
 
@@ -41,7 +40,7 @@ from cuzk_jax import encoding
 from cuzk_jax.errors import BadInput
 
 from .cs import ConstraintSystem
-from .zfile import alloc_z, map_shared, shared_dir
+from .zfile import alloc_z, map_shared, shared_z
 
 __all__ = ["supports", "work_units", "witness_batch", "shutdown_pool"]
 
@@ -164,10 +163,7 @@ def witness_batch(circuit, partitions: int, seed: int = 0, workers: int | None =
                               else circuit.sample_blocks(unit[0], seed, unit[1], unit[2]))
             _write(circuit, unit, z, unit[0], inputs, offset, montgomery)
     else:
-        nbytes = 4 * shape[0] * shape[1] * shape[2]
-        fd, path = tempfile.mkstemp(prefix="cuzk-z-", suffix=".u32", dir=shared_dir(nbytes))
-        try:
-            os.ftruncate(fd, nbytes)
+        with shared_z(shape) as (path, mapped):
             slim = circuit.without_r1cs()
             pool = _pool(workers)
             try:
@@ -179,10 +175,7 @@ def witness_batch(circuit, partitions: int, seed: int = 0, workers: int | None =
             except concurrent.futures.process.BrokenProcessPool:
                 shutdown_pool()  # a dead worker breaks the pool: the next call starts a fresh one
                 raise
-            z = map_shared(path, shape, fd=fd)
-        finally:
-            os.close(fd)
-            os.unlink(path)
+            z = mapped()
     ni = r1cs.num_inputs if r1cs is not None else None
     if ni is None:
         ni = _num_inputs(circuit)

@@ -69,7 +69,6 @@ import concurrent.futures
 import hashlib
 import multiprocessing
 import os
-import tempfile
 import time
 
 import numpy as np
@@ -84,8 +83,7 @@ from .base import Circuit
 from .cs import ConstraintSystem
 from .r1cs import PackedWitness
 from .vector_witness import BatchCS, one_limbs
-from .zfile import SHARED_DIR_ENV, alloc_z, map_shared  # noqa: F401  (SHARED_DIR_ENV: re-exported)
-from .zfile import shared_dir as _shared_dir
+from .zfile import SHARED_DIR_ENV, alloc_z, map_shared, shared_z  # noqa: F401  (SHARED_DIR_ENV: re-exported)
 from .gadgets import boolean as B
 from .gadgets import merkle
 from .gadgets.num import Num, alloc_input_num, alloc_num, enforce_equal, from_bits_le, to_bits_le
@@ -654,9 +652,7 @@ def _witness_batch(circuit, inputs_list, workers, montgomery, sample=None):
         return z, publics, counts
     counts = block_counts(circuit)
     shape = (8, P, counts["num_vars"])
-    fd, path = tempfile.mkstemp(prefix="cuzk-z-", suffix=".u32", dir=_shared_dir(4 * shape[0] * shape[1] * shape[2]))
-    try:
-        os.ftruncate(fd, 4 * shape[0] * shape[1] * shape[2])
+    with shared_z(shape) as (path, mapped):
         slim = circuit.without_r1cs()
         pool = worker_pool(circuit, workers)
         try:
@@ -689,10 +685,7 @@ def _witness_batch(circuit, inputs_list, workers, montgomery, sample=None):
         except concurrent.futures.process.BrokenProcessPool:
             shutdown_pool()  # a dead worker breaks the pool: the next call starts a fresh one
             raise
-        z = map_shared(path, shape, fd=fd)
-    finally:
-        os.close(fd)
-        os.unlink(path)
+        z = mapped()
     publics = [circuit.public_inputs(inp) for inp in inputs_list]
     return z, publics, counts
 

@@ -4,6 +4,7 @@ and :mod:`.block_witness`)."""
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import tempfile
@@ -53,3 +54,19 @@ def map_shared(path: str, shape, fd: int | None = None) -> np.ndarray:
     if fd is None:
         return np.memmap(path, np.uint32, "r+", shape=tuple(shape))
     return np.frombuffer(mmap.mmap(fd, 0), np.uint32).reshape(tuple(shape))
+
+
+@contextlib.contextmanager
+def shared_z(shape):
+    """A file of ``shape`` uint32 values under :func:`shared_dir` for worker processes to write into (each maps it
+    with ``map_shared(path, shape)``): yields ``(path, mapped)``, where ``mapped()`` (called inside the block, once
+    the workers are done) is the parent's array over it. The file is unlinked on leaving the block; the mapping
+    outlives it."""
+    nbytes = 4 * int(np.prod(shape))
+    fd, path = tempfile.mkstemp(prefix="cuzk-z-", suffix=".u32", dir=shared_dir(nbytes))
+    try:
+        os.ftruncate(fd, nbytes)
+        yield path, lambda: map_shared(path, shape, fd=fd)
+    finally:
+        os.close(fd)
+        os.unlink(path)
