@@ -275,7 +275,8 @@ class ResidentKey:
       device chunk by chunk in each MSM;
     * ``z_width``: the length :func:`stage` pads ``z``'s variable axis to (the size-bucketed R1CS programs' width;
       None: ``num_vars``); ``eval_rows``: the evaluations' row count (the bucketed constraint count), which the
-      chunked evaluation (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.ChunkedR1CS` when the plan chunks) returns.
+      chunked evaluation (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.ChunkedR1CS` when the plan chunks) returns, and
+      the tiled one (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.TiledR1CS`: config ``tiled``) evaluates.
 
     Invariant: ``nbytes`` counts every device array held here (queries, tables, R1CS tables, column indices) --
     the number the key manager's memory budget adds up.
