@@ -699,9 +699,13 @@ def evaluate_device_bytes(dr: DeviceR1CS, batch: int, rows_per_chunk: int | None
     platform's, :func:`cuzk_jax.ops.config.default_schedule`) -- the rolled CPU schedule keeps ~3x more live."""
     if not isinstance(batch, (int, np.integer)) or batch < 1:
         raise BadInput(f"batch must be a positive int, got {batch!r}")
-    if isinstance(dr, (ChunkedR1CS, TiledR1CS)):
+    if isinstance(dr, ChunkedR1CS):
         M = dr.num_chunks * dr.rows_per_chunk
         return _eval_bytes(M, dr.rows.shape[1], int(batch), dr.rows_per_chunk, schedule)
+    if isinstance(dr, TiledR1CS):  # every step has at most Rc rows: C Rc bounds M; the loop's buffers hold M + Rc
+        rc = dr.rows_per_chunk
+        M = dr.num_chunks * rc
+        return _eval_bytes(M, dr.rows.shape[1], int(batch), rc, schedule) + 3 * 32 * (M + rc) * int(batch)
     if rows_per_chunk is None:
         return _eval_bytes(dr.padded_constraints, dr.rows.shape[0], int(batch), None, schedule)
     rc = _check_rows_per_chunk(rows_per_chunk)

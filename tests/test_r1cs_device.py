@@ -357,3 +357,11 @@ def test_tiled_evaluation_equals_the_flat_one(name, over):
             assert np.array_equal(np.asarray(a), np.asarray(b)), step
     with pytest.raises(BadInput, match="tiling does not fit"):
         O.tile(ext, dataclasses.replace(ext.tiling, count=ext.tiling.count + 1))
+    # the plan's estimate bounds XLA's buffer assignment of the tiled program (loop buffers of M + Rc rows, the
+    # outputs cut from them), within 2x
+    for step in (1, 10**9):
+        tr = O.tile(ext, ext.tiling, step_nnz=step)
+        with jax.enable_x64(True):
+            ma = O.tiled_program.lower(tr, zz, ext.num_constraints, "scatter").compile().memory_analysis()
+        used = ma.temp_size_in_bytes + ma.output_size_in_bytes
+        assert used <= O.evaluate_device_bytes(tr, 2) <= 2 * used, step
