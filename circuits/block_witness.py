@@ -156,6 +156,7 @@ def witness_batch(circuit, partitions: int, seed: int = 0, workers: int | None =
     shape = (8, P, int(num_vars))
     workers = (os.cpu_count() or 1) if workers is None else max(1, int(workers))
     units = work_units(P, circuit.block_count, workers, circuit.BLOCK_ALIGN)
+    workers = min(workers, len(units))  # no process without a unit (a WinningPoSt partition is one block)
     if workers == 1:
         z = alloc_z(shape)
         for unit in units:
