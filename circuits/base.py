@@ -153,22 +153,35 @@ class Circuit:
             self._save_compiled(path)
         return self._r1cs
 
+    def _blocks(self) -> tuple | None:
+        """``(header, block0, count, prefix)`` of a header-and-blocks circuit with more than one block (the block
+        protocol of :mod:`.block_witness`, structure mode), else None."""
+        uses = getattr(self, "uses_blocks", None)
+        if uses is None or not uses() or self.block_count < 2:
+            return None
+        header, block = self.block_synthesis(None)
+        return header, (lambda cs, shared: block(cs, shared, 0)), self.block_count, self.BLOCK_PREFIX
+
     def _with_tiling(self, r1cs: R1CS) -> R1CS:
         """``r1cs`` with its :class:`~.tiling.Tiling` (a header-and-blocks circuit's R1CS loaded from a compiled
         file, which does not store it: derived from the header and one block, sizes only)."""
-        uses = getattr(self, "uses_blocks", None)
-        if r1cs.tiling is None and uses is not None and uses() and self.block_count > 1:
+        blocks = self._blocks() if r1cs.tiling is None else None
+        if blocks is not None:
             from .tiling import block_tiling
 
-            header, block = self.block_synthesis(None)
-            t = block_tiling(header, lambda cs, shared: block(cs, shared, 0), self.block_count, self.BLOCK_PREFIX)
-            object.__setattr__(r1cs, "tiling", t)  # not part of the structure (compare=False): the digest is kept
+            object.__setattr__(r1cs, "tiling", block_tiling(*blocks))  # not part of the structure (compare=False)
         return r1cs
 
     def build_structure(self) -> R1CS:
-        """The R1CS from scratch (no cache): structure-only synthesis with the builder. Circuits made of identical
-        blocks may override it with something faster that gives the same R1CS (porep_like tiles its challenge
-        blocks)."""
+        """The R1CS from scratch (no cache): structure-only synthesis with the builder, or -- for a circuit made of
+        a header and identical blocks (``uses_blocks``) -- tiled from one synthesized block
+        (:func:`.tiling.tiled_r1cs`, equal to the builder's). Other circuits of identical blocks may override it
+        with something faster that gives the same R1CS (porep_like tiles its challenge blocks)."""
+        blocks = self._blocks()
+        if blocks is not None:
+            from .tiling import tiled_r1cs
+
+            return tiled_r1cs(*blocks)
         cs = ConstraintSystem("structure")
         self.synthesize(cs, None)
         return cs.to_r1cs()

@@ -40,6 +40,7 @@ from cuzk_jax import encoding
 from cuzk_jax.errors import BadInput
 
 from .cs import ConstraintSystem
+from .tiling import block_tiling
 from .zfile import alloc_z, map_shared, shared_z
 
 __all__ = ["supports", "work_units", "witness_batch", "shutdown_pool"]
@@ -185,11 +186,7 @@ def witness_batch(circuit, partitions: int, seed: int = 0, workers: int | None =
 
 
 def _num_inputs(circuit) -> int:
-    """``num_inputs`` (ONE included) of the tiled layout, from one block synthesized without values."""
+    """``num_inputs`` (ONE included) of the tiled layout, from the header and one block (sizes only)."""
     header, block = circuit.block_synthesis(None, 0)
-    cs = ConstraintSystem("structure")
-    shared = header(cs)
-    ni_h = cs.num_inputs
-    with cs.namespace(f"{circuit.BLOCK_PREFIX}_0"):
-        block(cs, shared, 0)
-    return ni_h + circuit.block_count * (cs.num_inputs - ni_h)
+    t = block_tiling(header, lambda cs, shared: block(cs, shared, 0), circuit.block_count, circuit.BLOCK_PREFIX)
+    return t.ni_h + t.count * t.ni_b

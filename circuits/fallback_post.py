@@ -17,12 +17,13 @@ for the index bits; per sector one arity-2 hash (240) and one equality.
 nodes`` for challenge ``n`` of a sector (:func:`leaf_challenge`). Simplification (documented): ``n`` counts the
 challenges of one sector (Filecoin's v1.1 API); Filecoin's WindowPoSt v1 numbered them across a partition.
 
-**Sectors** are a vectorised axis of the native witness code: challenges of all sectors of a partition are one
-``(sectors, challenges)`` array, the replica trees are one :class:`~.native_batch.SparseForest` (each level of all
-sectors hashed in one batch), leaves and comm_c are drawn for all sectors at once. Every sector is the same block
-of gates (:meth:`FallbackPost.synthesize_sector`), so the R1CS is built by tiling one synthesized block
-(:func:`.tiling.tiled_r1cs`, equal to the builder's). Witness synthesis stays the builder's: running one sector
-block over all sectors with numpy object arrays (:mod:`.vector_witness`) gave the same wires but no gain for this
+**Sectors** are a vectorised axis of the native witness code: the sectors of a partition are drawn in chunks of
+:data:`SAMPLE_CHUNK`, each from its own seed; within a chunk the challenges are one ``(sectors, challenges)`` array
+and the replica trees one :class:`~.native_batch.SparseForest` (each level of all its sectors hashed in one batch).
+Every sector is the same block of gates (:meth:`FallbackPost.synthesize_sector`), so the R1CS is built by tiling
+one synthesized block (:func:`.tiling.tiled_r1cs`, equal to the builder's) and the witness is made block range by
+block range in worker processes (:mod:`.block_witness`, the builder per sector). Running one sector block over
+all sectors with numpy object arrays (:mod:`.vector_witness`) gave the same wires but no gain for this
 Poseidon-only circuit (measurements in ``docs/proof_kinds.md``), so it is not used.
 
 Differences from Filecoin (same constraint structure, different constants): Poseidon here is circomlib-framed
@@ -46,7 +47,6 @@ from .gadgets.num import alloc_input_num, alloc_num, enforce_equal, to_bits_le
 from .gadgets.poseidon import poseidon_hash
 from .native_batch import SparseForest, poseidon_many, rand_fr, unique_leaves
 from .sha256_native import fr_to_bytes
-from .tiling import tiled_r1cs
 
 SAMPLE_CHUNK = 16  # sectors drawn from one seed (:meth:`FallbackPost.sample_blocks`)
 ARITY = 8  # Filecoin's replica tree (TreeR): base arity 8 (32 GiB: U8, U8, U0 -> 10 levels of arity 8)
@@ -190,13 +190,6 @@ class FallbackPost(Circuit):
         sector ``j``, read from ``inputs``' sector ``j - offset`` (None inputs: structure)."""
         return (lambda cs: None,
                 lambda cs, shared, j: self.synthesize_sector(cs, _sector_getter(inputs, j - offset)))
-
-    def build_structure(self):
-        """The R1CS by tiling one synthesized sector block (:func:`.tiling.tiled_r1cs`; equal to the builder's)."""
-        if self.uses_blocks() and self.params["sectors"] > 1:
-            header, block = self.block_synthesis(None)
-            return tiled_r1cs(header, lambda cs, shared: block(cs, shared, 0), self.params["sectors"], "sector")
-        return super().build_structure()
 
 
 def _sector_getter(inputs, s: int):

@@ -64,7 +64,6 @@ from .gadgets import merkle
 from .gadgets.num import Num, alloc_input_num, alloc_num, enforce_equal, from_bits_le, mul, to_bits_le
 from .gadgets.poseidon import poseidon_hash
 from .native_batch import SparseForest, poseidon_many, rand_fr
-from .tiling import tiled_r1cs
 
 ARITY = 8
 H_SELECT_BITS = 6  # Filecoin: six allowed h values, h_select = 2^i
@@ -298,15 +297,6 @@ class SnapUpdate(Circuit):
         get = _getter(inputs)
         return (lambda cs: self.synthesize_header(cs, get),
                 lambda cs, shared, j: self.synthesize_challenge(cs, shared, get, j))
-
-    def build_structure(self):
-        """The R1CS by tiling one synthesized challenge block (:func:`.tiling.tiled_r1cs`; equal to the
-        builder's): a full partition has 86 blocks of 1.38M constraints."""
-        if self.uses_blocks() and self.params["challenges"] > 1:
-            header, block = self.block_synthesis(None)
-            return tiled_r1cs(header, lambda cs, shared: block(cs, shared, 0), self.params["challenges"],
-                              "challenge")
-        return super().build_structure()
 
 
 def _getter(inputs):

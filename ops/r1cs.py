@@ -131,6 +131,16 @@ def bucket(n: int, steps: int = BUCKET_STEPS) -> int:
     return -(-n >> shift) << shift
 
 
+def _scaled(coeffs) -> list[int]:
+    """The coefficient table as the evaluator stores it: ``c * R * 2^32 mod r`` (module docstring)."""
+    return [c * fr.r_mod % R * (1 << 32) % R for c in coeffs]
+
+
+def _with_zero(coeffs: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(coeffs with a zero entry appended, its id)``: the padding nonzeros' coefficient."""
+    return np.concatenate([coeffs, np.zeros((fr.limbs, 1), np.uint32)], axis=1), coeffs.shape[1]
+
+
 def _check_int32(m: int, nnz: int, mp: int, nnzp: int) -> None:
     if nnzp >= 2**31 or 3 * mp >= 2**31:
         raise BadInput(
@@ -173,7 +183,7 @@ def to_device(r1cs, *, bucket_steps: int | None = None, upload: bool = True) -> 
     else:
         mp, nnzp, vp = bucket(m, bucket_steps), bucket(nnz, bucket_steps), bucket(r1cs.num_vars, bucket_steps)
     _check_int32(m, nnz, mp, nnzp)
-    scaled = [c * fr.r_mod % R * (1 << 32) % R for c in r1cs.coeffs]  # c * R * 2^32 mod r
+    scaled = _scaled(r1cs.coeffs)
     zero_id = len(scaled)
     if bucket_steps is not None:  # entry zero_id is zero: the padding's coefficient
         scaled = scaled + [0] * ((1 << zero_id.bit_length()) - zero_id)
@@ -438,9 +448,7 @@ def chunk_rows(dr: DeviceR1CS, rows_per_chunk: int, *, nnz_steps: int | None = B
     M = dr.padded_constraints
     indptr = np.asarray(dr.indptr).astype(np.int64)
     rows, cols, cids = np.asarray(dr.rows), np.asarray(dr.cols), np.asarray(dr.coeff_ids)
-    coeffs = np.asarray(dr.coeffs)
-    zero_id = coeffs.shape[1]
-    coeffs = np.concatenate([coeffs, np.zeros((fr.limbs, 1), np.uint32)], axis=1)
+    coeffs, zero_id = _with_zero(np.asarray(dr.coeffs))
     C = max(1, -(-M // rc))
     r0 = np.minimum(np.arange(C, dtype=np.int64) * rc, M)
     r1 = np.minimum(r0 + rc, M)
@@ -477,25 +485,38 @@ def chunked_program(cr: ChunkedR1CS, z, m: int, method: str = "scatter"):
     first failing row (chunks run in order) -- the index the one-shot :func:`check` reports."""
     C = cr.rows.shape[0]
     rc = (cr.indptr.shape[1] - 1) // 3
+
+    def chunk(j):
+        return DeviceR1CS(rows=cr.rows[j], cols=cr.cols[j], coeff_ids=cr.coeff_ids[j], indptr=cr.indptr[j],
+                          coeffs=cr.coeffs)
+
+    # buffers of C rc rows: when C rc == m the final slices are whole arrays (no copy)
+    return _step_loop(C, rc, C * rc, chunk, lambda j: j * rc, z, m, method)
+
+
+def _step_loop(steps: int, rc: int, rows: int, sub_of, start_of, z, m: int, method: str):
+    """The loop of :func:`chunked_program` and :func:`tiled_program`: step ``j`` evaluates ``sub_of(j)`` (a
+    :class:`DeviceR1CS` of ``rc`` rows per matrix) with :func:`_abc`, checks its constraints and writes its A, B,
+    C rows in place from row ``start_of(j)`` of three ``rows``-row buffers; the first failing constraint of each
+    batch element is the first step's with a failure, at its first failing row (steps run in row order) -- the
+    index the one-shot :func:`check` reports. Returns ``(A z, B z, C z)`` cut to ``m`` rows, ``ok``, ``first``."""
     batch = z.shape[1:-1]
-    zeros = (0,) * (1 + len(batch))
 
     def body(j, carry):
         outs, first = carry
-        sub = DeviceR1CS(rows=cr.rows[j], cols=cr.cols[j], coeff_ids=cr.coeff_ids[j], indptr=cr.indptr[j],
-                         coeffs=cr.coeffs)
-        abc = _abc(sub, z, method)  # (8, *batch, 3 rc): this chunk's A, B, C rows
+        abc = _abc(sub_of(j), z, method)  # (8, *batch, 3 rc): this step's A, B, C rows
         a, b, c = abc[..., :rc], abc[..., rc:2 * rc], abc[..., 2 * rc:]
         bad = ~fr.eq(fr.mul(a, b), c)  # (*batch, rc)
+        start = jnp.asarray(start_of(j), jnp.int32)
         hit = jnp.any(bad, axis=-1) & (first < 0)
-        first = jnp.where(hit, j * rc + jnp.argmax(bad, axis=-1).astype(jnp.int32), first)
-        # three separate buffers: when C rc == m the final slices below are whole arrays (no copy)
-        outs = tuple(jax.lax.dynamic_update_slice(o, x, zeros + (j * rc,)) for o, x in zip(outs, (a, b, c)))
+        first = jnp.where(hit, start + jnp.argmax(bad, axis=-1).astype(jnp.int32), first)
+        at = (jnp.int32(0),) * (1 + len(batch)) + (start,)  # one index type (x64 would make literals int64)
+        outs = tuple(jax.lax.dynamic_update_slice(o, x, at) for o, x in zip(outs, (a, b, c)))
         return outs, first
 
-    outs0 = tuple(jnp.zeros((fr.limbs,) + batch + (C * rc,), jnp.uint32) for _ in range(3))
+    outs0 = tuple(jnp.zeros((fr.limbs,) + batch + (rows,), jnp.uint32) for _ in range(3))
     first0 = jnp.full(batch, -1, jnp.int32)
-    (az, bz, cz), first = jax.lax.fori_loop(0, C, body, (outs0, first0))
+    (az, bz, cz), first = jax.lax.fori_loop(0, steps, body, (outs0, first0))
     return az[..., :m], bz[..., :m], cz[..., :m], first < 0, first
 
 
@@ -614,10 +635,7 @@ def tile(r1cs, tiling, *, step_nnz: int = TILED_STEP_NNZ, nnz_steps: int | None 
     n = max(1, bucket(n, nnz_steps) if nnz_steps else n)
     if n >= 2**31 or 3 * rc >= 2**31 or n_in + r1cs.num_aux >= 2**31:
         raise BadInput(f"tiled pattern too large for int32 indexing ({n} nonzeros, {rc} rows)")
-    coeffs = encoding.ints_to_limbs([c * fr.r_mod % R * (1 << 32) % R for c in r1cs.coeffs], "fr",
-                                    montgomery=False)
-    zero_id = coeffs.shape[1]
-    coeffs = np.concatenate([coeffs, np.zeros((fr.limbs, 1), np.uint32)], axis=1)
+    coeffs, zero_id = _with_zero(encoding.ints_to_limbs(_scaled(r1cs.coeffs), "fr", montgomery=False))
     arrays = [_pattern_arrays(mats, r0, nrows, rc, n, zero_id, fn) for r0, nrows, fn in pats]
     stacked = [np.stack([a[i] for a in arrays]) for i in range(5)]
     table = np.array(steps, np.int32).reshape(-1, 3)
@@ -628,31 +646,18 @@ def tile(r1cs, tiling, *, step_nnz: int = TILED_STEP_NNZ, nnz_steps: int | None 
 @functools.partial(jax.jit, static_argnames=("m", "method"))
 def tiled_program(tr: TiledR1CS, z, m: int, method: str = "scatter"):
     """The jitted program of :func:`evaluate_tiled` (no checks, no x64 scope: call it under ``jax.enable_x64``):
-    :func:`chunked_program`'s loop over the steps of ``tr``, each a pattern with its columns moved, written from its
+    :func:`_step_loop` over the steps of ``tr``, each a pattern with its columns moved, written from its
     ``start`` row; the first failing constraint is the first step's with a failure (steps run in row order)."""
     C = tr.pattern.shape[0]
     rc = (tr.indptr.shape[1] - 1) // 3
-    batch = z.shape[1:-1]
-    zeros = (0,) * (1 + len(batch))
 
-    def body(j, carry):
-        outs, first = carry
+    def step(j):
         p = tr.pattern[j]
-        sub = DeviceR1CS(rows=tr.rows[p], cols=tr.cols[p] + tr.mult[j] * tr.steps[p], coeff_ids=tr.coeff_ids[p],
-                         indptr=tr.indptr[p], coeffs=tr.coeffs)
-        abc = _abc(sub, z, method)
-        a, b, c = abc[..., :rc], abc[..., rc:2 * rc], abc[..., 2 * rc:]
-        bad = ~fr.eq(fr.mul(a, b), c)
-        hit = jnp.any(bad, axis=-1) & (first < 0)
-        first = jnp.where(hit, tr.start[j] + jnp.argmax(bad, axis=-1).astype(jnp.int32), first)
-        at = (jnp.int32(0),) * len(zeros) + (tr.start[j],)  # one index type (x64 would make the zeros int64)
-        outs = tuple(jax.lax.dynamic_update_slice(o, x, at) for o, x in zip(outs, (a, b, c)))
-        return outs, first
+        return DeviceR1CS(rows=tr.rows[p], cols=tr.cols[p] + tr.mult[j] * tr.steps[p], coeff_ids=tr.coeff_ids[p],
+                          indptr=tr.indptr[p], coeffs=tr.coeffs)
 
-    outs0 = tuple(jnp.zeros((fr.limbs,) + batch + (m + rc,), jnp.uint32) for _ in range(3))
-    first0 = jnp.full(batch, -1, jnp.int32)
-    (az, bz, cz), first = jax.lax.fori_loop(0, C, body, (outs0, first0))
-    return az[..., :m], bz[..., :m], cz[..., :m], first < 0, first
+    # buffers of m + Rc rows: the last step writes Rc rows from its start, past m where its pattern is shorter
+    return _step_loop(C, rc, m + rc, step, lambda j: tr.start[j], z, m, method)
 
 
 @x64
