@@ -327,11 +327,16 @@ def test_bench_memory_reports_each_programs_buffers():
 
     n, batch = 1 << 10, 2
     names = [p[0] for p in memory.programs(10, batch)]
-    assert names[:4] == ["h.coset", "h.finish", "h_out", "from_mont_z"]
+    assert names[:5] == ["evaluate", "h.coset", "h.finish", "h_out", "from_mont_z"]
     assert {"msm_a.split", "msm_b2.plain", "msm_l.split", "msm_h.plain"} <= set(names)
     assert "msm_h.split" not in names  # H's scalars are dense: never the split MSM
     progs = {p[0]: p for p in memory.programs(10, batch)}
-    for name, out_bytes in (("h.coset", 32 * batch * n), ("h.finish", 32 * batch * n), ("h_out", 32 * batch * (n - 1))):
+    # evaluate: A z, B z, C z, then per partition ok (bool) and first (int32); XLA adds its tuple's pointer table
+    rows = memory._scaled("rows", n)
+    ma = progs["evaluate"][2]().compile().memory_analysis()
+    assert 0 <= ma.output_size_in_bytes - (96 * batch * rows + 5 * batch) <= 64
+    for name, out_bytes in (("h.coset", 32 * batch * n),
+                            ("h.finish", 32 * batch * n), ("h_out", 32 * batch * (n - 1))):
         ma = progs[name][2]().compile().memory_analysis()
         assert ma.output_size_in_bytes == out_bytes, name
     rows = memory.run(types.SimpleNamespace(log_n=["10"], batch=batch, impl=["h", "msm_h"]))

@@ -7,6 +7,7 @@ and an unsatisfied witness is refused by the prover.
 """
 
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -234,7 +235,8 @@ def keys(instances):
 @pytest.mark.parametrize("name", KINDS)
 def test_prove_and_verify(instances, keys, name):
     from cuzk_jax.circuits import block_witness
-    from cuzk_jax.groth16 import prover, sector, verifier
+    from cuzk_jax.groth16 import pipeline, prover, sector, verifier
+    from cuzk_jax.ops import r1cs as ops_r1cs
 
     c, r1cs, _ = instances[name]
     pk = keys[name]
@@ -260,19 +262,19 @@ def test_prove_and_verify(instances, keys, name):
     proofs, _ = prover.prove(pk, r1cs, z, config="msm=host", montgomery=False)
     assert verifier.verify_batch(pk.vk, publics, proofs)
     rs = prover.insecure_randomness_for_tests(7, P)
-    flat, _ = prover.prove(pk, r1cs, z, config="msm=host,tiled=off", montgomery=False, randomness=rs)
-    # the tiled evaluation (one block's rows per block, columns moved): the same proofs, the same failing constraint
+    # the tiled evaluation (one block's rows per block, columns moved; what an R1CS with a tiling always gets)
+    # against the flat one (the same R1CS without its tiling): the same proofs, the same failing constraint
     # (WinningPoSt is one sector: one block, nothing to tile)
-    modes = ("off", "on") if r1cs.tiling is not None else ("off",)
-    if r1cs.tiling is not None:
-        assert prover.prove(pk, r1cs, z, config="msm=host,tiled=on", montgomery=False, randomness=rs)[0] == flat
-    else:
-        with pytest.raises(BadInput, match="not a header-and-blocks circuit"):
-            prover.prove(pk, r1cs, z, config="msm=host,tiled=on", montgomery=False)
+    # (its own resident key: prove's cache is keyed by the key and config, not by the layout)
+    variants = (r1cs, dataclasses.replace(r1cs, tiling=None)) if r1cs.tiling is not None else (r1cs,)
+    keys = [pipeline.make_resident(pk, v, "msm=host") for v in variants]
+    assert [isinstance(k.r1cs, ops_r1cs.TiledR1CS) for k in keys] == [r1cs.tiling is not None, False][:len(keys)]
+    got = [prover.prove(k, v, z, montgomery=False, randomness=rs)[0] for k, v in zip(keys, variants)]
+    assert all(g == got[0] for g in got)
     z[:, 1] = w_bad.z_limbs(montgomery=False)
-    for tiled in modes:
+    for k, v in zip(keys, variants):
         with pytest.raises(Unsatisfied, match=f"partition 1: .*'{where}'"):
-            prover.prove(pk, r1cs, z, config=f"msm=host,tiled={tiled}", montgomery=False)
+            prover.prove(k, v, z, montgomery=False)
 
 
 @pytest.mark.parametrize("name,override,match", [

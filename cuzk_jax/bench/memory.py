@@ -4,7 +4,8 @@
   python scripts/bench.py --op=memory --log_n=20 --batch=10
 
 Nothing runs and no data is allocated: each program is lowered on abstract shapes and compiled, and its
-``memory_analysis()`` read (temporaries, arguments, outputs). That finds a program whose temporaries do not fit
+``memory_analysis()`` read (temporaries, arguments, outputs). The constraint evaluation is the flat layout's,
+with ~5.9 nonzeros per constraint (PoRep's). That finds a program whose temporaries do not fit
 before a sector run spends minutes on setup (session 13: the split H step's finishing program held 64 GiB at 2^27),
 and it is what the plan's measured constants (:data:`cuzk_jax.groth16.plan.SPLIT_H_TEMP_BYTES`,
 :data:`~cuzk_jax.groth16.plan.SPLIT_BYTES_PER_BASE`, :func:`~cuzk_jax.groth16.plan.plain_msm_bytes`) come from.
@@ -23,9 +24,10 @@ from __future__ import annotations
 
 import time
 
-#: porep_like/sector32g per domain point (2^27): 131,021,290 rows, 130,139,186 variables; bases kept per query.
+#: porep_like/sector32g per domain point (2^27): 131,021,290 rows, 130,139,186 variables; bases kept per query;
+#: nonzeros of A, B, C together (~5.9 per constraint, session 16).
 SECTOR_SHAPE = {"rows": 131_021_290, "vars": 130_139_186, "msm_a": 119_887_034, "msm_b1": 43_401_222,
-                "msm_b2": 43_401_222, "msm_l": 130_138_912}
+                "msm_b2": 43_401_222, "msm_l": 130_138_912, "nnz": 773_025_611}
 SECTOR_DOMAIN = 1 << 27
 #: Share of a witness query's scalars that are neither 0 nor 1 (porep_like, measured), for the split capacity.
 OTHER_SHARE = 0.01
@@ -46,7 +48,7 @@ def programs(log_n: int, batch: int) -> list[tuple[str, int, object, int | None]
 
     from cuzk_jax.groth16 import pipeline
     from cuzk_jax.groth16 import plan as memplan
-    from cuzk_jax.ops import curve, msm as ops_msm, msm_split as ops_split, qap
+    from cuzk_jax.ops import curve, msm as ops_msm, msm_split as ops_split, qap, r1cs as ops_r1cs
     from cuzk_jax.ops.config import MsmConfig, NttConfig
 
     n = 1 << log_n
@@ -60,7 +62,13 @@ def programs(log_n: int, batch: int) -> list[tuple[str, int, object, int | None]
         return curve.Affine(u32(*sh), u32(*sh), jax.ShapeDtypeStruct((count,), jnp.bool_))
 
     split = qap.lower_split(rows, n, batch, config=ntt)
-    out = [("h.coset", rows, lambda: split["coset"], None),
+    i32 = lambda *s: jax.ShapeDtypeStruct(s, jnp.int32)  # noqa: E731
+    nnz = _scaled("nnz", n)
+    # the flat one-shot evaluation (the layout of an untiled circuit whose nonzeros int32 can index)
+    dr = ops_r1cs.DeviceR1CS(rows=i32(nnz), cols=i32(nnz), coeff_ids=i32(nnz), indptr=i32(3 * rows + 1),
+                             coeffs=u32(8, 64))
+    out = [("evaluate", rows, lambda: progs["evaluate"].lower(dr, u32(8, batch, nv)), None),
+           ("h.coset", rows, lambda: split["coset"], None),
            ("h.finish", n, lambda: split["finish"], memplan.SPLIT_H_TEMP_BYTES * n * batch),
            ("h_out", n, lambda: progs["h_out"].lower(u32(8, batch, n)), None),
            ("from_mont_z", nv, lambda: progs["from_mont"].lower(u32(8, batch, nv)), None)]

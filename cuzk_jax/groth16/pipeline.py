@@ -120,13 +120,11 @@ class ProverConfig:
       ``"split"`` (one program per input vector: :func:`cuzk_jax.ops.qap.compute_h_split`, a third of the
       transform's temporaries); ``"auto"`` (default): split from a :data:`plan.H_SPLIT_DOMAIN
       <cuzk_jax.groth16.plan.H_SPLIT_DOMAIN>` domain up, which the memory plan models. One device only (a mesh
-      runs the fused program per device);
-    * ``tiled``: the constraint evaluation of a header-and-blocks R1CS (one that carries a
-      :class:`~cuzk_jax.circuits.tiling.Tiling`: WinningPoSt, WindowPoSt, SnapDeals) as one block's rows evaluated
-      for every block with its columns moved (:class:`cuzk_jax.ops.r1cs.TiledR1CS`; device tables for a group of
-      blocks only) instead of every nonzero held: ``"on"``, ``"off"``, or ``"auto"`` (default: tiled only when
-      the flat layout cannot be indexed with int32, e.g. a full WindowPoSt partition's 2.94G nonzeros; an A/B
-      switch until a GPU run compares the two where both work).
+      runs the fused program per device).
+
+    A header-and-blocks R1CS (one that carries a :class:`~cuzk_jax.circuits.tiling.Tiling`: WindowPoSt,
+    SnapDeals) is always evaluated tiled (:class:`cuzk_jax.ops.r1cs.TiledR1CS`): one group of blocks' rows on the
+    device, run for every group with its columns moved; other circuits keep every nonzero on the device.
 
     Text form (:meth:`parse`, the ``--prover`` flag): comma-separated ``key=value``, e.g.
     ``"msm=pallas,ntt=xla,tables=on,window=16"`` or ``"device_budget=100GiB,host_budget=96GiB,split=on"``;
@@ -144,7 +142,6 @@ class ProverConfig:
     batch: int | None = None
     prefetch: str = "off"
     h: str = "auto"
-    tiled: str = "auto"
 
     def __post_init__(self):
         if self.tables not in TABLE_MODES:
@@ -159,8 +156,6 @@ class ProverConfig:
             raise BadInput(f"prover config: prefetch must be on or off, got {self.prefetch!r}")
         if self.h not in H_MODES:
             raise BadInput(f"prover config: h must be one of {H_MODES}, got {self.h!r}")
-        if self.tiled not in TABLE_MODES:
-            raise BadInput(f"prover config: tiled must be one of {TABLE_MODES}, got {self.tiled!r}")
         for key in ("device_budget", "host_budget", "chunk", "batch"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -169,7 +164,7 @@ class ProverConfig:
     @classmethod
     def parse(cls, text: str | None) -> "ProverConfig":
         """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window, device_budget,
-        host_budget, split, chunk, batch, prefetch, h, tiled); BadInput names a bad token."""
+        host_budget, split, chunk, batch, prefetch, h); BadInput names a bad token."""
         kw: dict = {}
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
             key, sep, value = part.partition("=")
@@ -180,7 +175,7 @@ class ProverConfig:
                 kw[key] = HOST_MSM if value == HOST_MSM else ops_config.MsmConfig.parse(value)
             elif key == "ntt":
                 kw[key] = ops_config.NttConfig.parse(value)
-            elif key in ("tables", "split", "prefetch", "h", "tiled"):
+            elif key in ("tables", "split", "prefetch", "h"):
                 kw[key] = value
             elif key in ("window", "chunk", "batch"):
                 if not value.isdigit():
@@ -190,7 +185,7 @@ class ProverConfig:
                 kw[key] = memplan.parse_bytes(value)
             else:
                 raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window, "
-                               f"device_budget, host_budget, split, chunk, batch, prefetch, h, tiled)")
+                               f"device_budget, host_budget, split, chunk, batch, prefetch, h)")
         return cls(**kw)
 
     def resolved(self, sharded: bool = False) -> "ProverConfig":
@@ -211,7 +206,7 @@ class ProverConfig:
                  f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else "",
                  f"batch={self.batch}" if self.batch else "",
                  f"prefetch={self.prefetch}" if self.prefetch != "off" else "",
-                 f"h={self.h}" if self.h != "auto" else "", f"tiled={self.tiled}" if self.tiled != "auto" else ""]
+                 f"h={self.h}" if self.h != "auto" else ""]
         return ",".join(p for p in parts if p)
 
 
@@ -276,7 +271,7 @@ class ResidentKey:
     * ``z_width``: the length :func:`stage` pads ``z``'s variable axis to (the size-bucketed R1CS programs' width;
       None: ``num_vars``); ``eval_rows``: the evaluations' row count (the bucketed constraint count), which the
       chunked evaluation (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.ChunkedR1CS` when the plan chunks) returns, and
-      the tiled one (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.TiledR1CS`: config ``tiled``) evaluates.
+      the tiled one (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.TiledR1CS`: an R1CS that carries a tiling) evaluates.
 
     Invariant: ``nbytes`` counts every device array held here (queries, tables, R1CS tables, column indices) --
     the number the key manager's memory budget adds up.
@@ -381,7 +376,8 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
         rows = int(r1cs.indptr.shape[0] - 1) // 3
     shape = memplan.Shape(num_vars=num_vars, num_rows=rows, nnz=dr_nnz, domain=domain_size,
                           bases={k: int(np.shape(v.inf)[-1]) for k, v in queries.items()},
-                          r1cs_bytes=_r1cs_bytes(r1cs), eval_bytes=ops_r1cs.evaluate_device_bytes(r1cs, 1))
+                          r1cs_bytes=_r1cs_bytes(r1cs), eval_bytes=ops_r1cs.evaluate_device_bytes(r1cs, 1),
+                          eval_serial=not isinstance(r1cs, (ops_r1cs.TiledR1CS, ops_r1cs.ChunkedR1CS)))
     plan = memplan.make_plan(shape, partitions, device_budget=budget, host_budget=config.host_budget,
                              want_tables=want_tables, table_bytes=table_bytes_estimate(
                                  {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
@@ -422,23 +418,6 @@ def _drop_infinity(queries: dict, consume: bool = False) -> tuple[dict, dict]:
         out[name] = Affine(np.asarray(bases.x)[..., keep], np.asarray(bases.y)[..., keep], inf[keep])
         columns[name] = keep
     return out, columns
-
-
-def _tiled(config, ext) -> bool:
-    """Whether :func:`make_resident` lays ``ext`` out as a :class:`~cuzk_jax.ops.r1cs.TiledR1CS` (config
-    ``tiled``; ``auto``: when the flat layout cannot be indexed with int32)."""
-    mode = as_config(config).tiled
-    if getattr(ext, "tiling", None) is None:
-        if mode == "on":
-            raise BadInput("prover config tiled=on: this R1CS is not a header-and-blocks circuit (no tiling)")
-        return False
-    if mode != "auto":
-        return mode == "on"
-    try:
-        ops_r1cs.check_indexable(ext, appended=False)
-    except BadInput:
-        return True
-    return False
 
 
 def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int, num_vars: int, domain_size: int,
@@ -557,7 +536,11 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
     if consume:
         for f in fields.values():
             setattr(pk, f, None)
-    if _tiled(config, ext):  # one group of blocks' rows, evaluated for every group with its columns moved
+    if ext.tiling is not None:
+        # a header-and-blocks circuit: one group of blocks' rows, evaluated for every group with its columns moved.
+        # Where both layouts work it won on the H200 (full SnapDeals: 8.09 against 8.44 s per partition, resident
+        # key 45.1 against 57.7 GiB; bench/results, session 17); a full WindowPoSt partition (2.94G nonzeros)
+        # cannot be indexed flat at all
         dr = ops_r1cs.tile(ext, ext.tiling)
     else:
         # size-bucketed R1CS tables: circuits of nearby sizes share the evaluation programs (stage pads z to
@@ -648,7 +631,10 @@ def _pad_z(rk: ResidentKey, z: np.ndarray) -> np.ndarray:
 
 
 def _evaluate_body(dr, z, qap: str):
-    az, bz, cz = ops_r1cs.evaluate(dr, z)
+    # one partition at a time (a sequential map): the per-nonzero gather and its uint64 products are ~96 B per
+    # nonzero and partition, and for a whole 10 x 2^20 batch they were the prove's device peak; the evaluation is a
+    # small phase, so a sequence of full-width partitions costs little
+    az, bz, cz = ops_r1cs.evaluate(dr, z, chunk=1 if z.ndim == 3 and z.shape[1] > 1 else None)
     if qap == "snarkjs":  # the zkey has no C matrix: c = a b, nothing to check
         cz = ops_field.fr.mul(az, bz)
         ok = jnp.ones(z.shape[1:-1], bool)

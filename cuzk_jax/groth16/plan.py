@@ -26,7 +26,8 @@ Phase peaks per partition (``m`` constraints incl. input rows, ``v`` variables, 
 A, B and C together, ``N_q`` bases of query ``q``):
 
 * evaluate: ``z`` (32 v) + the gathered products and their uint64 sums (~96 B per nonzero, or per nonzero of one
-  chunk) + the three outputs (96 m);
+  chunk) + the three outputs (96 m); the flat one-shot evaluation runs a batch's partitions one after another,
+  so a batch holds every partition's outputs but one partition's gather;
 * h: ``z`` + the three evaluations padded to ``n`` (96 n) + NTT work (~96 n) + h (32 n);
 * msm: ``z`` + h + the scalar copies (32 B per scalar of the current query and its canonical copy of ``z``) + the
   MSM's temporaries (:func:`msm_work_bytes`: the plain path's bucket arrays and per-point copies, the split
@@ -119,7 +120,8 @@ class Shape:
     ``nnz`` (nonzeros of A, B and C together as the device holds them), ``domain`` (n), ``bases`` (query name ->
     number of bases the key keeps on the device), ``r1cs_bytes`` (the device R1CS tables), ``eval_bytes`` (the
     evaluation's device bytes for one partition in one shot, from :func:`cuzk_jax.ops.r1cs.evaluate_device_bytes`;
-    None: the formula of the module docstring)."""
+    None: the formula of the module docstring), ``eval_serial`` (the one-shot evaluation runs a batch's
+    partitions one after another, so only one partition's gather intermediates are live: the flat layout)."""
 
     num_vars: int
     num_rows: int
@@ -128,6 +130,7 @@ class Shape:
     bases: dict
     r1cs_bytes: int
     eval_bytes: int | None = None
+    eval_serial: bool = False
 
     def query_bytes(self, name: str) -> int:
         return self.bases[name] * (G2_BYTES if GROUPS[name] == "g2" else G1_BYTES)
@@ -208,9 +211,9 @@ class MemoryPlan:
         return d
 
 
-def _eval_bytes(shape: Shape, eval_chunk: int | None) -> int:
-    """Per partition: outputs (96 B/row) + the gather's intermediates of all rows or of one chunk (the evaluator's
-    own estimate when the shape has it, else ~96 B per nonzero)."""
+def _eval_bytes(shape: Shape, eval_chunk: int | None) -> tuple[int, int]:
+    """Per partition: ``(outputs, work)``: the evaluations (96 B/row) and the gather's intermediates of all rows
+    or of one chunk (the evaluator's own estimate when the shape has it, else ~96 B per nonzero)."""
     outputs = 96 * shape.num_rows
     if shape.eval_bytes is not None:
         work = max(shape.eval_bytes - outputs, 0)
@@ -218,21 +221,22 @@ def _eval_bytes(shape: Shape, eval_chunk: int | None) -> int:
         work = 96 * shape.nnz
     if eval_chunk is not None and shape.num_rows:
         work = int(work * min(eval_chunk, shape.num_rows) / shape.num_rows)
-    return outputs + work
+    return outputs, work
 
 
 def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | None,
                    max_pairs: int | None = None) -> dict:
     z = FR_BYTES * shape.num_vars
     n = shape.domain
-    evaluate = _eval_bytes(shape, eval_chunk)
+    eval_out, eval_work = _eval_bytes(shape, eval_chunk)
+    evaluate = eval_out + eval_work
     # evaluations in, the padded (fused) or coset (split) copies, out; split: the largest program's temporaries
     # (the finishing step's, SPLIT_H_TEMP_BYTES per point)
     h = 96 * n + 96 * n + FR_BYTES * n + (SPLIT_H_TEMP_BYTES * n if n >= H_SPLIT_DOMAIN else 0)
     biggest = max(shape.bases.values())
     scalars = FR_BYTES * shape.num_vars + FR_BYTES * biggest + FR_BYTES * n  # canonical z, one gathered copy, h
     msm = _msm_batch_bytes(shape, streamed, chunk, 1, max_pairs)
-    return {"z": z, "evaluate": evaluate, "h": h, "msm_scalars": scalars, "msm_work": msm,
+    return {"z": z, "evaluate": evaluate, "evaluate_work": eval_work, "h": h, "msm_scalars": scalars, "msm_work": msm,
             "peak": z + max(evaluate, h, scalars + msm)}
 
 
@@ -243,13 +247,17 @@ def _msm_batch_bytes(shape: Shape, streamed: tuple, chunk: int, batch: int, max_
 
 
 def _batch_peak(shape: Shape, per: dict, streamed: tuple, chunk: int, batch: int,
-                max_pairs: int | None = None) -> int:
+                max_pairs: int | None = None, eval_chunk: int | None = None) -> int:
     """Device bytes of one batch beyond the fixed ones: the per-partition terms times ``batch``, except the MSM's
     temporaries, which are not linear in it (:func:`plain_msm_bytes`); equals ``per["peak"]`` for one partition."""
     if batch == 1:
         return per["peak"]
     msm = _msm_batch_bytes(shape, streamed, chunk, batch, max_pairs)
-    return batch * (per["z"] + per.get("prefetch_z", 0)) + max(batch * per["evaluate"], batch * per["h"],
+    # the flat one-shot evaluation runs its partitions one at a time (pipeline._evaluate_body): one partition's
+    # gather intermediates beside every partition's outputs; the row-chunked and tiled ones take the batch per step
+    serial = shape.eval_serial and not eval_chunk
+    evaluate = batch * per["evaluate"] - ((batch - 1) * per["evaluate_work"] if serial else 0)
+    return batch * (per["z"] + per.get("prefetch_z", 0)) + max(evaluate, batch * per["h"],
                                                                 batch * per["msm_scalars"] + msm)
 
 
@@ -293,7 +301,7 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
         else:  # the largest batch whose peak fits (the peak grows with the batch)
             batch = 0
             while batch < upper and SAFETY * (
-                    fixed_total + _batch_peak(shape, per, streamed, chunk, batch + 1, max_pairs)) <= device_budget:
+                    fixed_total + _batch_peak(shape, per, streamed, chunk, batch + 1, max_pairs, eval_chunk)) <= device_budget:
                 batch += 1
         if batch >= 1:
             break
@@ -310,7 +318,7 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
                 f"{' with every query streamed' if allow_streaming else ''} + {fmt_bytes(per_total)} per partition)"
                 f"; raise the budget or use a device with more memory")
         streamed = streamed + (remaining[0],)
-    batch_bytes = _batch_peak(shape, per, streamed, chunk, batch, max_pairs)
+    batch_bytes = _batch_peak(shape, per, streamed, chunk, batch, max_pairs, eval_chunk)
     tables = bool(want_tables and not streamed and (
         device_budget is None or SAFETY * (fixed_total + batch_bytes + table_bytes) <= device_budget))
     peak = int(SAFETY * (fixed_total + batch_bytes + (table_bytes if tables else 0)))
