@@ -481,3 +481,43 @@ def test_smaller_msm_passes_shrink_the_plain_msm_term():
     assert small.estimate["batch"] < default.estimate["batch"]
     config = pipeline.ProverConfig.parse("msm=xla:max_pairs=33554432")
     assert config.msm.max_pairs == 1 << 25
+
+
+def test_plan_shortens_msm_passes_before_splitting_the_batch():
+    """With the MSM's pass bound left open, a budget that holds ten 2^20 partitions only with shorter passes gets
+    them (the plan records the bound, the resident key's MSM config carries it); an unbounded budget keeps the
+    default; a budget no bound can meet still shrinks the batch (keeping the largest bound that gives that batch);
+    a bound the config fixes is never changed."""
+    from cuzk_jax.ops import msm as ops_msm
+
+    bounds = memplan.candidate_pass_bounds()
+    assert bounds[0] == ops_msm.DEFAULT_MAX_PAIRS and bounds[-1] == memplan.MIN_PLAN_PAIRS
+    assert all(a == 2 * b for a, b in zip(bounds, bounds[1:]))
+    shape = sector_shape(20)
+    assert memplan.make_plan(shape, 10, device_budget=None, pass_bounds=bounds).max_pairs is None
+    short = memplan.make_plan(shape, 10, device_budget=None, max_pairs=1 << 25)
+    budget = short.peak + (1 << 20)  # fits ten partitions at 2^25 pairs per pass, not at the default
+    assert memplan.make_plan(shape, 10, device_budget=budget).batch < 10
+    plan = memplan.make_plan(shape, 10, device_budget=budget, pass_bounds=bounds)
+    assert plan.batch == 10 and plan.streamed == () and plan.peak <= budget
+    assert plan.max_pairs is not None and plan.max_pairs >= 1 << 25
+    assert "MSM passes of <= 2^" in plan.describe()
+    tiny = memplan.make_plan(shape, 10, device_budget=budget // 3, pass_bounds=bounds)
+    assert 1 <= tiny.batch < 10 and tiny.peak <= budget // 3
+
+
+def test_resident_key_takes_the_plans_msm_pass_bound(cube, monkeypatch):
+    """build_resident applies the plan's chosen pass bound to the key's MSM config (and leaves a fixed one)."""
+    r1cs, pk = cube["r1cs"], cube["pk"]
+    monkeypatch.setattr(memplan, "candidate_pass_bounds", lambda default=None: (1 << 28, 1 << 20))
+    real = memplan._make_plan
+
+    def squeezed(shape, partitions, *, max_pairs=None, **kw):  # only the short passes fit the whole batch
+        plan = real(shape, partitions, max_pairs=max_pairs, **kw)
+        return plan if max_pairs == 1 << 20 else dataclasses.replace(plan, batch=1)
+
+    monkeypatch.setattr(memplan, "_make_plan", squeezed)
+    rk = pipeline.make_resident(pk, r1cs, "msm=xla", partitions=2)
+    assert rk.plan.max_pairs == 1 << 20 and rk.config.msm.max_pairs == 1 << 20 and rk.plan.batch == 2
+    rk = pipeline.make_resident(pk, r1cs, "msm=xla:max_pairs=33554432", partitions=2)
+    assert rk.plan.max_pairs is None and rk.config.msm.max_pairs == 1 << 25

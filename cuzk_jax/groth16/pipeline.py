@@ -384,7 +384,10 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
                              if want_tables else 0, chunk=config.chunk,
                              max_batch=min(filter(None, (max_batch, config.batch)), default=None),
                              prefetch=2 if config.prefetch == "on" else 0,
-                             max_pairs=getattr(config.msm, "max_pairs", None))
+                             max_pairs=getattr(config.msm, "max_pairs", None),
+                             # a device MSM whose pass bound the config leaves open: the plan may lower it
+                             pass_bounds=memplan.candidate_pass_bounds() if isinstance(
+                                 config.msm, ops_config.MsmConfig) and config.msm.max_pairs is None else None)
     memplan.log.info("%s", plan.describe())
     return plan
 
@@ -460,6 +463,8 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
         if plan.streamed and mesh is not None:
             raise BadInput("the memory plan streams key bases, which a device mesh does not support: raise the "
                            "device budget or prove on one device")
+        if plan.max_pairs is not None:  # the plan chose shorter MSM passes to keep the batch within the budget
+            config = dataclasses.replace(config, msm=dataclasses.replace(config.msm, max_pairs=plan.max_pairs))
     streamed = {}
     if plan is not None and plan.streamed:
         streamed = {name: Affine(*(np.asarray(c) for c in queries.pop(name))) for name in plan.streamed}

@@ -186,6 +186,7 @@ class MemoryPlan:
     host: int
     estimate: dict
     shape: Shape | None = None
+    max_pairs: int | None = None  # the MSM pass bound the plan chose (None: the config's, left as it is)
 
     @property
     def batches(self) -> int:
@@ -201,6 +202,8 @@ class MemoryPlan:
         parts.append("window tables" if self.tables else "no window tables")
         if self.eval_chunk:
             parts.append(f"evaluation in chunks of {self.eval_chunk} rows")
+        if self.max_pairs:
+            parts.append(f"MSM passes of <= 2^{self.max_pairs.bit_length() - 1} pairs")
         return "memory plan: " + "; ".join(parts)
 
     def as_dict(self) -> dict:
@@ -269,10 +272,60 @@ def _fixed(shape: Shape, resident: tuple, streamed: tuple, chunk: int) -> dict:
     return {"r1cs": shape.r1cs_bytes, "resident_bases": resident_bytes, "stream_buffers": stream_bytes}
 
 
+#: The smallest MSM pass bound the plan chooses by itself (:func:`candidate_pass_bounds`): below it the passes get short
+#: enough that their fixed costs show (10 x 2^20 on the H200: the H MSM 0.23 s at 2^28 pairs with tables, 0.34 s
+#: at 2^25, 0.43 s at 2^24; RESULTS.md sessions 16-17).
+MIN_PLAN_PAIRS = 1 << 24
+
+
+def candidate_pass_bounds(default: int | None = None) -> tuple:
+    """The MSM pass bounds (pairs per accumulation pass) :func:`make_plan` may choose among when the MSM config
+    leaves ``max_pairs`` unset: the default, then halvings down to :data:`MIN_PLAN_PAIRS`."""
+    from cuzk_jax.ops import msm as ops_msm
+
+    top = int(default or ops_msm.DEFAULT_MAX_PAIRS)
+    out = [top]
+    while out[-1] // 2 >= MIN_PLAN_PAIRS:
+        out.append(out[-1] // 2)
+    return tuple(out)
+
+
 def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_budget: int | None = None,
               want_tables: bool = False, table_bytes: int = 0, chunk: int | None = None,
               allow_streaming: bool = True, max_batch: int | None = None, prefetch: int = 0,
-              max_pairs: int | None = None) -> MemoryPlan:
+              max_pairs: int | None = None, pass_bounds: tuple | None = None) -> MemoryPlan:
+    """Decide a :class:`MemoryPlan` (module docstring); the arguments as in :func:`_make_plan`.
+
+    ``pass_bounds``: MSM pass bounds the plan may choose among (descending, e.g. :func:`candidate_pass_bounds`; given when
+    the MSM config leaves ``max_pairs`` unset): a smaller bound shrinks the plain MSM's bucket arrays and costs
+    some time per pass, which is cheaper than splitting the partitions into more batches or streaming bases. The
+    plan takes the largest bound that streams the fewest queries and keeps the largest batch, and records it
+    in :attr:`MemoryPlan.max_pairs` when it is not the first (None: the first, or no bounds given). Without
+    ``pass_bounds`` the plan is made for ``max_pairs`` only."""
+    kw = dict(device_budget=device_budget, host_budget=host_budget, want_tables=want_tables,
+              table_bytes=table_bytes, chunk=chunk, allow_streaming=allow_streaming, max_batch=max_batch,
+              prefetch=prefetch)
+    if not pass_bounds:
+        return _make_plan(shape, partitions, max_pairs=max_pairs, **kw)
+    best, best_key, error = None, None, None
+    for bound in pass_bounds:
+        try:
+            plan = _make_plan(shape, partitions, max_pairs=bound, **kw)
+        except MemoryBudgetError as e:
+            error = e
+            continue
+        key = (len(plan.streamed), -plan.batch, plan.eval_chunk is not None, not plan.tables)
+        if best_key is None or key < best_key:  # ties keep the larger bound (the faster passes)
+            best, best_key = dataclasses.replace(plan, max_pairs=None if bound == pass_bounds[0] else bound), key
+    if best is None:
+        raise error
+    return best
+
+
+def _make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_budget: int | None = None,
+               want_tables: bool = False, table_bytes: int = 0, chunk: int | None = None,
+               allow_streaming: bool = True, max_batch: int | None = None, prefetch: int = 0,
+               max_pairs: int | None = None) -> MemoryPlan:
     """Decide a :class:`MemoryPlan` (module docstring). ``device_budget=None``: unbounded (every query resident,
     all partitions in one batch); ``table_bytes``: what the window tables of every query would take;
     ``max_batch``: an upper bound on the batch (e.g. the engine's); ``prefetch``: the copies of ``z`` per partition the next batch's staging
@@ -298,11 +351,11 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
         fixed_total, per_total = sum(fixed.values()), per["peak"]
         if device_budget is None:
             batch = upper
-        else:  # the largest batch whose peak fits (the peak grows with the batch)
-            batch = 0
-            while batch < upper and SAFETY * (
-                    fixed_total + _batch_peak(shape, per, streamed, chunk, batch + 1, max_pairs, eval_chunk)) <= device_budget:
-                batch += 1
+        else:  # the largest batch whose peak fits: every size is tried, since the MSM's passes group the
+            # partitions by divisors of the batch, so its bucket arrays do not grow monotonically with it
+            batch = max((b for b in range(1, upper + 1) if SAFETY * (
+                fixed_total + _batch_peak(shape, per, streamed, chunk, b, max_pairs, eval_chunk)) <= device_budget),
+                default=0)
         if batch >= 1:
             break
         # first shrink the evaluation's gather (cheap: only more launches), then stream queries
