@@ -43,7 +43,7 @@ from .cs import ConstraintSystem
 from .tiling import block_tiling
 from .zfile import alloc_z, map_shared, shared_z
 
-__all__ = ["supports", "work_units", "witness_batch", "shutdown_pool"]
+__all__ = ["supports", "work_units", "witness_batch", "partition_z", "shutdown_pool"]
 
 
 def supports(circuit) -> bool:
@@ -185,8 +185,39 @@ def witness_batch(circuit, partitions: int, seed: int = 0, workers: int | None =
     return z, publics
 
 
-def _num_inputs(circuit) -> int:
-    """``num_inputs`` (ONE included) of the tiled layout, from the header and one block (sizes only)."""
+def _layout(circuit):
+    """The tiled layout's :class:`~.tiling.Tiling` (sizes only), from the header and one block."""
     header, block = circuit.block_synthesis(None, 0)
-    t = block_tiling(header, lambda cs, shared: block(cs, shared, 0), circuit.block_count, circuit.BLOCK_PREFIX)
+    return block_tiling(header, lambda cs, shared: block(cs, shared, 0), circuit.block_count, circuit.BLOCK_PREFIX)
+
+
+def _num_inputs(circuit) -> int:
+    """``num_inputs`` (ONE included) of the tiled layout."""
+    t = _layout(circuit)
     return t.ni_h + t.count * t.ni_b
+
+
+#: Work units one :func:`partition_z` call synthesizes its partition in (in turn): each holds the Python objects
+#: of about ``1/PARTITION_UNITS`` of the partition's wires at a time.
+PARTITION_UNITS = 16
+
+
+def partition_z(circuit, partition: int, seed: int = 0, inputs=None, montgomery: bool = False):
+    """One partition's witness in this process, block range by block range: ``(z, publics, layout)`` with ``z``
+    the ``(8, num_vars)`` uint32 Fr limbs (canonical unless ``montgomery``), ``publics`` its public inputs and
+    ``layout`` the :class:`~.tiling.Tiling` (its sizes: ``ni_h + count ni_b`` inputs, ``na_h + count na_b`` aux,
+    ``m_h + count m_b`` constraints). Partition ``partition`` of sector ``seed`` (``circuit.sample_inputs``'s), or
+    ``inputs`` when given. What the engine's synthesis workers run for these circuits: no R1CS is built and no
+    Python object per wire outlives a unit (the whole-partition builder witness of a full WindowPoSt partition
+    would hold ~10^8 Python ints)."""
+    if not supports(circuit):
+        raise BadInput(f"block witness: {type(circuit).__name__} is not a header-and-blocks circuit")
+    t = _layout(circuit)
+    n_in = t.ni_h + t.count * t.ni_b
+    z = alloc_z((8, 1, n_in + t.na_h + t.count * t.na_b))
+    for unit in work_units(1, circuit.block_count, max(1, PARTITION_UNITS // 2), circuit.BLOCK_ALIGN):
+        unit_inputs, offset = ((inputs, 0) if inputs is not None
+                               else circuit.sample_blocks(int(partition), seed, unit[1], unit[2]))
+        _write(circuit, unit, z, 0, unit_inputs, offset, montgomery)
+    publics = encoding.limbs_to_ints(z[:, 0, 1:n_in], "fr", montgomery=montgomery)
+    return z[:, 0, :], publics, t

@@ -97,3 +97,23 @@ def test_tiling_survives_the_compiled_file(tmp_path):
     assert base.get_circuit("winning_post", "tiny").r1cs().tiling is None
     snap = base.get_circuit("snap_update", "tiny").r1cs()
     assert snap.tiling.m_h > 0 and snap.tiling.m_h + 2 * snap.tiling.m_b == snap.num_constraints
+
+
+@pytest.mark.parametrize("name", ["window_post", "snap_update"])
+def test_engine_worker_synthesizes_one_partition_by_block_ranges(builder, name, monkeypatch):
+    """The engine's synthesis task for these circuits (engine.synthesis.synthesize_partition -> partition_z): one
+    partition's canonical limbs block range by block range (as many units as the sampling granule allows), equal
+    to the builder's, with the sizes the engine checks against the R1CS; caller-given inputs
+    likewise."""
+    from cuzk_jax.engine import synthesis
+
+    monkeypatch.setattr(block_witness, "PARTITION_UNITS", 64)
+    c, r1cs, ws, publics = builder[name]
+    out = synthesis.synthesize_partition(c.without_r1cs(), ("sample", 1, 3))
+    assert out.montgomery is False and out.z.shape == (8, r1cs.num_vars)
+    assert np.array_equal(out.z, ws[1].z_limbs(montgomery=False))
+    assert out.public_inputs == publics[1]
+    assert (out.num_inputs, out.num_aux, out.num_constraints) == (r1cs.num_inputs, r1cs.num_aux,
+                                                                  r1cs.num_constraints)
+    given = synthesis.synthesize_partition(c, ("inputs", c.sample_inputs(0, 3)))
+    assert np.array_equal(given.z, ws[0].z_limbs(montgomery=False)) and given.public_inputs == publics[0]

@@ -521,3 +521,14 @@ def test_resident_key_takes_the_plans_msm_pass_bound(cube, monkeypatch):
     assert rk.plan.max_pairs == 1 << 20 and rk.config.msm.max_pairs == 1 << 20 and rk.plan.batch == 2
     rk = pipeline.make_resident(pk, r1cs, "msm=xla:max_pairs=33554432", partitions=2)
     assert rk.plan.max_pairs is None and rk.config.msm.max_pairs == 1 << 25
+
+
+def test_bench_h_parts_times_each_split_h_program():
+    """bench --op=h --impl=parts: one row per program of the split H step, each against one NTT of the domain."""
+    import types
+
+    from cuzk_jax.bench import h
+
+    rows = h.run(types.SimpleNamespace(impl=["parts"], log_n=["8"], batch=2, reps=1, warmup=0))
+    assert [r["part"] for r in rows] == ["ntt", "coset", "finish", "h_out", "split"]
+    assert rows[0]["ntt_equiv"] == 1 and all(r["median_ms"] > 0 and r["batch"] == 2 for r in rows)

@@ -7,6 +7,16 @@ Each (variant, impl, case) runs in a fresh Python process without the persistent
 (:func:`cuzk_jax.bench.ntt.measure_fresh`), so ``first_call_s`` is a new process's table generation + compile +
 first run. ``--log_n`` takes ``LOGN`` or ``LOGNxBATCH`` entries as ``--op=ntt``.
 
+``--impl=parts`` instead times, in this process and on the default NTT config, the programs the prover's split H
+step runs (:func:`cuzk_jax.ops.qap.compute_h_split`, what a 2^27 partition uses): the coset evaluations of one
+input (``coset``, three per partition), the pointwise step with the last transform (``finish``), the canonical
+output (``h_out``), the whole split step (``split``), and one forward NTT of the domain (``ntt``) as the unit they
+are made of. Random Montgomery inputs, ``0.98 n`` evaluations per partition; rows: part, log_n, batch, first_s
+(compile + first run), median_ms, ntt_equiv (median over the NTT row's). For finding where the H phase's time
+goes at sector scale (3.0 s per 2^27 partition against ~0.8 s of NTTs).
+
+  python scripts/bench.py --op=h --impl=parts --log_n=24,27 --reps=3 --warmup=1
+
 Rows: variant (``arkworks``: :func:`cuzk_jax.ops.qap.compute_h`; ``snarkjs``: ``compute_h_snarkjs``, 6 NTTs and
 no final iNTT), impl, log_n, batch, first_call_s, compile_s, median_ms (all partitions), per_partition_ms,
 sppark_floor_ms (NTTs x the sppark single-NTT reference point x batch: a floor for supraseal's groth16_ntt_h, which
@@ -20,9 +30,65 @@ from cuzk_jax.bench.ntt import SPPARK_MS, measure_fresh, parse_cases
 VARIANTS = {"arkworks": ("h", 7), "snarkjs": ("h_snarkjs", 6)}
 
 
+def _parts(log_n: int, batch: int, reps: int, warmup: int) -> list[dict]:
+    import statistics
+    import time
+
+    import jax
+    import jax.numpy as jnp
+
+    from cuzk_jax.groth16 import pipeline
+    from cuzk_jax.ops import ntt as ops_ntt, qap
+    from cuzk_jax.ops.config import NttConfig
+
+    n = 1 << log_n
+    config = NttConfig.coerce(None)
+    m = n - n // 64
+    key = jax.random.PRNGKey(log_n)
+    # below r: the top limb under 2^29 (r's top limb is 0x73eda753)
+    x = jax.random.bits(key, (8, batch, m), jnp.uint32).at[7].set(
+        jax.random.bits(key, (batch, m), jnp.uint32) >> 3)
+    full = jnp.pad(x, [(0, 0), (0, 0), (0, n - m)])
+    h_out = pipeline.device_programs(None, "bellman", n, config, None)["h_out"]
+    ev = {}
+
+    def coset():
+        ev["e"] = qap.coset_evaluations(x, n, config=config)
+        return ev["e"]
+
+    parts = [("ntt", lambda: ops_ntt.ntt(full, config=config)), ("coset", coset),
+             ("finish", lambda: qap.h_from_evaluations(ev["e"], ev["e"], ev["e"], n, config=config)),
+             ("h_out", lambda: h_out(full)), ("split", lambda: qap.compute_h_split(x, x, x, n, config=config))]
+    rows, unit = [], None
+    for name, fn in parts:
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        first = time.perf_counter() - t0
+        for _ in range(warmup):
+            jax.block_until_ready(fn())
+        times = []
+        for _ in range(max(1, reps)):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn())
+            times.append(1e3 * (time.perf_counter() - t0))
+        med = statistics.median(times)
+        unit = med if name == "ntt" else unit
+        rows.append({"part": name, "log_n": log_n, "batch": batch, "first_s": round(first, 3),
+                     "median_ms": round(med, 3), "ntt_equiv": round(med / unit, 2) if unit else None})
+    return rows
+
+
 def run(cfg) -> list[dict]:
     from cuzk_jax import bench
     from cuzk_jax.ops.config import NttConfig
+
+    if "parts" in cfg.impl:
+        rows = []
+        for log_n, b in parse_cases(cfg.log_n):
+            for row in _parts(log_n, b or int(cfg.batch), cfg.reps, cfg.warmup):
+                bench.emit(rows, row)
+                print(row, flush=True)
+        return rows
 
     # the default, and XLA beside it
     impls = list(cfg.impl) or list(dict.fromkeys([str(NttConfig.default()), str(NttConfig.default("cpu"))]))

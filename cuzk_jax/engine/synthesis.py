@@ -13,6 +13,10 @@ A task is one partition: ``(circuit, spec)`` with ``spec`` one of
   ``p`` of sector ``k`` is ``sample_inputs(p, seed=k)``, as :mod:`cuzk_jax.groth16.sector`);
 * ``("witness", Witness)`` -- already synthesized (only the limb conversion runs).
 
+For a header-and-blocks circuit (WindowPoSt, SnapDeals: :func:`cuzk_jax.circuits.block_witness.supports`) the
+first two run :func:`~cuzk_jax.circuits.block_witness.partition_z`: the partition is synthesized block range by
+block range straight into canonical limbs, so a full-size partition (~10^8 wires) never exists as Python ints.
+
 The worker returns a :class:`SynthOutput`: ``z`` as Fr limbs ``(8, num_vars)`` uint32 (the layout of
 :func:`cuzk_jax.circuits.r1cs.stack_z`, converted in the worker so the parent only stacks) in the form that costs
 the host least, with ``montgomery`` saying which (as :func:`cuzk_jax.circuits.r1cs.stack_z_native`): canonical for
@@ -65,6 +69,16 @@ def synthesize_partition(circuit, spec) -> SynthOutput:
     """Run one synthesis task (see the module docstring). Exceptions propagate to the job's future."""
     t0 = time.perf_counter()
     kind = spec[0]
+    if kind in ("sample", "inputs"):
+        from cuzk_jax.circuits import block_witness
+
+        if block_witness.supports(circuit):  # WindowPoSt, SnapDeals: limbs block range by block range
+            z, public, t = block_witness.partition_z(
+                circuit, *((spec[1], spec[2]) if kind == "sample" else (0, 0)),
+                inputs=spec[1] if kind == "inputs" else None)
+            return SynthOutput(z=z, public_inputs=public, num_inputs=t.ni_h + t.count * t.ni_b,
+                               num_aux=t.na_h + t.count * t.na_b, num_constraints=t.m_h + t.count * t.m_b,
+                               t_start=t0, t_end=time.perf_counter(), worker=_worker_name(), montgomery=False)
     if kind == "sample":
         _, partition, seed = spec
         inputs = circuit.sample_inputs(partition, seed)
@@ -80,10 +94,13 @@ def synthesize_partition(circuit, spec) -> SynthOutput:
     else:
         raise ValueError(f"unknown synthesis task kind {kind!r}")
     z, montgomery = native_z(witness)
-    worker = f"pid{os.getpid()}" if multiprocessing.parent_process() is not None else threading.current_thread().name
     return SynthOutput(z=z, public_inputs=public, num_inputs=len(witness.inputs), num_aux=len(witness.aux),
-                       num_constraints=witness.num_constraints, t_start=t0, t_end=time.perf_counter(), worker=worker,
-                       montgomery=montgomery)
+                       num_constraints=witness.num_constraints, t_start=t0, t_end=time.perf_counter(),
+                       worker=_worker_name(), montgomery=montgomery)
+
+
+def _worker_name() -> str:
+    return f"pid{os.getpid()}" if multiprocessing.parent_process() is not None else threading.current_thread().name
 
 
 def native_z(witness) -> tuple[np.ndarray, bool]:
