@@ -48,6 +48,16 @@ def time_runs(fn: Callable, args: Sequence, reps: int = 5, warmup: int = 2) -> d
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "reps": reps}
 
 
+def host_peak() -> dict:
+    """This process's and its finished worker processes' peak resident memory so far, in GiB (``getrusage``'s
+    ``ru_maxrss``: KiB on Linux; the workers' figure is the largest single child, not a sum)."""
+    import resource
+
+    kib = 1 << 10
+    return {"host_peak_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * kib / 2**30, 3),
+            "workers_peak_gib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * kib / 2**30, 3)}
+
+
 def git_commit() -> str:
     if os.environ.get("CUZK_BENCH_COMMIT"):
         return os.environ["CUZK_BENCH_COMMIT"]

@@ -16,7 +16,8 @@ memory per kind, and a WinningPoSt proof's latency while a PoRep sector is being
   verified (arkworks pairing) and a wrong public input must be rejected (``ok``). Device memory: JAX's
   ``memory_stats()`` of device 0 where the platform reports it (GPU): ``key_resident_gib`` (the resident key's own
   arrays), ``device_in_use_gib`` after proving, ``device_peak_gib`` the process peak so far (cumulative over the
-  rows of one run: run one kind per invocation for a per-kind peak).
+  rows of one run: run one kind per invocation for a per-kind peak); ``host_peak_gib`` / ``workers_peak_gib``
+  the host's resident peaks so far (this process / its largest finished worker), cumulative likewise.
 * ``latency[:<porep preset>[:<winning preset>]]``: an :class:`~cuzk_jax.engine.Engine` with both keys resident
   (batch shapes 1 and the PoRep partitions, synthesis in ``--synthesis`` workers). Measured, after a warm-up of
   both circuits: a WinningPoSt job alone (``winning_alone_s``: submit to verified result), a ``porep_like``
@@ -52,7 +53,10 @@ def _memory() -> dict:
         st = jax.devices()[0].memory_stats() or {}
     except Exception:  # noqa: BLE001 - platforms without memory stats (CPU) report nothing
         st = {}
-    return {"device_in_use_gib": _gib(st.get("bytes_in_use")), "device_peak_gib": _gib(st.get("peak_bytes_in_use"))}
+    from cuzk_jax import bench
+
+    return {"device_in_use_gib": _gib(st.get("bytes_in_use")), "device_peak_gib": _gib(st.get("peak_bytes_in_use")),
+            **bench.host_peak()}
 
 
 def _parse(cfg) -> list[tuple]:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import logging
-import resource
 import time
 
 import jax
@@ -102,12 +101,6 @@ def _device_gib() -> dict:
     recorded after every stage, so a peak can be placed (JAX cannot reset the peak counter)."""
     stats = jax.local_devices()[0].memory_stats() or {}
     return {k: round(stats[k] / 2**30, 3) for k in ("bytes_in_use", "peak_bytes_in_use") if k in stats}
-
-
-def _host_peak() -> dict:
-    kib = 1 << 10  # ru_maxrss is in KiB on Linux
-    return {"host_peak_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * kib / 2**30, 3),
-            "workers_peak_gib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * kib / 2**30, 3)}
 
 
 def run(cfg) -> list[dict]:
@@ -176,7 +169,7 @@ def run(cfg) -> list[dict]:
          f"{row['precompile_wait_s']} s waited for after the witnesses")
     rows: list[dict] = []
     # a row for the stages so far (rep "prepare"): a run killed in its first (compiling) prove keeps them
-    bench.emit(rows, dict(row, rep="prepare", device_memory_gib=dict(memory), **_host_peak()))
+    bench.emit(rows, dict(row, rep="prepare", device_memory_gib=dict(memory), **bench.host_peak()))
     # prefetch=on: every rep also runs without it over the same resident key (A/Bs in one process);
     # a variant is named by the switches that differ from the defaults
     base = rk.config
@@ -208,7 +201,7 @@ def run(cfg) -> list[dict]:
                    batches=timings.batches, proofs=len(proofs), ok=len(proofs) == P,
                    phases={k: round(v, 4) for k, v in timings.phases.items()}, scalar_kinds=timings.scalar_kinds)
         peak = _peak_device_bytes()
-        out.update(device_peak_gib=None if peak is None else round(peak / 2**30, 3), **_host_peak())
+        out.update(device_peak_gib=None if peak is None else round(peak / 2**30, 3), **bench.host_peak())
         seen = f"; device GiB after each stage {memory}" if any(memory.values()) else ""
         _say(f"rep {rep} ({variant}): {out['prove_s']} s, phases {out['phases']}{seen}")
         bench.emit(rows, out)
