@@ -593,17 +593,55 @@ def _pattern_arrays(mats, r0: int, nrows: int, rc: int, n: int, zero_id: int, st
 TILED_STEP_NNZ = 1 << 24
 
 
-def tile(r1cs, tiling, *, step_nnz: int = TILED_STEP_NNZ, nnz_steps: int | None = BUCKET_STEPS) -> TiledR1CS:
+class _Rows(NamedTuple):
+    """CSR rows (the three fields :func:`_pattern_arrays` reads of a ``circuits.r1cs.SparseMatrix``)."""
+
+    indptr: np.ndarray
+    cols: np.ndarray
+    coeff_ids: np.ndarray
+
+
+def _tail_with_inputs(mats, r0: int, m: int, n_in: int) -> list:
+    """Rows ``[r0, m)`` of the three matrices followed by bellman's input constraints ``z_i * 0 = 0`` (A: one
+    nonzero ``1`` at column ``i``; B, C empty), as ``R1CS.with_input_constraints`` appends them -- built from the
+    tail alone, without copying the whole matrices."""
+    out = []
+    for k, mat in enumerate(mats):
+        ip = np.asarray(mat.indptr[r0:m + 1], np.int64)
+        s0, s1 = int(ip[0]), int(ip[-1])
+        ip = ip - s0
+        cols, cids = np.asarray(mat.cols[s0:s1], np.int32), np.asarray(mat.coeff_ids[s0:s1], np.int32)
+        if k == 0:
+            ip = np.concatenate([ip, ip[-1] + np.arange(1, n_in + 1, dtype=np.int64)])
+            cols = np.concatenate([cols, np.arange(n_in, dtype=np.int32)])
+            cids = np.concatenate([cids, np.zeros(n_in, np.int32)])  # coeffs[0] == 1
+        else:
+            ip = np.concatenate([ip, np.full(n_in, ip[-1], np.int64)])
+        out.append(_Rows(ip, cols, cids))
+    return out
+
+
+def tile(r1cs, tiling, *, step_nnz: int = TILED_STEP_NNZ, nnz_steps: int | None = BUCKET_STEPS,
+         input_rows: bool = False) -> TiledR1CS:
     """The :class:`TiledR1CS` of ``r1cs`` (a host R1CS *with* bellman's input constraints appended, rows: header,
     blocks, inputs) whose blocks ``tiling`` describes (attributes ``m_h``, ``m_b``, ``count`` (rows), ``ni_h``,
     ``ni_b``, ``na_h``, ``na_b`` (wires): :class:`cuzk_jax.circuits.tiling.Tiling`). Host work over one group of
-    blocks, the header and the input rows only: the other blocks' nonzeros are never read."""
+    blocks, the header and the input rows only: the other blocks' nonzeros are never read.
+
+    ``input_rows=True``: ``r1cs`` is the circuit's own R1CS, *without* the input constraints, and they are
+    appended here to the last pattern -- the same result as tiling ``r1cs.with_input_constraints()``, without that
+    whole-matrix copy (for a full WindowPoSt partition, ~12 GB of host memory)."""
     mats = r1cs.matrices()
     m_h, m_b, count = int(tiling.m_h), int(tiling.m_b), int(tiling.count)
     m = r1cs.num_constraints
     tail_rows = m - m_h - count * m_b
     if tail_rows < 0 or count < 1 or m_b < 1:
         raise BadInput(f"tiling does not fit the R1CS: {m_h} + {count} x {m_b} rows > {m}")
+    if input_rows:
+        if r1cs.coeffs[0] != 1:
+            raise BadInput("tile(input_rows=True): the R1CS's coefficient 0 must be 1 (bellman's input rows use it)")
+        tail = _tail_with_inputs(mats, m_h + count * m_b, m, r1cs.num_inputs)
+        tail_rows += r1cs.num_inputs
     ni_h, ni_b, na_h, na_b = (int(getattr(tiling, k)) for k in ("ni_h", "ni_b", "na_h", "na_b"))
     n_in = ni_h + count * ni_b
     if n_in != r1cs.num_inputs:
@@ -616,27 +654,27 @@ def tile(r1cs, tiling, *, step_nnz: int = TILED_STEP_NNZ, nnz_steps: int | None 
         return np.where((cols >= ni_h) & (cols < n_in), ni_b, np.where(cols >= n_in + na_h, na_b, 0))
 
     none = lambda cols: np.zeros_like(cols)  # noqa: E731
-    # (first row, rows, step function) per pattern; steps: (pattern, mult, start)
+    # (matrices, first row in them, rows, step function) per pattern; steps: (pattern, mult, start)
     pats, steps = [], []
     if m_h:
         steps.append((len(pats), 0, 0))
-        pats.append((0, m_h, none))
+        pats.append((mats, 0, m_h, none))
     gid = len(pats)
-    pats.append((m_h, g * m_b, block_step))
+    pats.append((mats, m_h, g * m_b, block_step))
     steps += [(gid, j * g, m_h + j * g * m_b) for j in range(groups)]
     if rest:
         steps.append((len(pats), 0, m_h + groups * g * m_b))
-        pats.append((m_h + groups * g * m_b, rest * m_b, none))
-    if tail_rows:
+        pats.append((mats, m_h + groups * g * m_b, rest * m_b, none))
+    if tail_rows:  # rows after the blocks (the input rows: their own small matrices with input_rows)
         steps.append((len(pats), 0, m_h + count * m_b))
-        pats.append((m_h + count * m_b, tail_rows, none))
-    rc = max(nrows for _, nrows, _ in pats)
-    n = max(sum(int(mat.indptr[r0 + nrows] - mat.indptr[r0]) for mat in mats) for r0, nrows, _ in pats)
+        pats.append((tail, 0, tail_rows, none) if input_rows else (mats, m_h + count * m_b, tail_rows, none))
+    rc = max(nrows for _, _, nrows, _ in pats)
+    n = max(sum(int(mat.indptr[r0 + nrows] - mat.indptr[r0]) for mat in ms) for ms, r0, nrows, _ in pats)
     n = max(1, bucket(n, nnz_steps) if nnz_steps else n)
     if n >= 2**31 or 3 * rc >= 2**31 or n_in + r1cs.num_aux >= 2**31:
         raise BadInput(f"tiled pattern too large for int32 indexing ({n} nonzeros, {rc} rows)")
     coeffs, zero_id = _with_zero(encoding.ints_to_limbs(_scaled(r1cs.coeffs), "fr", montgomery=False))
-    arrays = [_pattern_arrays(mats, r0, nrows, rc, n, zero_id, fn) for r0, nrows, fn in pats]
+    arrays = [_pattern_arrays(ms, r0, nrows, rc, n, zero_id, fn) for ms, r0, nrows, fn in pats]
     stacked = [np.stack([a[i] for a in arrays]) for i in range(5)]
     table = np.array(steps, np.int32).reshape(-1, 3)
     return TiledR1CS(rows=stacked[0], cols=stacked[1], steps=stacked[2], coeff_ids=stacked[3], indptr=stacked[4],

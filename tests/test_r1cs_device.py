@@ -355,8 +355,14 @@ def test_tiled_evaluation_equals_the_flat_one(name, over):
         got = O.evaluate_tiled(tr, zz, ext.num_constraints)
         for a, b in zip(got, flat):
             assert np.array_equal(np.asarray(a), np.asarray(b)), step
-    with pytest.raises(BadInput, match="tiling does not fit"):
-        O.tile(ext, dataclasses.replace(ext.tiling, count=ext.tiling.count + 1))
+        # the input rows appended by tile itself (what make_resident does: no copy of the whole R1CS): identical
+        own = O.tile(r1cs, r1cs.tiling, step_nnz=step, input_rows=True)
+        for a, b in zip(jax.tree_util.tree_leaves(own), jax.tree_util.tree_leaves(O.tile(ext, ext.tiling,
+                                                                                      step_nnz=step))):
+            assert np.array_equal(np.asarray(a), np.asarray(b)), step
+    for r, rows in ((ext, False), (r1cs, True)):
+        with pytest.raises(BadInput, match="tiling does not fit"):
+            O.tile(r, dataclasses.replace(r.tiling, count=r.tiling.count + 1), input_rows=rows)
     # the plan's estimate bounds XLA's buffer assignment of the tiled program (loop buffers of M + Rc rows, the
     # outputs cut from them), within 2x
     for step in (1, 10**9):
