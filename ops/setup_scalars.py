@@ -111,29 +111,47 @@ def _finish_sums(acc):
         return reduce_wide([acc[l] for l in range(8)])
 
 
-def column_sums(lag, rows: np.ndarray, cols: np.ndarray, cids: np.ndarray, coeffs, num_vars: int,
-                chunk: int = 1 << 22):
+def column_sums(lag, rows: np.ndarray | None, cols: np.ndarray, cids: np.ndarray, coeffs, num_vars: int,
+                chunk: int = 1 << 22, *, indptr: np.ndarray | None = None, extra: tuple | None = None):
     """``sum_j M[j][i] L_j`` for every column ``i < num_vars`` (Montgomery Fr ``(8, num_vars)``, device).
 
     ``lag``: the Lagrange values ``(8, >= rows.max() + 1)`` (device, Montgomery); ``rows``/``cols``/``cids``: the
-    nonzeros of ``M`` (host int arrays, any order; a column may repeat); ``coeffs``: :func:`scaled_coeffs` of the
-    R1CS's coefficient table. The nonzeros go to the device ``chunk`` at a time (the last chunk padded with
-    zero-coefficient entries), so one compiled program serves every chunk.
+    nonzeros of ``M`` (host int arrays, any order; a column may repeat) -- or ``rows=None`` with ``indptr`` (the
+    CSR row pointers of ``cols``), the rows then derived chunk by chunk (no row array of every nonzero: 4 B per
+    nonzero of host memory at a full WindowPoSt partition's ~10^9 per matrix); ``extra``: more nonzeros
+    ``(rows, cols, cids)`` taken after those (e.g. bellman's input rows, without copying the matrix to append
+    them); ``coeffs``: :func:`scaled_coeffs` of the R1CS's coefficient table. The nonzeros go to the device
+    ``chunk`` at a time (the last chunk padded with zero-coefficient entries), so one compiled program serves every
+    chunk.
     """
     coeffs = jnp.asarray(coeffs)
     zero_id = coeffs.shape[1] - 1
-    nnz = len(cols)
+    if (rows is None) == (indptr is None):
+        raise ValueError("column_sums: give rows or indptr, not both")
+    main = len(cols)
+    ex_rows, ex_cols, ex_cids = (np.asarray(a) for a in extra) if extra is not None else (None, None, None)
+    nnz = main + (len(ex_cols) if extra is not None else 0)
     chunk = max(1, min(chunk, 1 << max(0, (max(nnz, 1) - 1).bit_length())))
     step = _column_sums_chunk(jax.default_backend())
+
+    def piece(a: int, b: int):  # nonzeros [a, b) of the main arrays
+        r = rows[a:b] if rows is not None else np.searchsorted(indptr, np.arange(a, b), side="right") - 1
+        return r, cols[a:b], cids[a:b]
+
     with jax.enable_x64(True):
         acc = jnp.zeros((8, num_vars), jnp.uint64)
         for s in range(0, max(nnz, 1), chunk):
             r_ = np.zeros(chunk, np.int32)
             c_ = np.zeros(chunk, np.int32)
             k_ = np.full(chunk, zero_id, np.int32)
-            e = min(nnz, s + chunk) - s
+            e = min(main, s + chunk) - s
             if e > 0:
-                r_[:e], c_[:e], k_[:e] = rows[s:s + e], cols[s:s + e], cids[s:s + e]
+                r_[:e], c_[:e], k_[:e] = piece(s, s + e)
+            x0, x1 = max(s, main) - main, min(nnz, s + chunk) - main  # the extra nonzeros in this chunk
+            if x1 > x0:
+                at = max(e, 0)
+                r_[at:at + x1 - x0], c_[at:at + x1 - x0], k_[at:at + x1 - x0] = (
+                    ex_rows[x0:x1], ex_cols[x0:x1], ex_cids[x0:x1])
             acc = step(acc, lag, r_, c_, k_, coeffs)
         return _finish_sums(acc)
 

@@ -55,6 +55,21 @@ def test_column_sums_match_python_ints():
         want[c_] = (want[c_] + coeffs[k_] * lag_ints[r_]) % R
     assert _ints(got) == want
     assert want[-1] == 0 and any(want)
+    # the CSR form (rows derived per chunk from indptr) and extra nonzeros after the matrix's (bellman's input rows:
+    # rows past the matrix, coefficient id 0), the extra ones straddling a chunk boundary
+    indptr = np.searchsorted(rows, np.arange(rows_n + 1)).astype(np.int64)
+    ex = (np.array([rows_n, rows_n + 1, rows_n + 2], np.int32), np.array([0, 1, num_vars - 1], np.int32),
+          np.zeros(3, np.int32))
+    lag_ext = lag_ints + [rnd.randrange(R) for _ in range(3)]
+    for chunk in (16, 38, 64):
+        got = S.column_sums(S.mont_limbs(lag_ext), None, cols, cids, S.scaled_coeffs(coeffs), num_vars, chunk=chunk,
+                            indptr=indptr, extra=ex)
+        want_ext = list(want)
+        for r_, c_ in zip(ex[0], ex[1]):
+            want_ext[c_] = (want_ext[c_] + lag_ext[r_]) % R
+        assert _ints(got) == want_ext, chunk
+    with pytest.raises(ValueError, match="rows or indptr"):
+        S.column_sums(S.mont_limbs(lag_ints), rows, cols, cids, S.scaled_coeffs(coeffs), num_vars, indptr=indptr)
     # a wrong coefficient table gives a different answer (the twin: the comparison can fail)
     bad = S.column_sums(S.mont_limbs(lag_ints), rows, cols, cids, S.scaled_coeffs([2] + coeffs[1:]), num_vars,
                         chunk=16)
