@@ -135,8 +135,12 @@ def column_sums(lag, rows: np.ndarray | None, cols: np.ndarray, cids: np.ndarray
     step = _column_sums_chunk(jax.default_backend())
 
     def piece(a: int, b: int):  # nonzeros [a, b) of the main arrays
-        r = rows[a:b] if rows is not None else np.searchsorted(indptr, np.arange(a, b), side="right") - 1
-        return r, cols[a:b], cids[a:b]
+        if rows is not None:
+            return rows[a:b], cols[a:b], cids[a:b]
+        r0 = int(np.searchsorted(indptr, a, side="right")) - 1  # the rows holding nonzeros a and b - 1
+        r1 = int(np.searchsorted(indptr, b - 1, side="right")) - 1
+        counts = np.diff(np.clip(np.asarray(indptr[r0:r1 + 2], np.int64), a, b))
+        return np.repeat(np.arange(r0, r1 + 1, dtype=np.int32), counts), cols[a:b], cids[a:b]
 
     with jax.enable_x64(True):
         acc = jnp.zeros((8, num_vars), jnp.uint64)
