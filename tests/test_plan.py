@@ -493,6 +493,11 @@ def test_plan_shortens_msm_passes_before_splitting_the_batch():
     bounds = memplan.candidate_pass_bounds()
     assert bounds[0] == ops_msm.DEFAULT_MAX_PAIRS and bounds[-1] == memplan.MIN_PLAN_PAIRS
     assert all(a == 2 * b for a, b in zip(bounds, bounds[1:]))
+    # a 2^20 partition fits every bound in one pass; a 2^27 one already takes several: no shorter bound for it
+    assert memplan._whole_partition_bounds(sector_shape(20), bounds) == bounds
+    assert memplan._whole_partition_bounds(sector_shape(27), bounds) == bounds[:1]
+    big = memplan.make_plan(sector_shape(27), 10, device_budget=124 * GIB, pass_bounds=bounds)
+    assert big.max_pairs is None
     shape = sector_shape(20)
     assert memplan.make_plan(shape, 10, device_budget=None, pass_bounds=bounds).max_pairs is None
     short = memplan.make_plan(shape, 10, device_budget=None, max_pairs=1 << 25)

@@ -290,6 +290,22 @@ def candidate_pass_bounds(default: int | None = None) -> tuple:
     return tuple(out)
 
 
+def _whole_partition_bounds(shape: Shape, bounds: tuple) -> tuple:
+    """The first of ``bounds``, then those under which every query's MSM takes a partition's points in passes as
+    long as under the first: shorter passes that still group whole partitions shrink the bucket arrays at a small
+    cost (10 x 2^20), while cutting a partition's points into more passes (a 2^27 partition already takes several)
+    multiplies the passes and their fixed costs."""
+    from cuzk_jax.ops import msm as ops_msm
+
+    padded = [ops_msm.padded_size(max(int(n), 1)) for n in shape.bases.values()]
+
+    def chunks(bound):  # points per pass of one partition, per query
+        return [ops_msm.pass_shape(1, p, bound)[2] for p in padded]
+
+    first = chunks(bounds[0])
+    return (bounds[0],) + tuple(b for b in bounds[1:] if chunks(b) == first)
+
+
 def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_budget: int | None = None,
               want_tables: bool = False, table_bytes: int = 0, chunk: int | None = None,
               allow_streaming: bool = True, max_batch: int | None = None, prefetch: int = 0,
@@ -299,7 +315,8 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
     ``pass_bounds``: MSM pass bounds the plan may choose among (descending, e.g. :func:`candidate_pass_bounds`; given when
     the MSM config leaves ``max_pairs`` unset): a smaller bound shrinks the plain MSM's bucket arrays and costs
     some time per pass, which is cheaper than splitting the partitions into more batches or streaming bases. The
-    plan takes the largest bound that streams the fewest queries and keeps the largest batch, and records it
+    plan takes the largest bound that streams the fewest queries and keeps the largest batch (of the bounds that
+    do not cut one partition's points into more passes: :func:`_whole_partition_bounds`), and records it
     in :attr:`MemoryPlan.max_pairs` when it is not the first (None: the first, or no bounds given). Without
     ``pass_bounds`` the plan is made for ``max_pairs`` only."""
     kw = dict(device_budget=device_budget, host_budget=host_budget, want_tables=want_tables,
@@ -308,7 +325,7 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
     if not pass_bounds:
         return _make_plan(shape, partitions, max_pairs=max_pairs, **kw)
     best, best_key, error = None, None, None
-    for bound in pass_bounds:
+    for bound in _whole_partition_bounds(shape, pass_bounds):
         try:
             plan = _make_plan(shape, partitions, max_pairs=bound, **kw)
         except MemoryBudgetError as e:
