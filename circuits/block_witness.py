@@ -43,7 +43,7 @@ from .cs import ConstraintSystem
 from .tiling import block_tiling
 from .zfile import alloc_z, map_shared, shared_z
 
-__all__ = ["supports", "work_units", "witness_batch", "partition_z", "shutdown_pool"]
+__all__ = ["supports", "work_units", "witness_batch", "partition_z", "layout", "shutdown_pool"]
 
 
 def supports(circuit) -> bool:
@@ -185,15 +185,16 @@ def witness_batch(circuit, partitions: int, seed: int = 0, workers: int | None =
     return z, publics
 
 
-def _layout(circuit):
-    """The tiled layout's :class:`~.tiling.Tiling` (sizes only), from the header and one block."""
+def layout(circuit):
+    """The tiled layout's :class:`~.tiling.Tiling` (sizes only), from the header and one block (structure
+    synthesis: cheap next to a partition, and it builds the per-process tables a partition's synthesis uses)."""
     header, block = circuit.block_synthesis(None, 0)
     return block_tiling(header, lambda cs, shared: block(cs, shared, 0), circuit.block_count, circuit.BLOCK_PREFIX)
 
 
 def _num_inputs(circuit) -> int:
     """``num_inputs`` (ONE included) of the tiled layout."""
-    t = _layout(circuit)
+    t = layout(circuit)
     return t.ni_h + t.count * t.ni_b
 
 
@@ -212,7 +213,7 @@ def partition_z(circuit, partition: int, seed: int = 0, inputs=None, montgomery:
     would hold ~10^8 Python ints)."""
     if not supports(circuit):
         raise BadInput(f"block witness: {type(circuit).__name__} is not a header-and-blocks circuit")
-    t = _layout(circuit)
+    t = layout(circuit)
     n_in = t.ni_h + t.count * t.ni_b
     z = alloc_z((8, 1, n_in + t.na_h + t.count * t.na_b))
     for unit in work_units(1, circuit.block_count, max(1, PARTITION_UNITS // 2), circuit.BLOCK_ALIGN):
