@@ -32,6 +32,8 @@ from cuzk_jax.reference import r1cs as ref_r1cs
 from cuzk_jax.reference.constants import R
 
 LIMBS_FR = 8  # uint32 limbs of an Fr element
+# the namespace and label of bellman's input constraints (R1CS.with_input_constraints)
+INPUT_NAMESPACE, INPUT_LABEL = "input_constraints", "input"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +119,12 @@ class R1CS:
         return "R1CS(" + ", ".join(f"{k}={v}" for k, v in s.items()) + ")"
 
     # -- names ---------------------------------------------------------------------------------------------------------
+    def extended_constraint_name(self, i: int) -> str:
+        """:meth:`constraint_name` of row ``i`` of :meth:`with_input_constraints`, without building it."""
+        m = self.num_constraints
+        return self.constraint_name(i) if i < m or not 0 <= i < m + self.num_inputs else \
+            f"{INPUT_NAMESPACE}/{INPUT_LABEL}"
+
     def constraint_name(self, i: int) -> str:
         if not 0 <= i < self.num_constraints:
             raise ValueError(f"constraint index {i} out of range [0, {self.num_constraints})")
@@ -157,30 +165,43 @@ class R1CS:
     def same_structure(self, other: "R1CS") -> bool:
         return self.digest() == other.digest()
 
+    def with_input_rows(self, r0: int = 0) -> tuple:
+        """``(A, B, C)``: rows ``[r0, m)`` of each matrix (re-based to start at row 0) followed by bellman's input
+        constraints ``z_i * 0 = 0`` for every input column ``i`` (ONE included): A gets one nonzero, coefficient
+        id 0 (``coeffs[0] == 1``), at column ``i``; B and C empty rows. ``r0 = 0``: the whole extended matrices
+        (:meth:`with_input_constraints`); ``r0 = m``: the input rows alone, without a copy of the others (the
+        tiled layout and the device setup append them this way at full size)."""
+        assert self.coeffs[0] == 1
+        n = self.num_inputs
+
+        def extend(mat: SparseMatrix, with_inputs: bool) -> SparseMatrix:
+            indptr = np.asarray(mat.indptr[r0:], np.int64)
+            s0 = int(indptr[0])
+            indptr, cols, cids = indptr - s0, mat.cols[s0:], mat.coeff_ids[s0:]
+            if with_inputs:
+                indptr = np.concatenate([indptr, indptr[-1] + np.arange(1, n + 1, dtype=np.int64)])
+                cols = np.concatenate([cols, np.arange(n, dtype=np.int32)])
+                cids = np.concatenate([cids, np.zeros(n, np.int32)])
+            else:
+                indptr = np.concatenate([indptr, np.full(n, indptr[-1], np.int64)])
+            return SparseMatrix(indptr=indptr, cols=cols, coeff_ids=cids)
+
+        return extend(self.A, True), extend(self.B, False), extend(self.C, False)
+
     def with_input_constraints(self) -> "R1CS":
-        """Append bellman's input constraints ``z_i * 0 = 0`` for every input column ``i`` (ONE included).
+        """Append bellman's input constraints ``z_i * 0 = 0`` for every input column ``i`` (ONE included;
+        :meth:`with_input_rows`).
 
         Groth16 (bellman/bellperson ``prover.rs``) adds them so that the QAP polynomials of the public inputs are
         linearly independent; they are trivially satisfied, so the witness does not change.
         """
         n = self.num_inputs
-
-        def extend(mat: SparseMatrix, with_inputs: bool) -> SparseMatrix:
-            if with_inputs:
-                indptr = np.concatenate([mat.indptr, mat.indptr[-1] + np.arange(1, n + 1, dtype=np.int64)])
-                cols = np.concatenate([mat.cols, np.arange(n, dtype=np.int32)])
-                cids = np.concatenate([mat.coeff_ids, np.zeros(n, np.int32)])  # coeffs[0] == 1
-            else:
-                indptr = np.concatenate([mat.indptr, np.full(n, mat.indptr[-1], np.int64)])
-                cols, cids = mat.cols, mat.coeff_ids
-            return SparseMatrix(indptr=indptr, cols=cols, coeff_ids=cids)
-
-        assert self.coeffs[0] == 1
-        ns = self.namespaces + ("input_constraints",)
-        labels = self.labels + ("input",)
+        A, B, C = self.with_input_rows()
+        ns = self.namespaces + (INPUT_NAMESPACE,)
+        labels = self.labels + (INPUT_LABEL,)
         return dataclasses.replace(
             self,
-            A=extend(self.A, True), B=extend(self.B, False), C=extend(self.C, False),
+            A=A, B=B, C=C,
             namespaces=ns, labels=labels,
             row_namespace=np.concatenate([self.row_namespace, np.full(n, len(ns) - 1, np.int32)]),
             row_label=np.concatenate([self.row_label, np.full(n, len(labels) - 1, np.int32)]),

@@ -593,34 +593,6 @@ def _pattern_arrays(mats, r0: int, nrows: int, rc: int, n: int, zero_id: int, st
 TILED_STEP_NNZ = 1 << 24
 
 
-class _Rows(NamedTuple):
-    """CSR rows (the three fields :func:`_pattern_arrays` reads of a ``circuits.r1cs.SparseMatrix``)."""
-
-    indptr: np.ndarray
-    cols: np.ndarray
-    coeff_ids: np.ndarray
-
-
-def _tail_with_inputs(mats, r0: int, m: int, n_in: int) -> list:
-    """Rows ``[r0, m)`` of the three matrices followed by bellman's input constraints ``z_i * 0 = 0`` (A: one
-    nonzero ``1`` at column ``i``; B, C empty), as ``R1CS.with_input_constraints`` appends them -- built from the
-    tail alone, without copying the whole matrices."""
-    out = []
-    for k, mat in enumerate(mats):
-        ip = np.asarray(mat.indptr[r0:m + 1], np.int64)
-        s0, s1 = int(ip[0]), int(ip[-1])
-        ip = ip - s0
-        cols, cids = np.asarray(mat.cols[s0:s1], np.int32), np.asarray(mat.coeff_ids[s0:s1], np.int32)
-        if k == 0:
-            ip = np.concatenate([ip, ip[-1] + np.arange(1, n_in + 1, dtype=np.int64)])
-            cols = np.concatenate([cols, np.arange(n_in, dtype=np.int32)])
-            cids = np.concatenate([cids, np.zeros(n_in, np.int32)])  # coeffs[0] == 1
-        else:
-            ip = np.concatenate([ip, np.full(n_in, ip[-1], np.int64)])
-        out.append(_Rows(ip, cols, cids))
-    return out
-
-
 def tile(r1cs, tiling, *, step_nnz: int = TILED_STEP_NNZ, nnz_steps: int | None = BUCKET_STEPS,
          input_rows: bool = False) -> TiledR1CS:
     """The :class:`TiledR1CS` of ``r1cs`` (a host R1CS *with* bellman's input constraints appended, rows: header,
@@ -637,10 +609,8 @@ def tile(r1cs, tiling, *, step_nnz: int = TILED_STEP_NNZ, nnz_steps: int | None 
     tail_rows = m - m_h - count * m_b
     if tail_rows < 0 or count < 1 or m_b < 1:
         raise BadInput(f"tiling does not fit the R1CS: {m_h} + {count} x {m_b} rows > {m}")
-    if input_rows:
-        if r1cs.coeffs[0] != 1:
-            raise BadInput("tile(input_rows=True): the R1CS's coefficient 0 must be 1 (bellman's input rows use it)")
-        tail = _tail_with_inputs(mats, m_h + count * m_b, m, r1cs.num_inputs)
+    if input_rows:  # the rows after the blocks and the input rows, without copying the rest
+        tail = r1cs.with_input_rows(m_h + count * m_b)
         tail_rows += r1cs.num_inputs
     ni_h, ni_b, na_h, na_b = (int(getattr(tiling, k)) for k in ("ni_h", "ni_b", "na_h", "na_b"))
     n_in = ni_h + count * ni_b

@@ -213,6 +213,18 @@ def test_with_input_constraints():
     assert ext.A.cols.tolist()[-2:] == [0, 1] and ext.B.nnz == r1cs.B.nnz
     ext.check(w)
     assert ext.constraint_name(ext.num_constraints - 1) == "input_constraints/input"
+    # with_input_rows(r0): the extended matrices' rows from r0 on, re-based (what tile and the device setup append
+    # without copying the rest); extended_constraint_name names ext's rows without building it
+    m = r1cs.num_constraints
+    for r0 in (0, m // 2, m):
+        for tail, full in zip(r1cs.with_input_rows(r0), ext.matrices()):
+            s0 = int(full.indptr[r0])
+            assert np.array_equal(tail.indptr, full.indptr[r0:] - s0)
+            assert np.array_equal(tail.cols, full.cols[s0:]) and np.array_equal(tail.coeff_ids, full.coeff_ids[s0:])
+    assert [r1cs.extended_constraint_name(i) for i in range(ext.num_constraints)] == \
+        [ext.constraint_name(i) for i in range(ext.num_constraints)]
+    with pytest.raises(ValueError, match="out of range"):
+        r1cs.extended_constraint_name(ext.num_constraints)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -73,9 +73,8 @@ def synthesize_partition(circuit, spec) -> SynthOutput:
         from cuzk_jax.circuits import block_witness
 
         if block_witness.supports(circuit):  # WindowPoSt, SnapDeals: limbs block range by block range
-            z, public, t = block_witness.partition_z(
-                circuit, *((spec[1], spec[2]) if kind == "sample" else (0, 0)),
-                inputs=spec[1] if kind == "inputs" else None)
+            z, public, t = (block_witness.partition_z(circuit, spec[1], spec[2]) if kind == "sample"
+                            else block_witness.partition_z(circuit, 0, inputs=spec[1]))
             return SynthOutput(z=z, public_inputs=public, num_inputs=t.ni_h + t.count * t.ni_b,
                                num_aux=t.na_h + t.count * t.na_b, num_constraints=t.m_h + t.count * t.m_b,
                                t_start=t0, t_end=time.perf_counter(), worker=_worker_name(), montgomery=False)

@@ -431,8 +431,8 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     if toxic is None:
         toxic = (insecure_toxic_waste_for_tests(insecure_seed_for_tests) if insecure_seed_for_tests is not None
                  else random_toxic_waste())
-    # the QAP is r1cs with bellman's input constraints appended (z_i * 0 = 0: A gets a one at (m0 + i, i)); they
-    # go into the column sums as extra nonzeros, without a copy of the whole R1CS
+    # the QAP is r1cs with bellman's input constraints appended (R1CS.with_input_rows); they go into the column
+    # sums as extra nonzeros, without a copy of the whole R1CS
     m0, num_inputs, num_aux = r1cs.num_constraints, r1cs.num_inputs, r1cs.num_aux
     m = m0 + num_inputs
     n = ref.domain_size(m)
@@ -460,12 +460,11 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
         tau_m, k_m = const(toxic.tau), const(zt * pow(n, R - 2, R))
         lag = [S.lagrange(lo, hi, s, tau_m, k_m, chunk=sc, a=a) for s in range(0, m, sc)]
         lag = lag[0] if len(lag) == 1 else jnp.concatenate(lag, axis=1)
-        assert r1cs.coeffs[0] == 1  # an R1CS invariant (circuits.r1cs): the input rows' coefficient id 0
         coeffs = S.scaled_coeffs(r1cs.coeffs)
-        ins = np.arange(num_inputs, dtype=np.int32)
+        inputs = r1cs.with_input_rows(m0)  # the input rows alone
         u, v, w = (S.column_sums(lag, None, mat.cols, mat.coeff_ids, coeffs, num_vars, indptr=mat.indptr,
-                                 extra=(m0 + ins, ins, np.zeros(num_inputs, np.int32)) if k == 0 else None)
-                   for k, mat in enumerate(r1cs.matrices()))
+                                 extra=(m0 + tail.row_ids(), tail.cols, tail.coeff_ids))
+                   for mat, tail in zip(r1cs.matrices(), inputs))
         del lag
         a_s, b_s, l_s, ic_s = S.query_scalars(u, v, w, const(toxic.alpha), const(toxic.beta), const(ginv),
                                               const(dinv), num_inputs=num_inputs, chunk=sc)

@@ -531,9 +531,6 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
     digest = r1cs.digest()
     if pk.circuit_digest != digest:
         raise BadInput("proving key was generated for a different circuit (R1CS digest mismatch)")
-    # the device evaluates r1cs with bellman's input constraints appended; a tiled circuit's are appended by tile
-    # itself (no copy of the whole R1CS: ~12 GB of host memory for a full WindowPoSt partition)
-    ext = r1cs if r1cs.tiling is not None else r1cs.with_input_constraints()
     fields = {"msm_a": "a_query", "msm_b1": "b_g1_query", "msm_b2": "b_g2_query", "msm_l": "l_query",
               "msm_h": "h_query"}
     queries = {k: getattr(pk, f) for k, f in fields.items()}
@@ -547,28 +544,20 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
         # a header-and-blocks circuit: one group of blocks' rows, evaluated for every group with its columns moved.
         # Where both layouts work it won on the H200 (full SnapDeals: 8.09 against 8.44 s per partition, resident
         # key 45.1 against 57.7 GiB; bench/results, session 17); a full WindowPoSt partition (2.94G nonzeros)
-        # cannot be indexed flat at all
+        # cannot be indexed flat at all. tile appends bellman's input rows itself: no copy of the whole R1CS
+        # (~12 GB of host memory for a full WindowPoSt partition)
         dr = ops_r1cs.tile(r1cs, r1cs.tiling, input_rows=True)
     else:
         # size-bucketed R1CS tables: circuits of nearby sizes share the evaluation programs (stage pads z to
         # match); built on the host and uploaded once by build_resident, whole or in the plan's row chunks
-        dr = ops_r1cs.to_device(ext, bucket_steps=ops_r1cs.BUCKET_STEPS, upload=False)
+        dr = ops_r1cs.to_device(r1cs.with_input_constraints(), bucket_steps=ops_r1cs.BUCKET_STEPS, upload=False)
     # with consume, build_resident empties this very dict as it compacts: nothing else then holds the bases
     return build_resident(queries=queries, r1cs=dr, finish=finish,
                           num_inputs=pk.num_inputs, num_vars=pk.num_vars, domain_size=pk.domain_size, qap="bellman", digest=digest,
-                          config=config, pk=pk, constraint_name=_input_row_names(ext), verifier=proof_checker(pk.vk),
-                          mesh=mesh, device=device, headroom=headroom, partitions=partitions,
-                          max_batch=max_batch, consume=consume,
-                          num_rows=ext.num_constraints + (r1cs.num_inputs if ext is r1cs else 0))
-
-
-def _input_row_names(r1cs) -> Callable[[int], str]:
-    """``constraint_name`` over the evaluated rows: ``r1cs``'s own, then (where ``r1cs`` does not carry them) the
-    input constraints' name, as ``with_input_constraints`` names them."""
-    if r1cs.appended_constraints:
-        return r1cs.constraint_name
-    m = r1cs.num_constraints
-    return lambda i: r1cs.constraint_name(i) if i < m else "input_constraints/input"
+                          config=config, pk=pk, constraint_name=r1cs.extended_constraint_name,
+                          verifier=proof_checker(pk.vk), mesh=mesh, device=device, headroom=headroom,
+                          partitions=partitions, max_batch=max_batch, consume=consume,
+                          num_rows=r1cs.num_constraints + r1cs.num_inputs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
