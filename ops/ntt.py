@@ -232,9 +232,11 @@ def _eager(x) -> bool:
     return not isinstance(x, _Tracer)
 
 
-def twiddles(n: int, inverse: bool = False, generator: int = GENERATOR, *, eager: bool = True) -> jax.Array:
+def twiddles(n: int, inverse: bool = False, generator: int = GENERATOR, *, eager: bool = True,
+             cache: bool = True) -> jax.Array:
     """``(8, max(n/2, 1))`` Montgomery table ``T[e] = w^e`` (``w^-e`` if inverse), ``w`` the n-th root from
-    ``generator``. ``eager=False`` builds it in the current trace (no cache)."""
+    ``generator``. ``eager=False`` builds it in the current trace (no cache); ``cache=False`` builds a fresh one
+    the caller owns."""
     w = root_of_unity(n, generator)
     if inverse:
         w = inv_mod_r(w)
@@ -244,18 +246,26 @@ def twiddles(n: int, inverse: bool = False, generator: int = GENERATOR, *, eager
         with jax.enable_x64(True):
             return _table_jit(_roots(1, w, log_h), log_count=log_h)
 
-    return _build(("tw", n, inverse, generator), build, eager)
+    return _build(("tw", n, inverse, generator), build, eager) if cache else build()
 
 
-def scale_parts(n: int, first: int, ratio: int, *, eager: bool = True):
-    """``(lo, hi)`` with ``first ratio^j = hi[j >> c] lo[j mod 2^c]`` for ``j < n`` (see :func:`_parts_impl`)."""
+def kernel_table(T, config: NttConfig):
+    """A root table ``(8, n/2)`` in the layout the config's pass kernel reads (:func:`_passes_impl` with
+    ``kernel_layout=True``): limb-minor ``(n/2, 8)`` for the Pallas kernels (one 32-byte sector per gathered
+    twiddle), as it is for ``xla``."""
+    return T if config.kernel == "xla" else T.T
+
+
+def scale_parts(n: int, first: int, ratio: int, *, eager: bool = True, cache: bool = True):
+    """``(lo, hi)`` with ``first ratio^j = hi[j >> c] lo[j mod 2^c]`` for ``j < n`` (see :func:`_parts_impl`);
+    ``eager`` and ``cache`` as in :func:`twiddles`."""
 
     def build():
         log_n = log2_size(n)
         with jax.enable_x64(True):
             return _parts_jit(_roots(first, ratio, log_n), log_count=log_n)
 
-    return _build(("geo", n, first % R, ratio % R), build, eager)
+    return _build(("geo", n, first % R, ratio % R), build, eager) if cache else build()
 
 
 def constant(v: int) -> jax.Array:
@@ -306,9 +316,11 @@ def _xla_pass(X, T, *, s: int, n: int, R_: int, twiddle: bool, schedule: str):
     return X
 
 
-def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, natural: bool = True):
-    """All passes of the transform of ``x`` ``(8, B, n)`` with root table ``T``; natural order out
-    (``natural=False``: pass order, see the module docstring). ``pre = (lo, hi)``: the input is first scaled by
+def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, natural: bool = True,
+                 kernel_layout: bool = False):
+    """All passes of the transform of ``x`` ``(8, B, n)`` with root table ``T`` (``(8, n/2)``; ``kernel_layout``:
+    already in the kernel's layout, :func:`kernel_table`); natural order out (``natural=False``: pass order, see
+    the module docstring). ``pre = (lo, hi)``: the input is first scaled by
     :func:`scale_parts`' table (fused into the first kernel pass; an XLA multiplication on the ``xla`` path);
     ``post``: the natural-order output is scaled likewise, or by a constant given as ``(constant(c), constant(1))``
     (XLA fuses it with the digit reversal)."""
@@ -318,8 +330,8 @@ def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, na
     if pre is not None and config.kernel == "xla":
         x, pre = _scale_impl(x, *pre, schedule=config.schedule), None
     R_ = 1
-    if config.kernel != "xla":
-        T = T.T  # the kernel's table is limb-minor, (n/2, 8): one 32-byte sector per gathered twiddle
+    if not kernel_layout:
+        T = kernel_table(T, config)
     for p, s in enumerate(digits):
         M = 1 << s
         C = n // (R_ * M)
@@ -364,8 +376,12 @@ def _scale_impl(x, lo, hi, *, schedule: str):
     f = fr.with_schedule(schedule)
     if hi.shape[-1] == 1 and lo.shape[-1] == 1:
         return F.map_last_axis(lambda w: f.mul(w, jnp.broadcast_to(lo, w.shape)), x)
-    s = _outer_impl(hi, lo)  # one table for the whole batch; windows of x gather their factors from it
-    return F.map_last_axis(lambda j, w: f.mul(w, gather(s, j)), x, positions=True)
+    # each window makes its own factors from the two small tables (one more product per element): an n-entry
+    # table made first costs as much again and holds 32 n bytes (4 GiB at 2^27)
+    c = log2_size(lo.shape[-1])
+    mask = U32((1 << c) - 1)
+    return F.map_last_axis(lambda j, w: f.mul(f.mul(w, gather(hi, j >> c)), gather(lo, j & mask)), x,
+                           positions=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -35,10 +35,21 @@ third of the data) goes through the digit-reversal transpose; the ``1/n`` of the
 are one pointwise scaling fused into the first pass of the coset NTT (in the kernel on the Pallas path), and
 ``1/n``, ``1/Z_H(g)`` and ``g^-k`` of the last iNTT one more (XLA fuses it with that iNTT's digit reversal).
 
+Tables (:class:`HTables`, :func:`h_tables`): the H step needs ONE root table, the forward one: an inverse
+transform is a forward one of the index-negated input, ``iNTT(x)[i] = NTT(x')[i] / n`` with ``x'[j] = x[-j mod n]``
+(``sum_j x[-j] w^(ij) = sum_k x[k] w^(-ik)``), and the negation is a cheap copy folded into the padding of the
+input (coset step) or the natural-order read of ``P`` (finishing step). With the two ``~sqrt(n)`` scaling tables
+that is ``16 n`` bytes (2 GiB at 2^27), built once and passed to every H program as an argument: the prover holds
+them beside the key (``pipeline.ResidentKey.h_tables``). Built inside each program instead (the fallback when a
+caller traces :func:`compute_h` without tables) they cost more than the transforms: at 2^27 on an H200 the coset
+program took 6.3 NTT-times and the finishing program 8 (``bench --op=h --impl=parts``, RESULTS.md session 18).
+
 Reference: :func:`cuzk_jax.reference.ntt.compute_h` / ``compute_h_snarkjs`` (Python ints).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -69,63 +80,130 @@ def _check(a, b, c):
     return abc, a.shape, B, n, N.log2_size(n), N._eager(a) and N._eager(b) and N._eager(c)
 
 
-def _coset_body(x, Ti, Tf, shift_parts, *, log_n: int, config: NttConfig):
-    """iNTT (unscaled) of ``x`` ``(8, B, n)``, ``* (1/n) shift^j`` (onto the coset, fused into the first pass of
-    the forward transform), NTT: the coset evaluations in pass order."""
-    coef = N._passes_impl(x, Ti, log_n=log_n, config=config)  # n * coefficients
-    return N._passes_impl(coef, Tf, shift_parts, log_n=log_n, config=config, natural=False)
+class HTables(NamedTuple):
+    """The tables of one H step (domain ``n``, form, NTT kernel), device arrays passed to its programs.
+
+    * ``roots``: ``w^e`` for ``e < n/2`` (Montgomery), the FORWARD root table of the form's generator, in the
+      kernel's layout (:func:`cuzk_jax.ops.ntt.kernel_table`); every transform of the step is a forward one (module
+      doc);
+    * ``shift``: ``(lo, hi)`` scaling parts (:func:`cuzk_jax.ops.ntt.scale_parts`) of ``(1/n) g^j``: the first
+      transform's ``n`` and the coset shift, applied in the coset transform's first pass;
+    * ``out``: ``(lo, hi)`` of ``(1/n) / Z_H(g) * g^-j`` (arkworks form: the last transform's scaling); for
+      snarkjs's form a dummy pair of length 1 (its step ends before that transform).
+    """
+
+    roots: jax.Array
+    shift: tuple
+    out: tuple
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(leaf.nbytes for leaf in jax.tree_util.tree_leaves(self)))
 
 
-def _finish_body(ea, eb, ec, Ti, out_parts, *, log_n: int, config: NttConfig, form: str):
+def table_bytes(n: int, form: str = "arkworks") -> int:
+    """Device bytes of :func:`h_tables` for a domain of ``n``: the ``n/2``-entry root table (32 B an entry) and
+    the scaling parts (two of ``~sqrt(n)`` entries each; snarkjs's output pair is two constants)."""
+    log_n = N.log2_size(n)
+    c = (log_n + 1) // 2
+    parts = 32 * ((1 << c) + (1 << (log_n - c)))
+    return 32 * max(n // 2, 1) + parts + (parts if form == "arkworks" else 64)
+
+
+def h_tables(n: int, *, form: str = "arkworks", g: int = COSET_GENERATOR, config: NttConfig | None = None,
+             eager: bool = True) -> HTables:
+    """Build :class:`HTables` for a domain of ``n`` on the default device (``eager=False``: inside the current
+    trace). Not cached: the caller holds them (the prover, beside its key) and frees them with its key."""
+    config = NttConfig.coerce(config)
+    generator, shift, out = _form_roots(n, form, g)
+    roots = N.kernel_table(N.twiddles(n, False, generator, eager=eager, cache=False), config)
+    shift_parts = N.scale_parts(n, N.inv_mod_r(n), shift, eager=eager, cache=False)
+    out_parts = (N.scale_parts(n, *out, eager=eager, cache=False) if out is not None
+                 else (N.constant(1), N.constant(1)))
+    return HTables(roots, shift_parts, out_parts)
+
+
+def _negate_index(x, m: int | None = None):
+    """``x'[..., j] = x[..., -j mod n]`` of ``x`` ``(8, B, k)`` zero-padded to ``n`` (``m = k`` given: the input
+    holds the first ``m`` of the ``n`` values, the rest are zeros): one copy, the padding included."""
+    n = x.shape[-1] if m is None else m
+    head, tail = x[..., :1], jnp.flip(x[..., 1:], axis=-1)
+    parts = [head, tail] if m is None else [head, jnp.zeros(x.shape[:-1] + (n - x.shape[-1],), x.dtype), tail]
+    return jnp.concatenate(parts, axis=-1)
+
+
+def _coset_body(x, tables: HTables, *, log_n: int, config: NttConfig):
+    """The coset evaluations of ``x`` ``(8, B, m)`` (``m <= n``, zero-padded), in pass order: the forward transform
+    of the index-negated input (``n`` times the coefficients, module doc), ``* (1/n) shift^j`` (onto the coset,
+    fused into the first pass of the second transform), the forward transform."""
+    n = 1 << log_n
+    x = _negate_index(x, n if x.shape[-1] < n else None)
+    coef = N._passes_impl(x, tables.roots, log_n=log_n, config=config, kernel_layout=True)  # n * coefficients
+    return N._passes_impl(coef, tables.roots, tables.shift, log_n=log_n, config=config, natural=False,
+                          kernel_layout=True)
+
+
+def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, form: str):
     """``P = A B - C`` pointwise on the coset evaluations (pass order), natural order; for ``form == "arkworks"``
-    then iNTT and ``* out_parts``."""
+    then the inverse transform (the forward one of the index-negated ``P``) and ``* tables.out``."""
     f = F.fr.with_schedule(config.schedule)
     # in windows (ops.field.map_last_axis): over a whole 2^27 domain this product held 64 GiB of temporaries
     P = F.map_last_axis(lambda a, b, c: f.sub(f.mul(a, b), c), ea, eb, ec)
     P = N.digit_reverse(P, N.plan(log_n, config.sub_log()))
     if form == "snarkjs":
         return P
-    return N._passes_impl(P, Ti, None, out_parts, log_n=log_n, config=config)
+    return N._passes_impl(_negate_index(P), tables.roots, None, tables.out, log_n=log_n, config=config,
+                          kernel_layout=True)
 
 
-def _h_impl(abc, Ti, Tf, shift_parts, out_parts, *, log_n: int, nb: int, config: NttConfig, form: str):
+def _h_impl(abc, tables: HTables, *, log_n: int, nb: int, config: NttConfig, form: str):
     """The whole H step on ``abc`` ``(8, 3 nb, n)`` in one program: :func:`_coset_body` of all three, then
     :func:`_finish_body`."""
-    E = _coset_body(abc, Ti, Tf, shift_parts, log_n=log_n, config=config)
-    return _finish_body(E[:, :nb], E[:, nb:2 * nb], E[:, 2 * nb:], Ti, out_parts, log_n=log_n, config=config,
-                        form=form)
+    E = _coset_body(abc, tables, log_n=log_n, config=config)
+    return _finish_body(E[:, :nb], E[:, nb:2 * nb], E[:, 2 * nb:], tables, log_n=log_n, config=config, form=form)
 
 
 _h_jit = jax.jit(_h_impl, static_argnames=("log_n", "nb", "config", "form"))
 
 
-def _run(abc, log_n: int, nb: int, shift: int, generator: int, out, config: NttConfig, form: str, eager: bool):
-    n = 1 << log_n
-    Ti = N.twiddles(n, True, generator, eager=eager)
-    Tf = N.twiddles(n, False, generator, eager=eager)
-    shift_parts = N.scale_parts(n, N.inv_mod_r(n), shift, eager=eager)
-    out_parts = shift_parts if out is None else N.scale_parts(n, *out, eager=eager)
+def _tables_for(tables, n: int, form: str, g: int, config: NttConfig, eager: bool) -> HTables:
+    """The caller's tables, or (None) ones made here: cached device arrays when called eagerly (freed by
+    :func:`cuzk_jax.ops.ntt.clear_cache`), a build inside the trace otherwise."""
+    if tables is not None:
+        return tables
+    if not eager:
+        return h_tables(n, form=form, g=g, config=config, eager=False)
+    key = ("h", n, form, g % R, config.kernel != "xla")
+    t = N._TABLES.get(key)
+    if t is None:
+        t = N._TABLES[key] = h_tables(n, form=form, g=g, config=config)
+    return t
+
+
+def _run(abc, log_n: int, nb: int, tables: HTables, config: NttConfig, form: str):
     with jax.enable_x64(True):
-        return _h_jit(abc, Ti, Tf, shift_parts, out_parts, log_n=log_n, nb=nb, config=config, form=form)
+        return _h_jit(abc, tables, log_n=log_n, nb=nb, config=config, form=form)
 
 
-def compute_h(a, b, c, *, g: int = COSET_GENERATOR, config: NttConfig | None = None):
+def compute_h(a, b, c, *, g: int = COSET_GENERATOR, config: NttConfig | None = None,
+              tables: HTables | None = None):
     """Coefficients of ``h = (A B - C) / Z_H``, shape ``(8, *batch, n)`` like the inputs (see the module doc).
-    ``config``: the NTT kernel (None: :meth:`NttConfig.default`)."""
+    ``config``: the NTT kernel (None: :meth:`NttConfig.default`); ``tables``: :func:`h_tables` of ``(n, g,
+    config)`` (None: made here, see :func:`_tables_for`)."""
     config = NttConfig.coerce(config)
     abc, shape, nb, n, log_n, eager = _check(a, b, c)
-    generator, shift, out = _form_roots(n, "arkworks", g)
-    h = _run(abc, log_n, nb, shift, generator, out, config, "arkworks", eager)
-    return h.reshape(shape)
+    tables = _tables_for(tables, n, "arkworks", g, config, eager)
+    return _run(abc, log_n, nb, tables, config, "arkworks").reshape(shape)
 
 
-def compute_h_snarkjs(a, b, c, *, config: NttConfig | None = None):
+def compute_h_snarkjs(a, b, c, *, config: NttConfig | None = None, tables: HTables | None = None):
     """The n evaluations ``P(w_2n^(2i+1)) = (A B - C)(w_2n^(2i+1))`` snarkjs's H MSM takes (Montgomery form,
-    shape ``(8, *batch, n)``; see the module doc). ``config`` as in :func:`compute_h`."""
+    shape ``(8, *batch, n)``; see the module doc). ``config`` and ``tables`` (``form="snarkjs"``) as in
+    :func:`compute_h`."""
     config = NttConfig.coerce(config)
     abc, shape, nb, n, log_n, eager = _check(a, b, c)
-    generator, shift, out = _form_roots(n, "snarkjs")
-    return _run(abc, log_n, nb, shift, generator, out, config, "snarkjs", eager).reshape(shape)
+    tables = _tables_for(tables, n, "snarkjs", COSET_GENERATOR, config, eager)
+    return _run(abc, log_n, nb, tables, config, "snarkjs").reshape(shape)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -151,45 +229,42 @@ def _form_roots(n: int, form: str, g: int = COSET_GENERATOR):
     return N.GENERATOR, g, (N.inv_mod_r(n) * zinv % R, N.inv_mod_r(g))  # / n, / Z_H(g), * g^-k
 
 
-def _coset_evaluations_impl(x, *, n: int, config: NttConfig, form: str):
-    generator, shift, _ = _form_roots(n, form)
-    x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, n - x.shape[-1])])
-    Ti = N.twiddles(n, True, generator, eager=False)
-    Tf = N.twiddles(n, False, generator, eager=False)
-    shift_parts = N.scale_parts(n, N.inv_mod_r(n), shift, eager=False)
-    return _coset_body(x.reshape(LIMBS, -1, n), Ti, Tf, shift_parts, log_n=N.log2_size(n),
-                       config=config).reshape(x.shape)
+def _coset_evaluations_impl(x, tables: HTables, *, n: int, config: NttConfig):
+    return _coset_body(x.reshape(LIMBS, -1, x.shape[-1]), tables, log_n=N.log2_size(n),
+                       config=config).reshape(x.shape[:-1] + (n,))
 
 
-def _h_from_evaluations_impl(ea, eb, ec, *, n: int, config: NttConfig, form: str):
-    generator, _, out = _form_roots(n, form)
-    Ti, out_parts = (None, None) if out is None else (N.twiddles(n, True, generator, eager=False),
-                                                      N.scale_parts(n, *out, eager=False))
+def _h_from_evaluations_impl(ea, eb, ec, tables: HTables, *, n: int, config: NttConfig, form: str):
     flat = (x.reshape(LIMBS, -1, n) for x in (ea, eb, ec))
-    return _finish_body(*flat, Ti, out_parts, log_n=N.log2_size(n), config=config, form=form).reshape(ea.shape)
+    return _finish_body(*flat, tables, log_n=N.log2_size(n), config=config, form=form).reshape(ea.shape)
 
 
-_coset_jit = jax.jit(_coset_evaluations_impl, static_argnames=("n", "config", "form"))
+_coset_jit = jax.jit(_coset_evaluations_impl, static_argnames=("n", "config"))
 _finish_jit = jax.jit(_h_from_evaluations_impl, static_argnames=("n", "config", "form"))
 
 
-def coset_evaluations(x, n: int, *, config: NttConfig | None = None, form: str = "arkworks"):
+def coset_evaluations(x, n: int, *, config: NttConfig | None = None, form: str = "arkworks",
+                      tables: HTables | None = None):
     """One of a, b, c (Montgomery ``(8, *batch, m)``, ``m <= n``; zero-padded to ``n`` inside the program) -> its
     evaluations on the form's coset, ``(8, *batch, n)`` in the transform's pass order (only
-    :func:`h_from_evaluations` reads them)."""
+    :func:`h_from_evaluations` reads them). ``tables``: :func:`h_tables` of ``(n, form, config)`` (None: cached
+    ones made here)."""
     config = NttConfig.coerce(config)
     if x.shape[-1] > n:
         raise ValueError(f"coset_evaluations: {x.shape[-1]} values do not fit a domain of {n}")
+    tables = _tables_for(tables, n, form, COSET_GENERATOR, config, N._eager(x))
     with jax.enable_x64(True):
-        return _coset_jit(x, n=n, config=config, form=form)
+        return _coset_jit(x, tables, n=n, config=config)
 
 
-def h_from_evaluations(ea, eb, ec, n: int, *, config: NttConfig | None = None, form: str = "arkworks"):
+def h_from_evaluations(ea, eb, ec, n: int, *, config: NttConfig | None = None, form: str = "arkworks",
+                       tables: HTables | None = None):
     """:func:`coset_evaluations` of a, b, c -> what :func:`compute_h` (``form="arkworks"``) or
     :func:`compute_h_snarkjs` (``form="snarkjs"``) returns for the zero-padded a, b, c: bit for bit the same."""
     config = NttConfig.coerce(config)
+    tables = _tables_for(tables, n, form, COSET_GENERATOR, config, N._eager(ea))
     with jax.enable_x64(True):
-        return _finish_jit(ea, eb, ec, n=n, config=config, form=form)
+        return _finish_jit(ea, eb, ec, tables, n=n, config=config, form=form)
 
 
 def lower_split(m: int, n: int, batch: int = 1, *, config: NttConfig | None = None, form: str = "arkworks",
@@ -200,14 +275,27 @@ def lower_split(m: int, n: int, batch: int = 1, *, config: NttConfig | None = No
     assignment (``.compile().memory_analysis()``, ``bench --op=memory``)."""
     config = NttConfig.coerce(config)
     spec = lambda k: jax.ShapeDtypeStruct((LIMBS, batch, k), jnp.uint32, sharding=sharding)  # noqa: E731
+    tables = table_specs(n, form=form, config=config, sharding=sharding)
     with jax.enable_x64(True):
-        return {"coset": _coset_jit.lower(spec(m), n=n, config=config, form=form),
-                "finish": _finish_jit.lower(spec(n), spec(n), spec(n), n=n, config=config, form=form)}
+        return {"coset": _coset_jit.lower(spec(m), tables, n=n, config=config),
+                "finish": _finish_jit.lower(spec(n), spec(n), spec(n), tables, n=n, config=config, form=form)}
 
 
-def compute_h_split(a, b, c, n: int, *, config: NttConfig | None = None, form: str = "arkworks"):
+def table_specs(n: int, *, form: str = "arkworks", config: NttConfig | None = None, sharding=None) -> HTables:
+    """:func:`h_tables`' shapes as ``jax.ShapeDtypeStruct`` (``sharding``: their placement), for lowering the H
+    programs ahead of the data."""
+    config = NttConfig.coerce(config)
+    with jax.enable_x64(True):
+        shapes = jax.eval_shape(lambda: h_tables(n, form=form, config=config, eager=False))
+    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding), shapes)
+
+
+def compute_h_split(a, b, c, n: int, *, config: NttConfig | None = None, form: str = "arkworks",
+                    tables: HTables | None = None):
     """:func:`compute_h` / :func:`compute_h_snarkjs` of a, b, c zero-padded to ``n``, as four programs (one per
     input, then the pointwise step and the last transform): the peak memory of one input's transform instead of
-    three. Eager only (each step is its own jitted program)."""
-    ea, eb, ec = (coset_evaluations(x, n, config=config, form=form) for x in (a, b, c))
-    return h_from_evaluations(ea, eb, ec, n, config=config, form=form)
+    three. Eager only (each step is its own jitted program); ``tables`` as in :func:`coset_evaluations`."""
+    config = NttConfig.coerce(config)
+    tables = _tables_for(tables, n, form, COSET_GENERATOR, config, True)
+    ea, eb, ec = (coset_evaluations(x, n, config=config, form=form, tables=tables) for x in (a, b, c))
+    return h_from_evaluations(ea, eb, ec, n, config=config, form=form, tables=tables)

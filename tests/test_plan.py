@@ -82,7 +82,8 @@ def test_tight_budget_streams_biggest_query_first():
     # per point): B2 streams, nothing else does
     chunk = 1 << 20
     per = memplan._per_partition(shape, ("msm_b2",), chunk, shape.num_rows // 8)["peak"]
-    budget = int(memplan.SAFETY * (full.estimate["r1cs"] + per + full.estimate["resident_bases"]
+    budget = int(memplan.SAFETY * (full.estimate["r1cs"] + full.estimate["h_tables"] + per
+                                   + full.estimate["resident_bases"]
                                    - shape.query_bytes("msm_b2") + 2 * chunk * memplan.G2_BYTES + (1 << 20)))
     plan = memplan.make_plan(shape, 10, device_budget=budget, chunk=chunk)
     assert plan.streamed == ("msm_b2",) and plan.batch == 1 and plan.peak <= budget

@@ -155,6 +155,33 @@ def test_compute_h_pallas_interpret():
     assert h == [RN.compute_h(a[p], b[p], c[p]) for p in range(2)]
     got = from_arr(qap.compute_h_snarkjs(to_arr(a), to_arr(b), to_arr(c), config=cfg))
     assert got == [RN.compute_h_snarkjs(a[p], b[p], c[p]) for p in range(2)]
+    # the split programs on tables the caller holds (kernel layout), 13 of 16 values padded inside
+    m = 13
+    short = [[v[:m] + [0] * (n - m) for v in x] for x in (a, b, c)]
+    tables = qap.h_tables(n, config=cfg)
+    split = from_arr(qap.compute_h_split(*(to_arr([v[:m] for v in x]) for x in (a, b, c)), n, config=cfg,
+                                         tables=tables))
+    assert split == [RN.compute_h(*(x[p] for x in short)) for p in range(2)]
+
+
+def test_h_tables_held_by_the_caller_or_built_in_the_trace():
+    """The H step on :func:`qap.h_tables` the caller holds (as the prover does beside its key), and traced inside
+    a caller's jit with no tables (built in that program): both the reference quotient, both forms; the tables'
+    bytes are what :func:`qap.table_bytes` says (the memory plan's term)."""
+    import jax
+
+    rng = random.Random(95)
+    n = 1 << 6
+    a, b, c = partitions(rng, n)
+    args = [to_arr(x) for x in (a, b, c)]
+    for form, fn, ref in (("arkworks", qap.compute_h, RN.compute_h),
+                          ("snarkjs", qap.compute_h_snarkjs, RN.compute_h_snarkjs)):
+        tables = qap.h_tables(n, form=form)
+        assert tables.nbytes == qap.table_bytes(n, form)
+        held = from_arr(fn(*args, tables=tables))
+        traced = from_arr(jax.jit(lambda x, y, z: fn(x, y, z))(*args))  # noqa: B023
+        expect = [ref(a[p], b[p], c[p]) for p in range(2)]
+        assert held == traced == expect
 
 
 def test_bad_inputs_rejected():

@@ -271,7 +271,10 @@ class ResidentKey:
     * ``z_width``: the length :func:`stage` pads ``z``'s variable axis to (the size-bucketed R1CS programs' width;
       None: ``num_vars``); ``eval_rows``: the evaluations' row count (the bucketed constraint count), which the
       chunked evaluation (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.ChunkedR1CS` when the plan chunks) returns, and
-      the tiled one (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.TiledR1CS`: an R1CS that carries a tiling) evaluates.
+      the tiled one (``r1cs`` a :class:`~cuzk_jax.ops.r1cs.TiledR1CS`: an R1CS that carries a tiling) evaluates;
+    * ``h_tables``: the H step's root and scaling tables (:func:`cuzk_jax.ops.qap.h_tables`, ``16 n`` bytes), made
+      once with the key and passed to the H programs (None: each H program makes its own, as a key built
+      without them would).
 
     Invariant: ``nbytes`` counts every device array held here (queries, tables, R1CS tables, column indices) --
     the number the key manager's memory budget adds up.
@@ -298,6 +301,7 @@ class ResidentKey:
     streamed: dict = dataclasses.field(default_factory=dict)
     z_width: int | None = None
     eval_rows: int | None = None
+    h_tables: ops_qap.HTables | None = None
 
     @property
     def vk(self):
@@ -307,7 +311,7 @@ class ResidentKey:
     @property
     def nbytes(self) -> int:
         leaves = jax.tree_util.tree_leaves((self.queries, [t.points for t in self.tables.values()], self.r1cs,
-                                            self.columns))
+                                            self.columns, self.h_tables))
         return int(sum(leaf.nbytes for leaf in leaves))
 
     @property
@@ -475,7 +479,9 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     eval_rows = num_rows if tiled else getattr(r1cs, "padded_constraints", None)
     if plan is not None and plan.eval_chunk and not tiled:  # the evaluation in row chunks (one compiled loop body)
         r1cs = ops_r1cs.chunk_rows(r1cs, plan.eval_chunk)
-    queries, columns, r1cs = _place((queries, columns, r1cs), mesh, device)
+    # the H step's tables, made once per key (built inside each H program they cost more than its transforms)
+    h_tables = ops_qap.h_tables(domain_size, form=_qap_form(qap), config=config.ntt)
+    queries, columns, r1cs, h_tables = _place((queries, columns, r1cs, h_tables), mesh, device)
     tables = {}
     if want_tables and (plan is None or plan.tables):
         if mesh is not None:
@@ -494,7 +500,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
                        num_vars=num_vars, domain_size=domain_size, qap=qap, config=config, digest=digest, pk=pk,
                        constraint_name=constraint_name, verifier=verifier, mesh=mesh, device=device,
                        host_bases=host_bases, columns=columns, plan=plan, streamed=streamed, z_width=z_width,
-                       eval_rows=eval_rows)
+                       eval_rows=eval_rows, h_tables=h_tables)
 
 
 def finish_points(pk) -> FinishPoints:
@@ -655,14 +661,20 @@ def _h_out(h, n: int, qap: str):
     return ops_field.map_last_axis(ops_field.fr.from_mont, h if qap == "snarkjs" else h[..., : n - 1])
 
 
-def _h_body(az, bz, cz, n: int, qap: str, ntt):
+def _qap_form(qap: str) -> str:
+    """The H step's form (:mod:`cuzk_jax.ops.qap`) of a QAP form of the prover."""
+    return "snarkjs" if qap == "snarkjs" else "arkworks"
+
+
+def _h_body(az, bz, cz, tables, n: int, qap: str, ntt):
     """Canonical H-MSM scalars in one program (``h=fused``): pad the evaluations to the domain, compute h
-    (bellman: n - 1 coefficients; snarkjs: n odd-coset evaluations), leave Montgomery form (:func:`_h_out`)."""
+    (bellman: n - 1 coefficients; snarkjs: n odd-coset evaluations) on the key's ``tables``
+    (:func:`cuzk_jax.ops.qap.h_tables`), leave Montgomery form (:func:`_h_out`)."""
     pad = [(0, 0)] * (az.ndim - 1) + [(0, n - az.shape[-1])]
     a, b, c = (jnp.pad(x, pad) for x in (az, bz, cz))
     if qap == "snarkjs":
-        return _h_out(ops_qap.compute_h_snarkjs(a, b, c, config=ntt), n, qap)
-    return _h_out(ops_qap.compute_h(a, b, c, config=ntt), n, qap)
+        return _h_out(ops_qap.compute_h_snarkjs(a, b, c, config=ntt, tables=tables), n, qap)
+    return _h_out(ops_qap.compute_h(a, b, c, config=ntt, tables=tables), n, qap)
 
 
 @functools.lru_cache(maxsize=None)
@@ -692,7 +704,7 @@ def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
         return jax.jit(sm(body, in_specs=(P(), zs), out_specs=Jacobian(out, out, out)))
 
     return {"evaluate": jax.jit(sm(evaluate, in_specs=(P(), zs), out_specs=(zs, zs, zs, ps, ps))),
-            "h": jax.jit(sm(h, in_specs=(zs, zs, zs), out_specs=zs)),
+            "h": jax.jit(sm(h, in_specs=(zs, zs, zs, P()), out_specs=zs)),
             # elementwise: run on the sharded array as it is (windows over the flattened partition axis would
             # cut across devices; each device holds only its partitions anyway)
             "from_mont": jax.jit(ops_field.fr.from_mont),
@@ -739,12 +751,12 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     rows = lowered.out_info[0].shape[-1]
     n = rk.domain_size
     if _h_split(rk):
-        form = "snarkjs" if rk.qap == "snarkjs" else "arkworks"
-        for lowered in ops_qap.lower_split(rows, n, P, config=rk.config.ntt, form=form, sharding=placed).values():
+        for lowered in ops_qap.lower_split(rows, n, P, config=rk.config.ntt, form=_qap_form(rk.qap),
+                                           sharding=placed).values():
             lowered.compile()
         progs["h_out"].lower(spec(8, P, n)).compile()
     else:
-        progs["h"].lower(*(spec(8, P, rows),) * 3).compile()
+        progs["h"].lower(*(spec(8, P, rows),) * 3, rk.h_tables).compile()
     done.append("h")
     progs["from_mont"].lower(spec(8, P, rk.num_vars)).compile()
     done.append("canonical_z")
@@ -788,9 +800,9 @@ def h_scalars(rk: ResidentKey, az, bz, cz):
     H200 (the memory plan's ``per_partition_h`` models the split form where ``"auto"`` picks it)."""
     progs = _programs(rk)
     if _h_split(rk):
-        form = "snarkjs" if rk.qap == "snarkjs" else "arkworks"
-        return progs["h_out"](ops_qap.compute_h_split(az, bz, cz, rk.domain_size, config=rk.config.ntt, form=form))
-    return progs["h"](az, bz, cz)
+        return progs["h_out"](ops_qap.compute_h_split(az, bz, cz, rk.domain_size, config=rk.config.ntt,
+                                                      form=_qap_form(rk.qap), tables=rk.h_tables))
+    return progs["h"](az, bz, cz, rk.h_tables)
 
 
 def canonical_z(rk: ResidentKey, z):

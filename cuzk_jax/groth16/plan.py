@@ -17,6 +17,9 @@ prove and two budgets, :func:`make_plan` decides
 and says it in one log line (:meth:`MemoryPlan.describe`). A budget too small for even one partition with every
 query streamed raises :class:`~cuzk_jax.errors.MemoryBudgetError` before any device work.
 
+Fixed bytes: the resident bases, the device R1CS tables, the streamed queries' two chunks in flight and the H
+step's tables (:func:`cuzk_jax.ops.qap.table_bytes`, ~16 n: the root table the prover holds beside the key).
+
 The byte counts are estimates of the live device buffers of each phase (documented per function below; checked
 against the allocator's peak in the sector benchmark), rounded up; ``SAFETY`` covers the allocator's
 fragmentation and XLA's scratch. Representation sizes: an Fr element is 8 uint32 limbs (32 B), a G1 affine base
@@ -269,7 +272,11 @@ def _fixed(shape: Shape, resident: tuple, streamed: tuple, chunk: int) -> dict:
     # a streamed query holds two chunks of bases on the device (the one in use and the next one in flight)
     stream_bytes = max((2 * min(chunk, shape.bases[q]) * (G2_BYTES if GROUPS[q] == "g2" else G1_BYTES)
                         for q in streamed), default=0)
-    return {"r1cs": shape.r1cs_bytes, "resident_bases": resident_bytes, "stream_buffers": stream_bytes}
+    from cuzk_jax.ops import qap as ops_qap
+
+    # the H step's root and scaling tables, held beside the key (pipeline.ResidentKey.h_tables)
+    return {"r1cs": shape.r1cs_bytes, "resident_bases": resident_bytes, "stream_buffers": stream_bytes,
+            "h_tables": ops_qap.table_bytes(shape.domain)}
 
 
 #: The smallest MSM pass bound the plan chooses by itself (:func:`candidate_pass_bounds`): below it the passes get short
