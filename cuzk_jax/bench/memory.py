@@ -41,8 +41,9 @@ def _gib(b) -> float:
     return round(b / 2**30, 3)
 
 
-def programs(log_n: int, batch: int) -> list[tuple[str, int, object, int | None]]:
-    """``(name, elements, lower(), plan temporaries in bytes or None)`` for the prove programs at ``2^log_n``."""
+def programs(log_n: int, batch: int, prover: str | None = None) -> list[tuple[str, int, object, int | None]]:
+    """``(name, elements, lower(), plan temporaries in bytes or None)`` for the prove programs at ``2^log_n``;
+    ``prover``: a ``--prover`` string whose NTT / MSM configs the programs take (None: the platform's)."""
     import jax
     import jax.numpy as jnp
 
@@ -53,7 +54,8 @@ def programs(log_n: int, batch: int) -> list[tuple[str, int, object, int | None]
 
     n = 1 << log_n
     rows, nv = _scaled("rows", n), _scaled("vars", n)
-    ntt, msm = NttConfig.coerce(None), MsmConfig.coerce(None)
+    config = pipeline.as_config(prover or None)
+    ntt, msm = NttConfig.coerce(config.ntt), MsmConfig.coerce(config.msm)
     progs = pipeline.device_programs(None, "arkworks", n, ntt, msm)
     u32 = lambda *s: jax.ShapeDtypeStruct(s, jnp.uint32)  # noqa: E731
 
@@ -76,7 +78,7 @@ def programs(log_n: int, batch: int) -> list[tuple[str, int, object, int | None]
     counts["msm_h"] = n - 1
     for q, count in counts.items():
         group = memplan.GROUPS[q]
-        plan_temp = memplan.msm_work_bytes(q, count, batch)  # the plan's term, whichever path runs
+        plan_temp = memplan.msm_work_bytes(q, count, batch, msm.max_pairs)  # the plan's term, whichever path runs
         out.append((f"{q}.plain", count,
                     lambda g=group, c=count: ops_msm.msm_jit(g, msm).lower(bases(g, c), u32(8, batch, c)), plan_temp))
         if q in memplan.SPLIT_QUERIES:
@@ -94,7 +96,7 @@ def run(cfg) -> list[dict]:
     rows = []
     for log_n in (int(v) for v in cfg.log_n):
         batch = max(1, int(cfg.batch))
-        for name, elements, lower, plan_temp in programs(log_n, batch):
+        for name, elements, lower, plan_temp in programs(log_n, batch, cfg.prover):
             if only and not any(name == k or name.startswith(k + ".") for k in only):
                 continue
             row = {"program": name, "log_n": log_n, "batch": batch, "elements": elements}
