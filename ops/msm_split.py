@@ -538,9 +538,9 @@ def _pass_state_bytes(plan: M.Plan, group: str, config: MsmConfig) -> int:
 
 
 def _plain_work_bytes(n: int, p: int, group: str, config: MsmConfig, window=None,
-                      max_pairs: int = M.DEFAULT_MAX_PAIRS) -> int:
+                      max_pairs: int | None = None) -> int:
     n = M.padded_size(n)
-    c, G, chunk = M.pass_shape(p, n, max_pairs, window)
+    c, G, chunk = M.pass_shape(p, n, max_pairs or M.default_max_pairs(n, window), window)
     plan = M.Plan(G=G, n=chunk, c=c, shared_bases=True)
     return PAIR_BYTES * plan.M + POINT_BYTES_PLAIN * p * n + _pass_state_bytes(plan, group, config)
 

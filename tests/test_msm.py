@@ -492,3 +492,22 @@ def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
                 export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
         text = exp.mlir_module()
         assert "xla.gpu.triton" in text and "madc.hi.cc.u32" in text and "mad.wide.u32" not in text
+
+
+def test_default_pass_bound_rule():
+    """The plain MSM's own pass bound (no config or caller bound): the default while one partition's pairs fit it
+    (a batch of short partitions keeps its measured bucket arrays), twice that once a partition's points would be
+    cut into chunks anyway (fewer, longer chunks); the plan's model of the plain MSM takes the same bound."""
+    from cuzk_jax.groth16 import plan as memplan
+
+    for log_n in (10, 20, 24):
+        assert M.default_max_pairs(1 << log_n) == M.DEFAULT_MAX_PAIRS
+    for log_n in (25, 26, 27):
+        n = 1 << log_n
+        assert n * M.num_windows(M.window_bits(n)) > M.DEFAULT_MAX_PAIRS
+        assert M.default_max_pairs(n) == M.LONG_MAX_PAIRS
+        assert M.pass_shape(1, n, M.LONG_MAX_PAIRS)[2] == 2 * M.pass_shape(1, n, M.DEFAULT_MAX_PAIRS)[2]
+    assert M.default_max_pairs(1 << 26, window=8) == M.LONG_MAX_PAIRS
+    assert memplan.plain_msm_bytes("g1", 1 << 27) == memplan.plain_msm_bytes("g1", 1 << 27, max_pairs=M.LONG_MAX_PAIRS)
+    assert memplan.plain_msm_bytes("g1", 1 << 27) > memplan.plain_msm_bytes("g1", 1 << 27, max_pairs=M.DEFAULT_MAX_PAIRS)
+    assert memplan.plain_msm_bytes("g1", 1 << 20, 10) == memplan.plain_msm_bytes("g1", 1 << 20, 10, M.DEFAULT_MAX_PAIRS)

@@ -96,7 +96,7 @@ def run(cfg) -> list[dict]:
     rows = []
     for log_n in (int(v) for v in cfg.log_n):
         batch = max(1, int(cfg.batch))
-        for name, elements, lower, plan_temp in programs(log_n, batch, cfg.prover):
+        for name, elements, lower, plan_temp in programs(log_n, batch, getattr(cfg, "prover", None)):
             if only and not any(name == k or name.startswith(k + ".") for k in only):
                 continue
             row = {"program": name, "log_n": log_n, "batch": batch, "elements": elements}

@@ -68,8 +68,9 @@ DEFAULT_CHUNK = 1 << 22
 # of temporaries at a 2^27 domain on the H200 before its elementwise steps ran in windows (session 13)
 H_SPLIT_DOMAIN = 1 << 20
 #: Temporaries of the split H step's largest program (the pointwise ``A B - C``, digit reversal and last transform)
-#: per domain point: XLA's buffer assignment on an H200 at 2^27 (14 GiB; bench/results/RESULTS.md, session 13).
-SPLIT_H_TEMP_BYTES = 112
+#: per domain point: XLA's buffer assignment on an H200 at 2^27 (12 GiB with the key's H tables as arguments,
+#: session 18; 14 GiB when the program built its own, session 13; bench/results/RESULTS.md).
+SPLIT_H_TEMP_BYTES = 96
 #: Split-path MSM temporaries per padded base (the MSM pads its points to a power of two), by group: XLA's buffer
 #: assignment on an H200 (the ones' sum and the classification over every base; G1: 31.6 GiB at 2^27 and 15.7 GiB
 #: at 2^26 points, sessions 13 and 15; G2: 2^22-point chunks, session 13, and 28.0 GiB at 2^26, session 15).
@@ -80,6 +81,10 @@ PLAIN_BUCKET_COPIES = 4
 #: ... and, per padded point, the point-major copy of the bases (shared by the batch) and per partition a scalar copy
 PLAIN_BASE_ROW_BYTES = {"g1": 96, "g2": 192}
 PLAIN_SCALAR_BYTES = 32
+#: ... and the pair arrays (keys, values, the sort's copies) of a pass longer than the passes the fit above was made
+#: on (13 windows x 2^24 points): G1 2^27 in 2^25-point passes held 3.70 GiB more than in 2^24-point ones (session 18)
+PLAIN_PAIR_BYTES = 18
+PLAIN_PAIRS_IN_FIT = 13 << 24
 #: The queries whose scalars are witness values (mostly 0 / 1 in a SHA-256-heavy circuit; H's are dense): the split
 #: MSM may take them.
 SPLIT_QUERIES = ("msm_a", "msm_b1", "msm_b2", "msm_l")
@@ -146,15 +151,18 @@ def plain_msm_bytes(group: str, n: int, batch: int = 1, max_pairs: int | None = 
     bases' point-major copy and each partition's scalars. Measured against XLA's buffer assignment (session 15): G1 2^27 and 2^26 points, one
     partition: 22.1 / 14.1 GiB (model 22.0 / 14.0); 10 partitions of 2^20 / 2^19: 6.09 GiB both (model 6.4 /
     6.2); G2 2^26: 26.1 GiB (model 26.0); 10 x 2^19: 12.1 GiB (model 12.3). ``max_pairs``: the MSM config's
-    bound on one pass (None: :data:`cuzk_jax.ops.msm.DEFAULT_MAX_PAIRS`, where it was measured)."""
+    bound on one pass (None: :func:`cuzk_jax.ops.msm.default_max_pairs`, as the MSM takes it); G1 2^27 at 2^29
+    pairs: 25.8 GiB measured (session 18), model 25.7 (:data:`PLAIN_PAIR_BYTES`)."""
     from cuzk_jax.ops import msm as ops_msm
 
     n = ops_msm.padded_size(max(int(n), 1))
-    c, G, _ = ops_msm.pass_shape(batch, n, max_pairs or ops_msm.DEFAULT_MAX_PAIRS)  # as ops.msm.msm picks them
+    c, G, chunk = ops_msm.pass_shape(batch, n, max_pairs or ops_msm.default_max_pairs(n))  # as ops.msm.msm does
     lc = 12 if group == "g1" else 24
     nbuf = ops_msm.pow2_ceil(G * ops_msm.num_windows(c) * (1 << (c - 1)) + 2)
+    pairs = G * chunk * ops_msm.num_windows(c)
     return (PLAIN_BUCKET_COPIES * nbuf * 4 * lc * 4
-            + (PLAIN_BASE_ROW_BYTES[group] + PLAIN_SCALAR_BYTES * batch) * n)
+            + (PLAIN_BASE_ROW_BYTES[group] + PLAIN_SCALAR_BYTES * batch) * n
+            + PLAIN_PAIR_BYTES * max(0, pairs - PLAIN_PAIRS_IN_FIT))
 
 
 def msm_work_bytes(query: str, n: int, batch: int = 1, max_pairs: int | None = None) -> int:
@@ -306,10 +314,10 @@ def _whole_partition_bounds(shape: Shape, bounds: tuple) -> tuple:
 
     padded = [ops_msm.padded_size(max(int(n), 1)) for n in shape.bases.values()]
 
-    def chunks(bound):  # points per pass of one partition, per query
-        return [ops_msm.pass_shape(1, p, bound)[2] for p in padded]
+    def chunks(bound):  # points per pass of one partition, per query (None: the MSM's own default bound)
+        return [ops_msm.pass_shape(1, p, bound or ops_msm.default_max_pairs(p))[2] for p in padded]
 
-    first = chunks(bounds[0])
+    first = chunks(None)
     return (bounds[0],) + tuple(b for b in bounds[1:] if chunks(b) == first)
 
 
@@ -333,8 +341,8 @@ def make_plan(shape: Shape, partitions: int, *, device_budget: int | None, host_
         return _make_plan(shape, partitions, max_pairs=max_pairs, **kw)
     best, best_key, error = None, None, None
     for bound in _whole_partition_bounds(shape, pass_bounds):
-        try:
-            plan = _make_plan(shape, partitions, max_pairs=bound, **kw)
+        try:  # the first bound is the MSM's default: modelled as the MSM takes it (None, per query size)
+            plan = _make_plan(shape, partitions, max_pairs=None if bound == pass_bounds[0] else bound, **kw)
         except MemoryBudgetError as e:
             error = e
             continue
