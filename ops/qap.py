@@ -55,6 +55,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cuzk_jax.errors import BadInput
 from cuzk_jax.ops import field as F
 from cuzk_jax.ops import ntt as N
 from cuzk_jax.ops.config import NttConfig
@@ -169,7 +170,13 @@ _h_jit = jax.jit(_h_impl, static_argnames=("log_n", "nb", "config", "form"))
 def _tables_for(tables, n: int, form: str, g: int, config: NttConfig, eager: bool) -> HTables:
     """The caller's tables, or (None) ones made here: cached device arrays when called eagerly (freed by
     :func:`cuzk_jax.ops.ntt.clear_cache`), a build inside the trace otherwise."""
-    if tables is not None:
+    if tables is not None:  # shapes are static: a table for another domain or kernel is refused before any work
+        half = max(n // 2, 1)
+        want = (LIMBS, half) if config.kernel == "xla" else (half, LIMBS)
+        got = tuple(getattr(getattr(tables, "roots", None), "shape", ()))
+        if not isinstance(tables, HTables) or got != want:
+            raise BadInput(f"ops.qap: tables must be h_tables(n={n}, config={config}) (root table of shape {want}), "
+                           f"got {type(tables).__name__} with roots {got}")
         return tables
     if not eager:
         return h_tables(n, form=form, g=g, config=config, eager=False)

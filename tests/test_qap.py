@@ -10,6 +10,7 @@ import pytest
 from isolation import isolated
 
 from cuzk_jax import encoding
+from cuzk_jax.errors import BadInput
 from cuzk_jax.ops import qap
 from cuzk_jax.reference import ntt as RN
 
@@ -182,6 +183,11 @@ def test_h_tables_held_by_the_caller_or_built_in_the_trace():
         traced = from_arr(jax.jit(lambda x, y, z: fn(x, y, z))(*args))  # noqa: B023
         expect = [ref(a[p], b[p], c[p]) for p in range(2)]
         assert held == traced == expect
+    # tables for another domain are one clear error, before any work
+    with pytest.raises(BadInput, match="h_tables"):
+        qap.compute_h(*args, tables=qap.h_tables(2 * n))
+    with pytest.raises(BadInput, match="h_tables"):
+        qap.coset_evaluations(args[0], n, tables=(tables.roots,))
 
 
 def test_bad_inputs_rejected():
