@@ -163,7 +163,7 @@ def test_budget_that_streams_every_query_still_proves():
     est = free.plan.estimate
     # room for the R1CS tables, two chunks of G2 bases and one partition's work, not for any query's bases
     per = memplan._per_partition(free.plan.shape, tuple(memplan.STREAM_ORDER), 256, 1024)["peak"]
-    budget = int(memplan.SAFETY * (est["r1cs"] + 2 * 256 * memplan.G2_BYTES + per)) + 1024
+    budget = int(memplan.SAFETY * (est["r1cs"] + est["h_tables"] + 2 * 256 * memplan.G2_BYTES + per)) + 1024
     rk = pipeline.make_resident(pk, r1cs, f"msm=xla,tables=off,chunk=256,split=on,device_budget={budget}")
     assert set(rk.plan.streamed) == set(memplan.GROUPS) and rk.plan.batch == 1 and not rk.queries
     assert rk.plan.eval_chunk == 1024 and rk.r1cs.num_chunks == 3

@@ -130,7 +130,7 @@ def test_whole_prover_lowers_for_tpu(record_property):
     exported = {}
     for name, fn, args in (
             ("evaluate", progs["evaluate"], (dr, _spec((8, P, v)))),
-            ("h", progs["h"], (_spec((8, P, m)),) * 3),
+            ("h", progs["h"], (_spec((8, P, m)),) * 3 + (qap.table_specs(n, config=cfg.ntt),)),
             ("g1", progs["g1"], (curve.Affine(_spec((12, v)), _spec((12, v)), _spec((v,), jnp.bool_)),
                                  _spec((8, P, v)))),
             ("g2", progs["g2"], (curve.Affine(_spec((2, 12, v)), _spec((2, 12, v)), _spec((v,), jnp.bool_)),
