@@ -699,8 +699,8 @@ def msm(
     for values below ``2^(c W - 1)``, which covers ``[0, r)``; :func:`cuzk_jax.msm` checks its inputs).
     ``config``: the :class:`~cuzk_jax.ops.config.MsmConfig` (None: its platform default). ``window`` overrides the
     window rule; ``max_pairs`` bounds the (key, value) pairs per pass (memory: about 8 bytes per pair plus the
-    sort's scratch; None: :func:`default_max_pairs`); when a partition alone exceeds it, the points are chunked and the window is chosen for the
-    chunk size. ``lanes`` overrides the XLA machine width. Traceable (jit it with the keyword arguments static:
+    sort's scratch; None: :func:`default_max_pairs`); when a partition alone exceeds it, the points are chunked
+    and the window is chosen for the chunk size. ``lanes`` overrides the XLA machine width. Traceable (jit it with the keyword arguments static:
     :func:`msm_jit`); shapes are padded to :func:`padded_size` inside, but callers that want one compiled
     program per size bucket should pad before calling a jitted function (as :func:`cuzk_jax.msm` does).
     """

@@ -216,9 +216,9 @@ def _roots(first: int, ratio: int, log_count: int) -> jax.Array:
     return _mont([first, 1, ratio, pow(ratio, 1 << c, R)])
 
 
-def _build(key, build, eager: bool):
-    """Cached device arrays when called eagerly; a fresh (traced) build inside a caller's trace -- never a
-    concrete array captured as a program constant."""
+def cached(key, build, eager: bool):
+    """``build()``'s device arrays, cached under ``key`` (freed by :func:`clear_cache`) when called eagerly; a
+    fresh (traced) build inside a caller's trace -- never a concrete array captured as a program constant."""
     if not eager:
         return build()
     t = _TABLES.get(key)
@@ -246,7 +246,7 @@ def twiddles(n: int, inverse: bool = False, generator: int = GENERATOR, *, eager
         with jax.enable_x64(True):
             return _table_jit(_roots(1, w, log_h), log_count=log_h)
 
-    return _build(("tw", n, inverse, generator), build, eager) if cache else build()
+    return cached(("tw", n, inverse, generator), build, eager) if cache else build()
 
 
 def kernel_table(T, config: NttConfig):
@@ -265,7 +265,7 @@ def scale_parts(n: int, first: int, ratio: int, *, eager: bool = True, cache: bo
         with jax.enable_x64(True):
             return _parts_jit(_roots(first, ratio, log_n), log_count=log_n)
 
-    return _build(("geo", n, first % R, ratio % R), build, eager) if cache else build()
+    return cached(("geo", n, first % R, ratio % R), build, eager) if cache else build()
 
 
 def constant(v: int) -> jax.Array:

@@ -124,13 +124,11 @@ def h_tables(n: int, *, form: str = "arkworks", g: int = COSET_GENERATOR, config
     return HTables(roots, shift_parts, out_parts)
 
 
-def _negate_index(x, m: int | None = None):
-    """``x'[..., j] = x[..., -j mod n]`` of ``x`` ``(8, B, k)`` zero-padded to ``n`` (``m = k`` given: the input
-    holds the first ``m`` of the ``n`` values, the rest are zeros): one copy, the padding included."""
-    n = x.shape[-1] if m is None else m
-    head, tail = x[..., :1], jnp.flip(x[..., 1:], axis=-1)
-    parts = [head, tail] if m is None else [head, jnp.zeros(x.shape[:-1] + (n - x.shape[-1],), x.dtype), tail]
-    return jnp.concatenate(parts, axis=-1)
+def _negate_index(x, n: int):
+    """``x'[..., j] = x[..., -j mod n]`` of ``x`` ``(8, B, k)`` zero-padded to ``n >= k``: one copy, the padding
+    included."""
+    zeros = jnp.zeros(x.shape[:-1] + (n - x.shape[-1],), x.dtype)
+    return jnp.concatenate([x[..., :1], zeros, jnp.flip(x[..., 1:], axis=-1)], axis=-1)
 
 
 def _coset_body(x, tables: HTables, *, log_n: int, config: NttConfig):
@@ -138,7 +136,7 @@ def _coset_body(x, tables: HTables, *, log_n: int, config: NttConfig):
     of the index-negated input (``n`` times the coefficients, module doc), ``* (1/n) shift^j`` (onto the coset,
     fused into the first pass of the second transform), the forward transform."""
     n = 1 << log_n
-    x = _negate_index(x, n if x.shape[-1] < n else None)
+    x = _negate_index(x, n)
     coef = N._passes_impl(x, tables.roots, log_n=log_n, config=config, kernel_layout=True)  # n * coefficients
     return N._passes_impl(coef, tables.roots, tables.shift, log_n=log_n, config=config, natural=False,
                           kernel_layout=True)
@@ -153,7 +151,7 @@ def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, 
     P = N.digit_reverse(P, N.plan(log_n, config.sub_log()))
     if form == "snarkjs":
         return P
-    return N._passes_impl(_negate_index(P), tables.roots, None, tables.out, log_n=log_n, config=config,
+    return N._passes_impl(_negate_index(P, P.shape[-1]), tables.roots, None, tables.out, log_n=log_n, config=config,
                           kernel_layout=True)
 
 
@@ -178,13 +176,8 @@ def _tables_for(tables, n: int, form: str, g: int, config: NttConfig, eager: boo
             raise BadInput(f"ops.qap: tables must be h_tables(n={n}, config={config}) (root table of shape {want}), "
                            f"got {type(tables).__name__} with roots {got}")
         return tables
-    if not eager:
-        return h_tables(n, form=form, g=g, config=config, eager=False)
-    key = ("h", n, form, g % R, config.kernel != "xla")
-    t = N._TABLES.get(key)
-    if t is None:
-        t = N._TABLES[key] = h_tables(n, form=form, g=g, config=config)
-    return t
+    return N.cached(("h", n, form, g % R, config.kernel != "xla"),
+                    lambda: h_tables(n, form=form, g=g, config=config, eager=eager), eager)
 
 
 def _run(abc, log_n: int, nb: int, tables: HTables, config: NttConfig, form: str):
