@@ -39,6 +39,8 @@ flags.DEFINE_list("impl", [], "implementations to compare (op-specific; empty = 
                   "snarkjs, device, device_arkmsm, host)")
 flags.DEFINE_integer("batch", 1, "leading batch (partition) axis, where the op supports one (soak: the engine's "
                      "largest device batch, default 50)")
+flags.DEFINE_bool("profile", False, "trace one more run of every timed op (--op=sector: its last rep) with JAX's "
+                  "profiler and record its kernels per program and HLO op in the row (cuzk_jax.bench.profile)")
 flags.DEFINE_integer("reps", 5, "timed repetitions (median reported)")
 flags.DEFINE_integer("warmup", 2, "untimed warm-up runs")
 cli.define_path("out", "", "JSON output path (default: bench/results/<op>-<backend>-<date>.json)")
@@ -116,6 +118,7 @@ def main(argv):
     if bad:
         raise app.UsageError(f"unknown --op {','.join(bad)}; expected one of {','.join(OPS)}")
     cli.use_cache_dir(FLAGS.cache_dir)
+    bench.set_profiling(FLAGS.profile)
     env = bench.environment()
     print(f"environment: {env}", flush=True)
     name = f"{'-'.join(FLAGS.op)}-{env['backend']}-{env['date'][:10]}.json"

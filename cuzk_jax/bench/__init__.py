@@ -22,7 +22,24 @@ from typing import Callable, Sequence
 import jax
 
 __all__ = ["add_row_sink", "block", "compile_timed", "emit", "environment", "format_table", "git_commit",
-           "time_runs", "write_json"]
+           "profile_of", "profiling", "set_profiling", "time_runs", "write_json"]
+
+_PROFILE = False
+
+
+def set_profiling(on: bool) -> None:
+    """Trace one extra run in :func:`time_runs` (and the last rep of ``--op=sector``): ``--profile``."""
+    global _PROFILE
+    _PROFILE = bool(on)
+
+
+def profiling() -> bool:
+    return _PROFILE
+
+
+def profile_of(timed: dict) -> dict:
+    """``{"profile": ...}`` from a :func:`time_runs` result that traced one (else ``{}``): to merge into a row."""
+    return {"profile": timed["profile"]} if "profile" in timed else {}
 
 
 def compile_timed(fn, *args):
@@ -37,7 +54,9 @@ def block(x):
 
 
 def time_runs(fn: Callable, args: Sequence, reps: int = 5, warmup: int = 2) -> dict:
-    """Median / min / max wall time (seconds) of ``fn(*args)`` over ``reps`` runs after ``warmup`` runs."""
+    """Median / min / max wall time (seconds) of ``fn(*args)`` over ``reps`` runs after ``warmup`` runs; with
+    :func:`set_profiling` on, also ``profile``: the kernels of one more, traced run
+    (:mod:`cuzk_jax.bench.profile`)."""
     for _ in range(warmup):
         block(fn(*args))
     times = []
@@ -45,7 +64,15 @@ def time_runs(fn: Callable, args: Sequence, reps: int = 5, warmup: int = 2) -> d
         t0 = time.perf_counter()
         block(fn(*args))
         times.append(time.perf_counter() - t0)
-    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "reps": reps}
+    out = {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "reps": reps}
+    if _PROFILE:
+        from cuzk_jax.bench import profile
+
+        with profile.device_trace() as tr:
+            block(fn(*args))
+        out["profile"] = tr.summary
+        print(profile.table(tr.summary), flush=True)
+    return out
 
 
 def host_peak() -> dict:

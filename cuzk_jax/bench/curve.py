@@ -113,6 +113,7 @@ def run(cfg) -> list[dict]:
                 row["median_ms"] = t["median_s"] * 1e3
                 row["min_ms"] = t["min_s"] * 1e3
                 row["per_s"] = n / t["median_s"]
+                row.update(bench.profile_of(t))
                 bench.emit(rows, row)
     return rows
 

@@ -89,7 +89,7 @@ def run(cfg) -> list[dict]:
                         "field": fname, "log_n": log_n, "impl": spec, "chain": chain,
                         "compile_s": round(compile_s, 2), "median_ms": t["median_s"] * 1e3,
                         "mul_per_s": rate, "vs_xla_ref": rate / REFERENCE["xla"],
-                        "vs_cuda_ref": rate / REFERENCE["cuda"], "matches_xla": match,
+                        "vs_cuda_ref": rate / REFERENCE["cuda"], "matches_xla": match, **bench.profile_of(t),
                     })
-                    print(rows[-1], flush=True)
+                    print({k: v for k, v in rows[-1].items() if k != "profile"}, flush=True)
     return rows

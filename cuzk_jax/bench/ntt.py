@@ -150,6 +150,7 @@ def measure(op: str, impl: str, log_n: int, batch: int, reps: int, warmup: int) 
     row["median_ms"] = t["median_s"] * 1e3
     row["min_ms"] = t["min_s"] * 1e3
     row["peak_gib"] = _peak_gib()
+    row.update(bench.profile_of(t))
     if op == "ntt":
         row["checked"] = spot_check(args[0], y, seed=log_n) if log_n <= CHECK_MAX_LOG_N else None
     return row
@@ -188,7 +189,7 @@ def run(cfg) -> list[dict]:
                 row["ratio"] = med / (ref * batch) if ref else None
                 row["target_ms"] = TARGET_MS.get((log_n, batch))
             bench.emit(rows, row)
-            print(row, flush=True)
+            print({k: v for k, v in row.items() if k != "profile"}, flush=True)
     return rows
 
 

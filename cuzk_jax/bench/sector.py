@@ -23,7 +23,10 @@ Per run (one row each):
 5. **prove** -- :func:`cuzk_jax.groth16.pipeline.prove_batch` over the planned batches, every proof verified by
    pairing before it is returned (a proof that does not verify fails the row); ``--reps`` times (the first one
    compiles), each with its per-phase times; with ``prefetch=on`` in ``--prover`` each rep also runs with
-   ``prefetch=off``, over the same resident key (column ``variant``: the switch as set for that run).
+   ``prefetch=off``, over the same resident key (column ``variant``: the switch as set for that run). With
+   ``--profile`` the last rep of the first variant runs under JAX's profiler (``traced``; its times carry the
+   tracer's overhead) and its row gets ``profile``: the kernels per program and HLO op
+   (:mod:`cuzk_jax.bench.profile`).
 
 The row records per-phase seconds, the plan, the shares of zero / one / other scalars per MSM (what the split MSM
 earns on), the device's peak memory (``memory_stats()['peak_bytes_in_use']``, where the device reports it) and
@@ -34,6 +37,7 @@ and the peak so far after the setup, the resident key and each rep (where the li
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import logging
 import time
@@ -105,6 +109,7 @@ def _device_gib() -> dict:
 
 def run(cfg) -> list[dict]:
     from cuzk_jax import bench
+    from cuzk_jax.bench import profile as bench_profile
     from cuzk_jax.circuits import get_circuit
     from cuzk_jax.circuits import porep_like
     from cuzk_jax.errors import BadInput
@@ -179,11 +184,16 @@ def run(cfg) -> list[dict]:
         cfg_k = dataclasses.replace(base, **{k: v})
         name = ",".join(f"{kk}={getattr(cfg_k, kk)}" for kk, _ in switches)
         variants.append((name, dataclasses.replace(rk, config=cfg_k)))
-    for rep, (variant, key) in ((r, v) for r in range(max(1, cfg.reps)) for v in variants):
+    runs = [(r, v) for r in range(max(1, cfg.reps)) for v in variants]
+    for i, (rep, (variant, key)) in enumerate(runs):
         timings = pipeline.Timings()
+        # --profile: the last rep of the first variant runs traced (its times carry the tracer's overhead)
+        traced = bench.profiling() and rep == runs[-1][0] and variant == variants[0][0]
+        trace = bench_profile.device_trace() if traced else contextlib.nullcontext()
         t = time.perf_counter()
         try:
-            proofs = pipeline.prove_batch(key, z, timings=timings)  # verified before it returns (raises otherwise)
+            with trace as tr:
+                proofs = pipeline.prove_batch(key, z, timings=timings)  # verified before it returns (raises otherwise)
         except CuzkError as e:
             # one variant's failure (an unsatisfied check, a rejected proof, an out-of-memory) is its row; the other
             # variants still run over the same key and witnesses (the failure's variant is the A/B's answer)
@@ -202,6 +212,9 @@ def run(cfg) -> list[dict]:
                    phases={k: round(v, 4) for k, v in timings.phases.items()}, scalar_kinds=timings.scalar_kinds)
         peak = _peak_device_bytes()
         out.update(device_peak_gib=None if peak is None else round(peak / 2**30, 3), **bench.host_peak())
+        if traced:
+            out.update(traced=True, profile=tr.summary)
+            _say(bench_profile.table(tr.summary, rows=20))
         seen = f"; device GiB after each stage {memory}" if any(memory.values()) else ""
         _say(f"rep {rep} ({variant}): {out['prove_s']} s, phases {out['phases']}{seen}")
         bench.emit(rows, out)
