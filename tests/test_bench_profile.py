@@ -41,7 +41,7 @@ def test_trace_names_the_programs_and_counts_loop_bodies_once():
     assert max(o["count"] for o in body) >= 50 and not any(o["op"].startswith("while") for o in body), body
     # two small single-threaded programs: leaf thunks in sequence cannot sum past the traced span
     assert s["kernel_ms"] <= s["span_ms"] * 1.01 + 0.01, s
-    assert sum(m["ms"] for m in s["modules"]) <= s["kernel_ms"] + 1e-6
+    assert sum(m["ms"] for m in s["modules"]) <= s["kernel_ms"] + 0.001 * len(s["modules"])  # rounded to us
     lines = profile.table(s).splitlines()
     assert lines[0].startswith("profile (") and len(lines) > 1
 
