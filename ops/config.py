@@ -72,7 +72,7 @@ class MsmConfig:
     ``"pallas"`` -- the Pallas/Triton kernels of :mod:`cuzk_jax.ops.pallas.bucket` with PTX carry-chain field
     blocks (GPU only); ``"pallas_interpret"`` -- the same kernels under the Pallas interpreter with the jnp field
     (the CPU test twin of ``"pallas"``: same function).
-    ``block``: lanes per kernel program (Pallas; None: ``bucket.DEFAULT_BLOCK``).
+    ``block``: lanes per kernel program (Pallas; None: ``ops.msm.pallas_block`` of the pass's pair count).
     ``warps``: Triton warps per program (Pallas; None: ``max(1, block // 32)``).
     ``seg``: pairs per lane in the level-1 accumulation kernel (Pallas; None: ``ops.msm.pallas_seg``).
     ``acc_seg``: entries per lane in the later accumulation levels (Pallas).

@@ -508,6 +508,21 @@ def pallas_seg(M: int) -> int:
     return int(min(256, max(8, pow2_ceil(-(-M // (1 << 18))))))
 
 
+#: Passes of at least this many pairs run the Pallas kernels with :data:`LONG_PASS_BLOCK` lanes per program.
+LONG_PASS_PAIRS = 1 << 27
+LONG_PASS_BLOCK = 128
+
+
+def pallas_block(M: int) -> int:
+    """Lanes per kernel program for a pass of ``M`` pairs when the config sets none: 128 (4 warps) from
+    :data:`LONG_PASS_PAIRS` pairs, else ``bucket.DEFAULT_BLOCK`` (64, 2 warps). Measured on an H200 (session 19,
+    ``2026-12-04-s19-msm*.json``): G1 over 2^24 / 2^27 dense bases 4.2 / 4.4 % faster with 128 lanes; at 2^20 the
+    earlier kernels were 7 % slower with 128 (BUILD.md), so short passes keep 64."""
+    from .pallas import bucket as pk
+
+    return LONG_PASS_BLOCK if M >= LONG_PASS_PAIRS else pk.DEFAULT_BLOCK
+
+
 def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, config: MsmConfig) -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket` (compiled: PTX carry-chain field
     blocks, G2 with one block per Fq2 product; ``pallas_interpret``: the jnp field under the interpreter).
@@ -522,13 +537,13 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     from .pallas import bucket as pk
 
     interpret = config.kernel == "pallas_interpret"
-    block = config.block or pk.DEFAULT_BLOCK
+    M = keys.shape[0]
+    block = config.block or pallas_block(M)
     num_warps = config.warps or max(1, block // 32)
     acc_seg, stages = config.acc_seg, config.stages
     Lc = 24 if curve.coord_ndim == 2 else 12
     nrows = 4 * Lc
     G, W, c, H, NB = plan.G, plan.W, plan.c, plan.H, plan.NB
-    M = keys.shape[0]
     seg = config.seg or pallas_seg(M)
     nseg = -(-M // (seg * block)) * block
     Mp = nseg * seg

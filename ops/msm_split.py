@@ -530,7 +530,7 @@ def _pass_state_bytes(plan: M.Plan, group: str, config: MsmConfig) -> int:
         ms = M.machine_shape(plan)
         return pt * (2 * (plan.NB + 1) + 8 * ms.lanes + 4 * (2 * ms.lanes + 1)) + LANE_BYTES[group] * ms.lanes
     # Pallas (ops.msm._pallas_pass): E, the buckets, the zero buffer, the kernel outputs -- ~6 (4 Lc, nbuf) arrays
-    block = config.block or 64
+    block = config.block or M.pallas_block(plan.M)
     seg = config.seg or M.pallas_seg(plan.M)
     nseg = -(-plan.M // (seg * block)) * block
     nbuf = M.pow2_ceil(max(2 * nseg, plan.NB + 2, 2 * block))

@@ -29,7 +29,7 @@ from absl import app, flags
 from cuzk_jax import cli
 
 OPS = ("field", "curve", "msm", "ntt", "h", "engine", "keyload", "synth", "snarkjs", "kernel-compile", "check-msm",
-       "soak", "kinds", "sector", "multigpu", "setup", "service", "memory")
+       "soak", "kinds", "sector", "multigpu", "setup", "service", "memory", "stage")
 
 flags.DEFINE_list("op", ["field"], f"ops to benchmark, from {OPS}")
 flags.DEFINE_list("field", ["fq"], "fields for --op=field (fq, fr, fq2)")

@@ -511,3 +511,37 @@ def test_default_pass_bound_rule():
     assert memplan.plain_msm_bytes("g1", 1 << 27) == memplan.plain_msm_bytes("g1", 1 << 27, max_pairs=M.LONG_MAX_PAIRS)
     assert memplan.plain_msm_bytes("g1", 1 << 27) > memplan.plain_msm_bytes("g1", 1 << 27, max_pairs=M.DEFAULT_MAX_PAIRS)
     assert memplan.plain_msm_bytes("g1", 1 << 20, 10) == memplan.plain_msm_bytes("g1", 1 << 20, 10, M.DEFAULT_MAX_PAIRS)
+
+
+def test_default_block_rule_and_long_pass_kernels_lower():
+    """Passes of many pairs take 128-lane programs (4 warps) unless the config sets a block; the accumulation kernel
+    lowers for CUDA at that block (its 128-lane form ran on the H200 with results equal to the 64-lane one)."""
+    from cuzk_jax.ops import msm_split
+    from cuzk_jax.ops.pallas import bucket as pk
+
+    assert M.pallas_block(M.LONG_PASS_PAIRS - 1) == pk.DEFAULT_BLOCK == 64
+    assert M.pallas_block(M.LONG_PASS_PAIRS) == M.LONG_PASS_BLOCK == 128
+    n = 1 << 24  # a 2^24 G1 pass: 218M pairs, the long-pass block
+    plan = M.Plan(G=1, n=n, c=M.window_bits(n), shared_bases=True)
+    assert plan.M >= M.LONG_PASS_PAIRS and M.pallas_block(plan.M) == 128
+    cfg = MsmConfig("pallas")
+    # the memory model sizes its buffers with the block the pass runs (nbuf rounds to 2 block at least)
+    assert msm_split._pass_state_bytes(plan, "g1", cfg) == msm_split._pass_state_bytes(
+        plan, "g1", MsmConfig("pallas", block=128))
+    import jax
+    from jax import export
+
+    try:
+        from jax.experimental.pallas import triton  # noqa: F401
+    except ImportError:
+        pytest.skip("Pallas Triton backend not available")
+    S = jax.ShapeDtypeStruct
+    k = 4 * 128 * 8
+    with jax.enable_x64(True):
+        exp = export.export(jax.jit(lambda *a: pk.accumulate_bases(cv.CURVES["g1"], *a, seg=8, block=128,
+                                                                   num_warps=4)),
+                            platforms=["cuda"], disabled_checks=[
+                                export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(
+            S((), jnp.int32), S((), jnp.bool_), S((k,), jnp.int32), S((k,), jnp.int32), S((k, 24), jnp.uint32),
+            S((48, 2 * k), jnp.uint32))
+    assert "xla.gpu.triton" in exp.mlir_module()
