@@ -515,9 +515,8 @@ LONG_PASS_BLOCK = 128
 
 def pallas_block(M: int) -> int:
     """Lanes per kernel program for a pass of ``M`` pairs when the config sets none: 128 (4 warps) from
-    :data:`LONG_PASS_PAIRS` pairs, else ``bucket.DEFAULT_BLOCK`` (64, 2 warps). Measured on an H200 (session 19,
-    ``2026-12-04-s19-msm*.json``): G1 over 2^24 / 2^27 dense bases 4.2 / 4.4 % faster with 128 lanes; at 2^20 the
-    earlier kernels were 7 % slower with 128 (BUILD.md), so short passes keep 64."""
+    :data:`LONG_PASS_PAIRS` pairs, else ``bucket.DEFAULT_BLOCK`` (64, 2 warps): the wider programs won the H200
+    A/B for G1 over 2^24 and 2^27 dense bases, and lost it at 2^20 (RESULTS.md, session 19; BUILD.md)."""
     from .pallas import bucket as pk
 
     return LONG_PASS_BLOCK if M >= LONG_PASS_PAIRS else pk.DEFAULT_BLOCK

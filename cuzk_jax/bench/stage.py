@@ -1,15 +1,13 @@
 """Stage benchmark: ``scripts/bench.py --op=stage --log_n=24,27 [--batch=P] [--impl=rows,rows8,packed]``.
 
-Times the host -> device copy of a witness batch ``z`` (uint32 ``(8, P, 2^log_n)``, one device) in the ways of
-:mod:`cuzk_jax.groth16.staging`, every one ending with the ``(8, P, width)`` device array the prove programs take
-(``width`` = ``n`` rounded up to a multiple of 2^20, as the key's padded programs have it):
+Times the host -> device copy of a witness batch ``z`` (uint32 ``(8, P, 2^log_n)``, one device) with
+:func:`cuzk_jax.groth16.staging.copy_rows`, ending with the ``(8, P, width)`` device array the prove programs take
+(``width`` past ``n``, as the key's size-bucketed programs have it): ``rows`` -- the 8 limb rows copied one after
+another, then stacked and padded on the device -- against ``rowsK``, the same rows issued from ``K`` threads (the
+pipeline's stage uses :data:`cuzk_jax.groth16.pipeline.STAGE_THREADS`).
 
-* ``rows``: the pipeline's stage -- 8 limb rows copied one after another, then stacked and padded on the device;
-* ``rowsK``: the same rows issued from ``K`` threads;
-* ``packed``: kinds / positions / values on the host (all cores), rebuilt on the device.
-
-The batch is PoRep-like (``dist``: 52 % zeros, 47 % Montgomery ones, 1 % random values below r, as the A/B/L
-scalars of ``porep_like``; benchmark data only, seeded). Each row: median / min ms over ``--reps`` after
+The batch is PoRep-like (52 % zeros, 47 % Montgomery ones, 1 % random values below r, as the A/B/L scalars of
+``porep_like``; benchmark data only, seeded). Each row: median / min ms over ``--reps`` after
 ``--warmup``, host GB/s (``32 P n`` bytes over the median), ``equal``: the device array equals the ``rows`` one
 bit for bit.
 """
@@ -37,7 +35,7 @@ def _batch(P: int, n: int, seed: int = 0):
     vals = rng.integers(0, 2**32, size=(8, k), dtype=np.uint32)
     vals[7] &= 0x0FFFFFFF  # below r
     z[:, other] = vals
-    return z, one
+    return z
 
 
 def run(cfg) -> list[dict]:
@@ -50,7 +48,7 @@ def run(cfg) -> list[dict]:
     from cuzk_jax import bench
     from cuzk_jax.groth16 import staging
 
-    impls = list(cfg.impl) or ["rows", "rows8", "packed"]
+    impls = list(cfg.impl) or ["rows", "rows8"]
     P = max(1, int(cfg.batch))
     cores = os.cpu_count() or 1
     rows: list[dict] = []
@@ -63,17 +61,14 @@ def run(cfg) -> list[dict]:
     for log_n in [int(x) for x in cfg.log_n]:
         n = 1 << log_n
         width = -(-n // (1 << 20)) * (1 << 20) + (1 << 20)  # a bucketed width past n, as the key's programs
-        z, one = _batch(P, n)
+        z = _batch(P, n)
         like = jnp.zeros((width,), jnp.uint8)
         ref = None
         for impl in impls:
-            if impl == "packed":
-                fn = lambda: staging.stage_packed(z, one, width, threads=cores)  # noqa: E731
-            elif impl.startswith("rows"):
-                threads = int(impl[4:] or 1)
-                fn = lambda threads=threads: stack(tuple(staging.copy_rows(z, threads=threads)), like)  # noqa: E731
-            else:
-                raise ValueError(f"unknown --impl {impl!r} for --op=stage (rows, rowsK, packed)")
+            if not (impl.startswith("rows") and (impl[4:] == "" or impl[4:].isdigit())):
+                raise ValueError(f"unknown --impl {impl!r} for --op=stage (rows, rowsK)")
+            threads = int(impl[4:] or 1)
+            fn = lambda threads=threads: stack(tuple(staging.copy_rows(z, threads=threads)), like)  # noqa: E731
             for _ in range(max(0, cfg.warmup)):
                 jax.block_until_ready(fn())
             times, out = [], None

@@ -61,10 +61,13 @@ from cuzk_jax.ops.curve import Affine, Jacobian, g1, g2
 from cuzk_jax.reference.constants import R
 from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
-from . import host_curve, sharding, verifier
+from . import host_curve, sharding, staging, verifier
 from . import plan as memplan
 from .data_structures import Proof
 
+#: Threads that issue the 8 limb rows of a batch to the device (:func:`_stage`): one per row, so the host-side
+#: copies of pageable memory run side by side (the A/B: ``bench --op=stage``, RESULTS.md session 19).
+STAGE_THREADS = 8
 PHASES = ("stage", "evaluate", "h", "msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h", "fetch", "finish", "verify")
 # phase name -> group; also finish's argument order
 MSMS = {"msm_a": "g1", "msm_b1": "g1", "msm_b2": "g2", "msm_l": "g1", "msm_h": "g1"}
@@ -617,10 +620,12 @@ def _stage(rk: ResidentKey, z: np.ndarray):
     partition slice) is copied as it lies, then one device program stacks and pads them to the programs' width:
     the host pads nothing (one more ``z`` on the device while staging, which the plan counts with ``prefetch``).
     It won the A/B against padding on the host and copying one array at a 2^27 domain, which then went away
-    (``bench/results/RESULTS.md``, session 16). A mesh: padded on the host, copied sharded over the partition
-    axis."""
+    (``bench/results/RESULTS.md``, session 16). The rows are issued from :data:`STAGE_THREADS` threads
+    (:func:`cuzk_jax.groth16.staging.copy_rows`: the host-side copies of pageable memory run side by side; one
+    after another they were the bottleneck, session 19's ``--op=stage``). A mesh: padded on the host, copied
+    sharded over the partition axis."""
     if rk.mesh is None:
-        rows = [_place(np.ascontiguousarray(z[limb]), None, rk.device) for limb in range(z.shape[0])]
+        rows = staging.copy_rows(z, rk.device, threads=STAGE_THREADS)
         return _stack_rows(tuple(rows), rk.z_width or rk.num_vars)
     if z.shape[1] % rk.mesh.size:
         raise BadInput(f"batch of {z.shape[1]} partitions is not a multiple of {rk.mesh.size} devices")
