@@ -78,6 +78,9 @@ class MsmConfig:
     ``acc_seg``: entries per lane in the later accumulation levels (Pallas).
     ``stages``: a measurement knob (Pallas): run kernel 1 and only the first ``stages`` of the 5 later stages, to
     time an MSM's phases; with ``stages < 5`` the result is NOT the MSM.
+    ``l1``: buckets per row of the bucket reduction's running sums (Pallas, mode WROW; a power of two, clamped to
+    the window's bucket count; None: ``2^ceil((c - 1) / 3)`` for window ``c``): longer rows mean fewer, longer
+    sequential chains per lane and fewer rows for the window sums.
     ``max_pairs``: the most (bucket, point) pairs of one accumulation pass of the plain and the split MSM (both
     kernels; not the window-table MSM; None: the functions' default, :data:`cuzk_jax.ops.msm.DEFAULT_MAX_PAIRS`).
     Partitions beyond it run in groups and long point ranges in chunks; a smaller value shrinks the pass's bucket
@@ -92,16 +95,19 @@ class MsmConfig:
     acc_seg: int = 16
     stages: int = 5
     max_pairs: int | None = None
+    l1: int | None = None
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown MsmConfig kernel {self.kernel!r}; expected one of {KERNELS}")
-        for name in ("block", "warps", "seg", "max_pairs"):
+        for name in ("block", "warps", "seg", "max_pairs", "l1"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v <= 0):
                 raise ValueError(f"MsmConfig.{name} must be a positive int or None, got {v!r}")
-        if self.block is not None and self.block & (self.block - 1):
-            raise ValueError(f"MsmConfig.block must be a power of two, got {self.block}")
+        for name in ("block", "l1"):
+            v = getattr(self, name)
+            if v is not None and v & (v - 1):
+                raise ValueError(f"MsmConfig.{name} must be a power of two, got {v}")
         if not isinstance(self.acc_seg, int) or self.acc_seg <= 0:
             raise ValueError(f"MsmConfig.acc_seg must be a positive int, got {self.acc_seg!r}")
         if not isinstance(self.stages, int) or not 0 <= self.stages <= 5:
@@ -115,7 +121,7 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M`` (positive ints)."""
+        stages=K:max_pairs=M:l1=L`` (positive ints)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}
