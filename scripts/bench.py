@@ -56,6 +56,9 @@ flags.DEFINE_list("max_batch", [], "engine: batch sizes to compare, one engine r
 flags.DEFINE_enum("synthesis", "process", ["process", "thread"], "engine: synthesis worker kind")
 flags.DEFINE_integer("workers", 0, "engine: synthesis workers (0 = cores - 1)")
 flags.DEFINE_float("max_wait_s", 30.0, "engine: longest wait of a ready partition for its batch to fill")
+flags.DEFINE_list("variants", [], "sector: prover-config overrides to A/B in the same process, one per item, keys "
+                  "of one variant joined by '+' (e.g. msm=pallas:l1=32,msm=pallas:acc_seg=64+prefetch=on): every rep "
+                  "also runs each over the same resident key and plan")
 flags.DEFINE_string("prover", "", "engine: prover configuration, passed through as given (see prove --help)")
 flags.DEFINE_list("fill", ["predict"], "engine: batch-forming rules to compare, one run each (predict: batch by what "
                   "is about to be ready; wait: the fixed --max_wait_s)")

@@ -285,7 +285,8 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     out = tmp_path / "sector.json"
     r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny",
-                        "--partitions=2", "--reps=1", "--workers=1", "--prover=prefetch=on", f"--out={out}",
+                        "--partitions=2", "--reps=1", "--workers=1", "--prover=prefetch=on", "--variants=h=split",
+                        f"--out={out}",
                         "--cache_dir=", f"--key_dir={tmp_path / 'keys'}"], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -294,7 +295,8 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     assert prepare["rep"] == "prepare" and prepare["witness_s"] > 0 and "resident" in prepare["device_memory_gib"]
     assert prepare["precompiled"][:4] == ["stage", "evaluate", "h", "canonical_z"] and prepare["precompile_s"] > 0
     assert [(row["rep"], row["variant"], row["prefetch"]) for row in rows] == [
-        (0, "prefetch=on", "on"), (0, "prefetch=off", "off")]
+        (0, "prefetch=on", "on"), (0, "prefetch=off", "off"), (0, "h=split", "on")]
+    assert "h=split" in rows[2]["prover"] and "h=split" not in rows[0]["prover"]
     for row in rows:
         assert row["ok"] and row["proofs"] == 2 and row["preset"] == "tiny" and row["constraints"] > 0
         assert row["witness_s"] > 0 and row["witness_wait_s"] >= 0 and row["witness_gib"] >= 0
@@ -310,6 +312,11 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     prepare, row = json.loads(again.read_text())["rows"]
     assert prepare["key_source"] == "file" and row["key_source"] == "file" and row["ok"] and row["proofs"] == 2
+    r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny",
+                        "--variants=nope=1", f"--out={tmp_path / 'bad.json'}", "--cache_dir="], env=env,
+                       capture_output=True, text=True, timeout=300)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "unknown key 'nope'" in lines[0], r.stderr
     r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--circuit=cube",
                         f"--out={tmp_path / 'bad.json'}", "--cache_dir="], env=env, capture_output=True, text=True,
                        timeout=300)

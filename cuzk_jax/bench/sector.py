@@ -23,7 +23,10 @@ Per run (one row each):
 5. **prove** -- :func:`cuzk_jax.groth16.pipeline.prove_batch` over the planned batches, every proof verified by
    pairing before it is returned (a proof that does not verify fails the row); ``--reps`` times (the first one
    compiles), each with its per-phase times; with ``prefetch=on`` in ``--prover`` each rep also runs with
-   ``prefetch=off``, over the same resident key (column ``variant``: the switch as set for that run). With
+   ``prefetch=off``, over the same resident key (column ``variant``: the switch as set for that run), and then
+   each ``--variants`` override (column ``variant``: its text), over the same resident key and memory plan (an
+   override that changes what the plan sized -- ``max_pairs``, ``batch`` -- runs with the plan made for the base).
+   With
    ``--profile`` the last rep of the first variant runs under JAX's profiler (``traced``; its times carry the
    tracer's overhead) and its row gets ``profile``: the kernels per program and HLO op
    (:mod:`cuzk_jax.bench.profile`).
@@ -107,6 +110,17 @@ def _device_gib() -> dict:
     return {k: round(stats[k] / 2**30, 3) for k in ("bytes_in_use", "peak_bytes_in_use") if k in stats}
 
 
+def override(base, text: str):
+    """``base`` (a resolved :class:`~cuzk_jax.groth16.pipeline.ProverConfig`) with the keys of ``text``
+    (``key=value`` joined by ``+``, the ``--prover`` syntax otherwise) replaced; BadInput names a bad token."""
+    from cuzk_jax.groth16 import pipeline
+
+    parts = [p.strip() for p in text.split("+") if p.strip()]
+    over = pipeline.ProverConfig.parse(",".join(parts))
+    keys = [p.partition("=")[0] for p in parts]
+    return dataclasses.replace(base, **{k: getattr(over, k) for k in keys}).resolved()
+
+
 def run(cfg) -> list[dict]:
     from cuzk_jax import bench
     from cuzk_jax.bench import profile as bench_profile
@@ -119,6 +133,8 @@ def run(cfg) -> list[dict]:
         raise BadInput("--op=sector proves porep_like presets (its witness generation is the batched one)")
     circuit = get_circuit("porep_like", cfg.preset)
     config = pipeline.as_config(cfg.prover or None)
+    for text in getattr(cfg, "variants", None) or []:  # a bad override is a usage error before any work
+        override(config.resolved(), text)
     P = int(cfg.partitions)
     row: dict = {"circuit": "porep_like", "preset": cfg.preset, "partitions": P, "prover": str(config)}
     t = time.perf_counter()
@@ -184,6 +200,8 @@ def run(cfg) -> list[dict]:
         cfg_k = dataclasses.replace(base, **{k: v})
         name = ",".join(f"{kk}={getattr(cfg_k, kk)}" for kk, _ in switches)
         variants.append((name, dataclasses.replace(rk, config=cfg_k)))
+    for text in getattr(cfg, "variants", None) or []:  # --variants: the same key and plan, other switches
+        variants.append((text, dataclasses.replace(rk, config=override(base, text))))
     runs = [(r, v) for r in range(max(1, cfg.reps)) for v in variants]
     for i, (rep, (variant, key)) in enumerate(runs):
         timings = pipeline.Timings()
@@ -205,7 +223,7 @@ def run(cfg) -> list[dict]:
             continue
         wall = time.perf_counter() - t
         memory[f"rep{rep}" + (f"-{variant}" if len(variants) > 1 else "")] = _device_gib()
-        out = dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch,
+        out = dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch, prover=str(key.config),
                    device_memory_gib=dict(memory), prove_s=round(wall, 3),
                    per_partition_s=round(wall / P, 3),
                    batches=timings.batches, proofs=len(proofs), ok=len(proofs) == P,
