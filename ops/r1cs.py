@@ -18,7 +18,10 @@ Algorithm. Every nonzero contributes ``z[col] * coeff`` (a CIOS Montgomery produ
 accumulated *without* modular reduction: the 8 limbs of all products of a row are summed as uint64 (a row of ``k``
 terms gives limb sums < ``k * 2^32``, exact for ``k < 2^31``), either by a sorted scatter-add (``method="scatter"``)
 or by a prefix sum along the nonzeros differenced at the row boundaries (``method="cumsum"``; exact modulo 2^64, so
-wrap-around cancels). Carries are then propagated into a 9-limb integer ``V < k * r``, and one word of Montgomery
+wrap-around cancels); with ``:point`` (``"scatter:point"``, ``"cumsum:point"``) the values are gathered from a
+limb-minor copy of ``z`` (``(*batch, n_vars, 8)``, one more ``z`` of device memory while the program runs, which the
+memory plan does not count: an A/B variant of ``bench --op=synth --method``, not the prover's default) -- one
+32-byte row per nonzero instead of 8 words from 8 limb rows. Carries are then propagated into a 9-limb integer ``V < k * r``, and one word of Montgomery
 reduction (REDC with a single 32-bit quotient digit ``m = V_0 * (-r^-1) mod 2^32``) gives
 ``(V + m r) / 2^32 < 2r``; a conditional subtraction finishes. That division by 2^32 is pre-compensated by storing
 the coefficient table as ``c * R * 2^32 mod r`` (Montgomery form with one extra factor 2^32), so the result is
@@ -50,7 +53,9 @@ from cuzk_jax.reference.constants import R
 
 from .field import MASK32, cond_sub_limbs, fr, x64
 
-METHODS = ("scatter", "cumsum")
+#: Segmented-sum methods, each also with ``:point`` -- ``z`` gathered from a limb-minor copy ``(*batch, n, 8)``, one
+#: 32-byte row per nonzero instead of 8 separate words (module docstring); the copy is made once per program.
+METHODS = ("scatter", "cumsum", "scatter:point", "cumsum:point")
 
 
 class DeviceR1CS(NamedTuple):
@@ -274,16 +279,37 @@ def reduce_wide(s: list) -> jax.Array:
     return jnp.stack(cond_sub_limbs(out, p)).astype(jnp.uint32)
 
 
-def _abc(dr: DeviceR1CS, z: jax.Array, method: str) -> jax.Array:
-    """Stacked ``[A z | B z | C z]`` -> uint32 (8, *batch, 3m)."""
+def _split_method(method: str) -> tuple[str, bool]:
+    """(segmented-sum method, whether ``z`` is gathered limb-minor) of a :data:`METHODS` entry."""
+    if method not in METHODS:
+        raise BadInput(f"unknown method {method!r}; expected one of {METHODS}")
+    sums, _, gather = method.partition(":")
+    return sums, gather == "point"
+
+
+def _gather_view(z: jax.Array, method: str) -> jax.Array:
+    """What :func:`_abc` gathers from: ``z`` itself, or for a ``:point`` method its limb-minor copy ``(*batch, n,
+    8)`` (made once per program, before any loop over chunks)."""
+    return jnp.moveaxis(z, 0, -1) if _split_method(method)[1] else z
+
+
+def _abc(dr: DeviceR1CS, z: jax.Array, method: str, zg: jax.Array | None = None) -> jax.Array:
+    """Stacked ``[A z | B z | C z]`` -> uint32 (8, *batch, 3m). ``zg``: :func:`_gather_view` of ``z`` when the
+    caller made it already."""
+    sums, point = _split_method(method)
     m3 = dr.indptr.shape[0] - 1
     batch = z.shape[1:-1]
     nnz = dr.rows.shape[0]
     if nnz == 0:
         return jnp.zeros((fr.limbs,) + batch + (m3,), jnp.uint32)
-    zc = jnp.take(z, dr.cols, axis=-1)  # (8, *batch, nnz)
+    if point:  # one contiguous 8-limb row per nonzero
+        zg = _gather_view(z, method) if zg is None else zg
+        zc = jnp.moveaxis(jnp.take(zg, dr.cols, axis=-2), -1, 0)  # (8, *batch, nnz)
+    else:
+        zc = jnp.take(z, dr.cols, axis=-1)  # (8, *batch, nnz)
     cf = jnp.take(dr.coeffs, dr.coeff_ids, axis=1).reshape((fr.limbs,) + (1,) * len(batch) + (nnz,))
     prod = fr.mul(zc, cf).astype(jnp.uint64)  # one stacked Montgomery product for all three matrices
+    method = sums
     if method == "scatter":
         acc = jnp.zeros((fr.limbs,) + batch + (m3,), jnp.uint64)
         sums = acc.at[..., dr.rows].add(prod, indices_are_sorted=True, mode="promise_in_bounds")
@@ -501,10 +527,11 @@ def _step_loop(steps: int, rc: int, rows: int, sub_of, start_of, z, m: int, meth
     batch element is the first step's with a failure, at its first failing row (steps run in row order) -- the
     index the one-shot :func:`check` reports. Returns ``(A z, B z, C z)`` cut to ``m`` rows, ``ok``, ``first``."""
     batch = z.shape[1:-1]
+    zg = _gather_view(z, method)  # once, outside the loop
 
     def body(j, carry):
         outs, first = carry
-        abc = _abc(sub_of(j), z, method)  # (8, *batch, 3 rc): this step's A, B, C rows
+        abc = _abc(sub_of(j), z, method, zg)  # (8, *batch, 3 rc): this step's A, B, C rows
         a, b, c = abc[..., :rc], abc[..., rc:2 * rc], abc[..., 2 * rc:]
         bad = ~fr.eq(fr.mul(a, b), c)  # (*batch, rc)
         start = jnp.asarray(start_of(j), jnp.int32)

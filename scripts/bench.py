@@ -71,7 +71,8 @@ flags.DEFINE_list("modes", ["cache", "full"], "keyload: cache = no subgroup test
 # --op=synth
 flags.DEFINE_integer("seed", 0, "synth: sector seed for input sampling")
 flags.DEFINE_bool("device_eval", True, "synth: evaluate the constraints on the default JAX device")
-flags.DEFINE_enum("method", "scatter", ["scatter", "cumsum"], "synth: segmented-sum method of the evaluator")
+flags.DEFINE_enum("method", "scatter", ["scatter", "cumsum", "scatter:point", "cumsum:point"],
+                  "synth: segmented-sum method of the evaluator (:point: z gathered limb-minor, ops.r1cs.METHODS)")
 flags.DEFINE_integer("partition_chunk", 0, "synth: evaluate the partitions this many at a time (0 = all at once)")
 flags.DEFINE_integer("reference_check_max", 0, "synth: also check partition 0 with the Python reference when the "
                      "circuit has at most this many constraints (0 = never)")

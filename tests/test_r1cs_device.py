@@ -220,8 +220,11 @@ def test_chunked_equals_one_shot_and_host(porep):
     got = O.evaluate_chunked(cr, z, num_rows=r1cs.num_constraints)
     _same(got, one_shot)
     assert np.asarray(got[3]).tolist() == [True, False]
-    # the same from a DeviceR1CS with a row count that does not divide m, and with the cumsum method
-    _same(O.evaluate_chunked(dr, z, rows_per_chunk=1000, method="cumsum"), one_shot)
+    # the same from a DeviceR1CS with a row count that does not divide m, and with the other methods (the point
+    # gathers: one limb-minor copy of z made before the chunk loop)
+    for method in ("cumsum", "scatter:point", "cumsum:point"):
+        _same(O.evaluate_chunked(dr, z, rows_per_chunk=1000, method=method), one_shot)
+    _same(O.evaluate_chunked(cr, z, num_rows=r1cs.num_constraints, method="scatter:point"), one_shot)
     # the report names the partition, the constraint and its gadget as the host does
     with pytest.raises(Unsatisfied) as got:
         O.assert_satisfied(r1cs, np.asarray(z), dr, rows_per_chunk=256)
@@ -355,6 +358,9 @@ def test_tiled_evaluation_equals_the_flat_one(name, over):
         got = O.evaluate_tiled(tr, zz, ext.num_constraints)
         for a, b in zip(got, flat):
             assert np.array_equal(np.asarray(a), np.asarray(b)), step
+        if step == 1:  # the point gather through the tiled loop's column moves
+            for a, b in zip(O.evaluate_tiled(tr, zz, ext.num_constraints, method="scatter:point"), flat):
+                assert np.array_equal(np.asarray(a), np.asarray(b))
         # the input rows appended by tile itself (what make_resident does: no copy of the whole R1CS): identical
         own = O.tile(r1cs, r1cs.tiling, step_nnz=step, input_rows=True)
         for a, b in zip(jax.tree_util.tree_leaves(own), jax.tree_util.tree_leaves(O.tile(ext, ext.tiling,

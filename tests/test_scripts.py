@@ -277,3 +277,15 @@ def test_prove_fullprove_flags_go_together(tmp_path):
     _one_error_line(_run("prove.py", f"--zkey={tmp_path / 'c.zkey'}", f"--wasm={tmp_path / 'c.wasm'}",
                          f"--input={tmp_path / 'i.json'}", f"--proof={tmp_path / 'p.json'}",
                          f"--public={tmp_path / 'pub.json'}"), "cannot read file")
+
+
+def test_bench_method_choices_are_the_evaluators():
+    """``--method`` of ``bench --op=synth`` offers exactly ``ops.r1cs.METHODS`` (the flag is defined without
+    importing the ops)."""
+    import re
+
+    from cuzk_jax.ops import r1cs as ops_r1cs
+
+    src = (ROOT / "scripts" / "bench.py").read_text()
+    m = re.search(r'DEFINE_enum\("method", "scatter", \[(.*?)\]', src, re.S)
+    assert m and tuple(re.findall(r'"([^"]+)"', m.group(1))) == ops_r1cs.METHODS
