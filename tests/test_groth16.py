@@ -183,9 +183,12 @@ def test_prover_config_text_and_hash():
     assert ahead.prefetch == "on" and pipeline.ProverConfig.parse(str(ahead)) == ahead
     fused = pipeline.ProverConfig.parse("h=fused")
     assert fused.h == "fused" and pipeline.ProverConfig.parse(str(fused)) == fused != pipeline.ProverConfig()
+    point = pipeline.ProverConfig.parse("evaluate=cumsum:point")
+    assert point.evaluate == "cumsum:point" and pipeline.ProverConfig.parse(str(point)) == point
+    assert "evaluate" not in str(pipeline.ProverConfig())
     for bad, what in (("msm=cuda", "cuda"), ("tables=maybe", "tables"), ("window=1", "window"), ("window=x", "window"),
                       ("speed=9", "speed"), ("msm", "key=value"), ("tables=on,tables=off", "key=value"),
-                      ("prefetch=yes", "prefetch"), ("h=both", "h must be")):
+                      ("prefetch=yes", "prefetch"), ("h=both", "h must be"), ("evaluate=gather", "evaluate")):
         with pytest.raises(ValueError, match=what):
             pipeline.ProverConfig.parse(bad)
 
