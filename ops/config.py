@@ -21,6 +21,7 @@ import jax
 
 SCHEDULES = ("unrolled", "rolled")
 KERNELS = ("xla", "pallas", "pallas_interpret")
+REVERSES = ("transpose", "blocked")  # NttConfig.reverse
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -163,6 +164,10 @@ class NttConfig:
     ``schedule``: the field multiplication schedule (``"unrolled"`` / ``"rolled"``) of the XLA programs -- the
     ``"xla"`` passes and, for every kernel, the pointwise scalings and the H step's pointwise product; None:
     :func:`default_schedule` of the platform.
+    ``reverse``: how the passes' digit order becomes natural order (:func:`cuzk_jax.ops.ntt_network.digit_reverse`):
+    ``"transpose"`` -- one transpose reversing every digit axis; ``"blocked"`` -- two: the first two digits swapped
+    past the rest as one 2-D block transpose, then the rest reversed with the two small ones swapped inside
+    contiguous blocks (an A/B variant: a many-axis transpose moves single words).
     """
 
     kernel: str = "xla"
@@ -170,10 +175,13 @@ class NttConfig:
     warps: int = 8
     schedule: str | None = None
     sub: int | None = None
+    reverse: str = "transpose"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown NttConfig kernel {self.kernel!r}; expected one of {KERNELS}")
+        if self.reverse not in REVERSES:
+            raise ValueError(f"unknown NttConfig reverse {self.reverse!r}; expected one of {REVERSES}")
         if self.sub is not None and (not isinstance(self.sub, int) or not 1 <= self.sub <= 32):
             raise ValueError(f"NttConfig.sub must be an int in 1..32 or None, got {self.sub!r}")
         for name in ("block", "warps"):
@@ -200,7 +208,7 @@ class NttConfig:
     @classmethod
     def parse(cls, text: str) -> "NttConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:sub=S`` (positive ints),
-        and ``:schedule=unrolled|rolled``."""
+        ``:schedule=unrolled|rolled`` and ``:reverse=transpose|blocked``."""
         kernel, pairs = _split(text, "NttConfig")
         kw = {}
         for key, val in pairs:
@@ -210,9 +218,13 @@ class NttConfig:
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
+            elif key == "reverse":
+                if val not in REVERSES:
+                    raise ValueError(f"bad value in reverse={val!r} of {text!r}: expected one of {REVERSES}")
+                kw[key] = val
             else:
                 raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
-                                 f"sub")
+                                 f"sub, reverse")
         return cls(kernel, **kw)
 
     @classmethod

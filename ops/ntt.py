@@ -349,7 +349,7 @@ def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, na
         R_ *= M
     if not natural:
         return x
-    x = digit_reverse(x, digits)
+    x = digit_reverse(x, digits, config.reverse)
     return x if post is None else _scale_impl(x, *post, schedule=config.schedule)
 
 

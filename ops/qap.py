@@ -148,7 +148,7 @@ def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, 
     f = F.fr.with_schedule(config.schedule)
     # in windows (ops.field.map_last_axis): over a whole 2^27 domain this product held 64 GiB of temporaries
     P = F.map_last_axis(lambda a, b, c: f.sub(f.mul(a, b), c), ea, eb, ec)
-    P = N.digit_reverse(P, N.plan(log_n, config.sub_log()))
+    P = N.digit_reverse(P, N.plan(log_n, config.sub_log()), config.reverse)
     if form == "snarkjs":
         return P
     return N._passes_impl(_negate_index(P, P.shape[-1]), tables.roots, None, tables.out, log_n=log_n, config=config,

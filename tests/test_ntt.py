@@ -152,6 +152,26 @@ def test_plan_digits():
             assert sum(d) == L and max(d) <= sub and max(d) - min(d) <= 1 and len(d) == -(-L // sub)
 
 
+def test_blocked_digit_reversal_equals_the_transpose():
+    """NttConfig(reverse="blocked"): the two block copies give the one transpose's natural order for every digit
+    list of three or more digits (uneven ones included), and the same transpose below three."""
+    from cuzk_jax.ops import ntt_network as NN
+
+    rng = np.random.default_rng(5)
+    for L in (3, 7, 9, 12):
+        for sub in (1, 2, 3, 4):
+            digits = N.plan(L, sub)
+            x = jnp.asarray(rng.integers(0, 2**32, size=(8, 2, 1 << L), dtype=np.uint32))
+            want = NN.digit_reverse(x, digits)
+            assert np.array_equal(np.asarray(NN.digit_reverse(x, digits, "blocked")), np.asarray(want)), digits
+            assert np.array_equal(np.asarray(jax.jit(lambda v: NN.digit_reverse(v, digits, "blocked"))(x)),
+                                  np.asarray(want))
+    with pytest.raises(ValueError, match="reverse"):
+        NttConfig.parse("xla:reverse=sideways")
+    assert NttConfig.parse("pallas:reverse=blocked").reverse == "blocked"
+    assert "reverse=blocked" in str(NttConfig("xla", reverse="blocked")) and "reverse" not in str(NttConfig())
+
+
 @pytest.mark.parametrize("log_n,sub", [(4, 2), (7, 3)])
 def test_four_step_xla_matches_reference(log_n, sub):
     """Several passes (four-step twiddles between them, digit reversal at the end): every transform kind exact."""
@@ -164,6 +184,9 @@ def test_four_step_xla_matches_reference(log_n, sub):
     assert from_arr(N.intt(x, config=cfg)) == [RN.intt(v) for v in vals]
     assert from_arr(N.coset_ntt(x, config=cfg)) == [RN.coset_ntt(v, 7) for v in vals]
     assert from_arr(N.coset_intt(x, config=cfg)) == [RN.coset_intt(v, 7) for v in vals]
+    blocked = NttConfig("xla", sub=sub, reverse="blocked")  # the other digit reversal, same transforms
+    assert from_arr(N.ntt(x, config=blocked)) == [RN.ntt(v) for v in vals]
+    assert from_arr(N.coset_intt(x, config=blocked)) == [RN.coset_intt(v, 7) for v in vals]
 
 
 @pytest.mark.parametrize("log_n,sub,block", [(5, 2, 8), (3, 8, 4), pytest.param(6, 3, 16, marks=pytest.mark.slow)])

@@ -120,6 +120,21 @@ def test_split_h_matches_reference(log_n, m):
         qap.coset_evaluations(to_arr(a), m // 2 if m > 2 else 1)
 
 
+def test_split_h_with_the_blocked_digit_reversal():
+    """The split H programs with several passes and NttConfig(reverse="blocked") (the coset program's natural-order
+    coefficients and the finishing program's natural-order P): the reference quotient."""
+    from cuzk_jax.ops.config import NttConfig
+
+    rng = random.Random(77)
+    n, m = 1 << 8, 200
+    a, b, c = partitions(rng, m)
+    cfg = NttConfig("xla", sub=2, reverse="blocked")  # 4 digits of 2 bits
+    h = from_arr(qap.compute_h_split(to_arr(a), to_arr(b), to_arr(c), n, config=cfg))
+    pad = [0] * (n - m)
+    for p in range(2):
+        assert h[p] == RN.compute_h(*(x[p] + pad for x in (a, b, c)))
+
+
 def test_h_in_small_windows_matches_reference(monkeypatch):
     """Every windowed elementwise step of the H programs (twiddle and scale tables, coset and output scaling, the
     pointwise ``A B - C``: ops.field.map_last_axis) run as loops of 16-element windows over the 2 x 2^7 batch, as
