@@ -82,6 +82,8 @@ class MsmConfig:
     ``l1``: buckets per row of the bucket reduction's running sums (Pallas, mode WROW; a power of two, clamped to
     the window's bucket count; None: ``2^ceil((c - 1) / 3)`` for window ``c``): longer rows mean fewer, longer
     sequential chains per lane and fewer rows for the window sums.
+    ``triton_stages``: Triton's ``num_stages`` for the bucket kernels (Pallas; 1: no software pipelining of the
+    loads in the kernels' loops).
     ``max_pairs``: the most (bucket, point) pairs of one accumulation pass of the plain and the split MSM (both
     kernels; not the window-table MSM; None: the functions' default, :data:`cuzk_jax.ops.msm.DEFAULT_MAX_PAIRS`).
     Partitions beyond it run in groups and long point ranges in chunks; a smaller value shrinks the pass's bucket
@@ -97,6 +99,7 @@ class MsmConfig:
     stages: int = 5
     max_pairs: int | None = None
     l1: int | None = None
+    triton_stages: int = 1
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -109,8 +112,10 @@ class MsmConfig:
             v = getattr(self, name)
             if v is not None and v & (v - 1):
                 raise ValueError(f"MsmConfig.{name} must be a power of two, got {v}")
-        if not isinstance(self.acc_seg, int) or self.acc_seg <= 0:
-            raise ValueError(f"MsmConfig.acc_seg must be a positive int, got {self.acc_seg!r}")
+        for name in ("acc_seg", "triton_stages"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v <= 0:
+                raise ValueError(f"MsmConfig.{name} must be a positive int, got {v!r}")
         if not isinstance(self.stages, int) or not 0 <= self.stages <= 5:
             raise ValueError(f"MsmConfig.stages must be in 0..5, got {self.stages!r}")
 
@@ -122,7 +127,7 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M:l1=L`` (positive ints)."""
+        stages=K:max_pairs=M:l1=L:triton_stages=T`` (positive ints)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}

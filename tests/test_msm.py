@@ -562,3 +562,7 @@ def test_default_block_rule_and_long_pass_kernels_lower():
             S((), jnp.int32), S((), jnp.bool_), S((k,), jnp.int32), S((k,), jnp.int32), S((k, 24), jnp.uint32),
             S((48, 2 * k), jnp.uint32))
     assert "xla.gpu.triton" in exp.mlir_module()
+    staged = MsmConfig.parse("pallas:triton_stages=3")
+    assert staged.triton_stages == 3 and MsmConfig.parse(str(staged)) == staged and "triton" not in str(cfg)
+    with pytest.raises(ValueError, match="triton_stages"):
+        MsmConfig.parse("pallas:triton_stages=0")
