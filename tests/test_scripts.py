@@ -289,3 +289,18 @@ def test_bench_method_choices_are_the_evaluators():
     src = (ROOT / "scripts" / "bench.py").read_text()
     m = re.search(r'DEFINE_enum\("method", "scatter", \[(.*?)\]', src, re.S)
     assert m and tuple(re.findall(r'"([^"]+)"', m.group(1))) == ops_r1cs.METHODS
+
+
+def test_bench_stage_rows_equal_and_bad_impl(tmp_path):
+    """``bench --op=stage``: the threaded rows give the same device array as the rows one after another; an unknown
+    way is one usage error before any work."""
+    import json
+
+    out = tmp_path / "stage.json"
+    r = _run("bench.py", "--op=stage", "--log_n=10", "--batch=2", "--reps=1", "--warmup=0", "--impl=rows,rows4",
+             f"--out={out}", "--cache_dir=")
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["impl"] for row in rows] == ["rows", "rows4"] and all(row["equal"] for row in rows)
+    _one_error_line(_run("bench.py", "--op=stage", "--impl=packed", f"--out={tmp_path / 'bad.json'}",
+                         "--cache_dir="), "unknown --impl packed")

@@ -1,4 +1,4 @@
-"""Stage benchmark: ``scripts/bench.py --op=stage --log_n=24,27 [--batch=P] [--impl=rows,rows8,packed]``.
+"""Stage benchmark: ``scripts/bench.py --op=stage --log_n=24,27 [--batch=P] [--impl=rows,rows8]``.
 
 Times the host -> device copy of a witness batch ``z`` (uint32 ``(8, P, 2^log_n)``, one device) with
 :func:`cuzk_jax.groth16.staging.copy_rows`, ending with the ``(8, P, width)`` device array the prove programs take
@@ -46,9 +46,13 @@ def run(cfg) -> list[dict]:
     import jax.numpy as jnp
 
     from cuzk_jax import bench
+    from cuzk_jax.errors import BadInput
     from cuzk_jax.groth16 import staging
 
     impls = list(cfg.impl) or ["rows", "rows8"]
+    bad = [i for i in impls if not (i.startswith("rows") and (i[4:] == "" or i[4:].isdigit() and int(i[4:]) > 0))]
+    if bad:  # before any work
+        raise BadInput(f"unknown --impl {','.join(bad)} for --op=stage (rows, rowsK with K threads)")
     P = max(1, int(cfg.batch))
     cores = os.cpu_count() or 1
     rows: list[dict] = []
@@ -65,8 +69,6 @@ def run(cfg) -> list[dict]:
         like = jnp.zeros((width,), jnp.uint8)
         ref = None
         for impl in impls:
-            if not (impl.startswith("rows") and (impl[4:] == "" or impl[4:].isdigit())):
-                raise ValueError(f"unknown --impl {impl!r} for --op=stage (rows, rowsK)")
             threads = int(impl[4:] or 1)
             fn = lambda threads=threads: stack(tuple(staging.copy_rows(z, threads=threads)), like)  # noqa: E731
             for _ in range(max(0, cfg.warmup)):
