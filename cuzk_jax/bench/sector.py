@@ -25,11 +25,10 @@ Per run (one row each):
    compiles), each with its per-phase times; with ``prefetch=on`` in ``--prover`` each rep also runs with
    ``prefetch=off``, over the same resident key (column ``variant``: the switch as set for that run), and then
    each ``--variants`` override (column ``variant``: its text), over the same resident key and memory plan (an
-   override that changes what the plan sized -- ``max_pairs``, ``batch`` -- runs with the plan made for the base).
-   With
-   ``--profile`` the last rep of the first variant runs under JAX's profiler (``traced``; its times carry the
-   tracer's overhead) and its row gets ``profile``: the kernels per program and HLO op
-   (:mod:`cuzk_jax.bench.profile`).
+   override that changes what the plan sized -- ``max_pairs``, ``batch``, ``evaluate=...:point`` -- runs with the
+   plan made for the base). With ``--profile`` the last rep of the first variant runs under JAX's profiler
+   (``traced``; its times carry the tracer's overhead) and its row gets ``profile``: the kernels per program and
+   HLO op (:mod:`cuzk_jax.bench.profile`).
 
 The row records per-phase seconds, the plan, the shares of zero / one / other scalars per MSM (what the split MSM
 earns on), the device's peak memory (``memory_stats()['peak_bytes_in_use']``, where the device reports it) and
@@ -203,7 +202,7 @@ def run(cfg) -> list[dict]:
     for text in getattr(cfg, "variants", None) or []:  # --variants: the same key and plan, other switches
         variants.append((text, dataclasses.replace(rk, config=override(base, text))))
     runs = [(r, v) for r in range(max(1, cfg.reps)) for v in variants]
-    for i, (rep, (variant, key)) in enumerate(runs):
+    for rep, (variant, key) in runs:
         timings = pipeline.Timings()
         # --profile: the last rep of the first variant runs traced (its times carry the tracer's overhead)
         traced = bench.profiling() and rep == runs[-1][0] and variant == variants[0][0]
