@@ -457,17 +457,21 @@ def test_device_out_of_memory_is_one_clear_error(cube, monkeypatch):
     monkeypatch.setattr(pipeline, "msm", real_msm)
     assert issubclass(DeviceMemoryError, CuzkError) and DeviceMemoryError.exit_code == 2
 
-    def failing_place(*args, **kwargs):
+    # staging: the rows are copied from worker threads; the allocator's error there reaches the caller as one
+    # DeviceMemoryError
+    from cuzk_jax.groth16 import staging
+
+    def failing_put(*args, **kwargs):
         raise oom
 
-    monkeypatch.setattr(pipeline, "_place", failing_place)
+    monkeypatch.setattr(staging, "_put", failing_put)
     with pytest.raises(DeviceMemoryError, match="phase 'stage'"):
         pipeline.stage(rk, z)
 
     def other_error(*args, **kwargs):
         raise jax.errors.JaxRuntimeError("INTERNAL: something else")
 
-    monkeypatch.setattr(pipeline, "_place", other_error)
+    monkeypatch.setattr(staging, "_put", other_error)
     with pytest.raises(jax.errors.JaxRuntimeError, match="INTERNAL"):
         pipeline.stage(rk, z)
 

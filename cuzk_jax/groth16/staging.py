@@ -22,17 +22,23 @@ from cuzk_jax.errors import BadInput
 __all__ = ["copy_rows"]
 
 
+def _put(a: np.ndarray, device):
+    """One row's copy: committed to ``device``, or uncommitted on the default device (a committed argument would
+    change the prove programs' lowering)."""
+    return jax.device_put(a, device) if device is not None else jnp.asarray(a)
+
+
 def copy_rows(z, device=None, threads: int = 1) -> list:
     """The 8 limb rows of ``z`` (uint32 ``(8, P, n)``) as device arrays ``(P, n)``, committed to ``device`` (else
     uncommitted on the default device), the copies issued from ``min(8, threads)`` threads; returns once every row
-    is on the device. Bit for bit the host's limbs."""
+    is on the device. Bit for bit the host's limbs; an error of any row's copy (e.g. the allocator's
+    RESOURCE_EXHAUSTED) is raised here, in the caller's thread."""
     z = np.asarray(z)
     if z.dtype != np.uint32 or z.ndim != 3 or z.shape[0] != 8:
         raise BadInput(f"witness batch must be uint32 (8, P, n), got {z.dtype} {z.shape}")
-    put = (lambda a: jax.device_put(a, device)) if device is not None else jnp.asarray
 
     def one(limb):
-        return jax.block_until_ready(put(np.ascontiguousarray(z[limb])))
+        return jax.block_until_ready(_put(np.ascontiguousarray(z[limb]), device))
 
     if threads <= 1:
         return [one(limb) for limb in range(8)]
