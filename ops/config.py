@@ -22,6 +22,7 @@ import jax
 SCHEDULES = ("unrolled", "rolled")
 KERNELS = ("xla", "pallas", "pallas_interpret")
 REVERSES = ("transpose", "blocked")  # NttConfig.reverse
+COSET_SCALES = ("pre", "post")  # NttConfig.coset_scale
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -173,6 +174,9 @@ class NttConfig:
     ``"transpose"`` -- one transpose reversing every digit axis; ``"blocked"`` -- two: the first two digits swapped
     past the rest as one 2-D block transpose, then the rest reversed with the two small ones swapped inside
     contiguous blocks (an A/B variant: a many-axis transpose moves single words).
+    ``coset_scale``: where the H step's coset programs (:mod:`cuzk_jax.ops.qap`) multiply by ``shift^j / n``:
+    ``"pre"`` -- on the load of the second transform's first pass (the Pallas kernel's ``pre``); ``"post"`` -- in the
+    first transform's natural-order digit reversal (one XLA fusion with the transpose; an A/B variant).
     """
 
     kernel: str = "xla"
@@ -181,12 +185,15 @@ class NttConfig:
     schedule: str | None = None
     sub: int | None = None
     reverse: str = "transpose"
+    coset_scale: str = "pre"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown NttConfig kernel {self.kernel!r}; expected one of {KERNELS}")
         if self.reverse not in REVERSES:
             raise ValueError(f"unknown NttConfig reverse {self.reverse!r}; expected one of {REVERSES}")
+        if self.coset_scale not in COSET_SCALES:
+            raise ValueError(f"unknown NttConfig coset_scale {self.coset_scale!r}; expected one of {COSET_SCALES}")
         if self.sub is not None and (not isinstance(self.sub, int) or not 1 <= self.sub <= 32):
             raise ValueError(f"NttConfig.sub must be an int in 1..32 or None, got {self.sub!r}")
         for name in ("block", "warps"):
@@ -213,7 +220,7 @@ class NttConfig:
     @classmethod
     def parse(cls, text: str) -> "NttConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:sub=S`` (positive ints),
-        ``:schedule=unrolled|rolled`` and ``:reverse=transpose|blocked``."""
+        ``:schedule=unrolled|rolled``, ``:reverse=transpose|blocked`` and ``:coset_scale=pre|post``."""
         kernel, pairs = _split(text, "NttConfig")
         kw = {}
         for key, val in pairs:
@@ -223,13 +230,14 @@ class NttConfig:
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
-            elif key == "reverse":
-                if val not in REVERSES:
-                    raise ValueError(f"bad value in reverse={val!r} of {text!r}: expected one of {REVERSES}")
+            elif key in ("reverse", "coset_scale"):
+                choices = REVERSES if key == "reverse" else COSET_SCALES
+                if val not in choices:
+                    raise ValueError(f"bad value in {key}={val!r} of {text!r}: expected one of {choices}")
                 kw[key] = val
             else:
                 raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
-                                 f"sub, reverse")
+                                 f"sub, reverse, coset_scale")
         return cls(kernel, **kw)
 
     @classmethod

@@ -133,13 +133,16 @@ def _negate_index(x, n: int):
 
 def _coset_body(x, tables: HTables, *, log_n: int, config: NttConfig):
     """The coset evaluations of ``x`` ``(8, B, m)`` (``m <= n``, zero-padded), in pass order: the forward transform
-    of the index-negated input (``n`` times the coefficients, module doc), ``* (1/n) shift^j`` (onto the coset,
-    fused into the first pass of the second transform), the forward transform."""
+    of the index-negated input (``n`` times the coefficients, module doc), ``* (1/n) shift^j`` (onto the coset;
+    ``config.coset_scale``: ``"pre"`` fused into the first pass of the second transform, ``"post"`` into the
+    first transform's digit reversal), the forward transform."""
     n = 1 << log_n
     x = _negate_index(x, n)
-    coef = N._passes_impl(x, tables.roots, log_n=log_n, config=config, kernel_layout=True)  # n * coefficients
-    return N._passes_impl(coef, tables.roots, tables.shift, log_n=log_n, config=config, natural=False,
-                          kernel_layout=True)
+    post = config.coset_scale == "post"
+    coef = N._passes_impl(x, tables.roots, post=tables.shift if post else None, log_n=log_n, config=config,
+                          kernel_layout=True)  # n * coefficients (scaled onto the coset with "post")
+    return N._passes_impl(coef, tables.roots, None if post else tables.shift, log_n=log_n, config=config,
+                          natural=False, kernel_layout=True)
 
 
 def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, form: str):

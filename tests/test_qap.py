@@ -120,19 +120,24 @@ def test_split_h_matches_reference(log_n, m):
         qap.coset_evaluations(to_arr(a), m // 2 if m > 2 else 1)
 
 
-def test_split_h_with_the_blocked_digit_reversal():
-    """The split H programs with several passes and NttConfig(reverse="blocked") (the coset program's natural-order
-    coefficients and the finishing program's natural-order P): the reference quotient."""
+@pytest.mark.parametrize("reverse,coset_scale", [("blocked", "pre"), ("transpose", "post"), ("blocked", "post")])
+def test_split_h_with_the_other_reversal_and_scaling(reverse, coset_scale):
+    """The split and the fused H programs with several passes, NttConfig(reverse="blocked") (the coset program's
+    natural-order coefficients and the finishing program's natural-order P) and coset_scale="post" (the coset
+    scaling in the first transform's digit reversal): the reference quotient."""
     from cuzk_jax.ops.config import NttConfig
 
     rng = random.Random(77)
     n, m = 1 << 8, 200
     a, b, c = partitions(rng, m)
-    cfg = NttConfig("xla", sub=2, reverse="blocked")  # 4 digits of 2 bits
+    cfg = NttConfig("xla", sub=2, reverse=reverse, coset_scale=coset_scale)  # 4 digits of 2 bits
     h = from_arr(qap.compute_h_split(to_arr(a), to_arr(b), to_arr(c), n, config=cfg))
     pad = [0] * (n - m)
-    for p in range(2):
-        assert h[p] == RN.compute_h(*(x[p] + pad for x in (a, b, c)))
+    want = [RN.compute_h(*(x[p] + pad for x in (a, b, c))) for p in range(2)]
+    assert h == want
+    full = [to_arr([v + pad for v in x]) for x in (a, b, c)]
+    assert from_arr(qap.compute_h(*full, config=cfg)) == want
+    assert NttConfig.parse(str(cfg)) == cfg
 
 
 def test_h_in_small_windows_matches_reference(monkeypatch):
