@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 import jax
 
 __all__ = ["add_row_sink", "block", "compile_timed", "emit", "environment", "format_table", "git_commit",
-           "profile_of", "profiling", "set_profiling", "time_runs", "write_json"]
+           "brief", "profile_of", "profiling", "set_profiling", "time_runs", "trace_once", "write_json"]
 
 _PROFILE = False
 
@@ -40,6 +40,22 @@ def profiling() -> bool:
 def profile_of(timed: dict) -> dict:
     """``{"profile": ...}`` from a :func:`time_runs` result that traced one (else ``{}``): to merge into a row."""
     return {"profile": timed["profile"]} if "profile" in timed else {}
+
+
+def trace_once(fn: Callable, *args, label: str = "") -> dict:
+    """One more run of ``fn(*args)`` under :func:`cuzk_jax.bench.profile.device_trace`: its summary, whose table
+    is printed (after ``label``)."""
+    from cuzk_jax.bench import profile
+
+    with profile.device_trace() as tr:
+        block(fn(*args))
+    print(label + profile.table(tr.summary), flush=True)
+    return tr.summary
+
+
+def brief(row: dict) -> dict:
+    """``row`` without its ``profile`` (for the log line; the JSON keeps it)."""
+    return {k: v for k, v in row.items() if k != "profile"}
 
 
 def compile_timed(fn, *args):
@@ -66,12 +82,7 @@ def time_runs(fn: Callable, args: Sequence, reps: int = 5, warmup: int = 2) -> d
         times.append(time.perf_counter() - t0)
     out = {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "reps": reps}
     if _PROFILE:
-        from cuzk_jax.bench import profile
-
-        with profile.device_trace() as tr:
-            block(fn(*args))
-        out["profile"] = tr.summary
-        print(profile.table(tr.summary), flush=True)
+        out["profile"] = trace_once(fn, *args)
     return out
 
 

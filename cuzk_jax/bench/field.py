@@ -91,5 +91,5 @@ def run(cfg) -> list[dict]:
                         "mul_per_s": rate, "vs_xla_ref": rate / REFERENCE["xla"],
                         "vs_cuda_ref": rate / REFERENCE["cuda"], "matches_xla": match, **bench.profile_of(t),
                     })
-                    print({k: v for k, v in rows[-1].items() if k != "profile"}, flush=True)
+                    print(bench.brief(rows[-1]), flush=True)
     return rows

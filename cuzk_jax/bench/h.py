@@ -38,7 +38,6 @@ def _parts(log_n: int, batch: int, reps: int, warmup: int) -> list[dict]:
     import jax.numpy as jnp
 
     from cuzk_jax import bench
-    from cuzk_jax.bench import profile as bench_profile
     from cuzk_jax.groth16 import pipeline
     from cuzk_jax.ops import ntt as ops_ntt, qap
     from cuzk_jax.ops.config import NttConfig
@@ -78,10 +77,7 @@ def _parts(log_n: int, batch: int, reps: int, warmup: int) -> list[dict]:
         rows.append({"part": name, "log_n": log_n, "batch": batch, "first_s": round(first, 3),
                      "median_ms": round(med, 3), "ntt_equiv": round(med / unit, 2) if unit else None})
         if bench.profiling():  # one more, traced run (cuzk_jax.bench.profile)
-            with bench_profile.device_trace() as tr:
-                jax.block_until_ready(fn())
-            rows[-1]["profile"] = tr.summary
-            print(f"{name} 2^{log_n}: " + bench_profile.table(tr.summary), flush=True)
+            rows[-1]["profile"] = bench.trace_once(fn, label=f"{name} 2^{log_n}: ")
     return rows
 
 

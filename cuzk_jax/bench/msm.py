@@ -334,14 +334,14 @@ def run(cfg) -> list[dict]:
                 except Exception as e:  # keep the A/B going; the row records the failure
                     row.update({"error": f"{type(e).__name__}: {str(e)[:300]}"})
                     bench.emit(rows, row)
-                    print({k: v for k, v in row.items() if k != "profile"}, flush=True)
+                    print(bench.brief(row), flush=True)
                     continue
                 if spec == "sort":
                     row.update({"compile_s": round(compile_s, 2), "median_ms": t["median_s"] * 1e3,
                                 "min_ms": t["min_s"] * 1e3, "pairs": int(out[0].shape[0])},
                                **bench.profile_of(t))
                     bench.emit(rows, row)
-                    print({k: v for k, v in row.items() if k != "profile"}, flush=True)
+                    print(bench.brief(row), flush=True)
                     continue
                 outs[spec] = out
                 ref = REFERENCE_MS.get(group, {}).get(log_n)
@@ -371,7 +371,7 @@ def run(cfg) -> list[dict]:
                             row["resident_vs"] = resident
                             row["resident_speedup"] = times[(v["dist"], resident)] / ms
                 bench.emit(rows, row)
-                print({k: v for k, v in row.items() if k != "profile"}, flush=True)
+                print(bench.brief(row), flush=True)
             # A/B reference: the XLA row, else the plain Pallas one (the precomputed rows are checked against it);
             # only rows on the same (dense) scalars
             base_spec = next((s for s in specs if s.startswith("xla") and "dist=" not in s),

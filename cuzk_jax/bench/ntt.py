@@ -189,7 +189,7 @@ def run(cfg) -> list[dict]:
                 row["ratio"] = med / (ref * batch) if ref else None
                 row["target_ms"] = TARGET_MS.get((log_n, batch))
             bench.emit(rows, row)
-            print({k: v for k, v in row.items() if k != "profile"}, flush=True)
+            print(bench.brief(row), flush=True)
     return rows
 
 

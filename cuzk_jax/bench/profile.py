@@ -42,8 +42,7 @@ TOP = 25
 class Trace:
     """What :func:`device_trace` hands out: ``summary`` (a dict, module docstring) once the block has ended."""
 
-    def __init__(self, top: int):
-        self.top = top
+    def __init__(self):
         self.summary: dict | None = None
 
 
@@ -52,7 +51,7 @@ def device_trace(top: int = TOP):
     """Trace the block with ``jax.profiler.trace``; afterwards ``.summary`` holds :func:`summarize`'s dict. Only one
     trace may run at a time in a process (the profiler's rule); the caller blocks on its results inside the block."""
     tmp = tempfile.mkdtemp(prefix="cuzk-trace-")
-    tr = Trace(top)
+    tr = Trace()
     try:
         with jax.profiler.trace(tmp):
             yield tr
