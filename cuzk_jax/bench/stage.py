@@ -2,8 +2,9 @@
 
 Times the host -> device copy of a witness batch ``z`` (uint32 ``(8, P, 2^log_n)``, one device) with
 :func:`cuzk_jax.groth16.staging.copy_rows`, ending with the ``(8, P, width)`` device array the prove programs take
-(``width`` past ``n``, as the key's size-bucketed programs have it): ``rows`` -- the 8 limb rows copied one after
-another, then stacked and padded on the device -- against ``rowsK``, the same rows issued from ``K`` threads (the
+(``width`` past ``n``, as the key's size-bucketed programs have it; :func:`~cuzk_jax.groth16.staging.stack_rows`,
+the pipeline's program): ``rows`` -- the 8 limb rows copied one after another, then stacked and padded on the
+device -- against ``rowsK``, the same rows issued from ``K`` threads (the
 pipeline's stage uses :data:`cuzk_jax.groth16.pipeline.STAGE_THREADS`).
 
 The batch is PoRep-like (52 % zeros, 47 % Montgomery ones, 1 % random values below r, as the A/B/L scalars of
@@ -57,20 +58,15 @@ def run(cfg) -> list[dict]:
     cores = os.cpu_count() or 1
     rows: list[dict] = []
 
-    @jax.jit
-    def stack(parts, width_like):
-        z = jnp.stack(parts)
-        return jnp.pad(z, [(0, 0), (0, 0), (0, width_like.shape[0] - z.shape[-1])])
-
     for log_n in [int(x) for x in cfg.log_n]:
         n = 1 << log_n
         width = -(-n // (1 << 20)) * (1 << 20) + (1 << 20)  # a bucketed width past n, as the key's programs
         z = _batch(P, n)
-        like = jnp.zeros((width,), jnp.uint8)
         ref = None
         for impl in impls:
             threads = int(impl[4:] or 1)
-            fn = lambda threads=threads: stack(tuple(staging.copy_rows(z, threads=threads)), like)  # noqa: E731
+            fn = lambda threads=threads: staging.stack_rows(tuple(staging.copy_rows(z, threads=threads)),  # noqa: E731
+                                                            width)
             for _ in range(max(0, cfg.warmup)):
                 jax.block_until_ready(fn())
             times, out = [], None

@@ -634,17 +634,10 @@ def _stage(rk: ResidentKey, z: np.ndarray):
     sharded over the partition axis."""
     if rk.mesh is None:
         rows = staging.copy_rows(z, rk.device, threads=STAGE_THREADS)
-        return _stack_rows(tuple(rows), rk.z_width or rk.num_vars)
+        return staging.stack_rows(tuple(rows), rk.z_width or rk.num_vars)
     if z.shape[1] % rk.mesh.size:
         raise BadInput(f"batch of {z.shape[1]} partitions is not a multiple of {rk.mesh.size} devices")
     return jax.device_put(_pad_z(rk, z), sharding.batch_sharding(rk.mesh))
-
-
-@functools.partial(jax.jit, static_argnames=("width",))
-def _stack_rows(rows, width: int):
-    """:func:`_stage` on one device: the limb rows ``(P, num_vars)`` of a batch -> ``(8, P, width)``, zero-padded."""
-    z = jnp.stack(rows)
-    return jnp.pad(z, [(0, 0), (0, 0), (0, width - z.shape[-1])])
 
 
 def _pad_z(rk: ResidentKey, z: np.ndarray) -> np.ndarray:
@@ -747,7 +740,7 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     placed = None if rk.device is None else jax.sharding.SingleDeviceSharding(rk.device)
     spec = lambda *shape: jax.ShapeDtypeStruct(shape, jnp.uint32, sharding=placed)  # noqa: E731
     progs, done = _programs(rk), []
-    _stack_rows.lower(tuple(spec(P, rk.num_vars) for _ in range(8)), rk.z_width or rk.num_vars).compile()
+    staging.stack_rows.lower(tuple(spec(P, rk.num_vars) for _ in range(8)), rk.z_width or rk.num_vars).compile()
     done.append("stage")
     z = spec(8, P, rk.z_width or rk.num_vars)
     if isinstance(rk.r1cs, ops_r1cs.ChunkedR1CS):

@@ -12,6 +12,7 @@ rebuilt on the device) is in ``bench/results/REMOVED_VARIANTS.md``.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +20,7 @@ import numpy as np
 
 from cuzk_jax.errors import BadInput
 
-__all__ = ["copy_rows"]
+__all__ = ["copy_rows", "stack_rows"]
 
 
 def _put(a: np.ndarray, device):
@@ -44,3 +45,11 @@ def copy_rows(z, device=None, threads: int = 1) -> list:
         return [one(limb) for limb in range(8)]
     with concurrent.futures.ThreadPoolExecutor(min(8, threads), thread_name_prefix="stage-rows") as pool:
         return list(pool.map(one, range(8)))
+
+
+@functools.partial(jax.jit, static_argnames=("width",))
+def stack_rows(rows, width: int):
+    """The limb rows ``(P, n)`` of :func:`copy_rows` -> the batch ``(8, P, width)``, zero-padded to the prove
+    programs' width (the pipeline's stage on one device)."""
+    z = jnp.stack(rows)
+    return jnp.pad(z, [(0, 0), (0, 0), (0, width - z.shape[-1])])
