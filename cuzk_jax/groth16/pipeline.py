@@ -148,7 +148,7 @@ class ProverConfig:
     batch: int | None = None
     prefetch: str = "off"
     h: str = "auto"
-    evaluate: str = "scatter"
+    evaluate: str = "cumsum"
 
     def __post_init__(self):
         if self.tables not in TABLE_MODES:
@@ -216,7 +216,7 @@ class ProverConfig:
                  f"batch={self.batch}" if self.batch else "",
                  f"prefetch={self.prefetch}" if self.prefetch != "off" else "",
                  f"h={self.h}" if self.h != "auto" else "",
-                 f"evaluate={self.evaluate}" if self.evaluate != "scatter" else ""]
+                 f"evaluate={self.evaluate}" if self.evaluate != "cumsum" else ""]
         return ",".join(p for p in parts if p)
 
 
@@ -648,7 +648,7 @@ def _pad_z(rk: ResidentKey, z: np.ndarray) -> np.ndarray:
     return np.pad(z, [(0, 0)] * (z.ndim - 1) + [(0, width - z.shape[-1])])
 
 
-def _evaluate_body(dr, z, qap: str, method: str = "scatter"):
+def _evaluate_body(dr, z, qap: str, method: str = "cumsum"):
     # one partition at a time (a sequential map): the per-nonzero gather and its uint64 products are ~96 B per
     # nonzero and partition, and for a whole 10 x 2^20 batch they were the prove's device peak; the evaluation is a
     # small phase, so a sequence of full-width partitions costs little
@@ -684,7 +684,7 @@ def _h_body(az, bz, cz, tables, n: int, qap: str, ntt):
 
 
 @functools.lru_cache(maxsize=None)
-def device_programs(mesh, qap: str, n: int, ntt, msm, method: str = "scatter") -> dict:
+def device_programs(mesh, qap: str, n: int, ntt, msm, method: str = "cumsum") -> dict:
     """The jitted phase programs for one mesh (or None), QAP form, domain and config; shard_map'ed over the
     partition axis when sharded (each device runs the single-device program on its partitions)."""
     evaluate = functools.partial(_evaluate_body, qap=qap, method=method)
