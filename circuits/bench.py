@@ -82,7 +82,7 @@ def _timed(fn, *args):
 
 
 def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, reps: int = 5, warmup: int = 1,
-        device_eval: bool = True, method: str = "scatter", reference_check_max: int = 0,
+        device_eval: bool = True, reference_check_max: int = 0,
         partition_chunk: int | None = None, log=print, compiled: bool = True,
         compiled_dir: str | None = None, workers: int | None = None, builder_max: int = 1 << 22,
         builder_partitions: int = 2) -> dict:
@@ -192,7 +192,6 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
     from cuzk_jax.ops import r1cs as ops_r1cs
 
     res["device"] = str(jax.devices()[0])
-    res["method"] = method
     res["partition_chunk"] = partition_chunk
     dr, wall, _ = _timed(lambda: jax.block_until_ready(ops_r1cs.to_device(r1cs)))
     res["upload_r1cs_s"] = wall
@@ -200,10 +199,10 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
     res["upload_z_s"] = wall
     with jax.enable_x64(True):
         t0 = time.perf_counter()
-        ev = ops_r1cs.evaluate_program.lower(dr, zd, method=method, chunk=partition_chunk).compile()
+        ev = ops_r1cs.evaluate_program.lower(dr, zd, chunk=partition_chunk).compile()
         res["compile_evaluate_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ck = ops_r1cs.check_program.lower(dr, zd, method=method, chunk=partition_chunk).compile()
+        ck = ops_r1cs.check_program.lower(dr, zd, chunk=partition_chunk).compile()
         res["compile_check_s"] = time.perf_counter() - t0
     for _ in range(warmup):
         jax.block_until_ready(ev(dr, zd))

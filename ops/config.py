@@ -21,8 +21,6 @@ import jax
 
 SCHEDULES = ("unrolled", "rolled")
 KERNELS = ("xla", "pallas", "pallas_interpret")
-REVERSES = ("transpose", "blocked")  # NttConfig.reverse
-COSET_SCALES = ("pre", "post")  # NttConfig.coset_scale
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -80,11 +78,6 @@ class MsmConfig:
     ``acc_seg``: entries per lane in the later accumulation levels (Pallas).
     ``stages``: a measurement knob (Pallas): run kernel 1 and only the first ``stages`` of the 5 later stages, to
     time an MSM's phases; with ``stages < 5`` the result is NOT the MSM.
-    ``l1``: buckets per row of the bucket reduction's running sums (Pallas, mode WROW; a power of two, clamped to
-    the window's bucket count; None: ``2^ceil((c - 1) / 3)`` for window ``c``): longer rows mean fewer, longer
-    sequential chains per lane and fewer rows for the window sums.
-    ``triton_stages``: Triton's ``num_stages`` for the bucket kernels (Pallas; 1: no software pipelining of the
-    loads in the kernels' loops).
     ``max_pairs``: the most (bucket, point) pairs of one accumulation pass of the plain and the split MSM (both
     kernels; not the window-table MSM; None: the functions' default, :data:`cuzk_jax.ops.msm.DEFAULT_MAX_PAIRS`).
     Partitions beyond it run in groups and long point ranges in chunks; a smaller value shrinks the pass's bucket
@@ -99,24 +92,18 @@ class MsmConfig:
     acc_seg: int = 16
     stages: int = 5
     max_pairs: int | None = None
-    l1: int | None = None
-    triton_stages: int = 1
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown MsmConfig kernel {self.kernel!r}; expected one of {KERNELS}")
-        for name in ("block", "warps", "seg", "max_pairs", "l1"):
+        for name in ("block", "warps", "seg", "max_pairs"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v <= 0):
                 raise ValueError(f"MsmConfig.{name} must be a positive int or None, got {v!r}")
-        for name in ("block", "l1"):
-            v = getattr(self, name)
-            if v is not None and v & (v - 1):
-                raise ValueError(f"MsmConfig.{name} must be a power of two, got {v}")
-        for name in ("acc_seg", "triton_stages"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v <= 0:
-                raise ValueError(f"MsmConfig.{name} must be a positive int, got {v!r}")
+        if self.block is not None and self.block & (self.block - 1):
+            raise ValueError(f"MsmConfig.block must be a power of two, got {self.block}")
+        if not isinstance(self.acc_seg, int) or self.acc_seg <= 0:
+            raise ValueError(f"MsmConfig.acc_seg must be a positive int, got {self.acc_seg!r}")
         if not isinstance(self.stages, int) or not 0 <= self.stages <= 5:
             raise ValueError(f"MsmConfig.stages must be in 0..5, got {self.stages!r}")
 
@@ -128,7 +115,7 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M:l1=L:triton_stages=T`` (positive ints)."""
+        stages=K:max_pairs=M`` (positive ints)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}
@@ -170,13 +157,9 @@ class NttConfig:
     ``schedule``: the field multiplication schedule (``"unrolled"`` / ``"rolled"``) of the XLA programs -- the
     ``"xla"`` passes and, for every kernel, the pointwise scalings and the H step's pointwise product; None:
     :func:`default_schedule` of the platform.
-    ``reverse``: how the passes' digit order becomes natural order (:func:`cuzk_jax.ops.ntt_network.digit_reverse`):
-    ``"transpose"`` -- one transpose reversing every digit axis; ``"blocked"`` -- two: the first two digits swapped
-    past the rest as one 2-D block transpose, then the rest reversed with the two small ones swapped inside
-    contiguous blocks (an A/B variant: a many-axis transpose moves single words).
-    ``coset_scale``: where the H step's coset programs (:mod:`cuzk_jax.ops.qap`) multiply by ``shift^j / n``:
-    ``"pre"`` -- on the load of the second transform's first pass (the Pallas kernel's ``pre``); ``"post"`` -- in the
-    first transform's natural-order digit reversal (one XLA fusion with the transpose; an A/B variant).
+    Not configurable: the passes' digit order becomes natural order by the blocked digit reversal
+    (:func:`cuzk_jax.ops.ntt_network.digit_reverse`), and the H step's coset programs (:mod:`cuzk_jax.ops.qap`)
+    multiply by ``shift^j / n`` on the load of the second transform's first pass (the Pallas kernel's ``pre``).
     """
 
     kernel: str = "xla"
@@ -184,16 +167,10 @@ class NttConfig:
     warps: int = 8
     schedule: str | None = None
     sub: int | None = None
-    reverse: str = "transpose"
-    coset_scale: str = "pre"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown NttConfig kernel {self.kernel!r}; expected one of {KERNELS}")
-        if self.reverse not in REVERSES:
-            raise ValueError(f"unknown NttConfig reverse {self.reverse!r}; expected one of {REVERSES}")
-        if self.coset_scale not in COSET_SCALES:
-            raise ValueError(f"unknown NttConfig coset_scale {self.coset_scale!r}; expected one of {COSET_SCALES}")
         if self.sub is not None and (not isinstance(self.sub, int) or not 1 <= self.sub <= 32):
             raise ValueError(f"NttConfig.sub must be an int in 1..32 or None, got {self.sub!r}")
         for name in ("block", "warps"):
@@ -220,7 +197,7 @@ class NttConfig:
     @classmethod
     def parse(cls, text: str) -> "NttConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:sub=S`` (positive ints),
-        ``:schedule=unrolled|rolled``, ``:reverse=transpose|blocked`` and ``:coset_scale=pre|post``."""
+        and ``:schedule=unrolled|rolled``."""
         kernel, pairs = _split(text, "NttConfig")
         kw = {}
         for key, val in pairs:
@@ -230,14 +207,9 @@ class NttConfig:
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
-            elif key in ("reverse", "coset_scale"):
-                choices = REVERSES if key == "reverse" else COSET_SCALES
-                if val not in choices:
-                    raise ValueError(f"bad value in {key}={val!r} of {text!r}: expected one of {choices}")
-                kw[key] = val
             else:
                 raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
-                                 f"sub, reverse, coset_scale")
+                                 f"sub")
         return cls(kernel, **kw)
 
     @classmethod

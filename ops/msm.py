@@ -549,12 +549,13 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     keys = jnp.concatenate([jnp.where(keys < NB, keys, pk.SENT), jnp.full((Mp - M,), pk.SENT, jnp.int32)])
     vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
     # rows of L1 buckets: the row pass costs ~2 L1 + 2 c sequential additions per lane and the window sums a few
-    # levels of acc_seg; L1 ~ 2^((c-1)/3) keeps both short (32 at c = 16, 128 at c = 20)
-    L1 = int(min(H, max(2, config.l1 or 1 << -(-(c - 1) // 3))))
+    # levels of acc_seg; L1 ~ 2^((c-1)/3) keeps both short (32 at c = 16, 128 at c = 20; on the H200 rows of 64
+    # or 256 buckets at c = 16 were no faster: REMOVED_VARIANTS.md)
+    L1 = int(min(H, max(2, 1 << -(-(c - 1) // 3))))
     K = H // L1
     R1 = NB // L1
     nbuf = pow2_ceil(max(2 * nseg, NB + 2, 2 * block))
-    kopts = dict(block=block, num_warps=num_warps, interpret=interpret, num_stages=config.triton_stages)
+    kopts = dict(block=block, num_warps=num_warps, interpret=interpret)
 
     # point-major (n, 2 Lc): a gathered base is 2 Lc consecutive words
     brows = jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0).T

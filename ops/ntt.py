@@ -28,9 +28,11 @@ s_(p-1))`` and ``C = n / (R M)``, and
 
 With ``j = j_M C + j_C`` and ``k = k_M + M k_C`` this is ``X[k] = sum_(j_C) w_C^(j_C k_C) w_(MC)^(j_C k_M)
 sum_(j_M) w_M^(j_M k_M) x[j]`` (Cooley-Tukey with radices ``M`` and ``C``). After the last pass output index
-``k = k_1 + M_1 (k_2 + M_2 (...))`` sits at position ``(k_1, k_2, ..., k_P)`` (major to minor): one transpose that
-reverses the digit axes gives natural order (XLA fuses it with the scaling that follows, when there is one; absent
-for a single pass).
+``k = k_1 + M_1 (k_2 + M_2 (...))`` sits at position ``(k_1, k_2, ..., k_P)`` (major to minor): reversing the digit
+axes gives natural order (:func:`~cuzk_jax.ops.ntt_network.digit_reverse`: absent for a single pass, one 2-D
+transpose for two, and for three or more the blocked reversal -- two block copies, the first two digits swapped past
+the rest, then the rest reversed in whole blocks; XLA fuses the scaling that follows, when there is one, with the
+reversal).
 
 The sub-transform of a pass is per kernel (:class:`~cuzk_jax.ops.config.NttConfig`, ``config=``; the platform
 default is chosen in :meth:`NttConfig.default <cuzk_jax.ops.config.NttConfig.default>`):
@@ -47,7 +49,7 @@ default is chosen in :meth:`NttConfig.default <cuzk_jax.ops.config.NttConfig.def
   (:mod:`cuzk_jax.ops.pallas.ntt`): the tile's ``M`` rows held as lane arrays in registers, radix-2 stages as
   elementwise butterflies (rows read in bit-reversed order, so output is natural), the four-step twiddle fused into
   the store and the coset scaling into the first pass's load; PTX carry-chain field blocks. A 2^20 NTT with the
-  default ``sub=3`` is 7 kernel launches (plus the digit-reversal transpose), not 20 passes over memory.
+  default ``sub=3`` is 7 kernel launches (plus the digit reversal's two copies), not 20 passes over memory.
 * ``pallas_interpret``: that kernel under the Pallas interpreter with the rolled jnp field (CPU tests).
 
 Tables (never program constants)
@@ -349,7 +351,7 @@ def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, na
         R_ *= M
     if not natural:
         return x
-    x = digit_reverse(x, digits, config.reverse)
+    x = digit_reverse(x, digits)
     return x if post is None else _scale_impl(x, *post, schedule=config.schedule)
 
 

@@ -42,26 +42,25 @@ def fourstep_exponents(M: int, cols: int, R_: int, n: int, col0=0):
     return (k * j * U32(R_)) & U32(n - 1)
 
 
-def digit_reverse(x, digits, method: str = "transpose"):
-    """``(L, B, n)`` in pass order (digit ``k_1`` major) -> natural order: reverse the digit axes (the identity for
-    a single pass).
+def digit_reverse(x, digits):
+    """``(L, B, n)`` in pass order (digit ``k_1`` major) -> natural order: reverse the digit axes.
 
-    ``method="transpose"``: one transpose of every digit axis. ``"blocked"`` (three or more digits): two copies
-    that each keep runs of words together -- first the block of the first two digits (``A = M_1 M_2`` points) is
-    swapped past the rest as one 2-D transpose ``(A, n / A) -> (n / A, A)``; then the remaining digit axes are
-    reversed, moving whole ``A``-point blocks, while ``k_1`` and ``k_2`` swap inside each block. An
-    ``optimization_barrier`` keeps XLA from merging the two back into one transpose."""
+    One digit: the identity (a single pass is already in natural order). Two digits: one 2-D transpose
+    ``(M_1, M_2) -> (M_2, M_1)``. Three or more (the blocked reversal): two copies that each keep runs of words
+    together, where one many-axis transpose would move single words -- first the block of the first two digits
+    (``A = M_1 M_2`` points) is swapped past the rest as one 2-D transpose ``(A, n / A) -> (n / A, A)``; then the
+    remaining digit axes are reversed, moving whole ``A``-point blocks, while ``k_1`` and ``k_2`` swap inside each
+    block. An ``optimization_barrier`` keeps XLA from merging the two back into one transpose (on the H200 the two
+    copies beat the one many-axis transpose at every size measured, 2^20 to 2^27: RESULTS.md)."""
     if len(digits) <= 1:
         return x
     L, B = x.shape[0], x.shape[1]
     P = len(digits)
-    if method == "blocked" and P >= 3:
-        a = 1 << (digits[0] + digits[1])
-        y = jnp.swapaxes(x.reshape(L, B, a, x.shape[-1] // a), 2, 3)  # position (k_3 .. k_P, k_1, k_2)
-        y = lax.optimization_barrier(y)
-        v = y.reshape((L, B) + tuple(1 << s for s in digits[2:]) + (1 << digits[0], 1 << digits[1]))
-        return jnp.transpose(v, (0, 1) + tuple(range(P - 1, 1, -1)) + (P + 1, P)).reshape(x.shape)
-    if method not in ("transpose", "blocked"):
-        raise ValueError(f"unknown digit reversal method {method!r}")
-    v = x.reshape((L, B) + tuple(1 << s for s in digits))
-    return jnp.transpose(v, (0, 1) + tuple(range(P + 1, 1, -1))).reshape(x.shape)
+    if P == 2:
+        v = x.reshape(L, B, 1 << digits[0], 1 << digits[1])
+        return jnp.swapaxes(v, 2, 3).reshape(x.shape)
+    a = 1 << (digits[0] + digits[1])
+    y = jnp.swapaxes(x.reshape(L, B, a, x.shape[-1] // a), 2, 3)  # position (k_3 .. k_P, k_1, k_2)
+    y = lax.optimization_barrier(y)
+    v = y.reshape((L, B) + tuple(1 << s for s in digits[2:]) + (1 << digits[0], 1 << digits[1]))
+    return jnp.transpose(v, (0, 1) + tuple(range(P - 1, 1, -1)) + (P + 1, P)).reshape(x.shape)

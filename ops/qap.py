@@ -31,7 +31,7 @@ config, form) whose tables (roots, coset powers) are arguments (:mod:`cuzk_jax.o
 
 Fusion: the coset NTTs leave their evaluations in pass order (:func:`cuzk_jax.ops.ntt.passes` with
 ``natural=False``): the pointwise step ``A B - C`` does not care about order, so it runs first and only ``P`` (a
-third of the data) goes through the digit-reversal transpose; the ``1/n`` of the first iNTT and the coset powers
+third of the data) goes through the digit reversal; the ``1/n`` of the first iNTT and the coset powers
 are one pointwise scaling fused into the first pass of the coset NTT (in the kernel on the Pallas path), and
 ``1/n``, ``1/Z_H(g)`` and ``g^-k`` of the last iNTT one more (XLA fuses it with that iNTT's digit reversal).
 
@@ -133,16 +133,14 @@ def _negate_index(x, n: int):
 
 def _coset_body(x, tables: HTables, *, log_n: int, config: NttConfig):
     """The coset evaluations of ``x`` ``(8, B, m)`` (``m <= n``, zero-padded), in pass order: the forward transform
-    of the index-negated input (``n`` times the coefficients, module doc), ``* (1/n) shift^j`` (onto the coset;
-    ``config.coset_scale``: ``"pre"`` fused into the first pass of the second transform, ``"post"`` into the
-    first transform's digit reversal), the forward transform."""
+    of the index-negated input (``n`` times the coefficients, module doc), ``* (1/n) shift^j`` (onto the coset,
+    fused into the first pass of the second transform: on the H200 far cheaper than fusing it into the first
+    transform's digit reversal, REMOVED_VARIANTS.md), the forward transform."""
     n = 1 << log_n
     x = _negate_index(x, n)
-    post = config.coset_scale == "post"
-    coef = N._passes_impl(x, tables.roots, post=tables.shift if post else None, log_n=log_n, config=config,
-                          kernel_layout=True)  # n * coefficients (scaled onto the coset with "post")
-    return N._passes_impl(coef, tables.roots, None if post else tables.shift, log_n=log_n, config=config,
-                          natural=False, kernel_layout=True)
+    coef = N._passes_impl(x, tables.roots, log_n=log_n, config=config, kernel_layout=True)  # n * coefficients
+    return N._passes_impl(coef, tables.roots, tables.shift, log_n=log_n, config=config, natural=False,
+                          kernel_layout=True)
 
 
 def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, form: str):
@@ -151,7 +149,7 @@ def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, 
     f = F.fr.with_schedule(config.schedule)
     # in windows (ops.field.map_last_axis): over a whole 2^27 domain this product held 64 GiB of temporaries
     P = F.map_last_axis(lambda a, b, c: f.sub(f.mul(a, b), c), ea, eb, ec)
-    P = N.digit_reverse(P, N.plan(log_n, config.sub_log()), config.reverse)
+    P = N.digit_reverse(P, N.plan(log_n, config.sub_log()))
     if form == "snarkjs":
         return P
     return N._passes_impl(_negate_index(P, P.shape[-1]), tables.roots, None, tables.out, log_n=log_n, config=config,

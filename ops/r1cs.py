@@ -16,16 +16,15 @@ Layouts:
 
 Algorithm. Every nonzero contributes ``z[col] * coeff`` (a CIOS Montgomery product, < r). The row sums are
 accumulated *without* modular reduction: the 8 limbs of all products of a row are summed as uint64 (a row of ``k``
-terms gives limb sums < ``k * 2^32``, exact for ``k < 2^31``), either by a sorted scatter-add (``method="scatter"``)
-or by a prefix sum along the nonzeros differenced at the row boundaries (``method="cumsum"``; exact modulo 2^64, so
-wrap-around cancels); with ``:point`` (``"scatter:point"``, ``"cumsum:point"``) the values are gathered from a
-limb-minor copy of ``z`` (``(*batch, n_vars, 8)``, one more ``z`` of device memory while the program runs, which the
-memory plan does not count: an A/B variant of ``bench --op=synth --method``, not the prover's default) -- one
-32-byte row per nonzero instead of 8 words from 8 limb rows. Carries are then propagated into a 9-limb integer ``V < k * r``, and one word of Montgomery
-reduction (REDC with a single 32-bit quotient digit ``m = V_0 * (-r^-1) mod 2^32``) gives
-``(V + m r) / 2^32 < 2r``; a conditional subtraction finishes. That division by 2^32 is pre-compensated by storing
-the coefficient table as ``c * R * 2^32 mod r`` (Montgomery form with one extra factor 2^32), so the result is
-exactly the Montgomery form of ``sum c * z``.
+terms gives limb sums < ``k * 2^32``, exact for ``k < 2^31``) by a segmented prefix sum -- ``S = cumsum`` of the
+products along the nonzeros (in CSR order, with a leading zero), differenced at the row boundaries: row ``i``'s sum
+is ``S[indptr[i + 1]] - S[indptr[i]]``. uint64 arithmetic is exact modulo 2^64 and every row sum is below 2^64, so
+a wrap-around of ``S`` cancels in the difference (with the < 2^31 nonzeros of int32 indexing, ``S < 2^63`` anyway).
+Carries are then propagated into a 9-limb integer ``V < k * r``, and one word of Montgomery reduction (REDC with a
+single 32-bit quotient digit ``m = V_0 * (-r^-1) mod 2^32``) gives ``(V + m r) / 2^32 < 2r``; a conditional
+subtraction finishes. That division by 2^32 is pre-compensated by storing the coefficient table as
+``c * R * 2^32 mod r`` (Montgomery form with one extra factor 2^32), so the result is exactly the Montgomery form of
+``sum c * z``.
 
 Sizes and memory (issue 22 item 2, issue 18 item 3):
 
@@ -52,11 +51,6 @@ from cuzk_jax.errors import BadInput, MemoryBudgetError, Unsatisfied
 from cuzk_jax.reference.constants import R
 
 from .field import MASK32, cond_sub_limbs, fr, x64
-
-#: Segmented-sum methods, each also with ``:point`` -- ``z`` gathered from a limb-minor copy ``(*batch, n, 8)``, one
-#: 32-byte row per nonzero instead of 8 separate words (module docstring); the copy is made once per program.
-METHODS = ("scatter", "cumsum", "scatter:point", "cumsum:point")
-
 
 class DeviceR1CS(NamedTuple):
     """The stacked nonzeros of A, B, C on device (a pytree; pass it to the jitted functions as an argument).
@@ -279,70 +273,48 @@ def reduce_wide(s: list) -> jax.Array:
     return jnp.stack(cond_sub_limbs(out, p)).astype(jnp.uint32)
 
 
-def _split_method(method: str) -> tuple[str, bool]:
-    """(segmented-sum method, whether ``z`` is gathered limb-minor) of a :data:`METHODS` entry."""
-    if method not in METHODS:
-        raise BadInput(f"unknown method {method!r}; expected one of {METHODS}")
-    sums, _, gather = method.partition(":")
-    return sums, gather == "point"
-
-
-def _gather_view(z: jax.Array, method: str) -> jax.Array:
-    """What :func:`_abc` gathers from: ``z`` itself, or for a ``:point`` method its limb-minor copy ``(*batch, n,
-    8)`` (made once per program, before any loop over chunks)."""
-    return jnp.moveaxis(z, 0, -1) if _split_method(method)[1] else z
-
-
-def _abc(dr: DeviceR1CS, z: jax.Array, method: str, zg: jax.Array | None = None) -> jax.Array:
-    """Stacked ``[A z | B z | C z]`` -> uint32 (8, *batch, 3m). ``zg``: :func:`_gather_view` of ``z`` when the
-    caller made it already."""
-    segsum, point = _split_method(method)  # validated here: the branches below are the only two
+def _abc(dr: DeviceR1CS, z: jax.Array) -> jax.Array:
+    """Stacked ``[A z | B z | C z]`` -> uint32 (8, *batch, 3m): the row sums by the prefix sum of the module
+    docstring, then :func:`reduce_wide`."""
     m3 = dr.indptr.shape[0] - 1
     batch = z.shape[1:-1]
     nnz = dr.rows.shape[0]
     if nnz == 0:
         return jnp.zeros((fr.limbs,) + batch + (m3,), jnp.uint32)
-    if point:  # one contiguous 8-limb row per nonzero
-        zg = _gather_view(z, method) if zg is None else zg
-        zc = jnp.moveaxis(jnp.take(zg, dr.cols, axis=-2), -1, 0)  # (8, *batch, nnz)
-    else:
-        zc = jnp.take(z, dr.cols, axis=-1)  # (8, *batch, nnz)
+    zc = jnp.take(z, dr.cols, axis=-1)  # (8, *batch, nnz)
     cf = jnp.take(dr.coeffs, dr.coeff_ids, axis=1).reshape((fr.limbs,) + (1,) * len(batch) + (nnz,))
     prod = fr.mul(zc, cf).astype(jnp.uint64)  # one stacked Montgomery product for all three matrices
-    if segsum == "scatter":
-        acc = jnp.zeros((fr.limbs,) + batch + (m3,), jnp.uint64)
-        sums = acc.at[..., dr.rows].add(prod, indices_are_sorted=True, mode="promise_in_bounds")
-    else:  # "cumsum"
-        cs = jnp.cumsum(prod, axis=-1)
-        cs = jnp.concatenate([jnp.zeros(cs.shape[:-1] + (1,), jnp.uint64), cs], axis=-1)
-        sums = jnp.take(cs, dr.indptr[1:], axis=-1) - jnp.take(cs, dr.indptr[:-1], axis=-1)
+    # the prefix sum with a leading zero, differenced at the row boundaries (exact mod 2^64: wrap-around cancels)
+    cs = jnp.cumsum(prod, axis=-1)
+    cs = jnp.concatenate([jnp.zeros(cs.shape[:-1] + (1,), jnp.uint64), cs], axis=-1)
+    sums = jnp.take(cs, dr.indptr[1:], axis=-1) - jnp.take(cs, dr.indptr[:-1], axis=-1)
     return reduce_wide([sums[l] for l in range(fr.limbs)])
 
 
-def _abc_chunked(dr: DeviceR1CS, z: jax.Array, method: str, chunk: int | None) -> jax.Array:
+def _abc_chunked(dr: DeviceR1CS, z: jax.Array, chunk: int | None) -> jax.Array:
     """:func:`_abc`, optionally over the partition axis in sequential chunks of ``chunk`` (``lax.map``) to bound
     the memory of the per-nonzero intermediates (``z`` must then be ``(8, P, n_vars)`` with ``chunk | P``)."""
     if not chunk or z.ndim != 3 or z.shape[1] <= chunk:
-        return _abc(dr, z, method)
+        return _abc(dr, z)
     L, P, n = z.shape
     zs = z.reshape(L, P // chunk, chunk, n).transpose(1, 0, 2, 3)
-    out = jax.lax.map(lambda zz: _abc(dr, zz, method), zs)  # (P / chunk, 8, chunk, 3m)
+    out = jax.lax.map(lambda zz: _abc(dr, zz), zs)  # (P / chunk, 8, chunk, 3m)
     return out.transpose(1, 0, 2, 3).reshape(L, P, out.shape[-1])
 
 
-@functools.partial(jax.jit, static_argnames=("method", "chunk"))
-def evaluate_program(dr, z, method, chunk=None):
+@functools.partial(jax.jit, static_argnames=("chunk",))
+def evaluate_program(dr, z, chunk=None):
     """The jitted program of :func:`evaluate`, without its input checks or x64 scope (``.lower`` it to time the
     compile; call it under ``jax.enable_x64``)."""
-    abc = _abc_chunked(dr, z, method, chunk)
+    abc = _abc_chunked(dr, z, chunk)
     m = (dr.indptr.shape[0] - 1) // 3
     return abc[..., :m], abc[..., m:2 * m], abc[..., 2 * m:]
 
 
-@functools.partial(jax.jit, static_argnames=("method", "chunk"))
-def check_program(dr, z, method, chunk=None):
+@functools.partial(jax.jit, static_argnames=("chunk",))
+def check_program(dr, z, chunk=None):
     """The jitted program of :func:`check`, without its input checks or x64 scope (as :func:`evaluate_program`)."""
-    abc = _abc_chunked(dr, z, method, chunk)
+    abc = _abc_chunked(dr, z, chunk)
     m = (dr.indptr.shape[0] - 1) // 3
     az, bz, cz = abc[..., :m], abc[..., m:2 * m], abc[..., 2 * m:]
     bad = ~fr.eq(fr.mul(az, bz), cz)  # (*batch, m)
@@ -352,7 +324,7 @@ def check_program(dr, z, method, chunk=None):
 
 
 @x64
-def evaluate(dr: DeviceR1CS, z, method: str = "scatter", chunk: int | None = None):
+def evaluate(dr: DeviceR1CS, z, chunk: int | None = None):
     """``(A z, B z, C z)``, each uint32 ``(8, *batch, M)`` in Montgomery form (jitted; compiled once per shape).
     ``M = dr.padded_constraints``: the real ``m`` rows, then (bucketed ``dr``) zero rows.
 
@@ -360,19 +332,18 @@ def evaluate(dr: DeviceR1CS, z, method: str = "scatter", chunk: int | None = Non
     to bound device memory; ``None`` evaluates all at once.
     """
     _check_z(dr, z, chunk)
-    return evaluate_program(dr, z, method, chunk)
+    return evaluate_program(dr, z, chunk)
 
 
 @x64
-def check(dr: DeviceR1CS, z, method: str = "scatter", chunk: int | None = None):
+def check(dr: DeviceR1CS, z, chunk: int | None = None):
     """``(ok, first_bad)``: per batch element, whether every constraint holds, and the index of the first one that
     does not (``-1`` when ``ok``). Shapes ``batch``."""
     _check_z(dr, z, chunk)
-    return check_program(dr, z, method, chunk)
+    return check_program(dr, z, chunk)
 
 
-def assert_satisfied(r1cs, z, dr: DeviceR1CS | None = None, method: str = "scatter", *,
-                     rows_per_chunk: int | None = None) -> None:
+def assert_satisfied(r1cs, z, dr: DeviceR1CS | None = None, *, rows_per_chunk: int | None = None) -> None:
     """Raise :class:`cuzk_jax.errors.Unsatisfied` naming the first failing constraint (index and namespaced
     name; with a batch, the first failing partition) -- the device twin of ``R1CS.check``. ``rows_per_chunk``:
     evaluate in chunks of that many constraints (:func:`evaluate_chunked`; same report)."""
@@ -381,9 +352,9 @@ def assert_satisfied(r1cs, z, dr: DeviceR1CS | None = None, method: str = "scatt
         raise BadInput(f"z has {z.shape[-1]} variables, the R1CS {r1cs.num_vars}")
     zd = pad_z(dr, jnp.asarray(z))
     if rows_per_chunk is None:
-        ok, first = check(dr, zd, method)
+        ok, first = check(dr, zd)
     else:
-        ok, first = evaluate_chunked(dr, zd, rows_per_chunk=rows_per_chunk, method=method)[3:]
+        ok, first = evaluate_chunked(dr, zd, rows_per_chunk=rows_per_chunk)[3:]
     ok, first = np.asarray(ok).reshape(-1), np.asarray(first).reshape(-1)
     if not ok.all():
         p = int(np.argmin(ok))
@@ -391,11 +362,11 @@ def assert_satisfied(r1cs, z, dr: DeviceR1CS | None = None, method: str = "scatt
         raise Unsatisfied(i, r1cs.constraint_name(i), p if z.ndim > 2 else None)
 
 
-def evaluate_host(r1cs, z_limbs, method: str = "scatter", dr: DeviceR1CS | None = None):
+def evaluate_host(r1cs, z_limbs, dr: DeviceR1CS | None = None):
     """Convenience: evaluate and return ``(az, bz, cz)`` as lists of canonical ints (single partition)."""
     dr = dr if dr is not None else to_device(r1cs)
     m = dr.num_constraints
-    out = evaluate(dr, pad_z(dr, jnp.asarray(z_limbs)), method)
+    out = evaluate(dr, pad_z(dr, jnp.asarray(z_limbs)))
     return tuple(encoding.limbs_to_ints(np.asarray(x[..., :m]), "fr", montgomery=True) for x in out)
 
 
@@ -500,8 +471,8 @@ def chunk_rows(dr: DeviceR1CS, rows_per_chunk: int, *, nnz_steps: int | None = B
                        indptr=jnp.asarray(out_ptr), coeffs=jnp.asarray(coeffs))
 
 
-@functools.partial(jax.jit, static_argnames=("m", "method"))
-def chunked_program(cr: ChunkedR1CS, z, m: int, method: str = "scatter"):
+@functools.partial(jax.jit, static_argnames=("m",))
+def chunked_program(cr: ChunkedR1CS, z, m: int):
     """The jitted program of :func:`evaluate_chunked` (no checks, no x64 scope: call it under
     ``jax.enable_x64``): a ``fori_loop`` over the chunks, each evaluated by :func:`_abc` and written in place into
     the outputs; the first failing constraint of each batch element is the first chunk's with a failure, at its
@@ -514,21 +485,20 @@ def chunked_program(cr: ChunkedR1CS, z, m: int, method: str = "scatter"):
                           coeffs=cr.coeffs)
 
     # buffers of C rc rows: when C rc == m the final slices are whole arrays (no copy)
-    return _step_loop(C, rc, C * rc, chunk, lambda j: j * rc, z, m, method)
+    return _step_loop(C, rc, C * rc, chunk, lambda j: j * rc, z, m)
 
 
-def _step_loop(steps: int, rc: int, rows: int, sub_of, start_of, z, m: int, method: str):
+def _step_loop(steps: int, rc: int, rows: int, sub_of, start_of, z, m: int):
     """The loop of :func:`chunked_program` and :func:`tiled_program`: step ``j`` evaluates ``sub_of(j)`` (a
     :class:`DeviceR1CS` of ``rc`` rows per matrix) with :func:`_abc`, checks its constraints and writes its A, B,
     C rows in place from row ``start_of(j)`` of three ``rows``-row buffers; the first failing constraint of each
     batch element is the first step's with a failure, at its first failing row (steps run in row order) -- the
     index the one-shot :func:`check` reports. Returns ``(A z, B z, C z)`` cut to ``m`` rows, ``ok``, ``first``."""
     batch = z.shape[1:-1]
-    zg = _gather_view(z, method)  # once, outside the loop
 
     def body(j, carry):
         outs, first = carry
-        abc = _abc(sub_of(j), z, method, zg)  # (8, *batch, 3 rc): this step's A, B, C rows
+        abc = _abc(sub_of(j), z)  # (8, *batch, 3 rc): this step's A, B, C rows
         a, b, c = abc[..., :rc], abc[..., rc:2 * rc], abc[..., 2 * rc:]
         bad = ~fr.eq(fr.mul(a, b), c)  # (*batch, rc)
         start = jnp.asarray(start_of(j), jnp.int32)
@@ -675,8 +645,8 @@ def tile(r1cs, tiling, *, step_nnz: int = TILED_STEP_NNZ, nnz_steps: int | None 
                      coeffs=coeffs, pattern=table[:, 0].copy(), mult=table[:, 1].copy(), start=table[:, 2].copy())
 
 
-@functools.partial(jax.jit, static_argnames=("m", "method"))
-def tiled_program(tr: TiledR1CS, z, m: int, method: str = "scatter"):
+@functools.partial(jax.jit, static_argnames=("m",))
+def tiled_program(tr: TiledR1CS, z, m: int):
     """The jitted program of :func:`evaluate_tiled` (no checks, no x64 scope: call it under ``jax.enable_x64``):
     :func:`_step_loop` over the steps of ``tr``, each a pattern with its columns moved, written from its
     ``start`` row; the first failing constraint is the first step's with a failure (steps run in row order)."""
@@ -689,16 +659,14 @@ def tiled_program(tr: TiledR1CS, z, m: int, method: str = "scatter"):
                           indptr=tr.indptr[p], coeffs=tr.coeffs)
 
     # buffers of m + Rc rows: the last step writes Rc rows from its start, past m where its pattern is shorter
-    return _step_loop(C, rc, m + rc, step, lambda j: tr.start[j], z, m, method)
+    return _step_loop(C, rc, m + rc, step, lambda j: tr.start[j], z, m)
 
 
 @x64
-def evaluate_tiled(tr: TiledR1CS, z, num_rows: int, method: str = "scatter"):
+def evaluate_tiled(tr: TiledR1CS, z, num_rows: int):
     """``(A z, B z, C z, ok, first)`` of a :class:`TiledR1CS` (``num_rows``: the source's constraints), equal to
     :func:`evaluate_chunked` on the flat layout."""
-    if method not in METHODS:
-        raise BadInput(f"unknown method {method!r}; expected one of {METHODS}")
-    return tiled_program(tr, z, int(num_rows), method)
+    return tiled_program(tr, z, int(num_rows))
 
 
 # Bytes of the evaluation's live intermediates, fitted (rounded up) to XLA's buffer assignment
@@ -770,7 +738,7 @@ def rows_per_chunk_for(dr: DeviceR1CS, batch: int, budget_bytes: int, *, schedul
 
 @x64
 def evaluate_chunked(dr, z, *, budget_bytes: int | None = None, rows_per_chunk: int | None = None,
-                     method: str = "scatter", num_rows: int | None = None):
+                     num_rows: int | None = None):
     """``(A z, B z, C z, ok, first)`` evaluated ``rows_per_chunk`` constraints at a time (one compiled loop body
     for every chunk): the evaluations as :func:`evaluate` returns them (``(8, *batch, M)``), and per batch element
     whether every constraint holds and the first that does not (-1 when ok) -- equal to :func:`check`.
@@ -794,10 +762,8 @@ def evaluate_chunked(dr, z, *, budget_bytes: int | None = None, rows_per_chunk: 
             rows_per_chunk = rows_per_chunk_for(dr, max(batch, 1), budget_bytes) or max(1, dr.padded_constraints)
         cr, m = chunk_rows(dr, rows_per_chunk), dr.padded_constraints
     _check_z(cr, z)
-    if method not in METHODS:
-        raise BadInput(f"unknown method {method!r}; expected one of {METHODS}")
     if m is None:
         m = cr.num_chunks * cr.rows_per_chunk
     if not isinstance(m, (int, np.integer)) or not 0 <= m <= cr.num_chunks * cr.rows_per_chunk:
         raise BadInput(f"num_rows must be an int in [0, {cr.num_chunks * cr.rows_per_chunk}], got {m!r}")
-    return chunked_program(cr, z, m, method)
+    return chunked_program(cr, z, m)

@@ -57,7 +57,7 @@ flags.DEFINE_enum("synthesis", "process", ["process", "thread"], "engine: synthe
 flags.DEFINE_integer("workers", 0, "engine: synthesis workers (0 = cores - 1)")
 flags.DEFINE_float("max_wait_s", 30.0, "engine: longest wait of a ready partition for its batch to fill")
 flags.DEFINE_list("variants", [], "sector: prover-config overrides to A/B in the same process, one per item, keys "
-                  "of one variant joined by '+' (e.g. msm=pallas:l1=32,msm=pallas:acc_seg=64+prefetch=on): every rep "
+                  "of one variant joined by '+' (e.g. prefetch=on,msm=pallas:acc_seg=64+batch=2): every rep "
                   "also runs each over the same resident key and plan")
 flags.DEFINE_string("prover", "", "engine: prover configuration, passed through as given (see prove --help)")
 flags.DEFINE_list("fill", ["predict"], "engine: batch-forming rules to compare, one run each (predict: batch by what "
@@ -71,8 +71,6 @@ flags.DEFINE_list("modes", ["cache", "full"], "keyload: cache = no subgroup test
 # --op=synth
 flags.DEFINE_integer("seed", 0, "synth: sector seed for input sampling")
 flags.DEFINE_bool("device_eval", True, "synth: evaluate the constraints on the default JAX device")
-flags.DEFINE_enum("method", "scatter", ["scatter", "cumsum", "scatter:point", "cumsum:point"],
-                  "synth: segmented-sum method of the evaluator (:point: z gathered limb-minor, ops.r1cs.METHODS)")
 flags.DEFINE_integer("partition_chunk", 0, "synth: evaluate the partitions this many at a time (0 = all at once)")
 flags.DEFINE_integer("reference_check_max", 0, "synth: also check partition 0 with the Python reference when the "
                      "circuit has at most this many constraints (0 = never)")

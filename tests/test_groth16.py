@@ -8,7 +8,7 @@ import pytest
 
 from cuzk_jax.circuits import base
 from cuzk_jax.circuits.cs import Unsatisfied
-from cuzk_jax.errors import ProofRejected
+from cuzk_jax.errors import BadInput, ProofRejected
 from cuzk_jax.groth16 import generator, pipeline, prover, verifier
 from cuzk_jax.groth16.data_structures import (KeyFormatError, Proof, ProvingKey, VerifyingKey, proofs_from_bytes,
                                               proofs_to_bytes)
@@ -183,14 +183,14 @@ def test_prover_config_text_and_hash():
     assert ahead.prefetch == "on" and pipeline.ProverConfig.parse(str(ahead)) == ahead
     fused = pipeline.ProverConfig.parse("h=fused")
     assert fused.h == "fused" and pipeline.ProverConfig.parse(str(fused)) == fused != pipeline.ProverConfig()
-    point = pipeline.ProverConfig.parse("evaluate=cumsum:point")
-    assert point.evaluate == "cumsum:point" and pipeline.ProverConfig.parse(str(point)) == point
-    assert "evaluate" not in str(pipeline.ProverConfig())
     for bad, what in (("msm=cuda", "cuda"), ("tables=maybe", "tables"), ("window=1", "window"), ("window=x", "window"),
                       ("speed=9", "speed"), ("msm", "key=value"), ("tables=on,tables=off", "key=value"),
-                      ("prefetch=yes", "prefetch"), ("h=both", "h must be"), ("evaluate=gather", "evaluate")):
+                      ("prefetch=yes", "prefetch"), ("h=both", "h must be")):
         with pytest.raises(ValueError, match=what):
             pipeline.ProverConfig.parse(bad)
+    # the constraint evaluation has one method (the prefix sum): evaluate= is no longer a key
+    with pytest.raises(BadInput, match="unknown key 'evaluate'"):
+        pipeline.ProverConfig.parse("evaluate=cumsum")
 
 
 def test_default_table_choice(cube, monkeypatch):

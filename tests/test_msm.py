@@ -310,23 +310,6 @@ def test_pallas_interpret_equals_xla_g1(rng):
         assert got == [_expected("g1", r, s) for r, s in cases]
 
 
-def test_pallas_interpret_row_length_knob(rng):
-    """``l1`` (buckets per running-sum row of the reduction) changes the work split, not the result: rows of one
-    bucket pair and rows of the whole window agree with arkworks; bad values are refused with the option named."""
-    cases = [random_case("g1", 30, rng)[1:], random_case("g1", 40, rng)[1:]]
-    arrs = [affine_arrays("g1", r, 64) for r, _ in cases]
-    bases = cv.Affine(*[jnp.stack([getattr(a, f) for a in arrs], axis=-2) for f in ("x", "y", "inf")])
-    sc = jnp.stack([scalar_limbs(s, 64) for _, s in cases], axis=1)
-    want = [_expected("g1", r, s) for r, s in cases]
-    for l1 in (2, 1 << 20):  # the smallest row; one row per window (clamped to the window's buckets)
-        cfg = MsmConfig("pallas_interpret", block=8, seg=8, acc_seg=8, l1=l1)
-        assert jac_to_ref("g1", M.msm(bases, sc, "g1", config=cfg)) == want
-    assert MsmConfig.parse("pallas:l1=64").l1 == 64 and "l1=64" in str(MsmConfig.parse("pallas:l1=64"))
-    for bad in ("pallas:l1=3", "pallas:l1=0"):
-        with pytest.raises(ValueError, match="l1"):
-            MsmConfig.parse(bad)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # precomputed window tables (ops/msm_precomputed.py)
 # ---------------------------------------------------------------------------------------------------------------
@@ -562,7 +545,3 @@ def test_default_block_rule_and_long_pass_kernels_lower():
             S((), jnp.int32), S((), jnp.bool_), S((k,), jnp.int32), S((k,), jnp.int32), S((k, 24), jnp.uint32),
             S((48, 2 * k), jnp.uint32))
     assert "xla.gpu.triton" in exp.mlir_module()
-    staged = MsmConfig.parse("pallas:triton_stages=3")
-    assert staged.triton_stages == 3 and MsmConfig.parse(str(staged)) == staged and "triton" not in str(cfg)
-    with pytest.raises(ValueError, match="triton_stages"):
-        MsmConfig.parse("pallas:triton_stages=0")

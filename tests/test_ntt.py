@@ -152,29 +152,35 @@ def test_plan_digits():
             assert sum(d) == L and max(d) <= sub and max(d) - min(d) <= 1 and len(d) == -(-L // sub)
 
 
-def test_blocked_digit_reversal_equals_the_transpose():
-    """NttConfig(reverse="blocked"): the two block copies give the one transpose's natural order for every digit
-    list of three or more digits (uneven ones included), and the same transpose below three."""
+def test_digit_reversal_gives_natural_order():
+    """The digit reversal (the identity for one digit, a 2-D transpose for two, the blocked reversal's two block
+    copies for three or more, uneven digits included), eager and jitted: output index ``k = k_1 + M_1 (k_2 + ...)``
+    reads the pass-order position ``(k_1, k_2, ..., k_P)`` (major to minor), computed here digit by digit."""
     from cuzk_jax.ops import ntt_network as NN
 
     rng = np.random.default_rng(5)
+    seen = set()
     for L in (3, 7, 9, 12):
-        for sub in (1, 2, 3, 4):
+        for sub in (1, 2, 3, 4, 12):
             digits = N.plan(L, sub)
-            x = jnp.asarray(rng.integers(0, 2**32, size=(8, 2, 1 << L), dtype=np.uint32))
-            want = NN.digit_reverse(x, digits)
-            assert np.array_equal(np.asarray(NN.digit_reverse(x, digits, "blocked")), np.asarray(want)), digits
-            assert np.array_equal(np.asarray(jax.jit(lambda v: NN.digit_reverse(v, digits, "blocked"))(x)),
-                                  np.asarray(want))
-    with pytest.raises(ValueError, match="reverse"):
-        NttConfig.parse("xla:reverse=sideways")
-    assert NttConfig.parse("pallas:reverse=blocked").reverse == "blocked"
-    assert "reverse=blocked" in str(NttConfig("xla", reverse="blocked")) and "reverse" not in str(NttConfig())
+            seen.add(min(len(digits), 3))
+            pos = np.zeros(1 << L, np.int64)  # pass-order position of natural index k
+            k = np.arange(1 << L)
+            for s in digits:  # k_p = (k >> (s_1 + ... + s_(p-1))) mod M_p, placed major to minor
+                pos = (pos << s) | (k & ((1 << s) - 1))
+                k = k >> s
+            x = rng.integers(0, 2**32, size=(8, 2, 1 << L), dtype=np.uint32)
+            want = x[..., pos]
+            assert np.array_equal(np.asarray(NN.digit_reverse(jnp.asarray(x), digits)), want), digits
+            assert np.array_equal(np.asarray(jax.jit(lambda v: NN.digit_reverse(v, digits))(jnp.asarray(x))),
+                                  want), digits
+    assert seen == {1, 2, 3}
 
 
-@pytest.mark.parametrize("log_n,sub", [(4, 2), (7, 3)])
+@pytest.mark.parametrize("log_n,sub", [(4, 4), (4, 2), (7, 3), (6, 1)])
 def test_four_step_xla_matches_reference(log_n, sub):
-    """Several passes (four-step twiddles between them, digit reversal at the end): every transform kind exact."""
+    """One pass, and several passes (four-step twiddles between them, digit reversal at the end: 2 digits, 3, and
+    6 -- the blocked reversal from 3 on): every transform kind exact."""
     rng = random.Random(400 + log_n)
     n = 1 << log_n
     vals = rows(rng, n)
@@ -184,9 +190,6 @@ def test_four_step_xla_matches_reference(log_n, sub):
     assert from_arr(N.intt(x, config=cfg)) == [RN.intt(v) for v in vals]
     assert from_arr(N.coset_ntt(x, config=cfg)) == [RN.coset_ntt(v, 7) for v in vals]
     assert from_arr(N.coset_intt(x, config=cfg)) == [RN.coset_intt(v, 7) for v in vals]
-    blocked = NttConfig("xla", sub=sub, reverse="blocked")  # the other digit reversal, same transforms
-    assert from_arr(N.ntt(x, config=blocked)) == [RN.ntt(v) for v in vals]
-    assert from_arr(N.coset_intt(x, config=blocked)) == [RN.coset_intt(v, 7) for v in vals]
 
 
 @pytest.mark.parametrize("log_n,sub,block", [(5, 2, 8), (3, 8, 4), pytest.param(6, 3, 16, marks=pytest.mark.slow)])

@@ -136,14 +136,6 @@ def test_prove_in_planned_batches(cube):
     assert est["per_partition_peak"] == rk.plan.estimate["per_partition_peak"] + 2 * est["per_partition_z"]
     pre, t3 = prover.prove(ahead, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t3.batches == 2 and pre == one
-    # evaluate=...:point gathers z from a limb-minor copy: the plan counts one more z per partition in the
-    # evaluation's work, and the proofs are the same bits
-    point = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,evaluate=scatter:point")
-    assert point.plan.shape.eval_copy == point.plan.estimate["per_partition_z"] > 0
-    assert point.plan.estimate["per_partition_evaluate"] == (rk.plan.estimate["per_partition_evaluate"]
-                                                             + point.plan.shape.eval_copy)
-    by_point, _ = prover.prove(point, cube["r1cs"], cube["witnesses"], randomness=rs)
-    assert by_point == one
     # batch=N caps the plan's batch where the budget (none here) would take all four at once
     capped = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,batch=2,prefetch=on")
     assert rk.plan.batch >= 4 and capped.plan.batch == 2 and str(capped.config).count("batch=2") == 1
@@ -301,7 +293,8 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     prepare, *rows = json.loads(out.read_text())["rows"]
     assert prepare["key_source"] == "setup" and prepare["key_file_gib"] > 0
     assert prepare["rep"] == "prepare" and prepare["witness_s"] > 0 and "resident" in prepare["device_memory_gib"]
-    assert prepare["precompiled"][:4] == ["stage", "evaluate", "h", "canonical_z"] and prepare["precompile_s"] > 0
+    assert prepare["precompiled"][:4] == ["stage@2", "evaluate@2", "h@2", "canonical_z@2"]  # one step of both
+    assert prepare["precompile_s"] > 0
     assert [(row["rep"], row["variant"], row["prefetch"]) for row in rows] == [
         (0, "prefetch=on", "on"), (0, "prefetch=off", "off"), (0, "h=split", "on")]
     assert "h=split" in rows[2]["prover"] and "h=split" not in rows[0]["prover"]

@@ -220,11 +220,10 @@ def test_chunked_equals_one_shot_and_host(porep):
     got = O.evaluate_chunked(cr, z, num_rows=r1cs.num_constraints)
     _same(got, one_shot)
     assert np.asarray(got[3]).tolist() == [True, False]
-    # the same from a DeviceR1CS with a row count that does not divide m, and with the other methods (the point
-    # gathers: one limb-minor copy of z made before the chunk loop)
-    for method in ("cumsum", "scatter:point", "cumsum:point"):
-        _same(O.evaluate_chunked(dr, z, rows_per_chunk=1000, method=method), one_shot)
-    _same(O.evaluate_chunked(cr, z, num_rows=r1cs.num_constraints, method="scatter:point"), one_shot)
+    # exact values against the Python-int reference
+    _assert_evals(got[:3], _want(r1cs, ws), r1cs.num_constraints)
+    # the same from a DeviceR1CS with a row count that does not divide m
+    _same(O.evaluate_chunked(dr, z, rows_per_chunk=1000), one_shot)
     # the report names the partition, the constraint and its gadget as the host does
     with pytest.raises(Unsatisfied) as got:
         O.assert_satisfied(r1cs, np.asarray(z), dr, rows_per_chunk=256)
@@ -239,7 +238,7 @@ def test_chunked_reference_values_and_bucketed(nearby):
     cr = O.chunk_rows(dr, 7)
     az, bz, cz, ok, first = O.evaluate_chunked(cr, z)  # without num_rows: C * Rc = 70 rows, those past m zero
     assert az.shape == (8, 2, 70) and cr.num_chunks == 10
-    # layout: rows sorted within a chunk (the scatter promises sorted indices), indptr their CSR pointers
+    # layout: rows sorted within a chunk, indptr their CSR pointers (the prefix sum is differenced at them)
     rows, ptr = np.asarray(cr.rows), np.asarray(cr.indptr)
     for j in range(cr.num_chunks):
         assert (np.diff(rows[j]) >= 0).all()
@@ -256,12 +255,12 @@ def test_device_bytes_bound_xla(porep):
     with jax.enable_x64(True):
         for rc in (None, 512):
             if rc is None:
-                compiled = O.check_program.lower(dr, z, "scatter").compile()
+                compiled = O.check_program.lower(dr, z).compile()
                 out3 = 3 * 32 * z.shape[1] * dr.padded_constraints  # check_program returns only ok/first
                 used = compiled.memory_analysis().temp_size_in_bytes + out3
             else:
                 cr = O.chunk_rows(dr, rc)
-                compiled = O.chunked_program.lower(cr, z, dr.padded_constraints, "scatter").compile()
+                compiled = O.chunked_program.lower(cr, z, dr.padded_constraints).compile()
                 ma = compiled.memory_analysis()
                 used = ma.temp_size_in_bytes + ma.output_size_in_bytes
             est = O.evaluate_device_bytes(dr, z.shape[1], rc)
@@ -305,8 +304,6 @@ def test_chunked_errors(nearby):
         O.evaluate_chunked(cr, z, num_rows=65)
     with pytest.raises(BadInput, match="uint32"):
         O.evaluate_chunked(cr, z.astype(jnp.int32))
-    with pytest.raises(BadInput, match="method"):
-        O.evaluate_chunked(cr, z, method="sort")
     with pytest.raises(BadInput, match="batch"):
         O.evaluate_device_bytes(dr, 0)
 
@@ -358,9 +355,6 @@ def test_tiled_evaluation_equals_the_flat_one(name, over):
         got = O.evaluate_tiled(tr, zz, ext.num_constraints)
         for a, b in zip(got, flat):
             assert np.array_equal(np.asarray(a), np.asarray(b)), step
-        if step == 1:  # the point gather through the tiled loop's column moves
-            for a, b in zip(O.evaluate_tiled(tr, zz, ext.num_constraints, method="scatter:point"), flat):
-                assert np.array_equal(np.asarray(a), np.asarray(b))
         # the input rows appended by tile itself (what make_resident does: no copy of the whole R1CS): identical
         own = O.tile(r1cs, r1cs.tiling, step_nnz=step, input_rows=True)
         for a, b in zip(jax.tree_util.tree_leaves(own), jax.tree_util.tree_leaves(O.tile(ext, ext.tiling,
@@ -374,6 +368,6 @@ def test_tiled_evaluation_equals_the_flat_one(name, over):
     for step in (1, 10**9):
         tr = O.tile(ext, ext.tiling, step_nnz=step)
         with jax.enable_x64(True):
-            ma = O.tiled_program.lower(tr, zz, ext.num_constraints, "scatter").compile().memory_analysis()
+            ma = O.tiled_program.lower(tr, zz, ext.num_constraints).compile().memory_analysis()
         used = ma.temp_size_in_bytes + ma.output_size_in_bytes
         assert used <= O.evaluate_device_bytes(tr, 2) <= 2 * used, step

@@ -279,18 +279,6 @@ def test_prove_fullprove_flags_go_together(tmp_path):
                          f"--public={tmp_path / 'pub.json'}"), "cannot read file")
 
 
-def test_bench_method_choices_are_the_evaluators():
-    """``--method`` of ``bench --op=synth`` offers exactly ``ops.r1cs.METHODS`` (the flag is defined without
-    importing the ops)."""
-    import re
-
-    from cuzk_jax.ops import r1cs as ops_r1cs
-
-    src = (ROOT / "scripts" / "bench.py").read_text()
-    m = re.search(r'DEFINE_enum\("method", "scatter", \[(.*?)\]', src, re.S)
-    assert m and tuple(re.findall(r'"([^"]+)"', m.group(1))) == ops_r1cs.METHODS
-
-
 def test_bench_stage_rows_equal_and_bad_impl(tmp_path):
     """``bench --op=stage``: the threaded rows give the same device array as the rows one after another; an unknown
     way is one usage error before any work."""

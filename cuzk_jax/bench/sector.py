@@ -18,17 +18,17 @@ Per run (one row each):
    one per core), started after the structure and made while the device runs steps 2 and 3 (the CPU and the device
    work at once, as in the engine); ``witness_s`` is their own time, ``witness_wait_s`` what was left after step 3.
    Meanwhile the prove programs whose shapes do not depend on the witness values compile in a thread
-   (:func:`cuzk_jax.groth16.pipeline.precompile`: ``precompiled``, ``precompile_s``; ``precompile_wait_s`` is what
-   was left of it after the witnesses);
+   (:func:`cuzk_jax.groth16.pipeline.precompile` for each step size the planned batches run: ``precompiled``,
+   ``precompile_s``; ``precompile_wait_s`` is what was left of it after the witnesses);
 5. **prove** -- :func:`cuzk_jax.groth16.pipeline.prove_batch` over the planned batches, every proof verified by
    pairing before it is returned (a proof that does not verify fails the row); ``--reps`` times (the first one
    compiles), each with its per-phase times; with ``prefetch=on`` in ``--prover`` each rep also runs with
    ``prefetch=off``, over the same resident key (column ``variant``: the switch as set for that run), and then
    each ``--variants`` override (column ``variant``: its text), over the same resident key and memory plan (an
-   override that changes what the plan sized -- ``max_pairs``, ``batch``, ``evaluate=...:point`` -- runs with the
-   plan made for the base). With ``--profile`` the last rep of the first variant runs under JAX's profiler
-   (``traced``; its times carry the tracer's overhead) and its row gets ``profile``: the kernels per program and
-   HLO op (:mod:`cuzk_jax.bench.profile`).
+   override that changes what the plan sized -- ``max_pairs``, ``batch`` -- runs with the plan made for the
+   base). With ``--profile`` the last rep of the first variant runs under JAX's profiler (``traced``; its times
+   carry the tracer's overhead) and its row gets ``profile``: the kernels per program and HLO op
+   (:mod:`cuzk_jax.bench.profile`).
 
 The row records per-phase seconds, the plan, the shares of zero / one / other scalars per MSM (what the split MSM
 earns on), the device's peak memory (``memory_stats()['peak_bytes_in_use']``, where the device reports it) and
@@ -125,6 +125,7 @@ def run(cfg) -> list[dict]:
     from cuzk_jax.bench import profile as bench_profile
     from cuzk_jax.circuits import get_circuit
     from cuzk_jax.circuits import porep_like
+    from cuzk_jax.engine import backends
     from cuzk_jax.errors import BadInput
     from cuzk_jax.groth16 import pipeline
 
@@ -165,11 +166,12 @@ def run(cfg) -> list[dict]:
                plan_text=rk.plan.describe() if rk.plan is not None else "no plan (host MSM)")
     memory["resident"] = _device_gib()
     _say(f"resident key {row['resident_s']} s, {row['key_device_gib']} GiB; {row['plan_text']}")
-    # the prove programs compile while the witnesses are still being made (pipeline.precompile)
+    # the prove programs compile while the witnesses are still being made, for every step size prove_batch runs
+    # the sector in (the plan's batch and the remainder: 10 partitions in batches of 3 run 3, 3, 3, 1) -- as the
+    # engine does when it loads a key
     ahead = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="prove-compile")
     t_ahead = time.perf_counter()
-    step = min(P, rk.plan.batch) if rk.plan is not None else P  # prove_batch's step
-    compiled = ahead.submit(lambda: (pipeline.precompile(rk, step), time.perf_counter() - t_ahead))
+    compiled = ahead.submit(lambda: (backends.DeviceBackend.precompile(rk, [P]), time.perf_counter() - t_ahead))
     t = time.perf_counter()
     z, witness_s = witnesses.result()  # raises the workers' error, if any
     row.update(witness_wait_s=round(time.perf_counter() - t, 3), witness_s=witness_s,

@@ -20,7 +20,7 @@ def run(cfg) -> list[dict]:
     rows: list[dict] = []
     for preset in presets:
         result = synth_bench.run(cfg.circuit, preset, cfg.partitions, cfg.seed, cfg.reps, cfg.warmup,
-                                 cfg.device_eval, cfg.method, cfg.reference_check_max, cfg.partition_chunk or None,
+                                 cfg.device_eval, cfg.reference_check_max, cfg.partition_chunk or None,
                                  workers=getattr(cfg, "workers", 0) or None)
         emit(rows, {"circuit": cfg.circuit, "preset": preset, **result})
     return rows

@@ -123,10 +123,7 @@ class ProverConfig:
       ``"split"`` (one program per input vector: :func:`cuzk_jax.ops.qap.compute_h_split`, a third of the
       transform's temporaries); ``"auto"`` (default): split from a :data:`plan.H_SPLIT_DOMAIN
       <cuzk_jax.groth16.plan.H_SPLIT_DOMAIN>` domain up, which the memory plan models. One device only (a mesh
-      runs the fused program per device);
-    * ``evaluate``: the constraint evaluation's method, one of :data:`cuzk_jax.ops.r1cs.METHODS` (``"scatter"``,
-      the default; ``"cumsum"``; either with ``":point"``: ``z`` gathered from a limb-minor copy, which the plan
-      counts) -- an A/B switch until a GPU run shows which wins.
+      runs the fused program per device).
 
     A header-and-blocks R1CS (one that carries a :class:`~cuzk_jax.circuits.tiling.Tiling`: WindowPoSt,
     SnapDeals) is always evaluated tiled (:class:`cuzk_jax.ops.r1cs.TiledR1CS`): one group of blocks' rows on the
@@ -148,7 +145,6 @@ class ProverConfig:
     batch: int | None = None
     prefetch: str = "off"
     h: str = "auto"
-    evaluate: str = "cumsum"
 
     def __post_init__(self):
         if self.tables not in TABLE_MODES:
@@ -163,8 +159,6 @@ class ProverConfig:
             raise BadInput(f"prover config: prefetch must be on or off, got {self.prefetch!r}")
         if self.h not in H_MODES:
             raise BadInput(f"prover config: h must be one of {H_MODES}, got {self.h!r}")
-        if self.evaluate not in ops_r1cs.METHODS:
-            raise BadInput(f"prover config: evaluate must be one of {ops_r1cs.METHODS}, got {self.evaluate!r}")
         for key in ("device_budget", "host_budget", "chunk", "batch"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -173,7 +167,7 @@ class ProverConfig:
     @classmethod
     def parse(cls, text: str | None) -> "ProverConfig":
         """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window, device_budget,
-        host_budget, split, chunk, batch, prefetch, h, evaluate); BadInput names a bad token."""
+        host_budget, split, chunk, batch, prefetch, h); BadInput names a bad token."""
         kw: dict = {}
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
             key, sep, value = part.partition("=")
@@ -184,7 +178,7 @@ class ProverConfig:
                 kw[key] = HOST_MSM if value == HOST_MSM else ops_config.MsmConfig.parse(value)
             elif key == "ntt":
                 kw[key] = ops_config.NttConfig.parse(value)
-            elif key in ("tables", "split", "prefetch", "h", "evaluate"):
+            elif key in ("tables", "split", "prefetch", "h"):
                 kw[key] = value
             elif key in ("window", "chunk", "batch"):
                 if not value.isdigit():
@@ -194,7 +188,7 @@ class ProverConfig:
                 kw[key] = memplan.parse_bytes(value)
             else:
                 raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window, "
-                               f"device_budget, host_budget, split, chunk, batch, prefetch, h, evaluate)")
+                               f"device_budget, host_budget, split, chunk, batch, prefetch, h)")
         return cls(**kw)
 
     def resolved(self, sharded: bool = False) -> "ProverConfig":
@@ -215,8 +209,7 @@ class ProverConfig:
                  f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else "",
                  f"batch={self.batch}" if self.batch else "",
                  f"prefetch={self.prefetch}" if self.prefetch != "off" else "",
-                 f"h={self.h}" if self.h != "auto" else "",
-                 f"evaluate={self.evaluate}" if self.evaluate != "cumsum" else ""]
+                 f"h={self.h}" if self.h != "auto" else ""]
         return ",".join(p for p in parts if p)
 
 
@@ -391,8 +384,7 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
     shape = memplan.Shape(num_vars=num_vars, num_rows=rows, nnz=dr_nnz, domain=domain_size,
                           bases={k: int(np.shape(v.inf)[-1]) for k, v in queries.items()},
                           r1cs_bytes=_r1cs_bytes(r1cs), eval_bytes=ops_r1cs.evaluate_device_bytes(r1cs, 1),
-                          eval_serial=not isinstance(r1cs, (ops_r1cs.TiledR1CS, ops_r1cs.ChunkedR1CS)),
-                          eval_copy=memplan.FR_BYTES * num_vars if config.evaluate.endswith(":point") else 0)
+                          eval_serial=not isinstance(r1cs, (ops_r1cs.TiledR1CS, ops_r1cs.ChunkedR1CS)))
     plan = memplan.make_plan(shape, partitions, device_budget=budget, host_budget=config.host_budget,
                              want_tables=want_tables, table_bytes=table_bytes_estimate(
                                  {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
@@ -648,11 +640,11 @@ def _pad_z(rk: ResidentKey, z: np.ndarray) -> np.ndarray:
     return np.pad(z, [(0, 0)] * (z.ndim - 1) + [(0, width - z.shape[-1])])
 
 
-def _evaluate_body(dr, z, qap: str, method: str = "cumsum"):
+def _evaluate_body(dr, z, qap: str):
     # one partition at a time (a sequential map): the per-nonzero gather and its uint64 products are ~96 B per
     # nonzero and partition, and for a whole 10 x 2^20 batch they were the prove's device peak; the evaluation is a
     # small phase, so a sequence of full-width partitions costs little
-    az, bz, cz = ops_r1cs.evaluate(dr, z, method, chunk=1 if z.ndim == 3 and z.shape[1] > 1 else None)
+    az, bz, cz = ops_r1cs.evaluate(dr, z, chunk=1 if z.ndim == 3 and z.shape[1] > 1 else None)
     if qap == "snarkjs":  # the zkey has no C matrix: c = a b, nothing to check
         cz = ops_field.fr.mul(az, bz)
         ok = jnp.ones(z.shape[1:-1], bool)
@@ -684,10 +676,10 @@ def _h_body(az, bz, cz, tables, n: int, qap: str, ntt):
 
 
 @functools.lru_cache(maxsize=None)
-def device_programs(mesh, qap: str, n: int, ntt, msm, method: str = "cumsum") -> dict:
+def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
     """The jitted phase programs for one mesh (or None), QAP form, domain and config; shard_map'ed over the
     partition axis when sharded (each device runs the single-device program on its partitions)."""
-    evaluate = functools.partial(_evaluate_body, qap=qap, method=method)
+    evaluate = functools.partial(_evaluate_body, qap=qap)
     h = functools.partial(_h_body, n=n, qap=qap, ntt=ntt)
     # elementwise over windows of the flattened batch (ops.field.map_last_axis): a whole 2^27-column batch at
     # once needs ~64 GiB of temporaries
@@ -719,7 +711,7 @@ def device_programs(mesh, qap: str, n: int, ntt, msm, method: str = "cumsum") ->
 
 
 def _programs(rk: ResidentKey) -> dict:
-    return device_programs(rk.mesh, rk.qap, rk.domain_size, rk.config.ntt, rk.config.msm, rk.config.evaluate)
+    return device_programs(rk.mesh, rk.qap, rk.domain_size, rk.config.ntt, rk.config.msm)
 
 
 def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
@@ -746,10 +738,10 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     if isinstance(rk.r1cs, ops_r1cs.ChunkedR1CS):
         with jax.enable_x64(True):  # as evaluate_chunked traces it
             m = rk.eval_rows or rk.r1cs.num_chunks * rk.r1cs.rows_per_chunk
-            lowered = ops_r1cs.chunked_program.lower(rk.r1cs, z, m, method=rk.config.evaluate)
+            lowered = ops_r1cs.chunked_program.lower(rk.r1cs, z, m)
     elif isinstance(rk.r1cs, ops_r1cs.TiledR1CS):
         with jax.enable_x64(True):  # as evaluate_tiled traces it
-            lowered = ops_r1cs.tiled_program.lower(rk.r1cs, z, rk.eval_rows, method=rk.config.evaluate)
+            lowered = ops_r1cs.tiled_program.lower(rk.r1cs, z, rk.eval_rows)
     else:
         lowered = progs["evaluate"].lower(rk.r1cs, z)
     lowered.compile()
@@ -785,9 +777,9 @@ def evaluate(rk: ResidentKey, z):
     partition whether every constraint holds and the first one that does not (-1 when ok; the snarkjs form has no
     C matrix, takes ``C z = A z * B z`` and reports every partition ok)."""
     if isinstance(rk.r1cs, ops_r1cs.ChunkedR1CS):  # the plan's row chunks
-        return ops_r1cs.evaluate_chunked(rk.r1cs, z, num_rows=rk.eval_rows, method=rk.config.evaluate)
+        return ops_r1cs.evaluate_chunked(rk.r1cs, z, num_rows=rk.eval_rows)
     if isinstance(rk.r1cs, ops_r1cs.TiledR1CS):
-        return ops_r1cs.evaluate_tiled(rk.r1cs, z, rk.eval_rows, rk.config.evaluate)
+        return ops_r1cs.evaluate_tiled(rk.r1cs, z, rk.eval_rows)
     return _programs(rk)["evaluate"](rk.r1cs, z)
 
 

@@ -129,9 +129,7 @@ class Shape:
     number of bases the key keeps on the device), ``r1cs_bytes`` (the device R1CS tables), ``eval_bytes`` (the
     evaluation's device bytes for one partition in one shot, from :func:`cuzk_jax.ops.r1cs.evaluate_device_bytes`;
     None: the formula of the module docstring), ``eval_serial`` (the one-shot evaluation runs a batch's
-    partitions one after another, so only one partition's gather intermediates are live: the flat layout),
-    ``eval_copy`` (bytes per partition the evaluation copies ``z`` into before gathering: the ``:point`` methods of
-    :data:`cuzk_jax.ops.r1cs.METHODS`; 0 otherwise)."""
+    partitions one after another, so only one partition's gather intermediates are live: the flat layout)."""
 
     num_vars: int
     num_rows: int
@@ -141,7 +139,6 @@ class Shape:
     r1cs_bytes: int
     eval_bytes: int | None = None
     eval_serial: bool = False
-    eval_copy: int = 0
 
     def query_bytes(self, name: str) -> int:
         return self.bases[name] * (G2_BYTES if GROUPS[name] == "g2" else G1_BYTES)
@@ -246,7 +243,6 @@ def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | 
     z = FR_BYTES * shape.num_vars
     n = shape.domain
     eval_out, eval_work = _eval_bytes(shape, eval_chunk)
-    eval_work += shape.eval_copy  # whole, whatever the row chunk: the copy is made once per program
     evaluate = eval_out + eval_work
     # evaluations in, the padded (fused) or coset (split) copies, out; split: the largest program's temporaries
     # (the finishing step's, SPLIT_H_TEMP_BYTES per point)

@@ -330,12 +330,13 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _compiler_params(num_warps, interpret, num_stages=1):
-    # Triton parameters select the Triton backend explicitly (JAX may otherwise pick Mosaic GPU); num_stages > 1
-    # lets Triton software-pipeline the loads of a kernel's loops
+def _compiler_params(num_warps, interpret):
+    # Triton parameters select the Triton backend explicitly (JAX may otherwise pick Mosaic GPU); num_stages=1: no
+    # software pipelining of the loads in the kernels' loops (3 stages were no faster on the H200:
+    # REMOVED_VARIANTS.md)
     if interpret:
         return None
-    return plt.CompilerParams(num_warps=num_warps, num_stages=num_stages)
+    return plt.CompilerParams(num_warps=num_warps, num_stages=1)
 
 
 def _full(shape):
@@ -348,13 +349,12 @@ _ANY = pl.BlockSpec(memory_space=pl.ANY)
 
 @x64
 def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, block=DEFAULT_BLOCK,
-                     num_warps=DEFAULT_NUM_WARPS, interpret=False, num_stages=1):
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False):
     """Level-1 accumulation (kernel 1).
 
     ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
     (then every run goes straight to its bucket); ``keys``/``vals``: sorted int32 pairs of length
-    ``nseg * seg`` with ``nseg`` a multiple of ``block``; ``num_stages``: Triton's software-pipelining depth;
-    ``bases``: the affine bases as uint32
+    ``nseg * seg`` with ``nseg`` a multiple of ``block``; ``bases``: the affine bases as uint32
     ``(num_bases, 2 Lc)``, point-major (x limbs then y limbs of one base are consecutive, so a gathered base is a
     few cache lines); ``buckets``: rows ``(4 Lc, NY)`` (last column trash), updated in place. Returns ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,),
     buckets)``.
@@ -380,13 +380,13 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
         out_specs=[_ANY, _ANY, _ANY],
         input_output_aliases={4: 2},
         interpret=interpret,
-        compiler_params=_compiler_params(num_warps, interpret, num_stages),
+        compiler_params=_compiler_params(num_warps, interpret),
     )(prm, keys, vals, bases, buckets)
 
 
 @x64
 def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False,
-                 modes=MODES, num_stages=1):
+                 modes=MODES):
     """One call of kernel 2 over buffers of ``N`` entries: ``keys`` (N,), ``x`` rows ``(4 Lc, N)``, ``y`` rows
     ``(4 Lc, N)`` (trash = last column), updated in place. Grid: ``N / 2`` lanes. Returns
     ``(partials (4 Lc, N), partial keys (N,), y)`` (partials are only meaningful in mode ACC). ``modes``: the
@@ -411,5 +411,5 @@ def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAU
         out_specs=[_ANY, _ANY, _ANY],
         input_output_aliases={3: 2},
         interpret=interpret,
-        compiler_params=_compiler_params(num_warps, interpret, num_stages),
+        compiler_params=_compiler_params(num_warps, interpret),
     )(prm, keys, x, y)
