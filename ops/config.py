@@ -82,6 +82,9 @@ class MsmConfig:
     kernels; not the window-table MSM; None: the functions' default, :data:`cuzk_jax.ops.msm.DEFAULT_MAX_PAIRS`).
     Partitions beyond it run in groups and long point ranges in chunks; a smaller value shrinks the pass's bucket
     arrays (device memory) for more passes.
+    ``lookahead``: ``1``: in the level-1 accumulation kernel each lane loads its next pair and base while it adds
+    the current one (the gathered base's latency overlaps the addition, for 2 Lc + 2 more live words per lane);
+    ``0`` (default): load, then add. An A/B switch until a GPU run decides; same results.
     The XLA kernel reads none of the other Pallas fields.
     """
 
@@ -92,6 +95,7 @@ class MsmConfig:
     acc_seg: int = 16
     stages: int = 5
     max_pairs: int | None = None
+    lookahead: int = 0
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -106,6 +110,8 @@ class MsmConfig:
             raise ValueError(f"MsmConfig.acc_seg must be a positive int, got {self.acc_seg!r}")
         if not isinstance(self.stages, int) or not 0 <= self.stages <= 5:
             raise ValueError(f"MsmConfig.stages must be in 0..5, got {self.stages!r}")
+        if self.lookahead not in (0, 1):
+            raise ValueError(f"MsmConfig.lookahead must be 0 or 1, got {self.lookahead!r}")
 
     @classmethod
     def default(cls, platform: str | None = None) -> "MsmConfig":
@@ -115,14 +121,14 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M`` (positive ints)."""
+        stages=K:max_pairs=M:lookahead=0|1`` (positive ints unless stated)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}
         for key, val in pairs:
             if key not in keys:
                 raise ValueError(f"unknown MsmConfig option {key!r} in {text!r}; expected one of {sorted(keys)}")
-            kw[key] = int(val) if key == "stages" and val.isdigit() else _int(key, val, text)
+            kw[key] = int(val) if key in ("stages", "lookahead") and val.isdigit() else _int(key, val, text)
         return cls(kernel, **kw)
 
     @classmethod

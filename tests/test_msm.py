@@ -6,6 +6,7 @@ the MSM's size buckets (64 / 1024 / 4096 points), so the whole file compiles a h
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import jax.numpy as jnp
@@ -308,6 +309,20 @@ def test_pallas_interpret_equals_xla_g1(rng):
         got = jac_to_ref("g1", fn(bases, sc))
         assert got == jac_to_ref("g1", _XLA["g1"](bases, sc))
         assert got == [_expected("g1", r, s) for r, s in cases]
+
+
+def test_pallas_interpret_lookahead_gives_the_same_msm():
+    """``MsmConfig.lookahead=1`` (each lane of the level-1 kernel loads its next pair and base during the current
+    addition) against arkworks, on the edge groups whose bucket runs cross lanes and programs: the partition of
+    zeros and ones, bases at infinity, repeated points and scalars with maximal digits."""
+    fn = M.msm_jit("g1", dataclasses.replace(_INTERPRET, lookahead=1))
+    edge = _edge_cases(random.Random(12))
+    cases = (edge["zeros_and_ones"], edge["inf_bases"], edge["repeated"], edge["max_digits"])
+    n_pad = 64
+    arrs = [affine_arrays("g1", r, n_pad) for r, _ in cases]
+    bases = cv.Affine(*[jnp.stack([getattr(a, f) for a in arrs], axis=-2) for f in ("x", "y", "inf")])
+    sc = jnp.stack([scalar_limbs(s, n_pad) for _, s in cases], axis=1)
+    assert jac_to_ref("g1", fn(bases, sc)) == [_expected("g1", r, s) for r, s in cases]
 
 
 # ---------------------------------------------------------------------------------------------------------------

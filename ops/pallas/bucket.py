@@ -159,22 +159,35 @@ def _store_rows(ref, rows, idx, mask):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, pk_ref, y_ref):
-    """Walk ``seg`` sorted entries per lane (see the module docstring); ``get_point(e, live) -> operand`` and
-    ``add(acc_xyzz, operand) -> xyzz``. Writes complete runs to ``y_ref`` and the two partial slots per lane."""
+def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref, pk_ref, y_ref, lookahead=False):
+    """Walk ``seg`` sorted entries per lane (see the module docstring): entry ``e``'s operand is
+    ``make(fetch(ee), live)`` -- ``fetch`` issues the loads (a tuple of arrays), ``make`` builds the operand from
+    them -- and ``add(acc_xyzz, operand) -> xyzz``. Writes complete runs to ``y_ref`` and the two partial slots per
+    lane.
+
+    ``lookahead``: fetch entry ``t + 1``'s key and operand in step ``t``, before step ``t``'s addition, and carry
+    them into the next step (the loads are in flight while the addition computes, at the price of the fetched
+    words held across it); otherwise every step loads its own entry and then waits for it. Same results."""
     B = lanes.shape[0]
     trash = y_ref.shape[1] - 1
     seg0 = lanes * seg
     ident = rep.ident_rows(B)
     sent = jnp.full((B,), SENT, jnp.int32)
 
-    def body(t, carry):
-        acc_rows, run_key, first = carry
+    def load(t):  # (live, key, fetched words) of this lane's entry t (t < seg)
         e = seg0 + t
-        live = e < count
+        live = (e < count) & (t < seg)
         ee = jnp.where(live, e, 0)
-        k = jnp.where(live, keys_ref[ee], SENT)
-        operand = get_point(ee, live)
+        return live, jnp.where(live, keys_ref[ee], SENT), fetch(ee)
+
+    def body(t, carry):
+        if lookahead:
+            acc_rows, run_key, first, live, k, raw = carry
+            nxt = load(t + 1)  # the last step's look past the segment loads entry 0, unused
+        else:
+            acc_rows, run_key, first = carry
+            live, k, raw = load(t)
+        operand = make(raw, live)
         new_run = (t == 0) | (k != run_key)
         flush = (t > 0) & new_run
         is_first = first != 0
@@ -186,10 +199,12 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, 
         first = jnp.where(flush, 0, first)
         a = rep.point(_sel_rows(new_run, ident, acc_rows))
         r = add(a, operand)
+        if lookahead:
+            return (rep.point_rows(r), k, first) + nxt
         return rep.point_rows(r), k, first
 
-    carry0 = (ident, sent, jnp.ones((B,), jnp.int32))
-    acc_rows, run_key, first = lax.fori_loop(0, seg, body, carry0)
+    carry0 = (ident, sent, jnp.ones((B,), jnp.int32)) + (load(0) if lookahead else ())
+    acc_rows, run_key, first = lax.fori_loop(0, seg, body, carry0)[:3]
     is_first = first != 0
     # the last run: straight to its bucket when final, else to the partial slots
     to_bucket = final & ~_is_ident_rows(rep, acc_rows)
@@ -206,7 +221,8 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, 
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, seg):
+def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, seg,
+                      lookahead=False):
     del yin_ref  # aliased with y_ref
     pid = pl.program_id(0)
     lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
@@ -216,14 +232,15 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
     Lc = rep.Lc
     curve = rep.curve
 
-    def get_point(ee, live):
+    def fetch(ee):
         v = vals_ref[ee]
-        idx = v & jnp.int32(0x7FFFFFFF)
-        neg = v < 0
         # point-major b_ref (num_bases, 2 Lc): one base is 2 Lc consecutive words
-        xy = _load_rows(b_ref, 2 * Lc, idx, major="point")
+        return (v,) + tuple(_load_rows(b_ref, 2 * Lc, v & jnp.int32(0x7FFFFFFF), major="point"))
+
+    def make(raw, live):
+        v, xy = raw[0], list(raw[1:])
         x, y = rep.elem(xy[:Lc]), rep.elem(xy[Lc:])
-        y = F.select(neg, F.neg(y), y)
+        y = F.select(v < 0, F.neg(y), y)  # the sign bit of the pair's value: a negative digit
         return Affine(x, y, ~live)
 
     def add(a, p):
@@ -233,7 +250,7 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
     # never read.
     @pl.when(pid * block * seg < count)
     def _():
-        _accumulate(rep, lanes, count, seg, final, keys_ref, get_point, add, p_ref, pk_ref, y_ref)
+        _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref, pk_ref, y_ref, lookahead)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -256,13 +273,16 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
         return curve.xyzz_add(a, b, F=F)
 
     # ---- ACC ----
-    def get_point(ee, live):
-        return rep.point(_sel_rows(live, _load_rows(x_ref, nrows, ee), rep.ident_rows(block)))
+    def fetch(ee):
+        return tuple(_load_rows(x_ref, nrows, ee))
+
+    def make(raw, live):
+        return rep.point(_sel_rows(live, list(raw), rep.ident_rows(block)))
 
     if "acc" in modes:
         @pl.when((mode == MODE_ACC) & (pid * block * s < n))
         def _():
-            _accumulate(rep, lanes, n, s, prm_ref[3] != 0, keys_ref, get_point, add, p_ref, pk_ref, y_ref)
+            _accumulate(rep, lanes, n, s, prm_ref[3] != 0, keys_ref, fetch, make, add, p_ref, pk_ref, y_ref)
 
     # ---- WROW ----
     if "wrow" in modes:
@@ -349,7 +369,7 @@ _ANY = pl.BlockSpec(memory_space=pl.ANY)
 
 @x64
 def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, block=DEFAULT_BLOCK,
-                     num_warps=DEFAULT_NUM_WARPS, interpret=False):
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False, lookahead=False):
     """Level-1 accumulation (kernel 1).
 
     ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
@@ -357,7 +377,8 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     ``nseg * seg`` with ``nseg`` a multiple of ``block``; ``bases``: the affine bases as uint32
     ``(num_bases, 2 Lc)``, point-major (x limbs then y limbs of one base are consecutive, so a gathered base is a
     few cache lines); ``buckets``: rows ``(4 Lc, NY)`` (last column trash), updated in place. Returns ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,),
-    buckets)``.
+    buckets)``. ``lookahead``: each lane loads its next pair and base while it adds the current one (see
+    :func:`_accumulate`; an A/B switch, ``MsmConfig.lookahead``).
     """
     rep = _Rep(curve, "array" if interpret else "limb")
     nrows = 4 * rep.Lc
@@ -367,7 +388,7 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     nseg = size // seg
     prm = jnp.stack([jnp.int32(MODE_ACC), jnp.asarray(count, jnp.int32), jnp.int32(seg),
                      jnp.asarray(final, jnp.int32)] + [jnp.int32(0)] * (NPRM - 4))
-    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg)
+    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg, lookahead=bool(lookahead))
     return pl.pallas_call(
         kernel,
         out_shape=(
