@@ -10,9 +10,11 @@ Layouts:
   :mod:`cuzk_jax.ops.field`), variables on the last axis in the order ``[1, public..., private...]``; for
   partitions ``batch = (P,)``, i.e. ``z`` is ``(8, P, n_vars)`` (:func:`cuzk_jax.circuits.r1cs.stack_z`).
 * outputs ``az, bz, cz``: uint32 ``(8, *batch, m)``, same representation.
-* :class:`DeviceR1CS`: the three matrices stacked into one nonzero list -- rows of A are ``[0, m)``, of B
+* :class:`DeviceR1CS`: the three matrices stacked into one CSR nonzero list -- rows of A are ``[0, m)``, of B
   ``[m, 2m)``, of C ``[2m, 3m)`` -- so the whole evaluation is ONE gather, ONE stacked Fr multiplication and ONE
-  segmented sum (the compile-time rule: one ``mul`` in the program).
+  segmented sum (the compile-time rule: one ``mul`` in the program). Per nonzero the device holds its column and
+  coefficient id (8 B); the rows are only the CSR row pointers ``indptr`` (4 B per stacked row), which is all the
+  prefix sum below needs -- no per-nonzero row ids.
 
 Algorithm. Every nonzero contributes ``z[col] * coeff`` (a CIOS Montgomery product, < r). The row sums are
 accumulated *without* modular reduction: the 8 limbs of all products of a row are summed as uint64 (a row of ``k``
@@ -57,23 +59,27 @@ class DeviceR1CS(NamedTuple):
 
     With ``M`` stacked rows per matrix (``M = m``, or ``M = bucket(m)`` when padded, see :func:`to_device`):
 
-    * ``rows``: int32 (nnz,) sorted, in ``[0, 3M)`` (A rows ``[0, M)``, B ``[M, 2M)``, C ``[2M, 3M)``);
-    * ``cols``: int32 (nnz,) column of z; ``coeff_ids``: int32 (nnz,) into ``coeffs``;
-    * ``indptr``: int32 (3M + 1,) CSR row pointers of the stacked matrix;
+    * ``cols``: int32 (nnz,) column of z; ``coeff_ids``: int32 (nnz,) into ``coeffs`` -- the nonzeros in CSR
+      order of the stacked matrix (A rows ``[0, M)``, B ``[M, 2M)``, C ``[2M, 3M)``);
+    * ``indptr``: int32 (3M + 1,) CSR row pointers of the stacked matrix: stacked row ``i`` holds the nonzeros
+      ``[indptr[i], indptr[i + 1])`` (``indptr[-1] == nnz``, the padded count). There is no per-nonzero row id
+      array: the prefix-sum evaluation needs only these pointers (a nonzero's row, where host code wants it, is
+      ``np.repeat(np.arange(3M), np.diff(indptr))``);
     * ``coeffs``: uint32 (8, K), the coefficient table as ``c * R * 2^32 mod r`` limbs (module docstring);
     * ``sizes``: int32 (4,) ``[m, nnz, num_vars, z_width]`` -- the real sizes of a padded R1CS (constraints,
       nonzeros, variables) and the width of the ``z`` its program is compiled for -- or ``None`` (an R1CS built
       elsewhere, e.g. from a zkey: every size is the array shape). A *leaf*, not static data, so that circuits of
       different real sizes in one bucket share one compiled program; no program reads it.
 
+    Device bytes: 8 per (padded) nonzero, 4 per stacked row (12 per constraint) and 32 per coefficient.
+
     Padding invariant (``to_device(..., bucket_steps=s)``): the padded nonzeros sit in the last stacked row
-    ``3M - 1`` with column 0 and a coefficient id whose table entry is zero, so they add exactly zero; the padded
-    rows ``[m, M)`` of each matrix have no other nonzeros. Hence rows ``[m, M)`` of ``A z, B z, C z`` are exactly
-    zero (``0 * 0 = 0``: satisfied, never reported as the first failure) and rows ``[0, m)`` equal the unpadded
-    evaluation bit for bit.
+    ``3M - 1`` (``indptr[3M]`` is the padded nonzero count) with column 0 and a coefficient id whose table entry
+    is zero, so they add exactly zero; the padded rows ``[m, M)`` of each matrix have no other nonzeros. Hence
+    rows ``[m, M)`` of ``A z, B z, C z`` are exactly zero (``0 * 0 = 0``: satisfied, never reported as the first
+    failure) and rows ``[0, m)`` equal the unpadded evaluation bit for bit.
     """
 
-    rows: jax.Array
     cols: jax.Array
     coeff_ids: jax.Array
     indptr: jax.Array
@@ -96,7 +102,7 @@ class DeviceR1CS(NamedTuple):
     @property
     def nnz(self) -> int:
         """The real number of nonzeros of A, B and C together (without the padding)."""
-        return self._size(1, self.rows.shape[0])
+        return self._size(1, self.cols.shape[0])
 
     @property
     def num_vars(self) -> int | None:
@@ -167,7 +173,7 @@ def to_device(r1cs, *, bucket_steps: int | None = None, upload: bool = True) -> 
 
     ``upload=False``: the same layout with numpy leaves, left on the host for a caller that decides later how it
     goes to the device (the resident key: whole, or cut by :func:`chunk_rows` under a memory plan -- at a 2^27
-    partition ~9 GB that would otherwise be uploaded, read back and uploaded again in chunks).
+    partition ~8 GB that would otherwise be uploaded, read back and uploaded again in chunks).
 
     ``bucket_steps=None``: exact shapes (one compiled program per circuit size). ``bucket_steps=s``: rows per
     matrix padded to ``bucket(m, s)``, nonzeros to ``bucket(nnz, s)``, the coefficient table to a power of two
@@ -187,30 +193,28 @@ def to_device(r1cs, *, bucket_steps: int | None = None, upload: bool = True) -> 
     if bucket_steps is not None:  # entry zero_id is zero: the padding's coefficient
         scaled = scaled + [0] * ((1 << zero_id.bit_length()) - zero_id)
     # filled in place (at sector scale each array is ~1 GB per matrix: no concatenation copies)
-    rows, cols, cids = (np.empty(nnzp, np.int32) for _ in range(3))
+    cols, cids = (np.empty(nnzp, np.int32) for _ in range(2))
     pos = 0
-    for k, mat in enumerate(mats):
+    for mat in mats:
         end = pos + mat.nnz
-        rows[pos:end] = mat.row_ids()
-        rows[pos:end] += np.int32(k * mp)
         cols[pos:end] = mat.cols
         cids[pos:end] = mat.coeff_ids
         pos = end
-    rows[pos:], cols[pos:], cids[pos:] = 3 * mp - 1, 0, zero_id  # the padding nonzeros (none without buckets)
+    cols[pos:], cids[pos:] = 0, zero_id  # the padding nonzeros (none without buckets), in the last stacked row
     indptr = _stacked_row_pointers(mats, mp, nnzp)
     coeffs = encoding.ints_to_limbs(scaled, "fr", montgomery=False)
     sizes = np.array([m, nnz, r1cs.num_vars, vp], np.int32)
     put = jnp.asarray if upload else (lambda a: a)
-    return DeviceR1CS(rows=put(rows), cols=put(cols), coeff_ids=put(cids), indptr=put(indptr), coeffs=put(coeffs),
-                      sizes=sizes)
+    return DeviceR1CS(cols=put(cols), coeff_ids=put(cids), indptr=put(indptr), coeffs=put(coeffs), sizes=sizes)
 
 
 def _stacked_row_pointers(mats, mp: int, total: int) -> np.ndarray:
     """Row pointers (int32, ``3 mp + 1``) of the stacked rows of :func:`to_device`: row ``r`` of matrix ``k`` is
     stacked row ``k mp + r``, rows ``num_rows .. mp - 1`` of each matrix are empty, and the ``total - nnz`` padding
     nonzeros sit in the last stacked row. The same array as ``np.searchsorted(rows, arange(3 mp + 1))`` over the
-    stacked row ids, made from the matrices' own CSR pointers in one pass instead of a binary search per row over
-    every nonzero (seconds at 2^24 constraints, about a minute at a 2^27 sector partition)."""
+    stacked row ids (which the device form does not hold), made from the matrices' own CSR pointers in one pass
+    instead of a binary search per row over every nonzero (seconds at 2^24 constraints, about a minute at a 2^27
+    sector partition)."""
     out = np.empty(3 * mp + 1, np.int64)
     off = 0
     for k, mat in enumerate(mats):
@@ -278,7 +282,7 @@ def _abc(dr: DeviceR1CS, z: jax.Array) -> jax.Array:
     docstring, then :func:`reduce_wide`."""
     m3 = dr.indptr.shape[0] - 1
     batch = z.shape[1:-1]
-    nnz = dr.rows.shape[0]
+    nnz = dr.cols.shape[0]
     if nnz == 0:
         return jnp.zeros((fr.limbs,) + batch + (m3,), jnp.uint32)
     zc = jnp.take(z, dr.cols, axis=-1)  # (8, *batch, nnz)
@@ -382,17 +386,17 @@ class ChunkedR1CS(NamedTuple):
     Chunk ``j`` holds the constraints ``[j Rc, (j + 1) Rc)`` of *all three* matrices, stacked locally (A rows
     ``[0, Rc)``, B ``[Rc, 2Rc)``, C ``[2Rc, 3Rc)``), so a chunk evaluates whole constraints and can check them:
 
-    * ``rows``: int32 (C, N) local stacked row, sorted within a chunk, in ``[0, 3Rc)``;
-    * ``cols``: int32 (C, N); ``coeff_ids``: int32 (C, N) into ``coeffs``;
-    * ``indptr``: int32 (C, 3Rc + 1) local CSR row pointers (``indptr[j, -1] == N``);
+    * ``cols``: int32 (C, N); ``coeff_ids``: int32 (C, N) into ``coeffs``: chunk ``j``'s nonzeros in CSR order
+      of its local stacked rows;
+    * ``indptr``: int32 (C, 3Rc + 1) local CSR row pointers (``indptr[j, -1] == N``; no per-nonzero row ids, as
+      :class:`DeviceR1CS`);
     * ``coeffs``: uint32 (8, K) the source's table with one zero entry appended (the padding's coefficient).
 
     Padding: a chunk's padded nonzeros sit in its last local row with column 0 and the zero coefficient, adding
     exactly zero; the constraints past the source's ``M`` rows in the last chunk have no other nonzeros, so they
-    evaluate to zero and are satisfied. ``C = ceil(M / Rc)``.
+    evaluate to zero and are satisfied. ``C = ceil(M / Rc)``. Device bytes: ``C (8 N + 12 Rc + 4)`` and the table.
     """
 
-    rows: jax.Array
     cols: jax.Array
     coeff_ids: jax.Array
     indptr: jax.Array
@@ -404,7 +408,7 @@ class ChunkedR1CS(NamedTuple):
 
     @property
     def num_chunks(self) -> int:
-        return self.rows.shape[0]
+        return self.cols.shape[0]
 
     @property
     def nbytes(self) -> int:
@@ -441,7 +445,7 @@ def chunk_rows(dr: DeviceR1CS, rows_per_chunk: int, *, nnz_steps: int | None = B
     rc = _check_rows_per_chunk(rows_per_chunk)
     M = dr.padded_constraints
     indptr = np.asarray(dr.indptr).astype(np.int64)
-    rows, cols, cids = np.asarray(dr.rows), np.asarray(dr.cols), np.asarray(dr.coeff_ids)
+    cols, cids = np.asarray(dr.cols), np.asarray(dr.coeff_ids)
     coeffs, zero_id = _with_zero(np.asarray(dr.coeffs))
     C = max(1, -(-M // rc))
     r0 = np.minimum(np.arange(C, dtype=np.int64) * rc, M)
@@ -451,7 +455,7 @@ def chunk_rows(dr: DeviceR1CS, rows_per_chunk: int, *, nnz_steps: int | None = B
     n = max(1, bucket(n, nnz_steps) if nnz_steps else n)
     if n >= 2**31 or 3 * rc >= 2**31:
         raise BadInput(f"chunk too large for int32 indexing ({n} nonzeros, {rc} rows)")
-    out_rows = np.full((C, n), 3 * rc - 1, np.int32)  # padding: last local row, column 0, the zero coefficient
+    # padding: column 0, the zero coefficient, in the last local row (indptr[j, -1] == n below)
     out_cols = np.zeros((C, n), np.int32)
     out_cids = np.full((C, n), zero_id, np.int32)
     out_ptr = np.empty((C, 3 * rc + 1), np.int32)
@@ -460,15 +464,14 @@ def chunk_rows(dr: DeviceR1CS, rows_per_chunk: int, *, nnz_steps: int | None = B
         for k in range(3):
             s0, s1 = int(indptr[k * M + a]), int(indptr[k * M + a + nrows])
             cnt = s1 - s0
-            out_rows[j, pos:pos + cnt] = rows[s0:s1] - (k * M + a) + k * rc
             out_cols[j, pos:pos + cnt] = cols[s0:s1]
             out_cids[j, pos:pos + cnt] = cids[s0:s1]
             out_ptr[j, k * rc:k * rc + nrows + 1] = indptr[k * M + a:k * M + a + nrows + 1] - s0 + pos
             out_ptr[j, k * rc + nrows + 1:(k + 1) * rc + 1] = pos + cnt  # rows past M: empty
             pos += cnt
         out_ptr[j, -1] = n  # the padding belongs to the last local row
-    return ChunkedR1CS(rows=jnp.asarray(out_rows), cols=jnp.asarray(out_cols), coeff_ids=jnp.asarray(out_cids),
-                       indptr=jnp.asarray(out_ptr), coeffs=jnp.asarray(coeffs))
+    return ChunkedR1CS(cols=jnp.asarray(out_cols), coeff_ids=jnp.asarray(out_cids), indptr=jnp.asarray(out_ptr),
+                       coeffs=jnp.asarray(coeffs))
 
 
 @functools.partial(jax.jit, static_argnames=("m",))
@@ -477,12 +480,11 @@ def chunked_program(cr: ChunkedR1CS, z, m: int):
     ``jax.enable_x64``): a ``fori_loop`` over the chunks, each evaluated by :func:`_abc` and written in place into
     the outputs; the first failing constraint of each batch element is the first chunk's with a failure, at its
     first failing row (chunks run in order) -- the index the one-shot :func:`check` reports."""
-    C = cr.rows.shape[0]
+    C = cr.cols.shape[0]
     rc = (cr.indptr.shape[1] - 1) // 3
 
     def chunk(j):
-        return DeviceR1CS(rows=cr.rows[j], cols=cr.cols[j], coeff_ids=cr.coeff_ids[j], indptr=cr.indptr[j],
-                          coeffs=cr.coeffs)
+        return DeviceR1CS(cols=cr.cols[j], coeff_ids=cr.coeff_ids[j], indptr=cr.indptr[j], coeffs=cr.coeffs)
 
     # buffers of C rc rows: when C rc == m the final slices are whole arrays (no copy)
     return _step_loop(C, rc, C * rc, chunk, lambda j: j * rc, z, m)
@@ -519,15 +521,16 @@ class TiledR1CS(NamedTuple):
     device as a few row *patterns* evaluated in order (a pytree of arrays, like :class:`ChunkedR1CS`).
 
     A circuit tiled from one block (:mod:`cuzk_jax.circuits.tiling`: WindowPoSt's sectors, SnapDeals' challenges)
-    repeats one block's rows with its wires shifted. Holding every nonzero costs 12 bytes each on the device (a full
-    WindowPoSt partition: 2.94G nonzeros, past int32 indexing); here a pattern is one range of constraints -- the
-    header, a group of ``g`` blocks, the last (shorter) group, the input constraints -- and the group pattern is
-    evaluated once per group with its columns moved: ``cols + mult[j] * steps``.
+    repeats one block's rows with its wires shifted. The flat layout holds 8 bytes per nonzero on the device (a
+    full WindowPoSt partition: 2.94G nonzeros, ~25 GB, past int32 indexing); here a pattern is one range of
+    constraints -- the header, a group of ``g`` blocks, the last (shorter) group, the input constraints -- and the
+    group pattern is evaluated once per group with its columns moved: ``cols + mult[j] * steps``.
 
-    * ``rows``, ``cols``, ``steps``, ``coeff_ids``: int32 (K, N), pattern ``k``'s nonzeros as :class:`ChunkedR1CS`'s
-      chunk (local stacked rows in ``[0, 3 Rc)``, sorted; ``cols`` the columns of the pattern's first occurrence,
-      ``steps`` the column shift per block: 0 for ONE and header wires);
-    * ``indptr``: int32 (K, 3Rc + 1); ``coeffs``: uint32 (8, Kc + 1) with a zero entry last (the padding's);
+    * ``cols``, ``steps``, ``coeff_ids``: int32 (K, N), pattern ``k``'s nonzeros as :class:`ChunkedR1CS`'s chunk
+      (CSR order of its local stacked rows ``[0, 3 Rc)``; ``cols`` the columns of the pattern's first occurrence,
+      ``steps`` the column shift per block: 0 for ONE and header wires) -- 12 B per pattern nonzero;
+    * ``indptr``: int32 (K, 3Rc + 1), the patterns' local CSR row pointers (no per-nonzero row ids; the padding
+      nonzeros are in the last local row); ``coeffs``: uint32 (8, Kc + 1) with a zero entry last (the padding's);
     * ``pattern``, ``mult``, ``start``: int32 (C,): evaluation step ``j`` runs pattern ``pattern[j]`` with column
       multiplier ``mult[j]`` and writes its ``Rc`` rows from output row ``start[j]`` on.
 
@@ -535,7 +538,6 @@ class TiledR1CS(NamedTuple):
     next step's rows, which overwrite them (the output buffer has ``Rc`` spare rows for the last step).
     """
 
-    rows: jax.Array
     cols: jax.Array
     steps: jax.Array
     coeff_ids: jax.Array
@@ -559,9 +561,9 @@ class TiledR1CS(NamedTuple):
 
 
 def _pattern_arrays(mats, r0: int, nrows: int, rc: int, n: int, zero_id: int, step_of):
-    """Pattern arrays (rows, cols, steps, coeff_ids, indptr) of constraints ``[r0, r0 + nrows)`` of the three
-    matrices, padded to ``n`` nonzeros and ``rc`` rows per matrix; ``step_of(cols) -> steps`` (int64)."""
-    out_rows = np.full(n, 3 * rc - 1, np.int32)
+    """Pattern arrays (cols, steps, coeff_ids, indptr) of constraints ``[r0, r0 + nrows)`` of the three
+    matrices, padded to ``n`` nonzeros (in the last local row) and ``rc`` rows per matrix; ``step_of(cols) ->
+    steps`` (int64)."""
     out_cols = np.zeros(n, np.int32)
     out_steps = np.zeros(n, np.int32)
     out_cids = np.full(n, zero_id, np.int32)
@@ -572,7 +574,6 @@ def _pattern_arrays(mats, r0: int, nrows: int, rc: int, n: int, zero_id: int, st
         s0, s1 = int(indptr[0]), int(indptr[-1])
         cnt = s1 - s0
         cols = np.asarray(mat.cols[s0:s1], np.int64)
-        out_rows[pos:pos + cnt] = np.repeat(np.arange(nrows, dtype=np.int64), np.diff(indptr)) + k * rc
         out_cols[pos:pos + cnt] = cols
         out_steps[pos:pos + cnt] = step_of(cols)
         out_cids[pos:pos + cnt] = mat.coeff_ids[s0:s1]
@@ -580,7 +581,7 @@ def _pattern_arrays(mats, r0: int, nrows: int, rc: int, n: int, zero_id: int, st
         out_ptr[k * rc + nrows + 1:(k + 1) * rc + 1] = pos + cnt
         pos += cnt
     out_ptr[-1] = n
-    return out_rows, out_cols, out_steps, out_cids, out_ptr.astype(np.int32)
+    return out_cols, out_steps, out_cids, out_ptr.astype(np.int32)
 
 
 #: Nonzeros one step of a :class:`TiledR1CS` aims at (the blocks per group are chosen to stay near it).
@@ -639,10 +640,10 @@ def tile(r1cs, tiling, *, step_nnz: int = TILED_STEP_NNZ, nnz_steps: int | None 
         raise BadInput(f"tiled pattern too large for int32 indexing ({n} nonzeros, {rc} rows)")
     coeffs, zero_id = _with_zero(encoding.ints_to_limbs(_scaled(r1cs.coeffs), "fr", montgomery=False))
     arrays = [_pattern_arrays(ms, r0, nrows, rc, n, zero_id, fn) for ms, r0, nrows, fn in pats]
-    stacked = [np.stack([a[i] for a in arrays]) for i in range(5)]
+    stacked = [np.stack([a[i] for a in arrays]) for i in range(4)]
     table = np.array(steps, np.int32).reshape(-1, 3)
-    return TiledR1CS(rows=stacked[0], cols=stacked[1], steps=stacked[2], coeff_ids=stacked[3], indptr=stacked[4],
-                     coeffs=coeffs, pattern=table[:, 0].copy(), mult=table[:, 1].copy(), start=table[:, 2].copy())
+    return TiledR1CS(cols=stacked[0], steps=stacked[1], coeff_ids=stacked[2], indptr=stacked[3], coeffs=coeffs,
+                     pattern=table[:, 0].copy(), mult=table[:, 1].copy(), start=table[:, 2].copy())
 
 
 @functools.partial(jax.jit, static_argnames=("m",))
@@ -655,8 +656,8 @@ def tiled_program(tr: TiledR1CS, z, m: int):
 
     def step(j):
         p = tr.pattern[j]
-        return DeviceR1CS(rows=tr.rows[p], cols=tr.cols[p] + tr.mult[j] * tr.steps[p], coeff_ids=tr.coeff_ids[p],
-                          indptr=tr.indptr[p], coeffs=tr.coeffs)
+        return DeviceR1CS(cols=tr.cols[p] + tr.mult[j] * tr.steps[p], coeff_ids=tr.coeff_ids[p], indptr=tr.indptr[p],
+                          coeffs=tr.coeffs)
 
     # buffers of m + Rc rows: the last step writes Rc rows from its start, past m where its pattern is shorter
     return _step_loop(C, rc, m + rc, step, lambda j: tr.start[j], z, m)
@@ -706,13 +707,13 @@ def evaluate_device_bytes(dr: DeviceR1CS, batch: int, rows_per_chunk: int | None
         raise BadInput(f"batch must be a positive int, got {batch!r}")
     if isinstance(dr, ChunkedR1CS):
         M = dr.num_chunks * dr.rows_per_chunk
-        return _eval_bytes(M, dr.rows.shape[1], int(batch), dr.rows_per_chunk, schedule)
+        return _eval_bytes(M, dr.cols.shape[1], int(batch), dr.rows_per_chunk, schedule)
     if isinstance(dr, TiledR1CS):  # every step has at most Rc rows: C Rc bounds M; the loop's buffers hold M + Rc
         rc = dr.rows_per_chunk
         M = dr.num_chunks * rc
-        return _eval_bytes(M, dr.rows.shape[1], int(batch), rc, schedule) + 3 * 32 * (M + rc) * int(batch)
+        return _eval_bytes(M, dr.cols.shape[1], int(batch), rc, schedule) + 3 * 32 * (M + rc) * int(batch)
     if rows_per_chunk is None:
-        return _eval_bytes(dr.padded_constraints, dr.rows.shape[0], int(batch), None, schedule)
+        return _eval_bytes(dr.padded_constraints, dr.cols.shape[0], int(batch), None, schedule)
     rc = _check_rows_per_chunk(rows_per_chunk)
     n = max(1, bucket(_max_chunk_nnz(_row_nnz(dr), rc)))
     return _eval_bytes(dr.padded_constraints, n, int(batch), rc, schedule)
@@ -722,7 +723,7 @@ def rows_per_chunk_for(dr: DeviceR1CS, batch: int, budget_bytes: int, *, schedul
     """The largest power-of-two rows per chunk whose :func:`evaluate_device_bytes` fits ``budget_bytes`` for a
     batch of ``batch`` partitions; ``None`` when the one-shot evaluation fits. Raises
     :class:`~cuzk_jax.errors.MemoryBudgetError` when not even one row per chunk fits."""
-    if _eval_bytes(dr.padded_constraints, dr.rows.shape[0], batch, None, schedule) <= budget_bytes:
+    if _eval_bytes(dr.padded_constraints, dr.cols.shape[0], batch, None, schedule) <= budget_bytes:
         return None
     row_nnz = _row_nnz(dr)  # one host pass; each candidate below sums it per chunk
     rc = 1 << max(0, (dr.padded_constraints - 1).bit_length())

@@ -276,10 +276,17 @@ def _ints(x):
 def test_device_layout(system):
     r1cs, _, dr = system
     m = r1cs.num_constraints
-    assert dr.num_constraints == m and dr.nnz == sum(r1cs.nnz)
-    rows = np.asarray(dr.rows)
-    assert (np.diff(rows) >= 0).all() and rows.max() < 3 * m
-    assert np.asarray(dr.indptr)[-1] == dr.nnz
+    assert dr.num_constraints == m and dr.nnz == sum(r1cs.nnz) == dr.cols.shape[0] == dr.coeff_ids.shape[0]
+    # CSR of the stacked matrix, no per-nonzero row ids: each nonzero's row follows from the pointers
+    assert "rows" not in dr._fields
+    ptr = np.asarray(dr.indptr)
+    assert ptr.shape == (3 * m + 1,) and ptr[0] == 0 and ptr[-1] == dr.nnz and (np.diff(ptr) >= 0).all()
+    assert (np.diff(ptr) == 0).any()  # empty rows
+    mats = r1cs.matrices()
+    rows = np.repeat(np.arange(3 * m), np.diff(ptr))
+    assert rows.tolist() == np.concatenate([mat.row_ids() + k * m for k, mat in enumerate(mats)]).tolist()
+    assert np.asarray(dr.cols).tolist() == np.concatenate([mat.cols for mat in mats]).tolist()
+    assert np.asarray(dr.coeff_ids).tolist() == np.concatenate([mat.coeff_ids for mat in mats]).tolist()
 
 
 def test_evaluate_single_matches_reference(system):

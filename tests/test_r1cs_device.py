@@ -54,6 +54,28 @@ def _want(r1cs, ws):
     return [ref.evaluate(*mats, w.z) for w in ws]
 
 
+def _assert_chunk_layout(dr, cr):
+    """Chunk ``j``'s local row ``k Rc + r`` holds exactly the nonzeros of ``dr``'s stacked row ``k M + j Rc + r`` in
+    order (none past ``M``), as CSR ranges of ``cr.indptr`` -- the chunks hold no per-nonzero row ids -- and the
+    chunk's padding closes its last local row (column 0, a zero coefficient)."""
+    M, rc = dr.padded_constraints, cr.rows_per_chunk
+    sp, sc, si = (np.asarray(x) for x in (dr.indptr, dr.cols, dr.coeff_ids))
+    ptr, cols, cids, table = (np.asarray(x) for x in (cr.indptr, cr.cols, cr.coeff_ids, cr.coeffs))
+    assert not hasattr(cr, "rows") and ptr.shape == (cr.num_chunks, 3 * rc + 1)
+    for j in range(cr.num_chunks):
+        assert ptr[j, 0] == 0 and ptr[j, -1] == cols.shape[1] and (np.diff(ptr[j]) >= 0).all()
+        for i in range(3 * rc):
+            k, r = divmod(i, rc)
+            g = j * rc + r
+            s0, s1 = (int(sp[k * M + g]), int(sp[k * M + g + 1])) if g < M else (0, 0)
+            a, b, cnt = int(ptr[j, i]), int(ptr[j, i + 1]), s1 - s0
+            assert b - a == cnt or (i == 3 * rc - 1 and b - a > cnt), (j, i)
+            assert cols[j, a:a + cnt].tolist() == sc[s0:s1].tolist()
+            assert cids[j, a:a + cnt].tolist() == si[s0:s1].tolist()
+            pad = slice(a + cnt, b)
+            assert not cols[j, pad].any() and not table[:, cids[j, pad]].any()
+
+
 def _assert_evals(got, want, m):
     """``got`` = (az, bz, cz) of shape (8, P, M >= m): rows [0, m) equal the reference, rows [m, M) are zero."""
     for k in range(3):
@@ -121,10 +143,20 @@ def test_bucketed_layout(nearby):
     assert (ra.num_constraints, rb.num_constraints) == (58, 61) and ra.num_vars != rb.num_vars
     for r1cs, dr in ((ra, da), (rb, db)):
         assert dr.num_constraints == r1cs.num_constraints and dr.padded_constraints == 64
-        assert dr.nnz == sum(r1cs.nnz) and dr.rows.shape[0] == O.bucket(dr.nnz, 4)
+        nnzp = O.bucket(dr.nnz, 4)
+        assert dr.nnz == sum(r1cs.nnz) and dr.cols.shape == dr.coeff_ids.shape == (nnzp,) and nnzp > dr.nnz
         assert (dr.num_vars, dr.z_width) == (r1cs.num_vars, 48)
-        rows = np.asarray(dr.rows)
-        assert (np.diff(rows) >= 0).all() and np.asarray(dr.indptr)[-1] == dr.rows.shape[0]
+        # no per-nonzero row ids on the device: the CSR row pointers are the rows (8 B per nonzero in all)
+        assert "rows" not in dr._fields
+        ptr = np.asarray(dr.indptr)
+        assert ptr.shape == (3 * 64 + 1,) and ptr[0] == 0 and ptr[-1] == nnzp and (np.diff(ptr) >= 0).all()
+        assert sum(np.asarray(x).nbytes for x in jax.tree_util.tree_leaves(dr)) == \
+            8 * nnzp + 4 * (3 * 64 + 1) + np.asarray(dr.coeffs).nbytes + np.asarray(dr.sizes).nbytes
+        rows = np.repeat(np.arange(3 * 64), np.diff(ptr))  # each nonzero's stacked row, from the pointers
+        mats = r1cs.matrices()
+        assert rows[:dr.nnz].tolist() == np.concatenate([m.row_ids() + k * 64 for k, m in enumerate(mats)]).tolist()
+        assert np.asarray(dr.cols)[:dr.nnz].tolist() == np.concatenate([m.cols for m in mats]).tolist()
+        assert np.asarray(dr.coeff_ids)[:dr.nnz].tolist() == np.concatenate([m.coeff_ids for m in mats]).tolist()
         pad = slice(dr.nnz, None)  # the padding: last stacked row, column 0, a zero coefficient
         assert (rows[pad] == 3 * 64 - 1).all() and not np.asarray(dr.cols)[pad].any()
         assert not np.asarray(dr.coeffs)[:, np.asarray(dr.coeff_ids)[pad]].any()
@@ -216,6 +248,7 @@ def test_chunked_equals_one_shot_and_host(porep):
     assert int(np.asarray(one_shot[4])[1]) == first and first > 1000
     cr = O.chunk_rows(dr, 256)
     assert cr.rows_per_chunk == 256 and cr.num_chunks == -(-r1cs.num_constraints // 256)
+    _assert_chunk_layout(dr, cr)
     assert first // 256 > 0  # the failure is in a later chunk
     got = O.evaluate_chunked(cr, z, num_rows=r1cs.num_constraints)
     _same(got, one_shot)
@@ -238,11 +271,9 @@ def test_chunked_reference_values_and_bucketed(nearby):
     cr = O.chunk_rows(dr, 7)
     az, bz, cz, ok, first = O.evaluate_chunked(cr, z)  # without num_rows: C * Rc = 70 rows, those past m zero
     assert az.shape == (8, 2, 70) and cr.num_chunks == 10
-    # layout: rows sorted within a chunk, indptr their CSR pointers (the prefix sum is differenced at them)
-    rows, ptr = np.asarray(cr.rows), np.asarray(cr.indptr)
-    for j in range(cr.num_chunks):
-        assert (np.diff(rows[j]) >= 0).all()
-        assert np.array_equal(ptr[j], np.searchsorted(rows[j], np.arange(3 * 7 + 1)))
+    # layout: each chunk's local CSR ranges are the source's rows (the prefix sum is differenced at indptr), the
+    # rows past M empty, the padding (the source's and the chunk's own) adding zero
+    _assert_chunk_layout(dr, cr)
     _assert_evals((az, bz, cz), _want(r1cs, ws), r1cs.num_constraints)
     ok1, first1 = O.check(dr, z)
     _same((ok, first), (ok1, first1))
@@ -349,9 +380,17 @@ def test_tiled_evaluation_equals_the_flat_one(name, over):
     zz = jnp.asarray(np.stack([z[:, 0], bad[:, 1]], axis=1))
     flat = O.evaluate_chunked(O.to_device(ext), zz, rows_per_chunk=ext.num_constraints)
     assert bool(flat[3][0]) and not bool(flat[3][1])
+    # exact values against the Python-int reference (the tiled results below must equal these bit for bit)
+    mats = ext.reference_matrices()
+    _assert_evals(flat[:3], [ref.evaluate(*mats, _ints(np.asarray(zz)[:, p])) for p in range(2)], ext.num_constraints)
     block_nnz = sum(int(m.indptr[ext.tiling.m_h + ext.tiling.m_b] - m.indptr[ext.tiling.m_h]) for m in ext.matrices())
     for step in (1, 3 * block_nnz, 10**9):
         tr = jax.tree_util.tree_map(jnp.asarray, O.tile(ext, ext.tiling, step_nnz=step))
+        # the patterns hold no per-nonzero row ids: local CSR pointers, the padding closing the last local row
+        ptr = np.asarray(tr.indptr)
+        assert "rows" not in tr._fields and tr.cols.shape == tr.steps.shape == tr.coeff_ids.shape
+        assert ptr.shape == (tr.cols.shape[0], 3 * tr.rows_per_chunk + 1) and (ptr[:, 0] == 0).all()
+        assert (ptr[:, -1] == tr.cols.shape[1]).all() and (np.diff(ptr, axis=1) >= 0).all()
         got = O.evaluate_tiled(tr, zz, ext.num_constraints)
         for a, b in zip(got, flat):
             assert np.array_equal(np.asarray(a), np.asarray(b)), step

@@ -67,7 +67,7 @@ def programs(log_n: int, batch: int, prover: str | None = None) -> list[tuple[st
     i32 = lambda *s: jax.ShapeDtypeStruct(s, jnp.int32)  # noqa: E731
     nnz = _scaled("nnz", n)
     # the flat one-shot evaluation (the layout of an untiled circuit whose nonzeros int32 can index)
-    dr = ops_r1cs.DeviceR1CS(rows=i32(nnz), cols=i32(nnz), coeff_ids=i32(nnz), indptr=i32(3 * rows + 1),
+    dr = ops_r1cs.DeviceR1CS(cols=i32(nnz), coeff_ids=i32(nnz), indptr=i32(3 * rows + 1),
                              coeffs=u32(8, 64))
     out = [("evaluate", rows, lambda: progs["evaluate"].lower(dr, u32(8, batch, nv)), None),
            ("h.coset", rows, lambda: split["coset"], None),

@@ -361,7 +361,8 @@ def _place(tree, mesh, device=None):
 
 
 def _r1cs_bytes(r1cs) -> int:
-    """Device bytes of a :class:`~cuzk_jax.ops.r1cs.DeviceR1CS` (or any pytree of arrays)."""
+    """Device bytes of a :class:`~cuzk_jax.ops.r1cs.DeviceR1CS` (or any pytree of arrays): its leaves as held
+    (for the flat form 8 B per padded nonzero -- ``cols``, ``coeff_ids`` -- plus the row pointers and the table)."""
     return int(sum(np.dtype(leaf.dtype).itemsize * int(np.prod(leaf.shape))
                    for leaf in jax.tree_util.tree_leaves(r1cs)))
 
@@ -377,9 +378,9 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
     if budget is None and device_bytes():
         budget = int(memplan.DEFAULT_DEVICE_FRACTION * device_bytes())
     if isinstance(r1cs, ops_r1cs.TiledR1CS):  # one step's nonzeros at a time (its own chunking)
-        dr_nnz, rows = int(r1cs.rows.shape[1]), int(num_rows)
+        dr_nnz, rows = int(r1cs.cols.shape[1]), int(num_rows)
     else:
-        dr_nnz = int(r1cs.rows.shape[0])
+        dr_nnz = int(r1cs.cols.shape[0])
         rows = int(r1cs.indptr.shape[0] - 1) // 3
     shape = memplan.Shape(num_vars=num_vars, num_rows=rows, nnz=dr_nnz, domain=domain_size,
                           bases={k: int(np.shape(v.inf)[-1]) for k, v in queries.items()},

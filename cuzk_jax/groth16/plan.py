@@ -17,8 +17,11 @@ prove and two budgets, :func:`make_plan` decides
 and says it in one log line (:meth:`MemoryPlan.describe`). A budget too small for even one partition with every
 query streamed raises :class:`~cuzk_jax.errors.MemoryBudgetError` before any device work.
 
-Fixed bytes: the resident bases, the device R1CS tables, the streamed queries' two chunks in flight and the H
-step's tables (:func:`cuzk_jax.ops.qap.table_bytes`, ~16 n: the root table the prover holds beside the key).
+Fixed bytes: the resident bases, the device R1CS tables (``Shape.r1cs_bytes``: the bytes of the R1CS arrays the
+key is planned with -- flat, 8 B per padded nonzero, its column and coefficient id, and 12 B per constraint of CSR
+row pointers, no per-nonzero row ids; tiled, 12 B per pattern nonzero with the column step), the streamed
+queries' two chunks in flight and the H step's tables (:func:`cuzk_jax.ops.qap.table_bytes`, ~16 n: the root
+table the prover holds beside the key).
 
 The byte counts are estimates of the live device buffers of each phase (documented per function below; checked
 against the allocator's peak in the sector benchmark), rounded up; ``SAFETY`` covers the allocator's
@@ -126,10 +129,12 @@ def fmt_bytes(n: int | float | None) -> str:
 class Shape:
     """The sizes a plan needs: ``num_vars`` (z length), ``num_rows`` (evaluated constraints, input rows included),
     ``nnz`` (nonzeros of A, B and C together as the device holds them), ``domain`` (n), ``bases`` (query name ->
-    number of bases the key keeps on the device), ``r1cs_bytes`` (the device R1CS tables), ``eval_bytes`` (the
-    evaluation's device bytes for one partition in one shot, from :func:`cuzk_jax.ops.r1cs.evaluate_device_bytes`;
-    None: the formula of the module docstring), ``eval_serial`` (the one-shot evaluation runs a batch's
-    partitions one after another, so only one partition's gather intermediates are live: the flat layout)."""
+    number of bases the key keeps on the device), ``r1cs_bytes`` (the device R1CS tables, the sum of their arrays'
+    bytes: for the flat form 8 per padded nonzero, 12 per constraint and the coefficient table), ``eval_bytes``
+    (the evaluation's device bytes for one partition in one shot, from
+    :func:`cuzk_jax.ops.r1cs.evaluate_device_bytes`; None: the formula of the module docstring), ``eval_serial``
+    (the one-shot evaluation runs a batch's partitions one after another, so only one partition's gather
+    intermediates are live: the flat layout)."""
 
     num_vars: int
     num_rows: int

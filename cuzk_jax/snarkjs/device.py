@@ -53,9 +53,11 @@ def zkey_device_r1cs(zkey: Zkey) -> DeviceR1CS:
     scaled = [v * _V_TO_OPS % R for v in binfile.le_ints(np.ascontiguousarray(uniq).astype("<u4").tobytes(), 32)]
     table = binfile.limbs_from_le(b"".join(v.to_bytes(32, "little") for v in scaled), 32) if scaled else \
         np.zeros((8, 1), np.uint32)
+    # the CSR row pointers of the sorted rows (the device form holds no per-nonzero row ids); no C rows: [2n, 3n)
+    # are empty
     indptr = np.searchsorted(rows, np.arange(3 * n + 1), side="left").astype(np.int32)
-    return DeviceR1CS(rows=rows.astype(np.int32), cols=cols.astype(np.int32),
-                      coeff_ids=cids.reshape(-1).astype(np.int32), indptr=indptr, coeffs=table)
+    return DeviceR1CS(cols=cols.astype(np.int32), coeff_ids=cids.reshape(-1).astype(np.int32), indptr=indptr,
+                      coeffs=table)
 
 
 def _digest(zkey: Zkey) -> str:
