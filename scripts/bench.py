@@ -11,6 +11,7 @@
   python scripts/bench.py --op=sector --preset=domain24 --partitions=10 --prover=device_budget=120GiB,split=auto
   python scripts/bench.py --op=service --backend=host --sectors=16       # the daemon under load vs the engine
   python scripts/bench.py --op=multigpu                                   # 1 vs all local devices (docs/multi_device.md)
+  python scripts/bench.py --op=cost-curve --inputs='bench/results/*-sector-*.json' --plot=curve.png
   python scripts/bench.py --op=soak --proofs=10000 --soak_faults=kill=0.01,crash=0.002,cancel=0.02,unsat=0.02
 
 Each op lives in cuzk_jax/bench/<op>.py (``-`` read as ``_``; ``run(cfg) -> rows``; an op's ``DEFAULTS`` replace
@@ -29,7 +30,7 @@ from absl import app, flags
 from cuzk_jax import cli
 
 OPS = ("field", "curve", "msm", "ntt", "h", "engine", "keyload", "synth", "snarkjs", "kernel-compile", "check-msm",
-       "soak", "kinds", "sector", "multigpu", "setup", "service", "memory", "stage")
+       "soak", "kinds", "sector", "multigpu", "setup", "service", "memory", "stage", "cost-curve")
 
 flags.DEFINE_list("op", ["field"], f"ops to benchmark, from {OPS}")
 flags.DEFINE_list("field", ["fq"], "fields for --op=field (fq, fr, fq2)")
@@ -98,6 +99,9 @@ flags.DEFINE_string("soak_faults", "kill=0.01,crash=0.002,cancel=0.02,unsat=0.02
                     "(a witness violates the R1CS)")
 flags.DEFINE_integer("soak_inflight", 0, "soak: most jobs outstanding at once (0 = 4 x --batch)")
 flags.DEFINE_string("soak_note", "", "soak: a note stored in the row (e.g. why --proofs is not the default)")
+# --op=cost-curve
+flags.DEFINE_list("inputs", [], "cost-curve: JSON files of --op=sector runs (shell-style patterns expanded)")
+flags.DEFINE_string("plot", "", "cost-curve: write the curve as this PNG (needs matplotlib)")
 cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
