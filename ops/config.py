@@ -85,6 +85,10 @@ class MsmConfig:
     ``lookahead``: ``1``: in the level-1 accumulation kernel each lane loads its next pair and base while it adds
     the current one (the gathered base's latency overlaps the addition, for 2 Lc + 2 more live words per lane);
     ``0`` (default): load, then add. An A/B switch until a GPU run decides; same results.
+    ``dbl_branch``: ``1``: the level-1 kernel's mixed addition leaves out its doubling case (10 products instead of
+    the unified form's 11: ``X1^2`` is only needed when a point meets itself in a bucket) and computes a doubling
+    in a branch taken when any lane of the program needs one; ``0`` (default): the unified formula. An A/B switch
+    until a GPU run decides; same results.
     The XLA kernel reads none of the other Pallas fields.
     """
 
@@ -96,6 +100,7 @@ class MsmConfig:
     stages: int = 5
     max_pairs: int | None = None
     lookahead: int = 0
+    dbl_branch: int = 0
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -110,8 +115,9 @@ class MsmConfig:
             raise ValueError(f"MsmConfig.acc_seg must be a positive int, got {self.acc_seg!r}")
         if not isinstance(self.stages, int) or not 0 <= self.stages <= 5:
             raise ValueError(f"MsmConfig.stages must be in 0..5, got {self.stages!r}")
-        if self.lookahead not in (0, 1):
-            raise ValueError(f"MsmConfig.lookahead must be 0 or 1, got {self.lookahead!r}")
+        for name in ("lookahead", "dbl_branch"):
+            if getattr(self, name) not in (0, 1):
+                raise ValueError(f"MsmConfig.{name} must be 0 or 1, got {getattr(self, name)!r}")
 
     @classmethod
     def default(cls, platform: str | None = None) -> "MsmConfig":
@@ -121,14 +127,15 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M:lookahead=0|1`` (positive ints unless stated)."""
+        stages=K:max_pairs=M:lookahead=0|1:dbl_branch=0|1`` (positive ints unless stated)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}
         for key, val in pairs:
             if key not in keys:
                 raise ValueError(f"unknown MsmConfig option {key!r} in {text!r}; expected one of {sorted(keys)}")
-            kw[key] = int(val) if key in ("stages", "lookahead") and val.isdigit() else _int(key, val, text)
+            kw[key] = int(val) if key in ("stages", "lookahead", "dbl_branch") and val.isdigit() else \
+                _int(key, val, text)
         return cls(kernel, **kw)
 
     @classmethod

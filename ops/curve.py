@@ -121,6 +121,28 @@ def _xyzz_add_mixed(F, acc: XYZZ, p: Affine) -> XYZZ:
     return select_point(F, p_inf, acc, res)
 
 
+def _xyzz_add_mixed_no_dbl(F, acc: XYZZ, p: Affine):
+    """madd-2008-s without the doubling case: ``(acc + p, need)`` where ``need`` marks the lanes on which ``acc == p``
+    (both finite) and the result is NOT the sum -- there the caller substitutes the doubling of ``acc``. 4 rounds, 10
+    products: the unified form's ``X1^2`` (round 1), used only when doubling, is left out. Infinity on either side
+    and ``acc == -p`` (sum at infinity: ``P = 0``, so ``ZZ3 = 0``) are handled as in :func:`_xyzz_add_mixed`."""
+    X1, Y1, ZZ1, ZZZ1 = acc
+    X2, Y2, p_inf = p
+    acc_inf = F.is_zero(ZZ1)
+    U2, S2 = F.mul_many([(X2, ZZ1), (Y2, ZZZ1)])  # 1
+    P = F.sub(U2, X1)
+    R = F.sub(S2, Y1)
+    need = F.is_zero(P) & F.is_zero(R) & ~acc_inf & ~p_inf
+    PP, RR = F.mul_many([(P, P), (R, R)])  # 2
+    PPP, Q, ZZ3 = F.mul_many([(P, PP), (X1, PP), (ZZ1, PP)])  # 3
+    X3 = F.sub(F.sub(RR, F.double(Q)), PPP)
+    T, Y1PPP, ZZZ3 = F.mul_many([(R, F.sub(Q, X3)), (Y1, PPP), (ZZZ1, PPP)])  # 4
+    res = XYZZ(X3, F.sub(T, Y1PPP), ZZ3, ZZZ3)
+    one = F.ones_like(X2)
+    res = select_point(F, acc_inf, XYZZ(X2, Y2, one, one), res)
+    return select_point(F, p_inf, acc, res), need
+
+
 def _xyzz_add(F, a: XYZZ, b: XYZZ) -> XYZZ:
     """add-2008-s (unified with dbl-2008-s-1). 4 rounds, 15 products."""
     X1, Y1, ZZ1, ZZZ1 = a
@@ -397,6 +419,12 @@ class Curve:
     @_checked_points(acc="XYZZ", p="Affine")
     def xyzz_add_mixed(self, acc: XYZZ, p: Affine, F=None) -> XYZZ:
         return _xyzz_add_mixed(self._F(F), acc, p)
+
+    @_checked_points(acc="XYZZ", p="Affine")
+    def xyzz_add_mixed_no_dbl(self, acc: XYZZ, p: Affine, F=None):
+        """``(sum, need)``: the mixed addition without its doubling case (:func:`_xyzz_add_mixed_no_dbl`); the sum
+        is right wherever ``need`` is false, and where it is true ``acc == p`` and the caller doubles ``acc``."""
+        return _xyzz_add_mixed_no_dbl(self._F(F), acc, p)
 
     @_checked_points(a="XYZZ", b="XYZZ")
     def xyzz_add(self, a: XYZZ, b: XYZZ, F=None) -> XYZZ:

@@ -279,6 +279,23 @@ def test_additions(g, rng):
 
 
 @pytest.mark.parametrize("g", GROUPS)
+def test_mixed_addition_without_doubling(g, rng):
+    """xyzz_add_mixed_no_dbl on the same cases: the sum wherever ``need`` is false, and ``need`` exactly on the
+    lanes where both sides are the same finite point (P + P), whose doubling the caller substitutes."""
+    R = rc.CURVES[g]
+    lhs, rhs = edge_pairs(g, rng)
+    curve = oc.CURVES[g]
+    res, need = jax.jit(lambda a, b: curve.xyzz_add_mixed_no_dbl(a, b))(to_xyzz(lhs, g, rng, inf_junk=True),
+                                                                          pts.from_reference(rhs, g))
+    same = [p is not None and p == q for p, q in zip(lhs, rhs)]
+    assert list(np.asarray(need)) == same and any(same)
+    got = proj_to_ref(res, g)
+    for p, q, s, r in zip(lhs, rhs, same, got):
+        if not s:
+            assert r == R.add(p, q)
+
+
+@pytest.mark.parametrize("g", GROUPS)
 def test_to_affine_with_infinities(g, rng):
     """Batch inversion over a batch holding infinities (with junk X/Y): infinity -> (0, 0, inf=True)."""
     R = rc.CURVES[g]
@@ -456,6 +473,7 @@ def test_formulas_use_only_the_field_contract(g):
     rounds = {}
     for name, fn, args in [
         ("xyzz_add_mixed", curve.xyzz_add_mixed, (xyzz, aff)),
+        ("xyzz_add_mixed_no_dbl", curve.xyzz_add_mixed_no_dbl, (xyzz, aff)),
         ("xyzz_add", curve.xyzz_add, (xyzz, xyzz)),
         ("xyzz_double", curve.xyzz_double, (xyzz,)),
         ("jacobian_add", curve.jacobian_add, (jac, jac)),
@@ -469,6 +487,7 @@ def test_formulas_use_only_the_field_contract(g):
         rounds[name] = F.rounds
     # the multiplication depth documented in ops/curve.py
     assert rounds["xyzz_add_mixed"] == 4 and rounds["xyzz_add"] == 4 and rounds["xyzz_double"] == 3
+    assert rounds["xyzz_add_mixed_no_dbl"] == 4
     assert rounds["jacobian_add"] == 6 and rounds["jacobian_double"] == 3
 
 

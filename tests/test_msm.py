@@ -311,11 +311,13 @@ def test_pallas_interpret_equals_xla_g1(rng):
         assert got == [_expected("g1", r, s) for r, s in cases]
 
 
-def test_pallas_interpret_lookahead_gives_the_same_msm():
-    """``MsmConfig.lookahead=1`` (each lane of the level-1 kernel loads its next pair and base during the current
-    addition) against arkworks, on the edge groups whose bucket runs cross lanes and programs: the partition of
-    zeros and ones, bases at infinity, repeated points and scalars with maximal digits."""
-    fn = M.msm_jit("g1", dataclasses.replace(_INTERPRET, lookahead=1))
+@pytest.mark.parametrize("switch", ["lookahead", "dbl_branch"])
+def test_pallas_interpret_level1_switches_give_the_same_msm(switch):
+    """The level-1 kernel's A/B switches against arkworks, on the edge groups whose bucket runs cross lanes and
+    programs: the partition of zeros and ones, bases at infinity, repeated points (a base added to itself in one
+    bucket: ``dbl_branch``'s doubling branch) and scalars with maximal digits. ``lookahead=1``: each lane loads its
+    next pair and base during the current addition; ``dbl_branch=1``: the addition without its doubling case."""
+    fn = M.msm_jit("g1", dataclasses.replace(_INTERPRET, **{switch: 1}))
     edge = _edge_cases(random.Random(12))
     cases = (edge["zeros_and_ones"], edge["inf_bases"], edge["repeated"], edge["max_digits"])
     n_pad = 64

@@ -57,7 +57,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plt
 
-from cuzk_jax.ops.curve import XYZZ, Affine
+from cuzk_jax.ops.curve import XYZZ, Affine, select_point
 from cuzk_jax.ops.field import x64
 from cuzk_jax.ops.pallas import limb_field, ptx_field
 
@@ -222,7 +222,7 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref
 
 
 def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, seg,
-                      lookahead=False):
+                      lookahead=False, dbl_branch=False):
     del yin_ref  # aliased with y_ref
     pid = pl.program_id(0)
     lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
@@ -244,7 +244,13 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
         return Affine(x, y, ~live)
 
     def add(a, p):
-        return curve.xyzz_add_mixed(a, p, F=F)
+        if not dbl_branch:  # the unified formula: X1^2 for the doubling case in every step
+            return curve.xyzz_add_mixed(a, p, F=F)
+        # the addition without the doubling case; a doubling of acc only when a lane of the program needs it
+        # (acc == p: a repeated base in one bucket), which distinct bases practically never do
+        r, need = curve.xyzz_add_mixed_no_dbl(a, p, F=F)
+        any_need = jnp.max(need.astype(jnp.int32)) > 0  # (Triton lowers reduce_max, not reduce_or)
+        return lax.cond(any_need, lambda: select_point(F, need, curve.xyzz_double(a, F=F), r), lambda: r)
 
     # Programs past the live count do nothing: their partial slots lie past the next level's count and are
     # never read.
@@ -369,7 +375,7 @@ _ANY = pl.BlockSpec(memory_space=pl.ANY)
 
 @x64
 def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, block=DEFAULT_BLOCK,
-                     num_warps=DEFAULT_NUM_WARPS, interpret=False, lookahead=False):
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False, lookahead=False, dbl_branch=False):
     """Level-1 accumulation (kernel 1).
 
     ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
@@ -378,7 +384,9 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     ``(num_bases, 2 Lc)``, point-major (x limbs then y limbs of one base are consecutive, so a gathered base is a
     few cache lines); ``buckets``: rows ``(4 Lc, NY)`` (last column trash), updated in place. Returns ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,),
     buckets)``. ``lookahead``: each lane loads its next pair and base while it adds the current one (see
-    :func:`_accumulate`; an A/B switch, ``MsmConfig.lookahead``).
+    :func:`_accumulate`; an A/B switch, ``MsmConfig.lookahead``). ``dbl_branch``: the mixed addition without its
+    doubling case (10 products instead of 11), the doubling computed in a branch taken only when a lane of the
+    program adds a point to itself (an A/B switch, ``MsmConfig.dbl_branch``).
     """
     rep = _Rep(curve, "array" if interpret else "limb")
     nrows = 4 * rep.Lc
@@ -388,7 +396,8 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     nseg = size // seg
     prm = jnp.stack([jnp.int32(MODE_ACC), jnp.asarray(count, jnp.int32), jnp.int32(seg),
                      jnp.asarray(final, jnp.int32)] + [jnp.int32(0)] * (NPRM - 4))
-    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg, lookahead=bool(lookahead))
+    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg, lookahead=bool(lookahead),
+                               dbl_branch=bool(dbl_branch))
     return pl.pallas_call(
         kernel,
         out_shape=(
