@@ -550,7 +550,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
     # rows of L1 buckets: the row pass costs ~2 L1 + 2 c sequential additions per lane and the window sums a few
     # levels of acc_seg; L1 ~ 2^((c-1)/3) keeps both short (32 at c = 16, 128 at c = 20; on the H200 rows of 64
-    # or 256 buckets at c = 16 were no faster: REMOVED_VARIANTS.md)
+    # or 256 buckets at c = 20, a G1 2^24 MSM, were no faster: REMOVED_VARIANTS.md)
     L1 = int(min(H, max(2, 1 << -(-(c - 1) // 3))))
     K = H // L1
     R1 = NB // L1
