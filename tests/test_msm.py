@@ -202,10 +202,10 @@ def test_msm_vs_reference_multiexp(group, rng):
     assert run_msm(_XLA[group], group, refs, scalars) == curve.multiexp(refs, scalars)
 
 
-def _edge_cases(rng):
+def _edge_cases(rng, group="g1"):
     g = [rng.randrange(1, R) for _ in range(6)]
-    pts = ark_points("g1", g)
-    refs = [ark_to_ref("g1", p) for p in pts]
+    pts = ark_points(group, g)
+    refs = [ark_to_ref(group, p) for p in pts]
     cases = {}
     cases["all_zero"] = (refs * 3, [0] * 18)
     cases["zeros_and_ones"] = (refs * 7, [rng.choice([0, 1, 1, 1]) for _ in range(42)])
@@ -325,6 +325,20 @@ def test_pallas_interpret_level1_switches_give_the_same_msm(switch):
     bases = cv.Affine(*[jnp.stack([getattr(a, f) for a in arrs], axis=-2) for f in ("x", "y", "inf")])
     sc = jnp.stack([scalar_limbs(s, n_pad) for _, s in cases], axis=1)
     assert jac_to_ref("g1", fn(bases, sc)) == [_expected("g1", r, s) for r, s in cases]
+
+
+@pytest.mark.slow  # the interpreted G2 kernels (~25 s on 2 cores)
+def test_pallas_interpret_level1_switches_g2():
+    """Both level-1 switches at once on G2 (the Fq2 field in the kernel), with repeated bases in one bucket (the
+    doubling branch), against arkworks."""
+    fn = M.msm_jit("g2", dataclasses.replace(_INTERPRET, lookahead=1, dbl_branch=1))
+    edge = _edge_cases(random.Random(13), group="g2")
+    cases = (edge["repeated"], edge["zeros_and_ones"])
+    n_pad = 64
+    arrs = [affine_arrays("g2", r, n_pad) for r, _ in cases]
+    bases = cv.Affine(*[jnp.stack([getattr(a, f) for a in arrs], axis=-2) for f in ("x", "y", "inf")])
+    sc = jnp.stack([scalar_limbs(s, n_pad) for _, s in cases], axis=1)
+    assert jac_to_ref("g2", fn(bases, sc)) == [_expected("g2", r, s) for r, s in cases]
 
 
 # ---------------------------------------------------------------------------------------------------------------
