@@ -21,6 +21,7 @@ import jax
 
 SCHEDULES = ("unrolled", "rolled")
 KERNELS = ("xla", "pallas", "pallas_interpret")
+_SWITCHES = ("lookahead", "dbl_branch", "straight_rows")  # MsmConfig's 0 / 1 A/B switches
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -89,6 +90,10 @@ class MsmConfig:
     the unified form's 11: ``X1^2`` is only needed when a point meets itself in a bucket) and computes a doubling
     in a branch taken when any lane of the program needs one; ``0`` (default): the unified formula. An A/B switch
     until a GPU run decides; same results.
+    ``straight_rows``: ``1``: the level-1 kernel's per-step row loads (the base) and stores (finished runs) as
+    straight-line code, one site per row; ``0`` (default): each a loop whose carry holds the rows and shifts by one
+    row per iteration (one load / store site: less code to compile, but the shift may cost a register move per row
+    per iteration). An A/B switch until a GPU run decides; same results.
     The XLA kernel reads none of the other Pallas fields.
     """
 
@@ -101,6 +106,7 @@ class MsmConfig:
     max_pairs: int | None = None
     lookahead: int = 0
     dbl_branch: int = 0
+    straight_rows: int = 0
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -115,7 +121,7 @@ class MsmConfig:
             raise ValueError(f"MsmConfig.acc_seg must be a positive int, got {self.acc_seg!r}")
         if not isinstance(self.stages, int) or not 0 <= self.stages <= 5:
             raise ValueError(f"MsmConfig.stages must be in 0..5, got {self.stages!r}")
-        for name in ("lookahead", "dbl_branch"):
+        for name in _SWITCHES:
             if getattr(self, name) not in (0, 1):
                 raise ValueError(f"MsmConfig.{name} must be 0 or 1, got {getattr(self, name)!r}")
 
@@ -127,15 +133,14 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M:lookahead=0|1:dbl_branch=0|1`` (positive ints unless stated)."""
+        stages=K:max_pairs=M:lookahead=0|1:dbl_branch=0|1:straight_rows=0|1`` (positive ints unless stated)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}
         for key, val in pairs:
             if key not in keys:
                 raise ValueError(f"unknown MsmConfig option {key!r} in {text!r}; expected one of {sorted(keys)}")
-            kw[key] = int(val) if key in ("stages", "lookahead", "dbl_branch") and val.isdigit() else \
-                _int(key, val, text)
+            kw[key] = int(val) if key in ("stages",) + _SWITCHES and val.isdigit() else _int(key, val, text)
         return cls(kernel, **kw)
 
     @classmethod

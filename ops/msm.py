@@ -562,7 +562,8 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     buckets = jnp.zeros((nrows, nbuf), jnp.uint32)
     final1 = count <= seg
     P1, PK1, buckets = pk.accumulate_bases(curve, count, final1, keys, vals, brows, buckets, seg=seg,
-                                           lookahead=config.lookahead, dbl_branch=config.dbl_branch, **kopts)
+                                           lookahead=config.lookahead, dbl_branch=config.dbl_branch,
+                                           straight_rows=config.straight_rows, **kopts)
     E = jnp.pad(P1, ((0, 0), (0, nbuf - 2 * nseg)))
     EK = jnp.pad(PK1, (0, nbuf - 2 * nseg), constant_values=pk.SENT)
     cnt0 = jnp.where(final1, 0, 2 * ((count + seg - 1) // seg)).astype(jnp.int32)

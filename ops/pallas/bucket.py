@@ -133,19 +133,27 @@ def _is_ident_rows(rep, rows):
     return acc == 0
 
 
-def _load_rows(ref, nrows, idx, major="row"):
+def _load_rows(ref, nrows, idx, major="row", straight=False):
     """Rows ``0 .. nrows - 1`` of ``ref`` at columns ``idx`` (``major="point"``: ``ref[idx, r]``) as ONE
     ``lax.fori_loop`` whose carry holds the rows and shifts by one each iteration (each iteration loads one row with
     a dynamic row index), so the program holds ONE load site instead of ``nrows`` -- the compile-lean form
-    (Triton's compile time grows about quadratically with kernel size)."""
+    (Triton's compile time grows about quadratically with kernel size). ``straight``: ``nrows`` load sites in
+    straight-line code instead (no loop, no carry to shift: the A/B switch ``MsmConfig.straight_rows``)."""
     get = (lambda r: ref[idx, r]) if major == "point" else (lambda r: ref[r, idx])
+    if straight:
+        return [get(r) for r in range(nrows)]
     init = tuple(jnp.zeros(idx.shape, ref.dtype) for _ in range(nrows))
     rows = lax.fori_loop(0, nrows, lambda r, c: c[1:] + (get(r),), init)
     return list(rows)
 
 
-def _store_rows(ref, rows, idx, mask):
-    """``ref[r, idx] = rows[r]`` where ``mask``: one store site in a loop (see :func:`_load_rows`)."""
+def _store_rows(ref, rows, idx, mask, straight=False):
+    """``ref[r, idx] = rows[r]`` where ``mask``: one store site in a loop (see :func:`_load_rows`; ``straight``:
+    one store site per row, no loop)."""
+    if straight:
+        for r, v in enumerate(rows):
+            plt.store(ref.at[r, idx], v, mask=mask)
+        return
 
     def body(r, carry):
         plt.store(ref.at[r, idx], carry[0], mask=mask)
@@ -159,7 +167,8 @@ def _store_rows(ref, rows, idx, mask):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref, pk_ref, y_ref, lookahead=False):
+def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref, pk_ref, y_ref, lookahead=False,
+                straight=False):
     """Walk ``seg`` sorted entries per lane (see the module docstring): entry ``e``'s operand is
     ``make(fetch(ee), live)`` -- ``fetch`` issues the loads (a tuple of arrays), ``make`` builds the operand from
     them -- and ``add(acc_xyzz, operand) -> xyzz``. Writes complete runs to ``y_ref`` and the two partial slots per
@@ -167,7 +176,8 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref
 
     ``lookahead``: fetch entry ``t + 1``'s key and operand in step ``t``, before step ``t``'s addition, and carry
     them into the next step (the loads are in flight while the addition computes, at the price of the fetched
-    words held across it); otherwise every step loads its own entry and then waits for it. Same results."""
+    words held across it); otherwise every step loads its own entry and then waits for it. Same results.
+    ``straight``: the row stores in straight-line code (:func:`_store_rows`)."""
     B = lanes.shape[0]
     trash = y_ref.shape[1] - 1
     seg0 = lanes * seg
@@ -193,9 +203,9 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref
         is_first = first != 0
         to_first = flush & is_first & ~final
         to_bucket = flush & (~is_first | final) & ~_is_ident_rows(rep, acc_rows)
-        _store_rows(p_ref, acc_rows, 2 * lanes, to_first)
+        _store_rows(p_ref, acc_rows, 2 * lanes, to_first, straight)
         plt.store(pk_ref.at[2 * lanes], run_key, mask=to_first)
-        _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
+        _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket, straight)
         first = jnp.where(flush, 0, first)
         a = rep.point(_sel_rows(new_run, ident, acc_rows))
         r = add(a, operand)
@@ -222,7 +232,7 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref
 
 
 def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, seg,
-                      lookahead=False, dbl_branch=False):
+                      lookahead=False, dbl_branch=False, straight_rows=False):
     del yin_ref  # aliased with y_ref
     pid = pl.program_id(0)
     lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
@@ -235,7 +245,8 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
     def fetch(ee):
         v = vals_ref[ee]
         # point-major b_ref (num_bases, 2 Lc): one base is 2 Lc consecutive words
-        return (v,) + tuple(_load_rows(b_ref, 2 * Lc, v & jnp.int32(0x7FFFFFFF), major="point"))
+        return (v,) + tuple(_load_rows(b_ref, 2 * Lc, v & jnp.int32(0x7FFFFFFF), major="point",
+                                       straight=straight_rows))
 
     def make(raw, live):
         v, xy = raw[0], list(raw[1:])
@@ -256,7 +267,8 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
     # never read.
     @pl.when(pid * block * seg < count)
     def _():
-        _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref, pk_ref, y_ref, lookahead)
+        _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref, pk_ref, y_ref, lookahead,
+                    straight_rows)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -375,7 +387,8 @@ _ANY = pl.BlockSpec(memory_space=pl.ANY)
 
 @x64
 def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, block=DEFAULT_BLOCK,
-                     num_warps=DEFAULT_NUM_WARPS, interpret=False, lookahead=False, dbl_branch=False):
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False, lookahead=False, dbl_branch=False,
+                     straight_rows=False):
     """Level-1 accumulation (kernel 1).
 
     ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
@@ -386,7 +399,9 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     buckets)``. ``lookahead``: each lane loads its next pair and base while it adds the current one (see
     :func:`_accumulate`; an A/B switch, ``MsmConfig.lookahead``). ``dbl_branch``: the mixed addition without its
     doubling case (10 products instead of 11), the doubling computed in a branch taken only when a lane of the
-    program adds a point to itself (an A/B switch, ``MsmConfig.dbl_branch``).
+    program adds a point to itself (an A/B switch, ``MsmConfig.dbl_branch``). ``straight_rows``: the step's row
+    loads and stores as straight-line code, not loops with a shifting carry (an A/B switch,
+    ``MsmConfig.straight_rows``).
     """
     rep = _Rep(curve, "array" if interpret else "limb")
     nrows = 4 * rep.Lc
@@ -397,7 +412,7 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     prm = jnp.stack([jnp.int32(MODE_ACC), jnp.asarray(count, jnp.int32), jnp.int32(seg),
                      jnp.asarray(final, jnp.int32)] + [jnp.int32(0)] * (NPRM - 4))
     kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg, lookahead=bool(lookahead),
-                               dbl_branch=bool(dbl_branch))
+                               dbl_branch=bool(dbl_branch), straight_rows=bool(straight_rows))
     return pl.pallas_call(
         kernel,
         out_shape=(
