@@ -101,24 +101,9 @@ def select_point(F, mask, a, b):
 
 
 def _xyzz_add_mixed(F, acc: XYZZ, p: Affine) -> XYZZ:
-    """madd-2008-s (unified with dbl-2008-s-1): acc + p for XYZZ acc and affine p. 4 rounds, 12 products."""
-    X1, Y1, ZZ1, ZZZ1 = acc
-    X2, Y2, p_inf = p
-    acc_inf = F.is_zero(ZZ1)
-    U2, S2, XX1 = F.mul_many([(X2, ZZ1), (Y2, ZZZ1), (X1, X1)])  # 1
-    P = F.sub(U2, X1)
-    R = F.sub(S2, Y1)
-    dbl = F.is_zero(P) & F.is_zero(R)  # acc == p: dbl-2008-s-1 on acc is this formula with P=2Y1, R=3X1^2
-    P = F.select(dbl, F.double(Y1), P)
-    R = F.select(dbl, F.mul_small(XX1, 3), R)
-    PP, RR = F.mul_many([(P, P), (R, R)])  # 2
-    PPP, Q, ZZ3 = F.mul_many([(P, PP), (X1, PP), (ZZ1, PP)])  # 3
-    X3 = F.sub(F.sub(RR, F.double(Q)), F.select(dbl, F.zeros_like(PPP), PPP))
-    T, Y1PPP, ZZZ3 = F.mul_many([(R, F.sub(Q, X3)), (Y1, PPP), (ZZZ1, PPP)])  # 4
-    res = XYZZ(X3, F.sub(T, Y1PPP), ZZ3, ZZZ3)
-    one = F.ones_like(X2)
-    res = select_point(F, acc_inf, XYZZ(X2, Y2, one, one), res)
-    return select_point(F, p_inf, acc, res)
+    """madd-2008-s (unified with dbl-2008-s-1): acc + p for XYZZ acc and affine p. 4 rounds, 11 products and one
+    small multiple (``3 X1^2``)."""
+    return _madd(F, acc, p, unified=True)[0]
 
 
 def _xyzz_add_mixed_no_dbl(F, acc: XYZZ, p: Affine):
@@ -126,16 +111,31 @@ def _xyzz_add_mixed_no_dbl(F, acc: XYZZ, p: Affine):
     (both finite) and the result is NOT the sum -- there the caller substitutes the doubling of ``acc``. 4 rounds, 10
     products: the unified form's ``X1^2`` (round 1), used only when doubling, is left out. Infinity on either side
     and ``acc == -p`` (sum at infinity: ``P = 0``, so ``ZZ3 = 0``) are handled as in :func:`_xyzz_add_mixed`."""
+    return _madd(F, acc, p, unified=False)
+
+
+def _madd(F, acc: XYZZ, p: Affine, *, unified: bool):
+    """The body of both mixed additions: ``(result, need)``; ``unified``: with the doubling case (P = 2 Y1,
+    R = 3 X1^2 where ``acc == p``; ``need`` is then None), else without it (``need``: the lanes where it was due)."""
     X1, Y1, ZZ1, ZZZ1 = acc
     X2, Y2, p_inf = p
     acc_inf = F.is_zero(ZZ1)
-    U2, S2 = F.mul_many([(X2, ZZ1), (Y2, ZZZ1)])  # 1
+    if unified:
+        U2, S2, XX1 = F.mul_many([(X2, ZZ1), (Y2, ZZZ1), (X1, X1)])  # 1
+    else:
+        U2, S2 = F.mul_many([(X2, ZZ1), (Y2, ZZZ1)])  # 1
     P = F.sub(U2, X1)
     R = F.sub(S2, Y1)
-    need = F.is_zero(P) & F.is_zero(R) & ~acc_inf & ~p_inf
+    dbl = F.is_zero(P) & F.is_zero(R)  # acc == p (or acc at infinity)
+    need = None
+    if unified:  # dbl-2008-s-1 on acc is this formula with P = 2 Y1, R = 3 X1^2
+        P = F.select(dbl, F.double(Y1), P)
+        R = F.select(dbl, F.mul_small(XX1, 3), R)
+    else:
+        need = dbl & ~acc_inf & ~p_inf
     PP, RR = F.mul_many([(P, P), (R, R)])  # 2
     PPP, Q, ZZ3 = F.mul_many([(P, PP), (X1, PP), (ZZ1, PP)])  # 3
-    X3 = F.sub(F.sub(RR, F.double(Q)), PPP)
+    X3 = F.sub(F.sub(RR, F.double(Q)), F.select(dbl, F.zeros_like(PPP), PPP) if unified else PPP)
     T, Y1PPP, ZZZ3 = F.mul_many([(R, F.sub(Q, X3)), (Y1, PPP), (ZZZ1, PPP)])  # 4
     res = XYZZ(X3, F.sub(T, Y1PPP), ZZ3, ZZZ3)
     one = F.ones_like(X2)
