@@ -184,16 +184,16 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref
     ident = rep.ident_rows(B)
     sent = jnp.full((B,), SENT, jnp.int32)
 
-    def load(t):  # (live, key, fetched words) of this lane's entry t (t < seg)
+    def load(t):  # (live, key, fetched words) of this lane's entry t
         e = seg0 + t
-        live = (e < count) & (t < seg)
+        live = e < count
         ee = jnp.where(live, e, 0)
         return live, jnp.where(live, keys_ref[ee], SENT), fetch(ee)
 
     def body(t, carry):
         if lookahead:
             acc_rows, run_key, first, live, k, raw = carry
-            nxt = load(t + 1)  # the last step's look past the segment loads entry 0, unused
+            nxt = load(t + 1)  # the last step's look past the segment (the next lane's first entry) is unused
         else:
             acc_rows, run_key, first = carry
             live, k, raw = load(t)
