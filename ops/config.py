@@ -21,7 +21,9 @@ import jax
 
 SCHEDULES = ("unrolled", "rolled")
 KERNELS = ("xla", "pallas", "pallas_interpret")
-_SWITCHES = ("lookahead", "dbl_branch", "straight_rows")  # MsmConfig's 0 / 1 A/B switches
+# MsmConfig.dbl_branch=None per group: the level-1 mixed addition without its doubling case won for G1 and lost
+# narrowly for G2 on the H200 (bench/results/RESULTS.md, session 21)
+DBL_BRANCH_DEFAULT = {"g1": 1, "g2": 0}
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -83,17 +85,10 @@ class MsmConfig:
     kernels; not the window-table MSM; None: the functions' default, :data:`cuzk_jax.ops.msm.DEFAULT_MAX_PAIRS`).
     Partitions beyond it run in groups and long point ranges in chunks; a smaller value shrinks the pass's bucket
     arrays (device memory) for more passes.
-    ``lookahead``: ``1``: in the level-1 accumulation kernel each lane loads its next pair and base while it adds
-    the current one (the gathered base's latency overlaps the addition, for 2 Lc + 2 more live words per lane);
-    ``0`` (default): load, then add. An A/B switch until a GPU run decides; same results.
     ``dbl_branch``: ``1``: the level-1 kernel's mixed addition leaves out its doubling case (10 products instead of
     the unified form's 11: ``X1^2`` is only needed when a point meets itself in a bucket) and computes a doubling
-    in a branch taken when any lane of the program needs one; ``0`` (default): the unified formula. An A/B switch
-    until a GPU run decides; same results.
-    ``straight_rows``: ``1``: the level-1 kernel's per-step row loads (the base) and stores (finished runs) as
-    straight-line code, one site per row; ``0`` (default): each a loop whose carry holds the rows and shifts by one
-    row per iteration (one load / store site: less code to compile, but the shift may cost a register move per row
-    per iteration). An A/B switch until a GPU run decides; same results.
+    in a branch taken when any lane of the program needs one; ``0``: the unified formula; ``None`` (default): the
+    group's winner on the H200 (:data:`DBL_BRANCH_DEFAULT`: on for G1, off for G2). Same results either way.
     The XLA kernel reads none of the other Pallas fields.
     """
 
@@ -104,9 +99,7 @@ class MsmConfig:
     acc_seg: int = 16
     stages: int = 5
     max_pairs: int | None = None
-    lookahead: int = 0
-    dbl_branch: int = 0
-    straight_rows: int = 0
+    dbl_branch: int | None = None
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -121,9 +114,8 @@ class MsmConfig:
             raise ValueError(f"MsmConfig.acc_seg must be a positive int, got {self.acc_seg!r}")
         if not isinstance(self.stages, int) or not 0 <= self.stages <= 5:
             raise ValueError(f"MsmConfig.stages must be in 0..5, got {self.stages!r}")
-        for name in _SWITCHES:
-            if getattr(self, name) not in (0, 1):
-                raise ValueError(f"MsmConfig.{name} must be 0 or 1, got {getattr(self, name)!r}")
+        if self.dbl_branch not in (None, 0, 1):
+            raise ValueError(f"MsmConfig.dbl_branch must be 0, 1 or None, got {self.dbl_branch!r}")
 
     @classmethod
     def default(cls, platform: str | None = None) -> "MsmConfig":
@@ -133,14 +125,14 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M:lookahead=0|1:dbl_branch=0|1:straight_rows=0|1`` (positive ints unless stated)."""
+        stages=K:max_pairs=M:dbl_branch=0|1`` (positive ints unless stated)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}
         for key, val in pairs:
             if key not in keys:
                 raise ValueError(f"unknown MsmConfig option {key!r} in {text!r}; expected one of {sorted(keys)}")
-            kw[key] = int(val) if key in ("stages",) + _SWITCHES and val.isdigit() else _int(key, val, text)
+            kw[key] = int(val) if key in ("stages", "dbl_branch") and val.isdigit() else _int(key, val, text)
         return cls(kernel, **kw)
 
     @classmethod

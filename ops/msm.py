@@ -74,7 +74,7 @@ from jax import lax
 from cuzk_jax.errors import BadInput
 
 from . import curve as curve_mod
-from .config import MsmConfig
+from .config import DBL_BRANCH_DEFAULT, MsmConfig
 from .curve import Affine, Jacobian, XYZZ, select_point
 from .field import x64
 
@@ -513,6 +513,11 @@ LONG_PASS_PAIRS = 1 << 27
 LONG_PASS_BLOCK = 128
 
 
+def _dbl_branch(config: MsmConfig, curve) -> int:
+    """The level-1 kernel's addition form: ``config.dbl_branch``, or the group's default when it is None."""
+    return DBL_BRANCH_DEFAULT[curve.name] if config.dbl_branch is None else config.dbl_branch
+
+
 def pallas_block(M: int) -> int:
     """Lanes per kernel program for a pass of ``M`` pairs when the config sets none: 128 (4 warps) from
     :data:`LONG_PASS_PAIRS` pairs, else ``bucket.DEFAULT_BLOCK`` (64, 2 warps): the wider programs won the H200
@@ -562,8 +567,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     buckets = jnp.zeros((nrows, nbuf), jnp.uint32)
     final1 = count <= seg
     P1, PK1, buckets = pk.accumulate_bases(curve, count, final1, keys, vals, brows, buckets, seg=seg,
-                                           lookahead=config.lookahead, dbl_branch=config.dbl_branch,
-                                           straight_rows=config.straight_rows, **kopts)
+                                           dbl_branch=_dbl_branch(config, curve), **kopts)
     E = jnp.pad(P1, ((0, 0), (0, nbuf - 2 * nseg)))
     EK = jnp.pad(PK1, (0, nbuf - 2 * nseg), constant_values=pk.SENT)
     cnt0 = jnp.where(final1, 0, 2 * ((count + seg - 1) // seg)).astype(jnp.int32)

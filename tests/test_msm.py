@@ -311,14 +311,13 @@ def test_pallas_interpret_equals_xla_g1(rng):
         assert got == [_expected("g1", r, s) for r, s in cases]
 
 
-@pytest.mark.parametrize("switch", ["lookahead", "dbl_branch", "straight_rows"])
-def test_pallas_interpret_level1_switches_give_the_same_msm(switch):
-    """The level-1 kernel's A/B switches against arkworks, on the edge groups whose bucket runs cross lanes and
-    programs: the partition of zeros and ones, bases at infinity, repeated points (a base added to itself in one
-    bucket: ``dbl_branch``'s doubling branch) and scalars with maximal digits. ``lookahead=1``: each lane loads its
-    next pair and base during the current addition; ``dbl_branch=1``: the addition without its doubling case;
-    ``straight_rows=1``: the step's row loads and stores as straight-line code."""
-    fn = M.msm_jit("g1", dataclasses.replace(_INTERPRET, **{switch: 1}))
+@pytest.mark.parametrize("dbl_branch", [0, 1])
+def test_pallas_interpret_level1_addition_forms_give_the_same_msm(dbl_branch):
+    """Both forms of the level-1 kernel's addition (``MsmConfig.dbl_branch``: 1, the G1 default, leaves out the
+    doubling case and branches to a doubling; 0, the G2 default, is the unified formula) against arkworks, on the
+    edge groups whose bucket runs cross lanes and programs: the partition of zeros and ones, bases at infinity,
+    repeated points (a base added to itself in one bucket: the doubling branch) and scalars with maximal digits."""
+    fn = M.msm_jit("g1", dataclasses.replace(_INTERPRET, dbl_branch=dbl_branch))
     edge = _edge_cases(random.Random(12))
     cases = (edge["zeros_and_ones"], edge["inf_bases"], edge["repeated"], edge["max_digits"])
     n_pad = 64
@@ -329,10 +328,10 @@ def test_pallas_interpret_level1_switches_give_the_same_msm(switch):
 
 
 @pytest.mark.slow  # the interpreted G2 kernels (~25 s on 2 cores)
-def test_pallas_interpret_level1_switches_g2():
-    """The level-1 switches at once on G2 (the Fq2 field in the kernel), with repeated bases in one bucket (the
-    doubling branch), against arkworks."""
-    fn = M.msm_jit("g2", dataclasses.replace(_INTERPRET, lookahead=1, dbl_branch=1, straight_rows=1))
+def test_pallas_interpret_level1_dbl_branch_g2():
+    """The addition without its doubling case (not G2's default) on G2 (the Fq2 field in the kernel), with
+    repeated bases in one bucket (the doubling branch), against arkworks."""
+    fn = M.msm_jit("g2", dataclasses.replace(_INTERPRET, dbl_branch=1))
     edge = _edge_cases(random.Random(13), group="g2")
     cases = (edge["repeated"], edge["zeros_and_ones"])
     n_pad = 64

@@ -133,27 +133,20 @@ def _is_ident_rows(rep, rows):
     return acc == 0
 
 
-def _load_rows(ref, nrows, idx, major="row", straight=False):
+def _load_rows(ref, nrows, idx, major="row"):
     """Rows ``0 .. nrows - 1`` of ``ref`` at columns ``idx`` (``major="point"``: ``ref[idx, r]``) as ONE
     ``lax.fori_loop`` whose carry holds the rows and shifts by one each iteration (each iteration loads one row with
     a dynamic row index), so the program holds ONE load site instead of ``nrows`` -- the compile-lean form
-    (Triton's compile time grows about quadratically with kernel size). ``straight``: ``nrows`` load sites in
-    straight-line code instead (no loop, no carry to shift: the A/B switch ``MsmConfig.straight_rows``)."""
+    (Triton's compile time grows about quadratically with kernel size; straight-line loads and stores, one site
+    per row, were no faster on the H200: REMOVED_VARIANTS.md)."""
     get = (lambda r: ref[idx, r]) if major == "point" else (lambda r: ref[r, idx])
-    if straight:
-        return [get(r) for r in range(nrows)]
     init = tuple(jnp.zeros(idx.shape, ref.dtype) for _ in range(nrows))
     rows = lax.fori_loop(0, nrows, lambda r, c: c[1:] + (get(r),), init)
     return list(rows)
 
 
-def _store_rows(ref, rows, idx, mask, straight=False):
-    """``ref[r, idx] = rows[r]`` where ``mask``: one store site in a loop (see :func:`_load_rows`; ``straight``:
-    one store site per row, no loop)."""
-    if straight:
-        for r, v in enumerate(rows):
-            plt.store(ref.at[r, idx], v, mask=mask)
-        return
+def _store_rows(ref, rows, idx, mask):
+    """``ref[r, idx] = rows[r]`` where ``mask``: one store site in a loop (see :func:`_load_rows`)."""
 
     def body(r, carry):
         plt.store(ref.at[r, idx], carry[0], mask=mask)
@@ -167,17 +160,12 @@ def _store_rows(ref, rows, idx, mask, straight=False):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref, pk_ref, y_ref, lookahead=False,
-                straight=False):
+def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref, pk_ref, y_ref):
     """Walk ``seg`` sorted entries per lane (see the module docstring): entry ``e``'s operand is
     ``make(fetch(ee), live)`` -- ``fetch`` issues the loads (a tuple of arrays), ``make`` builds the operand from
     them -- and ``add(acc_xyzz, operand) -> xyzz``. Writes complete runs to ``y_ref`` and the two partial slots per
-    lane.
-
-    ``lookahead``: fetch entry ``t + 1``'s key and operand in step ``t``, before step ``t``'s addition, and carry
-    them into the next step (the loads are in flight while the addition computes, at the price of the fetched
-    words held across it); otherwise every step loads its own entry and then waits for it. Same results.
-    ``straight``: the row stores in straight-line code (:func:`_store_rows`)."""
+    lane. (Each step loads its own entry, then adds: fetching entry ``t + 1`` during step ``t``'s addition was
+    slower on the H200, REMOVED_VARIANTS.md.)"""
     B = lanes.shape[0]
     trash = y_ref.shape[1] - 1
     seg0 = lanes * seg
@@ -191,30 +179,24 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref
         return live, jnp.where(live, keys_ref[ee], SENT), fetch(ee)
 
     def body(t, carry):
-        if lookahead:
-            acc_rows, run_key, first, live, k, raw = carry
-            nxt = load(t + 1)  # the last step's look past the segment (the next lane's first entry) is unused
-        else:
-            acc_rows, run_key, first = carry
-            live, k, raw = load(t)
+        acc_rows, run_key, first = carry
+        live, k, raw = load(t)
         operand = make(raw, live)
         new_run = (t == 0) | (k != run_key)
         flush = (t > 0) & new_run
         is_first = first != 0
         to_first = flush & is_first & ~final
         to_bucket = flush & (~is_first | final) & ~_is_ident_rows(rep, acc_rows)
-        _store_rows(p_ref, acc_rows, 2 * lanes, to_first, straight)
+        _store_rows(p_ref, acc_rows, 2 * lanes, to_first)
         plt.store(pk_ref.at[2 * lanes], run_key, mask=to_first)
-        _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket, straight)
+        _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
         first = jnp.where(flush, 0, first)
         a = rep.point(_sel_rows(new_run, ident, acc_rows))
         r = add(a, operand)
-        if lookahead:
-            return (rep.point_rows(r), k, first) + nxt
         return rep.point_rows(r), k, first
 
-    carry0 = (ident, sent, jnp.ones((B,), jnp.int32)) + (load(0) if lookahead else ())
-    acc_rows, run_key, first = lax.fori_loop(0, seg, body, carry0)[:3]
+    carry0 = (ident, sent, jnp.ones((B,), jnp.int32))
+    acc_rows, run_key, first = lax.fori_loop(0, seg, body, carry0)
     is_first = first != 0
     # the last run: straight to its bucket when final, else to the partial slots
     to_bucket = final & ~_is_ident_rows(rep, acc_rows)
@@ -232,7 +214,7 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref
 
 
 def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, seg,
-                      lookahead=False, dbl_branch=False, straight_rows=False):
+                      dbl_branch=False):
     del yin_ref  # aliased with y_ref
     pid = pl.program_id(0)
     lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
@@ -245,8 +227,7 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
     def fetch(ee):
         v = vals_ref[ee]
         # point-major b_ref (num_bases, 2 Lc): one base is 2 Lc consecutive words
-        return (v,) + tuple(_load_rows(b_ref, 2 * Lc, v & jnp.int32(0x7FFFFFFF), major="point",
-                                       straight=straight_rows))
+        return (v,) + tuple(_load_rows(b_ref, 2 * Lc, v & jnp.int32(0x7FFFFFFF), major="point"))
 
     def make(raw, live):
         v, xy = raw[0], list(raw[1:])
@@ -267,8 +248,7 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
     # never read.
     @pl.when(pid * block * seg < count)
     def _():
-        _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref, pk_ref, y_ref, lookahead,
-                    straight_rows)
+        _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref, pk_ref, y_ref)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -387,8 +367,7 @@ _ANY = pl.BlockSpec(memory_space=pl.ANY)
 
 @x64
 def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, block=DEFAULT_BLOCK,
-                     num_warps=DEFAULT_NUM_WARPS, interpret=False, lookahead=False, dbl_branch=False,
-                     straight_rows=False):
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False, dbl_branch=False):
     """Level-1 accumulation (kernel 1).
 
     ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
@@ -396,12 +375,9 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     ``nseg * seg`` with ``nseg`` a multiple of ``block``; ``bases``: the affine bases as uint32
     ``(num_bases, 2 Lc)``, point-major (x limbs then y limbs of one base are consecutive, so a gathered base is a
     few cache lines); ``buckets``: rows ``(4 Lc, NY)`` (last column trash), updated in place. Returns ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,),
-    buckets)``. ``lookahead``: each lane loads its next pair and base while it adds the current one (see
-    :func:`_accumulate`; an A/B switch, ``MsmConfig.lookahead``). ``dbl_branch``: the mixed addition without its
+    buckets)``. ``dbl_branch``: the mixed addition without its
     doubling case (10 products instead of 11), the doubling computed in a branch taken only when a lane of the
-    program adds a point to itself (an A/B switch, ``MsmConfig.dbl_branch``). ``straight_rows``: the step's row
-    loads and stores as straight-line code, not loops with a shifting carry (an A/B switch,
-    ``MsmConfig.straight_rows``).
+    program adds a point to itself (``MsmConfig.dbl_branch``; otherwise the unified mixed addition).
     """
     rep = _Rep(curve, "array" if interpret else "limb")
     nrows = 4 * rep.Lc
@@ -411,8 +387,7 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     nseg = size // seg
     prm = jnp.stack([jnp.int32(MODE_ACC), jnp.asarray(count, jnp.int32), jnp.int32(seg),
                      jnp.asarray(final, jnp.int32)] + [jnp.int32(0)] * (NPRM - 4))
-    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg, lookahead=bool(lookahead),
-                               dbl_branch=bool(dbl_branch), straight_rows=bool(straight_rows))
+    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg, dbl_branch=bool(dbl_branch))
     return pl.pallas_call(
         kernel,
         out_shape=(
