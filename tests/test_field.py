@@ -232,6 +232,23 @@ def test_pallas_mul_interpret_equals_xla(name):
     assert np.array_equal(np.asarray(got), np.asarray(f.mul(a, b)))
 
 
+@pytest.mark.parametrize("name", ["fq", "fr"])
+def test_ptx_chain_interpret_equals_python(name):
+    """The field benchmark's chain kernel (``k`` dependent products per element; compiled it runs the PTX product
+    forms, interpreted the jnp twin) against Python: ``a b^k / R^k``, with 0 and p - 1 among the inputs."""
+    from cuzk_jax.ops.pallas import field_mul
+
+    f, ref = PRIME_FIELDS[name]
+    rnd = random.Random(9)
+    va, vb = sample(ref, rnd, 30)
+    va, vb = (va * 3)[:64], (vb * 3)[:64]
+    va[0], va[1], vb[1] = 0, ref.modulus - 1, ref.modulus - 1
+    got = field_mul.ptx_chain(dev(va, ref), dev(vb, ref), name, k=3, block=64, interpret=True)
+    assert host(got, ref) == [ref.mul(ref.mul(ref.mul(x, y), y), y) for x, y in zip(va, vb)]
+    with pytest.raises(ValueError, match="mul"):
+        field_mul.ptx_chain(dev(va, ref), dev(vb, ref), name, k=3, mul="fast", block=64, interpret=True)
+
+
 def test_pallas_mul_rejects_bad_operands():
     from cuzk_jax.ops.pallas import field_mul
 

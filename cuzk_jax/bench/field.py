@@ -2,7 +2,9 @@
 
 Rows: field, log_n, impl, compile_s, median_ms, mul_per_s, and ``matches_xla`` (exact equality of the output with the
 XLA unrolled path on the same inputs). ``chain4`` rows time four dependent multiplications in one program (the
-situation inside curve formulas). Inputs are random limbs with the top limb below the modulus' top limb, so every
+situation inside curve formulas). ``ptx[:mul=cios|split][:k=K]`` rows (GPU) time the compiled kernels' PTX product
+blocks, ``K`` dependent products per element in one kernel (:func:`cuzk_jax.ops.pallas.field_mul.ptx_chain`),
+checked against ``K`` chained XLA products. Inputs are random limbs with the top limb below the modulus' top limb, so every
 value is < p (valid Montgomery-form elements; uniformity is irrelevant for timing).
 """
 
@@ -28,13 +30,19 @@ def random_elements(f: F.PrimeField, n: int, seed: int) -> jax.Array:
     return jnp.asarray(x)
 
 
+#: dependent products per element of one ``ptx`` row (a kernel's fori_loop; ``ptx:k=K`` overrides)
+PTX_CHAIN = 32
+
+
 def _parse_impl(spec: str):
-    """'pallas:b=256:w=4' -> ('pallas', {'block': 256, 'num_warps': 4})."""
+    """'pallas:b=256:w=4' -> ('pallas', {'block': 256, 'num_warps': 4}); 'ptx:mul=split:k=32' -> ('ptx',
+    {'mul': 'split', 'k': 32})."""
     name, *opts = spec.split(":")
     kw = {}
     for o in opts:
         k, v = o.split("=")
-        kw[{"b": "block", "w": "num_warps"}[k]] = int(v)
+        key = {"b": "block", "w": "num_warps", "mul": "mul", "k": "k"}[k]
+        kw[key] = v if key == "mul" else int(v)
     return name, kw
 
 
@@ -48,6 +56,10 @@ def _fn(f, impl: str, kw: dict, chain: int):
 
         def one(a, b):
             return field_mul.mul(a, b, f.name, **kw)
+    elif impl == "ptx":  # the compiled kernels' PTX product blocks, k dependent products in one kernel
+
+        def one(a, b):
+            return field_mul.ptx_chain(a, b, f.name, **{"k": PTX_CHAIN, **kw})
     else:
         raise ValueError(f"unknown field impl {impl!r}")
 
@@ -58,6 +70,12 @@ def _fn(f, impl: str, kw: dict, chain: int):
         return x
 
     return run
+
+
+def _xla_chain(f, a, b, k: int):
+    """``a * b^k / R^k`` by the XLA field (rolled products in a fori_loop): the ``ptx`` rows' reference."""
+    fs = f.with_schedule("rolled")
+    return jax.jit(lambda a, b: jax.lax.fori_loop(0, k, lambda _, x: fs.mul(x, b), a))(a, b)
 
 
 def run(cfg) -> list[dict]:
@@ -76,17 +94,23 @@ def run(cfg) -> list[dict]:
             for chain in (1, 4):
                 for spec in impls:
                     impl, kw = _parse_impl(spec)
-                    if impl == "pallas" and not on_gpu:
+                    if impl in ("pallas", "ptx") and not on_gpu:
+                        continue
+                    if impl == "ptx" and chain > 1:  # its kernel chains its products itself
                         continue
                     compiled, compile_s = bench.compile_timed(_fn(f, impl, kw, chain), a, b)
                     out = compiled(a, b)
                     if impl == "xla" and chain == 1:
                         ref_out = out
-                    match = bool(jnp.array_equal(out, ref_out)) if (ref_out is not None and chain == 1) else None
+                    if impl == "ptx":  # against k chained XLA products
+                        match = bool(jnp.array_equal(out, _xla_chain(f, a, b, kw.get("k", PTX_CHAIN))))
+                    else:
+                        match = bool(jnp.array_equal(out, ref_out)) if (ref_out is not None and chain == 1) else None
                     t = bench.time_runs(compiled, (a, b), reps=cfg.reps, warmup=cfg.warmup)
-                    rate = n * chain / t["median_s"]
+                    per = chain * (kw.get("k", PTX_CHAIN) if impl == "ptx" else 1)  # products per element
+                    rate = n * per / t["median_s"]
                     bench.emit(rows, {
-                        "field": fname, "log_n": log_n, "impl": spec, "chain": chain,
+                        "field": fname, "log_n": log_n, "impl": spec, "chain": per,
                         "compile_s": round(compile_s, 2), "median_ms": t["median_s"] * 1e3,
                         "mul_per_s": rate, "vs_xla_ref": rate / REFERENCE["xla"],
                         "vs_cuda_ref": rate / REFERENCE["cuda"], "matches_xla": match, **bench.profile_of(t),

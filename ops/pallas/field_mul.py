@@ -84,3 +84,57 @@ def mul(a, b, field: str = "fq", *, block: int = DEFAULT_BLOCK, interpret: bool 
         a2, b2 = jnp.pad(a2, pad), jnp.pad(b2, pad)
     out = _mul_2d(a2, b2, field, block, interpret, num_warps)
     return out[:, :size].reshape(a.shape)
+
+
+def _chain_kernel(a_ref, b_ref, o_ref, *, field, k: int, interpret: bool):
+    n = field.limbs
+    x = [a_ref[l, :] for l in range(n)]
+    y = [b_ref[l, :] for l in range(n)]
+    if interpret:  # the jnp twin works on stacked arrays
+        xs, ys = jnp.stack(x), jnp.stack(y)
+        out = jax.lax.fori_loop(0, k, lambda _, v: field.mul(v, ys), xs)
+        out = [out[l] for l in range(n)]
+    else:
+        out = list(jax.lax.fori_loop(0, k, lambda _, v: tuple(field.mul(list(v), y)), tuple(x)))
+    for l in range(n):
+        o_ref[l, :] = out[l].astype(jnp.uint32)
+
+
+@functools.partial(jax.jit, static_argnames=("field", "k", "mul", "block", "interpret", "num_warps"))
+def ptx_chain(a, b, field: str = "fq", k: int = 16, mul: str = "cios", *, block: int = 256,
+              interpret: bool = False, num_warps: int | None = 4):
+    """``a * b^k / R^k`` per element: ``k`` DEPENDENT Montgomery products per element in one kernel (a
+    ``fori_loop``), the state a curve formula's products see -- the measurement of the compiled kernels' product
+    forms (``mul``: ``"cios"`` or ``"split"``, :mod:`cuzk_jax.ops.pallas.ptx_field`). ``a``, ``b``: uint32
+    ``(L, N)`` limb-major, Montgomery form, fully reduced; ``N`` a multiple of ``block``. Compiled: the PTX field
+    (NVIDIA GPUs only); ``interpret=True``: the same loop on the jnp array field (CPU tests)."""
+    from cuzk_jax.ops.config import MUL_FORMS
+
+    from . import limb_field, ptx_field
+
+    if mul not in MUL_FORMS:
+        raise ValueError(f"mul must be one of {MUL_FORMS}, got {mul!r}")
+    if interpret:
+        f = limb_field.array_fq if field == "fq" else limb_field.ArrayField(F.fr)
+    else:
+        split = mul == "split"
+        f = {"fq": ptx_field.fq_loop_split if split else ptx_field.fq_loop,
+             "fr": ptx_field.fr_split if split else ptx_field.fr}[field]
+    n_limbs, n = a.shape
+    spec = pl.BlockSpec((n_limbs, block), lambda i: (0, i))
+    kernel = functools.partial(_chain_kernel, field=f, k=k, interpret=interpret)
+    params = None
+    if not interpret:  # inline PTX: Triton only (also when lowering for CUDA on a machine without a GPU)
+        from jax.experimental.pallas import triton as pltriton
+
+        params = pltriton.CompilerParams(num_warps=num_warps or 4, num_stages=1)
+    with jax.enable_x64(True):
+        return pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct((n_limbs, n), jnp.uint32),
+            grid=(n // block,),
+            in_specs=[spec, spec],
+            out_specs=spec,
+            interpret=interpret,
+            compiler_params=params,
+        )(a, b)

@@ -95,6 +95,69 @@ def mont_mul_asm(p_limbs: tuple, pinv: int) -> str:
     return _block(decls, body)
 
 
+def _mac_half(acc: list[str], xs: list[str], y: str, *, carry_in: bool = False, top: bool = True) -> list[str]:
+    """``acc += sum_k xs[k] y W^(2k)``: the low and high halves of the products ``xs[k] y`` land on words ``2k``
+    and ``2k + 1`` without overlapping, so the row is ONE carry chain (low, high, low, high, ...).
+    ``carry_in``: the first instruction also adds the carry flag (set by the caller's instruction just before);
+    ``top``: ``acc`` has one more word than the products cover and the chain ends by adding its carry there, else
+    the last high half takes no carry out (callers guarantee none)."""
+    first = "madc.lo.cc.u32" if carry_in else "mad.lo.cc.u32"
+    last = len(xs) - 1
+    body = []
+    for k, x in enumerate(xs):
+        body.append(f"{first if k == 0 else 'madc.lo.cc.u32'} {acc[2 * k]}, {x}, {y}, {acc[2 * k]}")
+        hi = "madc.hi.u32" if (k == last and not top) else "madc.hi.cc.u32"
+        body.append(f"{hi} {acc[2 * k + 1]}, {x}, {y}, {acc[2 * k + 1]}")
+    if top:
+        body.append(f"addc.u32 {acc[2 * len(xs)]}, {acc[2 * len(xs)]}, 0")
+    return body
+
+
+@functools.lru_cache(maxsize=None)
+def mont_mul_split_asm(p_limbs: tuple, pinv: int) -> str:
+    """PTX for the same product as :func:`mont_mul_asm` (same operands and result) with two independent carry
+    chains per half step instead of one dependent pair.
+
+    The CIOS accumulator is held as two aligned ``(n + 1)``-word parts, ``T = X + Y``: the products of the
+    even-indexed limbs of ``a`` (and of ``p``) accumulate into ``X`` (words ``0..n-1``, carry into ``n``), those
+    of the odd-indexed limbs into ``Y`` (words ``1..n``); each is a single chain of alternating low / high halves
+    (:func:`_mac_half`). The two chains of a half step read and write disjoint registers, so the compiler can
+    interleave them (each chain its own carry predicate), where :func:`mont_mul_asm`'s low and high chains depend
+    on each other word by word. Step ``i``: fold ``Y_0`` into ``X_0`` (its carry enters ``Y``'s chain at word 1, so
+    ``Y_0`` is then zero by definition); ``X += a_even b_i``, ``Y += a_odd b_i``; ``m = X_0 (-1/p) mod W`` (word 0 of
+    ``T``); ``X += p_even m`` (``X_0`` becomes 0), ``Y += p_odd m``; divide by ``W`` by renaming ``X = X_1..X_n, 0``
+    and ``Y = Y_1..Y_n, 0`` (one ``mov``: ``Y_0``'s register still holds the folded word). Bounds as in CIOS:
+    ``T < 2 p W < W^(n+1)`` before the division and each part is at most ``T``, so no chain carries out of word
+    ``n``; at the end ``X + Y < 2p``: one add chain, then the conditional subtraction. (Splitting even and odd
+    products for instruction-level parallelism is what GPU provers such as sppark's ``mont_t`` do; this schedule
+    and its carry folding are this module's.) ``n`` must be even (12 for Fq, 8 for Fr)."""
+    n = len(p_limbs)
+    if n % 2:
+        raise ValueError(f"the split product needs an even limb count, got {n}")
+    a = [f"${n + j}" for j in range(n)]
+    b = [f"${2 * n + j}" for j in range(n)]
+    q = [f"q{j}" for j in range(n)]
+    X = [f"x{k}" for k in range(n + 1)]
+    Y = [f"y{k}" for k in range(n + 1)]
+    body = _consts(p_limbs) + [f"mov.u32 {r}, 0" for r in X + Y]
+    for i in range(n):
+        if i:  # fold Y_0 into X_0; the carry goes to word 1, the first word of Y's chain
+            body.append(f"add.cc.u32 {X[0]}, {X[0]}, {Y[0]}")
+        body += _mac_half(Y[1:], a[1::2], b[i], carry_in=bool(i), top=False)
+        body += _mac_half(X, a[0::2], b[i])
+        body.append(f"mul.lo.u32 m, {X[0]}, {int(pinv)}")
+        body += _mac_half(X, q[0::2], "m")
+        body += _mac_half(Y[1:], q[1::2], "m", top=False)
+        body.append(f"mov.u32 {Y[0]}, 0")  # Y_0 was folded into X_0: zero, and the new top word
+        X, Y = X[1:] + X[:1], Y[1:] + Y[:1]
+    R = [f"r{j}" for j in range(n)]
+    body += _chain("add", R, X[:n], Y[:n])  # X + Y < 2p < W^n
+    body += _cond_sub(R, [f"${j}" for j in range(n)], n)
+    decls = [f".reg .u32 q<{n}>", f".reg .u32 x<{n + 1}>", f".reg .u32 y<{n + 1}>", f".reg .u32 r<{n}>",
+             f".reg .u32 d<{n}>", ".reg .u32 m", ".reg .u32 bw", ".reg .pred pr"]
+    return _block(decls, body)
+
+
 @functools.lru_cache(maxsize=None)
 def add_mod_asm(p_limbs: tuple) -> str:
     """PTX for ``$0..$(n-1) = a + b mod p`` (``a, b < p``; ``a + b < 2p < W^n`` for both moduli)."""
@@ -315,13 +378,16 @@ class PtxField(LimbLists):
     :class:`~cuzk_jax.ops.pallas.limb_field.LimbLists`; the curve formulas of
     :mod:`cuzk_jax.ops.curve` run unchanged). ``mul_loop``: ``mul_many`` sends its products through ONE product
     block in a ``fori_loop`` (:func:`~cuzk_jax.ops.pallas.limb_field.product_loop`; smaller machine code), else
-    products are computed in turn. Only Triton on NVIDIA GPUs compiles inline PTX; there is no interpreter form.
+    products are computed in turn. ``split``: the product is :func:`mont_mul_split_asm` (two independent carry
+    chains per step), else :func:`mont_mul_asm`. Only Triton on NVIDIA GPUs compiles inline PTX; there is no
+    interpreter form.
     """
 
     dtype = U32
 
-    def __init__(self, base: ops_field.PrimeField, *, mul_loop: bool = False):
+    def __init__(self, base: ops_field.PrimeField, *, mul_loop: bool = False, split: bool = False):
         self.base = base
+        self.split = split
         self.name = base.name
         self.limbs = base.limbs
         self.p_limbs = tuple(int(v) for v in base.p_limbs)
@@ -330,7 +396,7 @@ class PtxField(LimbLists):
         self.mul_loop = mul_loop
 
     def __repr__(self) -> str:
-        return f"PtxField({self.name}, mul_loop={self.mul_loop})"
+        return f"PtxField({self.name}, mul_loop={self.mul_loop}, split={self.split})"
 
     def add(self, a, b):
         return _asm(add_mod_asm(self.p_limbs), self.limbs, a, b)
@@ -345,7 +411,8 @@ class PtxField(LimbLists):
         return self.add(a, a)
 
     def mul(self, a, b):
-        return _asm(mont_mul_asm(self.p_limbs, self.pinv), self.limbs, a, b)
+        form = mont_mul_split_asm if self.split else mont_mul_asm
+        return _asm(form(self.p_limbs, self.pinv), self.limbs, a, b)
 
     def mul_many(self, pairs):
         pairs = list(pairs)
@@ -382,3 +449,5 @@ class PtxFq2(LimbFq2):
 fq_loop = PtxField(ops_field.fq, mul_loop=True)
 fq2_lazy_loop = PtxFq2(fq_loop)
 fr = PtxField(ops_field.fr)
+fq_loop_split = PtxField(ops_field.fq, mul_loop=True, split=True)
+fr_split = PtxField(ops_field.fr, split=True)
