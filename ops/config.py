@@ -24,9 +24,6 @@ KERNELS = ("xla", "pallas", "pallas_interpret")
 # MsmConfig.dbl_branch=None per group: the level-1 mixed addition without its doubling case won for G1 and lost
 # narrowly for G2 on the H200 (bench/results/RESULTS.md, session 21)
 DBL_BRANCH_DEFAULT = {"g1": 1, "g2": 0}
-# the compiled kernels' Montgomery product (ops/pallas/ptx_field.py): "cios" -- mont_mul_asm, "split" --
-# mont_mul_split_asm (even / odd limbs in two independent carry chains); an A/B switch until a GPU run decides
-MUL_FORMS = ("cios", "split")
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -92,8 +89,6 @@ class MsmConfig:
     the unified form's 11: ``X1^2`` is only needed when a point meets itself in a bucket) and computes a doubling
     in a branch taken when any lane of the program needs one; ``0``: the unified formula; ``None`` (default): the
     group's winner on the H200 (:data:`DBL_BRANCH_DEFAULT`: on for G1, off for G2). Same results either way.
-    ``mul``: the compiled kernels' Fq product, one of :data:`MUL_FORMS` (G1 only: G2's Fq2 product is its own
-    block); same results.
     The XLA kernel reads none of the other Pallas fields.
     """
 
@@ -105,7 +100,6 @@ class MsmConfig:
     stages: int = 5
     max_pairs: int | None = None
     dbl_branch: int | None = None
-    mul: str = "cios"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -122,8 +116,6 @@ class MsmConfig:
             raise ValueError(f"MsmConfig.stages must be in 0..5, got {self.stages!r}")
         if self.dbl_branch not in (None, 0, 1):
             raise ValueError(f"MsmConfig.dbl_branch must be 0, 1 or None, got {self.dbl_branch!r}")
-        if self.mul not in MUL_FORMS:
-            raise ValueError(f"MsmConfig.mul must be one of {MUL_FORMS}, got {self.mul!r}")
 
     @classmethod
     def default(cls, platform: str | None = None) -> "MsmConfig":
@@ -133,16 +125,13 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M:dbl_branch=0|1:mul=cios|split`` (positive ints unless stated)."""
+        stages=K:max_pairs=M:dbl_branch=0|1`` (positive ints unless stated)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}
         for key, val in pairs:
             if key not in keys:
                 raise ValueError(f"unknown MsmConfig option {key!r} in {text!r}; expected one of {sorted(keys)}")
-            if key == "mul":
-                kw[key] = val
-                continue
             kw[key] = int(val) if key in ("stages", "dbl_branch") and val.isdigit() else _int(key, val, text)
         return cls(kernel, **kw)
 
@@ -178,7 +167,6 @@ class NttConfig:
     ``schedule``: the field multiplication schedule (``"unrolled"`` / ``"rolled"``) of the XLA programs -- the
     ``"xla"`` passes and, for every kernel, the pointwise scalings and the H step's pointwise product; None:
     :func:`default_schedule` of the platform.
-    ``mul``: the Pallas kernel's Fr product, one of :data:`MUL_FORMS`; same results.
     Not configurable: the passes' digit order becomes natural order by the blocked digit reversal
     (:func:`cuzk_jax.ops.ntt_network.digit_reverse`), and the H step's coset programs (:mod:`cuzk_jax.ops.qap`)
     multiply by ``shift^j / n`` on the load of the second transform's first pass (the Pallas kernel's ``pre``).
@@ -189,7 +177,6 @@ class NttConfig:
     warps: int = 8
     schedule: str | None = None
     sub: int | None = None
-    mul: str = "cios"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -204,8 +191,6 @@ class NttConfig:
             raise ValueError(f"NttConfig.block must be a power of two, got {self.block}")
         if self.schedule is not None and self.schedule not in SCHEDULES:
             raise ValueError(f"unknown NttConfig schedule {self.schedule!r}; expected one of {SCHEDULES}")
-        if self.mul not in MUL_FORMS:
-            raise ValueError(f"NttConfig.mul must be one of {MUL_FORMS}, got {self.mul!r}")
 
     @classmethod
     def default(cls, platform: str | None = None) -> "NttConfig":
@@ -222,7 +207,7 @@ class NttConfig:
     @classmethod
     def parse(cls, text: str) -> "NttConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:sub=S`` (positive ints),
-        ``:schedule=unrolled|rolled`` and ``:mul=cios|split``."""
+        and ``:schedule=unrolled|rolled``."""
         kernel, pairs = _split(text, "NttConfig")
         kw = {}
         for key, val in pairs:
@@ -232,11 +217,9 @@ class NttConfig:
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
-            elif key == "mul":
-                kw[key] = val
             else:
                 raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
-                                 f"sub, mul")
+                                 f"sub")
         return cls(kernel, **kw)
 
     @classmethod

@@ -165,15 +165,14 @@ def _edge_and_random(p: int, n: int, rng, k: int) -> list[int]:
     return edges + [rng.randrange(p) for _ in range(k)]
 
 
-@pytest.mark.parametrize("form", ["cios", "split"])
 @pytest.mark.parametrize("name", ["fq", "fr"])
-def test_ptx_blocks_match_python(name, form, rng):
-    """Both product forms (one dependent chain per CIOS step; even / odd limbs in two chains) and the sum and
-    difference blocks against Python's modular arithmetic, on edge and random values."""
+def test_ptx_blocks_match_python(name, rng):
+    """The product (CIOS with even / odd limbs in two carry chains) and the sum and difference blocks against
+    Python's modular arithmetic, on edge and random values."""
     fld = {"fq": F.fq, "fr": F.fr}[name]
     p, n = fld.modulus, fld.limbs
     pl = tuple(int(v) for v in fld.p_limbs)
-    mul = (pf.mont_mul_split_asm if form == "split" else pf.mont_mul_asm)(pl, int(fld.pinv))
+    mul = pf.mont_mul_asm(pl, int(fld.pinv))
     add, sub = pf.add_mod_asm(pl), pf.sub_mod_asm(pl)
     r_inv = pow(1 << (32 * n), -1, p)
     vals = _edge_and_random(p, n, rng, 30)
@@ -201,14 +200,12 @@ def test_ptx_fq2_block_matches_python(rng):
         assert _value(out[n:]) == (a0 * b1 + a1 * b0) * r_inv % p, (a0, a1, b0, b1)
 
 
-@pytest.mark.parametrize("form", ["cios", "split"])
-def test_ptx_emulator_catches_a_broken_block(form, rng):
+def test_ptx_emulator_catches_a_broken_block(rng):
     """Negative twin: the check above can fail -- a product block with one carry dropped (a ``madc`` in the middle
     turned into a ``mad``) gives wrong results on random inputs, and reading the carry flag before any ``.cc`` write raises."""
     fld = F.fq
     p, n = fld.modulus, fld.limbs
-    gen = pf.mont_mul_split_asm if form == "split" else pf.mont_mul_asm
-    good = gen(tuple(int(v) for v in fld.p_limbs), int(fld.pinv))
+    good = pf.mont_mul_asm(tuple(int(v) for v in fld.p_limbs), int(fld.pinv))
     lines = good.splitlines()
     at = [i for i, ln in enumerate(lines) if "madc.lo.cc.u32" in ln]
     i = at[len(at) // 2]  # a carry in the middle of the product (early ones add into zero words and never carry)
@@ -221,16 +218,15 @@ def test_ptx_emulator_catches_a_broken_block(form, rng):
     assert wrong
     with pytest.raises(ValueError, match="carry flag"):
         pf.emulate("{\n  addc.u32 $0, $1, $2;\n}", [1, 2], 1)
-    if form == "split":  # the carry of the fold of Y_0 into X_0 must reach Y's chain
-        folded = [i for i, ln in enumerate(lines) if ln.strip().startswith("add.cc.u32 x")]
-        assert folded
-        lines = good.splitlines()
-        j = folded[len(folded) // 2] + 1
-        assert lines[j].strip().startswith("madc.lo.cc.u32 y")
-        lines[j] = lines[j].replace("madc.lo.cc.u32", "mad.lo.cc.u32")
-        broken = "\n".join(lines)
-        assert any(_value(pf.emulate(broken, _words(a, n) + _words(b, n), n)) != a * b * r_inv % p
-                   for a, b in zip(vals, vals[1:]))
+    # the carry of the fold of Y_0 into X_0 must reach Y's chain: drop it and some product goes wrong
+    lines = good.splitlines()
+    folded = [i for i, ln in enumerate(lines) if ln.strip().startswith("add.cc.u32 x")]
+    j = folded[len(folded) // 2] + 1
+    assert lines[j].strip().startswith("madc.lo.cc.u32 y")
+    lines[j] = lines[j].replace("madc.lo.cc.u32", "mad.lo.cc.u32")
+    broken = "\n".join(lines)
+    assert any(_value(pf.emulate(broken, _words(a, n) + _words(b, n), n)) != a * b * r_inv % p
+               for a, b in zip(vals, vals[1:]))
 
 
 def test_ptx_field_interface():

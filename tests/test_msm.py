@@ -523,17 +523,16 @@ def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
                 export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
         text = exp.mlir_module()
         assert "xla.gpu.triton" in text and "madc.hi.cc.u32" in text and "mad.wide.u32" not in text
+        if group == "g1":  # the Fq product block's two-chain form (G2's Fq2 product is a block of its own)
+            assert "add.cc.u32 x1, x1, y1" in text
 
 
-def test_split_product_kernels_lower_to_triton():
-    """The ``mul=split`` form of the compiled kernels (MsmConfig / NttConfig ``mul``; the product of
-    ops/pallas/ptx_field.mont_mul_split_asm, checked by the PTX emulator in tests/test_limb_field.py) lowers for
-    CUDA in the G1 accumulation kernel, the NTT pass kernel and the field benchmark's chain kernel: each carries
-    the split block's fold of ``Y_0`` into ``X_0`` (the CIOS form has no such instruction)."""
+def test_ntt_and_chain_kernels_lower_to_triton_with_the_split_product():
+    """The NTT pass kernel and the field benchmark's chain kernel lower for CUDA with the PTX product block (its
+    two-chain form: the fold of ``Y_0`` into ``X_0`` that a textbook CIOS block does not have)."""
     import jax
     from jax import export
 
-    from cuzk_jax.ops.pallas import bucket as pk
     from cuzk_jax.ops.pallas import field_mul
     from cuzk_jax.ops.pallas import ntt as pntt
 
@@ -542,16 +541,11 @@ def test_split_product_kernels_lower_to_triton():
     except ImportError:
         pytest.skip("Pallas Triton backend not available")
     S = jax.ShapeDtypeStruct
-    block, seg = 64, 8
-    n = 4 * block * seg
-    acc = (lambda *a: pk.accumulate_bases(cv.g1, *a, seg=seg, block=block, num_warps=2, mul="split"),
-           (S((), jnp.int32), S((), jnp.bool_), S((n,), jnp.int32), S((n,), jnp.int32), S((n, 24), jnp.uint32),
-            S((48, 2 * n), jnp.uint32)))
-    ntt = (lambda x, w: pntt.sub_transform(x, w, s=3, n=1 << 12, R_=1, twiddle=True, triton=True, mul="split"),
+    ntt = (lambda x, w: pntt.sub_transform(x, w, s=3, n=1 << 12, R_=1, twiddle=True, triton=True),
            (S((8, 1, 8, 512), jnp.uint32), S((1 << 11, 8), jnp.uint32)))
-    chain = (lambda a, b: field_mul.ptx_chain(a, b, "fr", k=4, mul="split", block=64),
+    chain = (lambda a, b: field_mul.ptx_chain(a, b, "fr", k=4, block=64),
              (S((8, 256), jnp.uint32), S((8, 256), jnp.uint32)))
-    for fn, args in (acc, ntt, chain):
+    for fn, args in (ntt, chain):
         with jax.enable_x64(True):
             exp = export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=[
                 export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)

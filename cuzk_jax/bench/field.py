@@ -2,8 +2,8 @@
 
 Rows: field, log_n, impl, compile_s, median_ms, mul_per_s, and ``matches_xla`` (exact equality of the output with the
 XLA unrolled path on the same inputs). ``chain4`` rows time four dependent multiplications in one program (the
-situation inside curve formulas). ``ptx[:mul=cios|split][:k=K]`` rows (GPU) time the compiled kernels' PTX product
-blocks, ``K`` dependent products per element in one kernel (:func:`cuzk_jax.ops.pallas.field_mul.ptx_chain`),
+situation inside curve formulas). ``ptx[:k=K]`` rows (GPU) time the compiled kernels' PTX product
+block, ``K`` dependent products per element in one kernel (:func:`cuzk_jax.ops.pallas.field_mul.ptx_chain`),
 checked against ``K`` chained XLA products. Inputs are random limbs with the top limb below the modulus' top limb, so every
 value is < p (valid Montgomery-form elements; uniformity is irrelevant for timing).
 """
@@ -35,14 +35,12 @@ PTX_CHAIN = 32
 
 
 def _parse_impl(spec: str):
-    """'pallas:b=256:w=4' -> ('pallas', {'block': 256, 'num_warps': 4}); 'ptx:mul=split:k=32' -> ('ptx',
-    {'mul': 'split', 'k': 32})."""
+    """'pallas:b=256:w=4' -> ('pallas', {'block': 256, 'num_warps': 4}); 'ptx:k=32' -> ('ptx', {'k': 32})."""
     name, *opts = spec.split(":")
     kw = {}
     for o in opts:
         k, v = o.split("=")
-        key = {"b": "block", "w": "num_warps", "mul": "mul", "k": "k"}[k]
-        kw[key] = v if key == "mul" else int(v)
+        kw[{"b": "block", "w": "num_warps", "k": "k"}[k]] = int(v)
     return name, kw
 
 

@@ -100,26 +100,22 @@ def _chain_kernel(a_ref, b_ref, o_ref, *, field, k: int, interpret: bool):
         o_ref[l, :] = out[l].astype(jnp.uint32)
 
 
-@functools.partial(jax.jit, static_argnames=("field", "k", "mul", "block", "interpret", "num_warps"))
-def ptx_chain(a, b, field: str = "fq", k: int = 16, mul: str = "cios", *, block: int = 256,
-              interpret: bool = False, num_warps: int | None = 4):
+@functools.partial(jax.jit, static_argnames=("field", "k", "block", "interpret", "num_warps"))
+def ptx_chain(a, b, field: str = "fq", k: int = 16, *, block: int = 256, interpret: bool = False,
+              num_warps: int | None = 4):
     """``a * b^k / R^k`` per element: ``k`` DEPENDENT Montgomery products per element in one kernel (a
     ``fori_loop``), the state a curve formula's products see -- the measurement of the compiled kernels' product
-    forms (``mul``: ``"cios"`` or ``"split"``, :mod:`cuzk_jax.ops.pallas.ptx_field`). ``a``, ``b``: uint32
+    (:func:`cuzk_jax.ops.pallas.ptx_field.mont_mul_asm`). ``a``, ``b``: uint32
     ``(L, N)`` limb-major, Montgomery form, fully reduced; ``N`` a multiple of ``block``. Compiled: the PTX field
     (NVIDIA GPUs only); ``interpret=True``: the same loop on the jnp array field (CPU tests)."""
-    from cuzk_jax.ops.config import MUL_FORMS
-
     from . import limb_field, ptx_field
 
-    if mul not in MUL_FORMS:
-        raise ValueError(f"mul must be one of {MUL_FORMS}, got {mul!r}")
+    if field not in ("fq", "fr"):
+        raise ValueError(f"field must be 'fq' or 'fr', got {field!r}")
     if interpret:
         f = limb_field.array_fq if field == "fq" else limb_field.ArrayField(F.fr)
     else:
-        split = mul == "split"
-        f = {"fq": ptx_field.fq_loop_split if split else ptx_field.fq_loop,
-             "fr": ptx_field.fr_split if split else ptx_field.fr}[field]
+        f = ptx_field.fq_loop if field == "fq" else ptx_field.fr
     n_limbs, n = a.shape
     spec = pl.BlockSpec((n_limbs, block), lambda i: (0, i))
     kernel = functools.partial(_chain_kernel, field=f, k=k, interpret=interpret)

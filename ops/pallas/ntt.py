@@ -36,16 +36,13 @@ DEFAULT_BLOCK = 2048
 U32 = jnp.uint32
 
 
-def _field(interpret: bool, mul: str = "cios"):
-    """The kernel's field: PTX blocks compiled (``mul``: the product form, ``NttConfig.mul``), the rolled jnp limb
-    field interpreted (see the module docstring)."""
+def _field(interpret: bool):
+    """The kernel's field: PTX blocks compiled, the rolled jnp limb field interpreted (see the module docstring)."""
     if interpret:
         from .limb_field import fr
-
-        return fr
-    from . import ptx_field
-
-    return ptx_field.fr_split if mul == "split" else ptx_field.fr
+    else:
+        from .ptx_field import fr
+    return fr
 
 
 def _bcast(a, shape):
@@ -53,9 +50,9 @@ def _bcast(a, shape):
 
 
 def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twiddle: bool, pre: bool,
-            interpret: bool, mul: str = "cios"):
+            interpret: bool):
     """One ``(Rb, M, Cb)`` tile as ``M`` lane arrays (module docstring); ``w_ref`` the limb-minor root table."""
-    f = _field(interpret, mul)
+    f = _field(interpret)
     M = 1 << s
     col0 = (pl.program_id(0) % nc) * Cb
     Rb = x_ref.shape[1]
@@ -114,8 +111,7 @@ def _compiler_params(num_warps, triton: bool | None):
 
 
 def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, interpret: bool = False,
-                  block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None,
-                  mul: str = "cios"):
+                  block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None):
     """One pass on ``x`` ``(8, BR, M, C)`` (``M = 2^s``): the M-point NTT along axis 2 with root ``w_n^(n/M)``, then
     (``twiddle``) the four-step factor ``w_n^(k j R_)``; same shape out. See the module docstring.
 
@@ -126,7 +122,7 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
     ``w``: the limb-minor root table ``(n/2, 8)``. ``block`` (a power of two): elements per program (``block / M``
     lanes); ``triton`` forces (True) or omits (False) the Triton compiler parameters, default: on when the default
     backend is a GPU (used to lower for CUDA on a machine without one). Each element's four-step twiddle
-    ``w^(k j R_)`` is gathered from ``w``. ``mul``: the compiled Fr product (``NttConfig.mul``).
+    ``w^(k j R_)`` is gathered from ``w``.
     """
     _, BR, M, C = x.shape
     if M != 1 << s:
@@ -140,7 +136,7 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
         raise ValueError("sub_transform: pre-scaling applies to a first pass (R_ = 1, len(lo) len(hi) = M C)")
     Rb = math.gcd(BR, lanes // Cb)  # a power of two (lanes // Cb is one) dividing the batch-row count
     kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, pre=pre is not None,
-                               interpret=interpret, mul=mul)
+                               interpret=interpret)
     spec = pl.BlockSpec((LIMBS, Rb, M, Cb), lambda i: (0, i // nc, 0, i % nc))
     grid = (BR // Rb) * nc
     tables = [w] + ([] if pre is None else list(pre))

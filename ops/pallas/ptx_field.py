@@ -8,11 +8,13 @@ carry propagation for free. This module generates that code.
 
 Algorithm: CIOS Montgomery multiplication (Koc, Acar and Kaliski, "Analyzing and comparing Montgomery
 multiplication algorithms", IEEE Micro 1996), word size ``W = 2^32``, ``n`` words, ``R = W^n``. Each of the ``n``
-outer iterations adds ``a * b_i`` (low halves, then high halves, each one carry chain) and ``m * p`` with
-``m = t_0 * (-p^-1) mod W`` into an ``(n+1)``-word accumulator, then drops the zero low word by renaming registers
-(no instruction). With ``a < p`` and ``t < 2p`` the accumulator stays below ``2 p W < W^(n+1)`` (both moduli here
-leave spare top bits: ``p < 2^381``, ``r < 2^255``), so no carry leaves word ``n``; the result ``t < 2p`` gets one
-conditional subtraction (a borrow chain and ``selp``). ``4 n + 3`` instructions per outer iteration.
+outer iterations adds ``a * b_i`` and ``m * p`` with ``m = t_0 * (-p^-1) mod W`` into an ``(n+1)``-word
+accumulator, then drops the zero low word by renaming registers (no instruction). The accumulator is held in two
+parts, the products of the even-indexed limbs in one and of the odd-indexed limbs in the other, so each half step
+is two independent carry chains (:func:`mont_mul_asm`). With ``a < p`` and ``t < 2p`` the accumulator stays below
+``2 p W < W^(n+1)`` (both moduli here leave spare top bits: ``p < 2^381``, ``r < 2^255``), so no carry leaves word
+``n``; the result ``t < 2p`` gets one conditional subtraction (a borrow chain and ``selp``). ``4 n + 5``
+instructions per outer iteration.
 
 Representation: operands and results are ``n`` uint32 words, little-endian, in Montgomery form and fully reduced
 (``< p``) -- the values of :mod:`cuzk_jax.ops.field`, as uint32 (not uint64) arrays.
@@ -75,26 +77,6 @@ def _mac_row(acc: list[str], x: list[str], y: str) -> list[str]:
     return body
 
 
-@functools.lru_cache(maxsize=None)
-def mont_mul_asm(p_limbs: tuple, pinv: int) -> str:
-    """PTX for ``$0..$(n-1) = a * b / R mod p`` with ``a = $n..$(2n-1)``, ``b = $(2n)..$(3n-1)`` (module docstring)."""
-    n = len(p_limbs)
-    a = [f"${n + j}" for j in range(n)]
-    b = [f"${2 * n + j}" for j in range(n)]
-    q = [f"q{j}" for j in range(n)]
-    T = [f"t{k}" for k in range(n + 1)]  # accumulator words, renamed (rotated) after each outer iteration
-    body = _consts(p_limbs) + [f"mov.u32 {r}, 0" for r in T]
-    for i in range(n):
-        body += _mac_row(T, a, b[i])  # t += a b_i
-        body.append(f"mul.lo.u32 m, {T[0]}, {int(pinv)}")
-        body += _mac_row(T, q, "m")  # t += m p with m = t_0 (-1/p) mod W: word 0 becomes zero
-        T = T[1:] + T[:1]  # divide by W: the zero word becomes the new top word
-    body += _cond_sub(T[:n], [f"${j}" for j in range(n)], n)
-    decls = [f".reg .u32 q<{n}>", f".reg .u32 t<{n + 1}>", f".reg .u32 d<{n}>", ".reg .u32 m", ".reg .u32 bw",
-             ".reg .pred pr"]
-    return _block(decls, body)
-
-
 def _mac_half(acc: list[str], xs: list[str], y: str, *, carry_in: bool = False, top: bool = True) -> list[str]:
     """``acc += sum_k xs[k] y W^(2k)``: the low and high halves of the products ``xs[k] y`` land on words ``2k``
     and ``2k + 1`` without overlapping, so the row is ONE carry chain (low, high, low, high, ...).
@@ -114,16 +96,17 @@ def _mac_half(acc: list[str], xs: list[str], y: str, *, carry_in: bool = False, 
 
 
 @functools.lru_cache(maxsize=None)
-def mont_mul_split_asm(p_limbs: tuple, pinv: int) -> str:
-    """PTX for the same product as :func:`mont_mul_asm` (same operands and result) with two independent carry
-    chains per half step instead of one dependent pair.
+def mont_mul_asm(p_limbs: tuple, pinv: int) -> str:
+    """PTX for ``$0..$(n-1) = a * b / R mod p`` with ``a = $n..$(2n-1)``, ``b = $(2n)..$(3n-1)`` (module
+    docstring): CIOS with two independent carry chains per half step.
 
     The CIOS accumulator is held as two aligned ``(n + 1)``-word parts, ``T = X + Y``: the products of the
     even-indexed limbs of ``a`` (and of ``p``) accumulate into ``X`` (words ``0..n-1``, carry into ``n``), those
     of the odd-indexed limbs into ``Y`` (words ``1..n``); each is a single chain of alternating low / high halves
     (:func:`_mac_half`). The two chains of a half step read and write disjoint registers, so the compiler can
-    interleave them (each chain its own carry predicate), where :func:`mont_mul_asm`'s low and high chains depend
-    on each other word by word. Step ``i``: fold ``Y_0`` into ``X_0`` (its carry enters ``Y``'s chain at word 1, so
+    interleave them (each chain its own carry predicate); the textbook CIOS step's low-half and high-half chains
+    depend on each other word by word (on the H200 that form ran 1.5x (Fq) / 1.4x (Fr) slower in chained products:
+    bench/results/REMOVED_VARIANTS.md). Step ``i``: fold ``Y_0`` into ``X_0`` (its carry enters ``Y``'s chain at word 1, so
     ``Y_0`` is then zero by definition); ``X += a_even b_i``, ``Y += a_odd b_i``; ``m = X_0 (-1/p) mod W`` (word 0 of
     ``T``); ``X += p_even m`` (``X_0`` becomes 0), ``Y += p_odd m``; divide by ``W`` by renaming ``X = X_1..X_n, 0``
     and ``Y = Y_1..Y_n, 0`` (one ``mov``: ``Y_0``'s register still holds the folded word). Bounds as in CIOS:
@@ -378,16 +361,14 @@ class PtxField(LimbLists):
     :class:`~cuzk_jax.ops.pallas.limb_field.LimbLists`; the curve formulas of
     :mod:`cuzk_jax.ops.curve` run unchanged). ``mul_loop``: ``mul_many`` sends its products through ONE product
     block in a ``fori_loop`` (:func:`~cuzk_jax.ops.pallas.limb_field.product_loop`; smaller machine code), else
-    products are computed in turn. ``split``: the product is :func:`mont_mul_split_asm` (two independent carry
-    chains per step), else :func:`mont_mul_asm`. Only Triton on NVIDIA GPUs compiles inline PTX; there is no
+    products are computed in turn. Only Triton on NVIDIA GPUs compiles inline PTX; there is no
     interpreter form.
     """
 
     dtype = U32
 
-    def __init__(self, base: ops_field.PrimeField, *, mul_loop: bool = False, split: bool = False):
+    def __init__(self, base: ops_field.PrimeField, *, mul_loop: bool = False):
         self.base = base
-        self.split = split
         self.name = base.name
         self.limbs = base.limbs
         self.p_limbs = tuple(int(v) for v in base.p_limbs)
@@ -396,7 +377,7 @@ class PtxField(LimbLists):
         self.mul_loop = mul_loop
 
     def __repr__(self) -> str:
-        return f"PtxField({self.name}, mul_loop={self.mul_loop}, split={self.split})"
+        return f"PtxField({self.name}, mul_loop={self.mul_loop})"
 
     def add(self, a, b):
         return _asm(add_mod_asm(self.p_limbs), self.limbs, a, b)
@@ -411,8 +392,7 @@ class PtxField(LimbLists):
         return self.add(a, a)
 
     def mul(self, a, b):
-        form = mont_mul_split_asm if self.split else mont_mul_asm
-        return _asm(form(self.p_limbs, self.pinv), self.limbs, a, b)
+        return _asm(mont_mul_asm(self.p_limbs, self.pinv), self.limbs, a, b)
 
     def mul_many(self, pairs):
         pairs = list(pairs)
@@ -449,5 +429,3 @@ class PtxFq2(LimbFq2):
 fq_loop = PtxField(ops_field.fq, mul_loop=True)
 fq2_lazy_loop = PtxFq2(fq_loop)
 fr = PtxField(ops_field.fr)
-fq_loop_split = PtxField(ops_field.fq, mul_loop=True, split=True)
-fr_split = PtxField(ops_field.fr, split=True)
