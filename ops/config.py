@@ -24,6 +24,7 @@ KERNELS = ("xla", "pallas", "pallas_interpret")
 # MsmConfig.dbl_branch=None per group: the level-1 mixed addition without its doubling case won for G1 and lost
 # narrowly for G2 on the H200 (bench/results/RESULTS.md, session 21)
 DBL_BRANCH_DEFAULT = {"g1": 1, "g2": 0}
+G2_MULS = ("rows", "split")  # MsmConfig.g2_mul: the compiled G2 kernels' Fq2 product block (an A/B switch)
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -89,6 +90,10 @@ class MsmConfig:
     the unified form's 11: ``X1^2`` is only needed when a point meets itself in a bucket) and computes a doubling
     in a branch taken when any lane of the program needs one; ``0``: the unified formula; ``None`` (default): the
     group's winner on the H200 (:data:`DBL_BRANCH_DEFAULT`: on for G1, off for G2). Same results either way.
+    ``g2_mul``: the compiled G2 kernels' Fq2 product (:func:`cuzk_jax.ops.pallas.ptx_field.fq2_mul_asm`):
+    ``"rows"`` (default) -- its three schoolbook products row by row, each row a low-half and a dependent high-half
+    chain; ``"split"`` -- each row's even and odd limbs in two independent chains (as the Fq product). An A/B
+    switch until a GPU run decides; same results.
     The XLA kernel reads none of the other Pallas fields.
     """
 
@@ -100,6 +105,7 @@ class MsmConfig:
     stages: int = 5
     max_pairs: int | None = None
     dbl_branch: int | None = None
+    g2_mul: str = "rows"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -116,6 +122,8 @@ class MsmConfig:
             raise ValueError(f"MsmConfig.stages must be in 0..5, got {self.stages!r}")
         if self.dbl_branch not in (None, 0, 1):
             raise ValueError(f"MsmConfig.dbl_branch must be 0, 1 or None, got {self.dbl_branch!r}")
+        if self.g2_mul not in G2_MULS:
+            raise ValueError(f"MsmConfig.g2_mul must be one of {G2_MULS}, got {self.g2_mul!r}")
 
     @classmethod
     def default(cls, platform: str | None = None) -> "MsmConfig":
@@ -125,13 +133,16 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M:dbl_branch=0|1`` (positive ints unless stated)."""
+        stages=K:max_pairs=M:dbl_branch=0|1:g2_mul=rows|split`` (positive ints unless stated)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}
         for key, val in pairs:
             if key not in keys:
                 raise ValueError(f"unknown MsmConfig option {key!r} in {text!r}; expected one of {sorted(keys)}")
+            if key == "g2_mul":
+                kw[key] = val
+                continue
             kw[key] = int(val) if key in ("stages", "dbl_branch") and val.isdigit() else _int(key, val, text)
         return cls(kernel, **kw)
 

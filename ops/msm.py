@@ -560,7 +560,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     K = H // L1
     R1 = NB // L1
     nbuf = pow2_ceil(max(2 * nseg, NB + 2, 2 * block))
-    kopts = dict(block=block, num_warps=num_warps, interpret=interpret)
+    kopts = dict(block=block, num_warps=num_warps, interpret=interpret, g2_mul=config.g2_mul)
 
     # point-major (n, 2 Lc): a gathered base is 2 Lc consecutive words
     brows = jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0).T

@@ -527,9 +527,10 @@ def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
             assert "add.cc.u32 x1, x1, y1" in text
 
 
-def test_ntt_and_chain_kernels_lower_to_triton_with_the_split_product():
+def test_kernels_lower_to_triton_with_the_split_products():
     """The NTT pass kernel and the field benchmark's chain kernel lower for CUDA with the PTX product block (its
-    two-chain form: the fold of ``Y_0`` into ``X_0`` that a textbook CIOS block does not have)."""
+    two-chain form: the fold of ``Y_0`` into ``X_0`` that a textbook CIOS block does not have); the G2 kernel with
+    ``g2_mul=split`` carries the split Fq2 block (its odd-limb part ``u`` joined by an add chain)."""
     import jax
     from jax import export
 
@@ -545,12 +546,19 @@ def test_ntt_and_chain_kernels_lower_to_triton_with_the_split_product():
            (S((8, 1, 8, 512), jnp.uint32), S((1 << 11, 8), jnp.uint32)))
     chain = (lambda a, b: field_mul.ptx_chain(a, b, "fr", k=4, block=64),
              (S((8, 256), jnp.uint32), S((8, 256), jnp.uint32)))
-    for fn, args in (ntt, chain):
+    from cuzk_jax.ops.pallas import bucket as pk
+
+    n = 4 * 64 * 8
+    g2 = (lambda *a: pk.accumulate_bases(cv.g2, *a, seg=8, block=64, num_warps=2, g2_mul="split"),
+          (S((), jnp.int32), S((), jnp.bool_), S((n,), jnp.int32), S((n,), jnp.int32), S((n, 48), jnp.uint32),
+           S((96, 2 * n), jnp.uint32)))
+    for (fn, args), sign in ((ntt, "add.cc.u32 x1, x1, y1"), (chain, "add.cc.u32 x1, x1, y1"),
+                             (g2, "add.cc.u32 v1, v1, u1")):
         with jax.enable_x64(True):
             exp = export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=[
                 export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
         text = exp.mlir_module()
-        assert "xla.gpu.triton" in text and "add.cc.u32 x1, x1, y1" in text
+        assert "xla.gpu.triton" in text and sign in text
 
 
 def test_default_pass_bound_rule():

@@ -78,15 +78,16 @@ DEFAULT_NUM_WARPS = 2
 
 class _Rep:
     """How a kernel turns limb rows into field elements: ``"limb"`` (compiled: PTX fields on uint32 limb lists) or
-    ``"array"`` (interpret mode: stacked arrays)."""
+    ``"array"`` (interpret mode: stacked arrays). ``g2_mul``: the compiled Fq2 product (``MsmConfig.g2_mul``)."""
 
-    def __init__(self, curve, kind: str):
+    def __init__(self, curve, kind: str, g2_mul: str = "rows"):
         self.curve = curve
         self.kind = kind
         self.g2 = curve.coord_ndim == 2
         self.Lc = 24 if self.g2 else 12
         if kind == "limb":
-            self.F = ptx_field.fq2_lazy_loop if self.g2 else ptx_field.fq_loop
+            g2 = ptx_field.fq2_lazy_loop_split if g2_mul == "split" else ptx_field.fq2_lazy_loop
+            self.F = g2 if self.g2 else ptx_field.fq_loop
         elif kind == "array":
             self.F = limb_field.array_fq2 if self.g2 else limb_field.array_fq
         else:
@@ -367,7 +368,7 @@ _ANY = pl.BlockSpec(memory_space=pl.ANY)
 
 @x64
 def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, block=DEFAULT_BLOCK,
-                     num_warps=DEFAULT_NUM_WARPS, interpret=False, dbl_branch=False):
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False, dbl_branch=False, g2_mul="rows"):
     """Level-1 accumulation (kernel 1).
 
     ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
@@ -377,9 +378,10 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     few cache lines); ``buckets``: rows ``(4 Lc, NY)`` (last column trash), updated in place. Returns ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,),
     buckets)``. ``dbl_branch``: the mixed addition without its
     doubling case (10 products instead of 11), the doubling computed in a branch taken only when a lane of the
-    program adds a point to itself (``MsmConfig.dbl_branch``; otherwise the unified mixed addition).
+    program adds a point to itself (``MsmConfig.dbl_branch``; otherwise the unified mixed addition). ``g2_mul``:
+    the compiled Fq2 product (``MsmConfig.g2_mul``).
     """
-    rep = _Rep(curve, "array" if interpret else "limb")
+    rep = _Rep(curve, "array" if interpret else "limb", g2_mul)
     nrows = 4 * rep.Lc
     size = keys.shape[0]
     if size % (seg * block):
@@ -406,15 +408,15 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
 
 @x64
 def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False,
-                 modes=MODES):
+                 modes=MODES, g2_mul="rows"):
     """One call of kernel 2 over buffers of ``N`` entries: ``keys`` (N,), ``x`` rows ``(4 Lc, N)``, ``y`` rows
     ``(4 Lc, N)`` (trash = last column), updated in place. Grid: ``N / 2`` lanes. Returns
     ``(partials (4 Lc, N), partial keys (N,), y)`` (partials are only meaningful in mode ACC). ``modes``: the
     branches compiled into this kernel, from :data:`MODES` (a kernel of one mode is a fraction of the code: see
-    :func:`cuzk_jax.ops.msm._pallas_pass`)."""
+    :func:`cuzk_jax.ops.msm._pallas_pass`); ``g2_mul``: the compiled Fq2 product (``MsmConfig.g2_mul``)."""
     if not modes or set(modes) - set(MODES):
         raise ValueError(f"modes must be a non-empty subset of {MODES}, got {modes!r}")
-    rep = _Rep(curve, "array" if interpret else "limb")
+    rep = _Rep(curve, "array" if interpret else "limb", g2_mul)
     nrows = 4 * rep.Lc
     N = x.shape[1]
     assert N % (2 * block) == 0

@@ -177,6 +177,19 @@ def _wide_mul(x: list[str], y: list[str], acc: list[str]) -> list[str]:
     return body
 
 
+def _wide_mul_split(x: list[str], y: list[str], acc: list[str], aux: list[str]) -> list[str]:
+    """``acc (2n words) = x * y`` as :func:`_wide_mul`, with each row's products in two independent carry chains:
+    the even-indexed limbs of ``x`` into ``acc`` (words ``i..i+n-1``, carry into ``i+n``), the odd-indexed ones into
+    ``aux`` (words ``i+1..i+n``); both parts are at most the partial product ``< W^(n+i+1)``, so neither chain
+    carries out of word ``i + n``. One ``2n``-word add chain joins them (``aux_0`` stays zero)."""
+    n = len(x)
+    body = [f"mov.u32 {r}, 0" for r in acc + aux]
+    for i in range(n):
+        body += _mac_half(acc[i : i + n + 1], x[0::2], y[i])
+        body += _mac_half(aux[i + 1 : i + n + 1], x[1::2], y[i], top=False)
+    return body + _chain("add", acc[1:], acc[1:], aux[1:])
+
+
 def _chain(op: str, d: list[str], a: list[str], b: list[str]) -> list[str]:
     """``d = a op b`` over ``len(d)`` words (``op`` ``add`` or ``sub``) as one carry / borrow chain, the last word
     without a carry out (callers guarantee none)."""
@@ -206,12 +219,13 @@ def _redc(X: list[str], outs: list[str], n: int, pinv: int) -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def fq2_mul_asm(p_limbs: tuple, pinv: int) -> str:
+def fq2_mul_asm(p_limbs: tuple, pinv: int, split: bool = False) -> str:
     """PTX for one Fq2 product ``(c0, c1) = (a0 + a1 u)(b0 + b1 u)``, ``u^2 = -1``, Karatsuba with lazy reduction:
     three ``2n``-word products ``v0 = a0 b0``, ``v1 = a1 b1``, ``v2 = (a0 + a1)(b0 + b1)`` (the sums unreduced,
     ``< 2p``), then ``c0 = REDC(v0 + p^2 - v1)`` and ``c1 = REDC(v2 - v0 - v1)`` -- two Montgomery reductions
     instead of three (both arguments are in ``[0, 2 p^2)``, below ``p R``, so each reduction ends below ``2p``).
-    Operands: ``c0 = $0..``, ``c1 = $n..``, then ``a0, a1, b0, b1`` (``n`` words each, all ``< p``)."""
+    Operands: ``c0 = $0..``, ``c1 = $n..``, then ``a0, a1, b0, b1`` (``n`` words each, all ``< p``). ``split``: the
+    three products as :func:`_wide_mul_split` (two independent chains per row), else :func:`_wide_mul`."""
     n = len(p_limbs)
     op = lambda k: [f"${k * n + j}" for j in range(n)]  # noqa: E731
     c0, c1, a0, a1, b0, b1 = (op(k) for k in range(6))
@@ -223,12 +237,17 @@ def fq2_mul_asm(p_limbs: tuple, pinv: int) -> str:
     v0, v1, v2 = ([f"{nm}{j}" for j in range(2 * n)] for nm in ("v", "w", "x"))
     body = _consts(p_limbs) + ["mov.u32 z, 0"]
     body += _chain("add", sa, a0, a1) + _chain("add", sb, b0, b1)  # < 2p < W^n: no carry out
-    body += _wide_mul(a0, b0, v0) + _wide_mul(a1, b1, v1) + _wide_mul(sa, sb, v2)
+    if split:
+        u = [f"u{j}" for j in range(2 * n)]
+        body += _wide_mul_split(a0, b0, v0, u) + _wide_mul_split(a1, b1, v1, u) + _wide_mul_split(sa, sb, v2, u)
+    else:
+        body += _wide_mul(a0, b0, v0) + _wide_mul(a1, b1, v1) + _wide_mul(sa, sb, v2)
     body += _chain("sub", v2, v2, v0) + _chain("sub", v2, v2, v1)  # a0 b1 + a1 b0 >= 0
     body += _chain("add", v0, v0, p2) + _chain("sub", v0, v0, v1)  # v0 + p^2 - v1 > 0
     body += _redc(v0, c0, n, pinv) + _redc(v2, c1, n, pinv)
     decls = [f".reg .u32 q<{n}>", f".reg .u32 sa<{n}>", f".reg .u32 sb<{n}>", f".reg .u32 v<{2 * n}>",
-             f".reg .u32 w<{2 * n}>", f".reg .u32 x<{2 * n}>", f".reg .u32 d<{n}>", ".reg .u32 m", ".reg .u32 k",
+             f".reg .u32 w<{2 * n}>", f".reg .u32 x<{2 * n}>", f".reg .u32 u<{2 * n}>", f".reg .u32 d<{n}>",
+             ".reg .u32 m", ".reg .u32 k",
              ".reg .u32 z", ".reg .u32 bw", ".reg .pred pr"]
     return _block(decls, body)
 
@@ -404,17 +423,19 @@ class PtxField(LimbLists):
 class PtxFq2(LimbFq2):
     """Fq2 on :class:`PtxField` pairs whose product is ONE block, :func:`fq2_mul_asm` (Karatsuba with lazy
     reduction: ~1,850 instructions against ~2,260 for three product blocks and five sum / difference blocks).
-    Everything else is :class:`~cuzk_jax.ops.pallas.limb_field.LimbFq2`'s."""
+    Everything else is :class:`~cuzk_jax.ops.pallas.limb_field.LimbFq2`'s. ``split``: the block's three products
+    with two independent chains per row (``fq2_mul_asm(split=True)``; an A/B switch, ``MsmConfig.g2_mul``)."""
 
-    def __init__(self, base: PtxField):
+    def __init__(self, base: PtxField, split: bool = False):
         super().__init__(base)
+        self.split = split
 
     def __repr__(self) -> str:
-        return f"PtxFq2({self.base!r})"
+        return f"PtxFq2({self.base!r}, split={self.split})"
 
     def _mul1(self, a, b):
         f = self.base
-        out = _asm(fq2_mul_asm(f.p_limbs, f.pinv), 2 * f.limbs, a[0], a[1], b[0], b[1])
+        out = _asm(fq2_mul_asm(f.p_limbs, f.pinv, self.split), 2 * f.limbs, a[0], a[1], b[0], b[1])
         return (out[: f.limbs], out[f.limbs :])
 
     def mul_many(self, pairs):
@@ -428,4 +449,5 @@ class PtxFq2(LimbFq2):
 # product) and the NTT kernel's (products in turn)
 fq_loop = PtxField(ops_field.fq, mul_loop=True)
 fq2_lazy_loop = PtxFq2(fq_loop)
+fq2_lazy_loop_split = PtxFq2(fq_loop, split=True)
 fr = PtxField(ops_field.fr)
