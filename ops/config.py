@@ -24,7 +24,7 @@ KERNELS = ("xla", "pallas", "pallas_interpret")
 # MsmConfig.dbl_branch=None per group: the level-1 mixed addition without its doubling case won for G1 and lost
 # narrowly for G2 on the H200 (bench/results/RESULTS.md, session 21)
 DBL_BRANCH_DEFAULT = {"g1": 1, "g2": 0}
-G2_MULS = ("rows", "split")  # MsmConfig.g2_mul: the compiled G2 kernels' Fq2 product block (an A/B switch)
+G2_MULS = ("rows", "split", "split_redc")  # MsmConfig.g2_mul: the compiled G2 kernels' Fq2 product block (an A/B switch)
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -92,8 +92,8 @@ class MsmConfig:
     group's winner on the H200 (:data:`DBL_BRANCH_DEFAULT`: on for G1, off for G2). Same results either way.
     ``g2_mul``: the compiled G2 kernels' Fq2 product (:func:`cuzk_jax.ops.pallas.ptx_field.fq2_mul_asm`):
     ``"rows"`` (default) -- its three schoolbook products row by row, each row a low-half and a dependent high-half
-    chain; ``"split"`` -- each row's even and odd limbs in two independent chains (as the Fq product). An A/B
-    switch until a GPU run decides; same results.
+    chain; ``"split"`` -- each row's even and odd limbs in two independent chains (as the Fq product);
+    ``"split_redc"`` -- its two Montgomery reductions too. An A/B switch until a GPU run decides; same results.
     The XLA kernel reads none of the other Pallas fields.
     """
 
@@ -133,7 +133,7 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M:dbl_branch=0|1:g2_mul=rows|split`` (positive ints unless stated)."""
+        stages=K:max_pairs=M:dbl_branch=0|1:g2_mul=rows|split|split_redc`` (positive ints unless stated)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}

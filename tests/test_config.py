@@ -35,7 +35,8 @@ def test_platform_defaults():
 
 @pytest.mark.parametrize("text", ["xla", "pallas", "pallas_interpret", "pallas:block=64:warps=2",
                                   "pallas_interpret:block=8:seg=8:acc_seg=8", "pallas:stages=0",
-                                  "pallas:dbl_branch=0", "pallas:g2_mul=split"])
+                                  "pallas:dbl_branch=0", "pallas:g2_mul=split",
+                                  "pallas:g2_mul=split_redc"])
 def test_msm_parse_round_trips(text):
     cfg = MsmConfig.parse(text)
     assert str(cfg) == text and MsmConfig.parse(str(cfg)) == cfg

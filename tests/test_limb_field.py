@@ -184,14 +184,15 @@ def test_ptx_blocks_match_python(name, rng):
         assert _value(pf.emulate(sub, ops, n)) == (a - b) % p, (a, b)
 
 
-@pytest.mark.parametrize("split", [False, True])
-def test_ptx_fq2_block_matches_python(split, rng):
-    """The one-block Fq2 product (Karatsuba with lazy reduction; ``split``: its products with two chains per row)
+@pytest.mark.parametrize("split,split_redc", [(False, False), (True, False), (True, True), (False, True)])
+def test_ptx_fq2_block_matches_python(split, split_redc, rng):
+    """The one-block Fq2 product (Karatsuba with lazy reduction; ``split`` / ``split_redc``: its products / its
+    reductions with two chains per row)
     against ``(a0 + a1 u)(b0 + b1 u) / R`` with ``u^2 = -1``, on random values and the extremes 0 / p - 1 in every
     position."""
     fld = F.fq
     p, n = fld.modulus, fld.limbs
-    text = pf.fq2_mul_asm(tuple(int(v) for v in fld.p_limbs), int(fld.pinv), split)
+    text = pf.fq2_mul_asm(tuple(int(v) for v in fld.p_limbs), int(fld.pinv), split, split_redc)
     r_inv = pow(1 << (32 * n), -1, p)
     vals = _edge_and_random(p, n, rng, 24)
     cases = [tuple(rng.choice(vals) for _ in range(4)) for _ in range(40)]

@@ -86,7 +86,8 @@ class _Rep:
         self.g2 = curve.coord_ndim == 2
         self.Lc = 24 if self.g2 else 12
         if kind == "limb":
-            g2 = ptx_field.fq2_lazy_loop_split if g2_mul == "split" else ptx_field.fq2_lazy_loop
+            g2 = {"split": ptx_field.fq2_lazy_loop_split,
+                  "split_redc": ptx_field.fq2_lazy_loop_split_redc}.get(g2_mul, ptx_field.fq2_lazy_loop)
             self.F = g2 if self.g2 else ptx_field.fq_loop
         elif kind == "array":
             self.F = limb_field.array_fq2 if self.g2 else limb_field.array_fq

@@ -218,14 +218,35 @@ def _redc(X: list[str], outs: list[str], n: int, pinv: int) -> list[str]:
     return body + _cond_sub(X[n : 2 * n], outs, n)
 
 
+def _redc_split(X: list[str], Y: list[str], outs: list[str], n: int, pinv: int) -> list[str]:
+    """:func:`_redc` with each iteration's ``m p`` in two independent chains: the even-indexed limbs of ``p`` into
+    ``X`` (words ``i..i+n-1``; the carry out of word ``i + n`` deferred in ``k`` as there), the odd-indexed ones into
+    the ``2n``-word aux ``Y`` (words ``i+1..i+n``; ``Y`` only gathers ``m_j p_odd W^j`` terms and fold carries, so it
+    stays below ``W^(i+n+1)`` and its chain carries out of nothing). Iteration ``i`` first folds ``Y_i`` into ``X_i``
+    (its carry enters ``Y``'s chain at word ``i + 1``), so ``m = X_i (-1/p)`` sees the whole word ``i``. The result
+    ``(X + Y)_n.. < 2p``: one ``n``-word add chain, then the conditional subtraction."""
+    body = [f"mov.u32 {r}, 0" for r in Y] + ["mov.u32 k, 0"]
+    for i in range(n):
+        if i:
+            body.append(f"add.cc.u32 {X[i]}, {X[i]}, {Y[i]}")  # the carry waits in CC.CF for Y's chain
+        body.append(f"mul.lo.u32 m, {X[i]}, {int(pinv)}")  # (mul.lo leaves the carry flag alone)
+        body += _mac_half(Y[i + 1 : i + n + 1], [f"q{j}" for j in range(1, n, 2)], "m", carry_in=bool(i), top=False)
+        xs = _mac_half(X[i : i + n], [f"q{j}" for j in range(0, n, 2)], "m", top=False)
+        xs[-1] = xs[-1].replace("madc.hi.u32", "madc.hi.cc.u32")
+        body += xs + [f"addc.cc.u32 {X[i + n]}, {X[i + n]}, k", "addc.u32 k, z, z"]
+    R = [f"r{j}" for j in range(n)]
+    return body + _chain("add", R, X[n : 2 * n], Y[n : 2 * n]) + _cond_sub(R, outs, n)
+
+
 @functools.lru_cache(maxsize=None)
-def fq2_mul_asm(p_limbs: tuple, pinv: int, split: bool = False) -> str:
+def fq2_mul_asm(p_limbs: tuple, pinv: int, split: bool = False, split_redc: bool = False) -> str:
     """PTX for one Fq2 product ``(c0, c1) = (a0 + a1 u)(b0 + b1 u)``, ``u^2 = -1``, Karatsuba with lazy reduction:
     three ``2n``-word products ``v0 = a0 b0``, ``v1 = a1 b1``, ``v2 = (a0 + a1)(b0 + b1)`` (the sums unreduced,
     ``< 2p``), then ``c0 = REDC(v0 + p^2 - v1)`` and ``c1 = REDC(v2 - v0 - v1)`` -- two Montgomery reductions
     instead of three (both arguments are in ``[0, 2 p^2)``, below ``p R``, so each reduction ends below ``2p``).
     Operands: ``c0 = $0..``, ``c1 = $n..``, then ``a0, a1, b0, b1`` (``n`` words each, all ``< p``). ``split``: the
-    three products as :func:`_wide_mul_split` (two independent chains per row), else :func:`_wide_mul`."""
+    three products as :func:`_wide_mul_split` (two independent chains per row), else :func:`_wide_mul`;
+    ``split_redc``: the two reductions as :func:`_redc_split`, else :func:`_redc`."""
     n = len(p_limbs)
     op = lambda k: [f"${k * n + j}" for j in range(n)]  # noqa: E731
     c0, c1, a0, a1, b0, b1 = (op(k) for k in range(6))
@@ -244,9 +265,14 @@ def fq2_mul_asm(p_limbs: tuple, pinv: int, split: bool = False) -> str:
         body += _wide_mul(a0, b0, v0) + _wide_mul(a1, b1, v1) + _wide_mul(sa, sb, v2)
     body += _chain("sub", v2, v2, v0) + _chain("sub", v2, v2, v1)  # a0 b1 + a1 b0 >= 0
     body += _chain("add", v0, v0, p2) + _chain("sub", v0, v0, v1)  # v0 + p^2 - v1 > 0
-    body += _redc(v0, c0, n, pinv) + _redc(v2, c1, n, pinv)
+    if split_redc:
+        g = [f"g{j}" for j in range(2 * n)]
+        body += _redc_split(v0, g, c0, n, pinv) + _redc_split(v2, g, c1, n, pinv)
+    else:
+        body += _redc(v0, c0, n, pinv) + _redc(v2, c1, n, pinv)
     decls = [f".reg .u32 q<{n}>", f".reg .u32 sa<{n}>", f".reg .u32 sb<{n}>", f".reg .u32 v<{2 * n}>",
-             f".reg .u32 w<{2 * n}>", f".reg .u32 x<{2 * n}>", f".reg .u32 u<{2 * n}>", f".reg .u32 d<{n}>",
+             f".reg .u32 w<{2 * n}>", f".reg .u32 x<{2 * n}>", f".reg .u32 u<{2 * n}>", f".reg .u32 g<{2 * n}>",
+             f".reg .u32 r<{n}>", f".reg .u32 d<{n}>",
              ".reg .u32 m", ".reg .u32 k",
              ".reg .u32 z", ".reg .u32 bw", ".reg .pred pr"]
     return _block(decls, body)
@@ -424,18 +450,19 @@ class PtxFq2(LimbFq2):
     """Fq2 on :class:`PtxField` pairs whose product is ONE block, :func:`fq2_mul_asm` (Karatsuba with lazy
     reduction: ~1,850 instructions against ~2,260 for three product blocks and five sum / difference blocks).
     Everything else is :class:`~cuzk_jax.ops.pallas.limb_field.LimbFq2`'s. ``split``: the block's three products
-    with two independent chains per row (``fq2_mul_asm(split=True)``; an A/B switch, ``MsmConfig.g2_mul``)."""
+    with two independent chains per row (``fq2_mul_asm(split=True)``), ``split_redc``: its reductions too (A/B
+    switches, ``MsmConfig.g2_mul``)."""
 
-    def __init__(self, base: PtxField, split: bool = False):
+    def __init__(self, base: PtxField, split: bool = False, split_redc: bool = False):
         super().__init__(base)
-        self.split = split
+        self.split, self.split_redc = split, split_redc
 
     def __repr__(self) -> str:
-        return f"PtxFq2({self.base!r}, split={self.split})"
+        return f"PtxFq2({self.base!r}, split={self.split}, split_redc={self.split_redc})"
 
     def _mul1(self, a, b):
         f = self.base
-        out = _asm(fq2_mul_asm(f.p_limbs, f.pinv, self.split), 2 * f.limbs, a[0], a[1], b[0], b[1])
+        out = _asm(fq2_mul_asm(f.p_limbs, f.pinv, self.split, self.split_redc), 2 * f.limbs, a[0], a[1], b[0], b[1])
         return (out[: f.limbs], out[f.limbs :])
 
     def mul_many(self, pairs):
@@ -450,4 +477,5 @@ class PtxFq2(LimbFq2):
 fq_loop = PtxField(ops_field.fq, mul_loop=True)
 fq2_lazy_loop = PtxFq2(fq_loop)
 fq2_lazy_loop_split = PtxFq2(fq_loop, split=True)
+fq2_lazy_loop_split_redc = PtxFq2(fq_loop, split=True, split_redc=True)
 fr = PtxField(ops_field.fr)
