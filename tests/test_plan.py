@@ -66,6 +66,34 @@ def test_prefetch_counts_the_next_batch_of_witnesses():
     assert ahead.peak <= budget
 
 
+def test_prefetch_auto_only_when_it_costs_no_residency():
+    """``prefetch="auto"``: with room to spare the plan stages the next witnesses ahead; where holding them would
+    stream a query (the 2^27 sector at a 128 GiB budget: B2), the plan keeps every query resident without them."""
+    shape = sector_shape(27)
+    roomy = memplan.make_plan_prefetch(shape, 10, "auto", device_budget=None)
+    assert roomy.prefetch and "per_partition_prefetch_z" in roomy.estimate
+    # the smallest budget (to 1 MiB) that holds a partition with every query resident: the next witnesses beside
+    # it (8 GB) do not fit there
+    lo, hi = 1 << 30, 1 << 40
+    while hi - lo > 1 << 20:
+        mid = (lo + hi) // 2
+        try:
+            ok = memplan.make_plan(shape, 10, device_budget=mid).streamed == ()
+        except MemoryBudgetError:
+            ok = False
+        lo, hi = (lo, mid) if ok else (mid, hi)
+    budget = hi
+    assert memplan.make_plan(shape, 10, device_budget=budget, prefetch=2).streamed
+    auto = memplan.make_plan_prefetch(shape, 10, "auto", device_budget=budget)
+    assert not auto.prefetch and auto.streamed == () and auto.batch == 1
+    assert "per_partition_prefetch_z" not in auto.estimate and "prefetch" not in auto.describe()
+    forced = memplan.make_plan_prefetch(shape, 10, "on", device_budget=budget)
+    assert forced.prefetch and forced.streamed and "prefetch" in forced.describe()
+    assert not memplan.make_plan_prefetch(shape, 10, "off", device_budget=None).prefetch
+    with pytest.raises(ValueError, match="prefetch mode"):
+        memplan.make_plan_prefetch(shape, 10, "yes", device_budget=None)
+
+
 def test_sector_plan_on_an_h200_streams_and_fits():
     """A 2^27 partition on a 139 GiB device with a 120 GiB budget: the plan must stream (a key of ~70 GiB plus
     the 20+ GiB per partition do not fit together with more than a few partitions), keep the peak under the
@@ -116,7 +144,8 @@ def test_prove_in_planned_batches(cube):
     # the reference: one batch of four with the host MSMs (bit-identical to the device MSMs, test_groth16)
     one, t1 = prover.prove(cube["pk"], cube["r1cs"], cube["witnesses"], randomness=rs, config="msm=host")
     assert t1.batches == 1
-    rk = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off")
+    rk = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,prefetch=off")
+    assert pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off").plan.prefetch  # auto, no budget
 
     def room_for_two(prefetch=0):  # the plan's own peak of a batch of two, plus one byte
         return memplan.make_plan(rk.plan.shape, 10, device_budget=None, max_batch=2, prefetch=prefetch).peak + 1
@@ -124,6 +153,7 @@ def test_prove_in_planned_batches(cube):
     budget = room_for_two()
     planned = pipeline.make_resident(cube["pk"], cube["r1cs"], f"msm=xla,tables=off,device_budget={budget}")
     assert planned.plan.batch == 2 and planned.plan.streamed == ()
+    assert not planned.plan.prefetch  # prefetch=auto: staging ahead would not fit a batch of two
     assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(planned.r1cs))  # uploaded whole
     two, t2 = prover.prove(planned, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t2.batches == 2 and two == one

@@ -195,7 +195,7 @@ def run(cfg) -> list[dict]:
     # prefetch=on: every rep also runs without it over the same resident key (A/Bs in one process);
     # a variant is named by the switches that differ from the defaults
     base = rk.config
-    switches = [(k, v) for k, v in (("prefetch", "off"),) if getattr(base, k) != v]
+    switches = [("prefetch", "off")] if base.prefetch == "on" else []
     variants = [(",".join(f"{k}={getattr(base, k)}" for k, _ in switches) or "default", rk)]
     for k, v in switches:
         cfg_k = dataclasses.replace(base, **{k: v})
@@ -224,7 +224,8 @@ def run(cfg) -> list[dict]:
             continue
         wall = time.perf_counter() - t
         memory[f"rep{rep}" + (f"-{variant}" if len(variants) > 1 else "")] = _device_gib()
-        out = dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch, prover=str(key.config),
+        out = dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch,
+                   prefetch_planned=bool(key.plan is not None and key.plan.prefetch), prover=str(key.config),
                    device_memory_gib=dict(memory), prove_s=round(wall, 3),
                    per_partition_s=round(wall / P, 3),
                    batches=timings.batches, proofs=len(proofs), ok=len(proofs) == P,

@@ -117,8 +117,11 @@ class ProverConfig:
       a batch in several steps (what ``prefetch`` overlaps);
     * ``prefetch``: ``"on"``: when :func:`prove_batch` runs the plan's batch in several steps, the next step's
       witnesses are padded and copied to the device (a worker thread) while the current step runs, and the plan
-      counts one more ``z`` per partition; ``"off"`` (default): stage, then run, step by step. An A/B switch until
-      a GPU run shows which wins;
+      counts one more ``z`` per partition; ``"off"``: stage, then run, step by step; ``"auto"`` (default): on when
+      the plan with it keeps the batch, the resident queries, the tables and the evaluation chunks of the plan
+      without it (:attr:`MemoryPlan.prefetch <cuzk_jax.groth16.plan.MemoryPlan.prefetch>` records the choice).
+      On the H200 at 2^27 it hid the 1.5 s stage of a sector for 0.7 s more in the H step, but holding the next
+      witnesses would have cost B2 its residency (streamed: +9.5 s), which ``"auto"`` does not trade;
     * ``h``: the H step as ``"fused"`` (one program for a, b, c: :func:`cuzk_jax.ops.qap.compute_h`) or
       ``"split"`` (one program per input vector: :func:`cuzk_jax.ops.qap.compute_h_split`, a third of the
       transform's temporaries); ``"auto"`` (default): split from a :data:`plan.H_SPLIT_DOMAIN
@@ -143,7 +146,7 @@ class ProverConfig:
     split: str = "auto"
     chunk: int | None = None
     batch: int | None = None
-    prefetch: str = "off"
+    prefetch: str = "auto"
     h: str = "auto"
 
     def __post_init__(self):
@@ -155,8 +158,8 @@ class ProverConfig:
             raise BadInput(f"prover config: window must be in 2..{ops_msm.MAX_WINDOW}, got {self.window!r}")
         if self.split not in TABLE_MODES:
             raise BadInput(f"prover config: split must be one of {TABLE_MODES}, got {self.split!r}")
-        if self.prefetch not in ("on", "off"):
-            raise BadInput(f"prover config: prefetch must be on or off, got {self.prefetch!r}")
+        if self.prefetch not in ("on", "off", "auto"):
+            raise BadInput(f"prover config: prefetch must be on, off or auto, got {self.prefetch!r}")
         if self.h not in H_MODES:
             raise BadInput(f"prover config: h must be one of {H_MODES}, got {self.h!r}")
         for key in ("device_budget", "host_budget", "chunk", "batch"):
@@ -208,7 +211,7 @@ class ProverConfig:
                  f"host_budget={self.host_budget}" if self.host_budget else "",
                  f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else "",
                  f"batch={self.batch}" if self.batch else "",
-                 f"prefetch={self.prefetch}" if self.prefetch != "off" else "",
+                 f"prefetch={self.prefetch}" if self.prefetch != "auto" else "",
                  f"h={self.h}" if self.h != "auto" else ""]
         return ",".join(p for p in parts if p)
 
@@ -386,16 +389,16 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
                           bases={k: int(np.shape(v.inf)[-1]) for k, v in queries.items()},
                           r1cs_bytes=_r1cs_bytes(r1cs), eval_bytes=ops_r1cs.evaluate_device_bytes(r1cs, 1),
                           eval_serial=not isinstance(r1cs, (ops_r1cs.TiledR1CS, ops_r1cs.ChunkedR1CS)))
-    plan = memplan.make_plan(shape, partitions, device_budget=budget, host_budget=config.host_budget,
-                             want_tables=want_tables, table_bytes=table_bytes_estimate(
-                                 {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
-                             if want_tables else 0, chunk=config.chunk,
-                             max_batch=min(filter(None, (max_batch, config.batch)), default=None),
-                             prefetch=2 if config.prefetch == "on" else 0,
-                             max_pairs=getattr(config.msm, "max_pairs", None),
-                             # a device MSM whose pass bound the config leaves open: the plan may lower it
-                             pass_bounds=memplan.candidate_pass_bounds() if isinstance(
-                                 config.msm, ops_config.MsmConfig) and config.msm.max_pairs is None else None)
+    kw = dict(device_budget=budget, host_budget=config.host_budget,
+              want_tables=want_tables, table_bytes=table_bytes_estimate(
+                  {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
+              if want_tables else 0, chunk=config.chunk,
+              max_batch=min(filter(None, (max_batch, config.batch)), default=None),
+              max_pairs=getattr(config.msm, "max_pairs", None),
+              # a device MSM whose pass bound the config leaves open: the plan may lower it
+              pass_bounds=memplan.candidate_pass_bounds() if isinstance(
+                  config.msm, ops_config.MsmConfig) and config.msm.max_pairs is None else None)
+    plan = memplan.make_plan_prefetch(shape, partitions, config.prefetch, **kw)
     memplan.log.info("%s", plan.describe())
     return plan
 
@@ -1047,8 +1050,9 @@ def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, 
         return jax.block_until_ready(stage(rk, z[:, lo:lo + step], montgomery))
 
     # prefetch: the next step's witnesses go to the device while this step runs ("stage" then times the wait)
-    pool = ThreadPoolExecutor(1, thread_name_prefix="stage") if rk.config.prefetch == "on" and len(starts) > 1 \
-        else None
+    ahead_on = rk.config.prefetch == "on" or (rk.config.prefetch == "auto" and rk.plan is not None
+                                              and rk.plan.prefetch)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="stage") if ahead_on and len(starts) > 1 else None
     try:
         ahead = pool.submit(staged, starts[0]) if pool is not None else None
         for j, lo in enumerate(starts):

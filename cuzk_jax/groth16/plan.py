@@ -203,6 +203,7 @@ class MemoryPlan:
     estimate: dict
     shape: Shape | None = None
     max_pairs: int | None = None  # the MSM pass bound the plan chose (None: the config's, left as it is)
+    prefetch: bool = False  # whether the prover stages the next step's witnesses during a step (counted in peak)
 
     @property
     def batches(self) -> int:
@@ -220,6 +221,8 @@ class MemoryPlan:
             parts.append(f"evaluation in chunks of {self.eval_chunk} rows")
         if self.max_pairs:
             parts.append(f"MSM passes of <= 2^{self.max_pairs.bit_length() - 1} pairs")
+        if self.prefetch:
+            parts.append("next witnesses staged during each step (prefetch)")
         return "memory plan: " + "; ".join(parts)
 
     def as_dict(self) -> dict:
@@ -228,6 +231,34 @@ class MemoryPlan:
         if self.shape is not None:
             d["shape"] = dataclasses.asdict(self.shape)
         return d
+
+
+def make_plan_prefetch(shape: Shape, partitions: int, mode: str, **kw) -> MemoryPlan:
+    """:func:`make_plan` for a prover whose ``prefetch`` is ``mode``: ``"on"`` -- planned with the next step's
+    witnesses on the device (two more copies of ``z`` per partition: staging stacks the limb rows there),
+    ``"off"`` -- without; ``"auto"`` -- with them only when that plan keeps the layout of the plan without
+    (:func:`same_layout`: batch, resident queries, tables, evaluation chunks, MSM passes), else without: staging
+    ahead saves at most a step's copy, while a streamed query or a smaller batch costs far more (the 2^27 sector
+    on the H200: prefetch hid a 1.5 s stage, streaming B2 instead of holding it cost 9.5 s).
+    :attr:`MemoryPlan.prefetch` records the outcome."""
+    if mode not in ("on", "off", "auto"):
+        raise ValueError(f"prefetch mode must be on, off or auto, got {mode!r}")
+    if mode != "auto":
+        return dataclasses.replace(make_plan(shape, partitions, prefetch=2 if mode == "on" else 0, **kw),
+                                   prefetch=mode == "on")
+    plain = make_plan(shape, partitions, prefetch=0, **kw)
+    try:
+        ahead = make_plan(shape, partitions, prefetch=2, **kw)
+    except MemoryBudgetError:
+        return plain
+    return dataclasses.replace(ahead, prefetch=True) if same_layout(ahead, plain) else plain
+
+
+def same_layout(a: MemoryPlan, b: MemoryPlan) -> bool:
+    """Whether two plans batch, keep resident, build tables, chunk the evaluation and bound the MSM passes alike
+    (what ``prefetch="auto"`` requires of the plan with prefetch against the one without)."""
+    return (a.batch, a.streamed, a.tables, a.eval_chunk, a.max_pairs) == (b.batch, b.streamed, b.tables, b.eval_chunk,
+                                                                         b.max_pairs)
 
 
 def _eval_bytes(shape: Shape, eval_chunk: int | None) -> tuple[int, int]:
