@@ -279,6 +279,18 @@ def test_prove_fullprove_flags_go_together(tmp_path):
                          f"--public={tmp_path / 'pub.json'}"), "cannot read file")
 
 
+@pytest.mark.parametrize("op,impl,text", [("msm", "pallas:bogus=1", "unknown MsmConfig option 'bogus'"),
+                                          ("msm", "split:pallas:dist=uniform", "bad dist"),
+                                          ("ntt", "pallas:lookahead=1", "unknown NttConfig option 'lookahead'")])
+def test_bench_malformed_impl_is_a_usage_error(tmp_path, op, impl, text):
+    """A malformed ``--impl`` of the MSM and NTT benchmarks: one error line naming it, exit 2, no JSON file (not a
+    row with an error and exit 0)."""
+    out = tmp_path / "bad.json"
+    _one_error_line(_run("bench.py", f"--op={op}", "--log_n=8", f"--impl={impl}", f"--out={out}", "--cache_dir="),
+                    text)
+    assert not out.exists()
+
+
 def test_bench_stage_rows_equal_and_bad_impl(tmp_path):
     """``bench --op=stage``: the threaded rows give the same device array as the rows one after another; an unknown
     way is one usage error before any work."""

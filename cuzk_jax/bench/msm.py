@@ -45,6 +45,7 @@ import numpy as np
 
 from cuzk_jax import bench
 from cuzk_jax import encoding as enc
+from cuzk_jax.errors import BadInput
 from cuzk_jax.ops import curve as cv
 from cuzk_jax.ops import msm as M
 from cuzk_jax.ops.config import MsmConfig
@@ -290,6 +291,12 @@ def run(cfg) -> list[dict]:
 
     on_gpu = jax.default_backend() == "gpu"
     specs = expand_specs(list(cfg.impl) or (["pallas", "xla"] if on_gpu else ["xla"]), on_gpu)
+    for spec in specs:  # a malformed --impl is a usage error before any measurement (exit 2), not a row
+        if spec != "sort" and not spec.startswith("pre:"):
+            try:
+                parse_variant(spec)
+            except ValueError as e:
+                raise BadInput(f"--impl={spec}: {e}") from None
     batch = int(getattr(cfg, "batch", 1) or 1)
     rows = []
     for group in cfg.group:

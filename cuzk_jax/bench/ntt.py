@@ -174,7 +174,15 @@ def measure_fresh(op: str, impl: str, log_n: int, batch: int, reps: int, warmup:
 def run(cfg) -> list[dict]:
     from cuzk_jax import bench
 
+    from cuzk_jax.errors import BadInput
+    from cuzk_jax.ops.config import NttConfig
+
     impls = list(cfg.impl) or default_impls()
+    for impl in impls:  # a malformed --impl is a usage error before any measurement (exit 2), not a row
+        try:
+            NttConfig.coerce(impl)
+        except ValueError as e:
+            raise BadInput(f"--impl={impl}: {e}") from None
     rows = []
     for log_n, b in parse_cases(cfg.log_n):
         batch = b or int(cfg.batch)
