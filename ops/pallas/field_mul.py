@@ -40,11 +40,9 @@ def _compiler_params(num_warps: int | None):
     return pltriton.CompilerParams(num_warps=num_warps, num_stages=1)
 
 
-@functools.partial(jax.jit, static_argnames=("field", "block", "interpret", "num_warps"))
-def _mul_2d(a, b, field: str, block: int, interpret: bool, num_warps: int | None):
-    f = F.FIELDS[field]
+def _elementwise(kernel, a, b, block: int, interpret: bool, params):
+    """``kernel(a_ref, b_ref, o_ref)`` over ``(L, N)`` operands, one ``(L, block)`` tile per program."""
     n_limbs, n = a.shape
-    kernel = functools.partial(_kernel, p_limbs=f.p_limbs, pinv=f.pinv)
     spec = pl.BlockSpec((n_limbs, block), lambda i: (0, i))
     with jax.enable_x64(True):
         return pl.pallas_call(
@@ -54,8 +52,15 @@ def _mul_2d(a, b, field: str, block: int, interpret: bool, num_warps: int | None
             in_specs=[spec, spec],
             out_specs=spec,
             interpret=interpret,
-            compiler_params=_compiler_params(num_warps),
+            compiler_params=params,
         )(a, b)
+
+
+@functools.partial(jax.jit, static_argnames=("field", "block", "interpret", "num_warps"))
+def _mul_2d(a, b, field: str, block: int, interpret: bool, num_warps: int | None):
+    f = F.FIELDS[field]
+    kernel = functools.partial(_kernel, p_limbs=f.p_limbs, pinv=f.pinv)
+    return _elementwise(kernel, a, b, block, interpret, _compiler_params(num_warps))
 
 
 def mul(a, b, field: str = "fq", *, block: int = DEFAULT_BLOCK, interpret: bool = False, num_warps: int | None = 4):
@@ -116,21 +121,10 @@ def ptx_chain(a, b, field: str = "fq", k: int = 16, *, block: int = 256, interpr
         f = limb_field.array_fq if field == "fq" else limb_field.ArrayField(F.fr)
     else:
         f = ptx_field.fq_loop if field == "fq" else ptx_field.fr
-    n_limbs, n = a.shape
-    spec = pl.BlockSpec((n_limbs, block), lambda i: (0, i))
     kernel = functools.partial(_chain_kernel, field=f, k=k, interpret=interpret)
     params = None
     if not interpret:  # inline PTX: Triton only (also when lowering for CUDA on a machine without a GPU)
         from jax.experimental.pallas import triton as pltriton
 
         params = pltriton.CompilerParams(num_warps=num_warps or 4, num_stages=1)
-    with jax.enable_x64(True):
-        return pl.pallas_call(
-            kernel,
-            out_shape=jax.ShapeDtypeStruct((n_limbs, n), jnp.uint32),
-            grid=(n // block,),
-            in_specs=[spec, spec],
-            out_specs=spec,
-            interpret=interpret,
-            compiler_params=params,
-        )(a, b)
+    return _elementwise(kernel, a, b, block, interpret, params)
