@@ -178,6 +178,10 @@ class NttConfig:
     ``schedule``: the field multiplication schedule (``"unrolled"`` / ``"rolled"``) of the XLA programs -- the
     ``"xla"`` passes and, for every kernel, the pointwise scalings and the H step's pointwise product; None:
     :func:`default_schedule` of the platform.
+    ``finish``: the H step's pointwise ``A B - C`` (:mod:`cuzk_jax.ops.qap`): ``"xla"`` (default) -- the field's
+    XLA product over windows of the domain; ``"kernel"`` -- one Pallas pass over the three inputs with the PTX
+    blocks (:func:`cuzk_jax.ops.pallas.field_mul.mul_sub`; Pallas kernels only). An A/B switch until a GPU run
+    decides; same results.
     Not configurable: the passes' digit order becomes natural order by the blocked digit reversal
     (:func:`cuzk_jax.ops.ntt_network.digit_reverse`), and the H step's coset programs (:mod:`cuzk_jax.ops.qap`)
     multiply by ``shift^j / n`` on the load of the second transform's first pass (the Pallas kernel's ``pre``).
@@ -188,6 +192,7 @@ class NttConfig:
     warps: int = 8
     schedule: str | None = None
     sub: int | None = None
+    finish: str = "xla"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -202,6 +207,10 @@ class NttConfig:
             raise ValueError(f"NttConfig.block must be a power of two, got {self.block}")
         if self.schedule is not None and self.schedule not in SCHEDULES:
             raise ValueError(f"unknown NttConfig schedule {self.schedule!r}; expected one of {SCHEDULES}")
+        if self.finish not in ("xla", "kernel"):
+            raise ValueError(f"NttConfig.finish must be xla or kernel, got {self.finish!r}")
+        if self.finish == "kernel" and self.kernel == "xla":
+            raise ValueError("NttConfig.finish=kernel needs the Pallas kernels (pallas or pallas_interpret)")
 
     @classmethod
     def default(cls, platform: str | None = None) -> "NttConfig":
@@ -228,9 +237,11 @@ class NttConfig:
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
+            elif key == "finish":
+                kw[key] = val
             else:
                 raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
-                                 f"sub")
+                                 f"sub, finish")
         return cls(kernel, **kw)
 
     @classmethod

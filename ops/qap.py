@@ -146,9 +146,14 @@ def _coset_body(x, tables: HTables, *, log_n: int, config: NttConfig):
 def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, form: str):
     """``P = A B - C`` pointwise on the coset evaluations (pass order), natural order; for ``form == "arkworks"``
     then the inverse transform (the forward one of the index-negated ``P``) and ``* tables.out``."""
-    f = F.fr.with_schedule(config.schedule)
-    # in windows (ops.field.map_last_axis): over a whole 2^27 domain this product held 64 GiB of temporaries
-    P = F.map_last_axis(lambda a, b, c: f.sub(f.mul(a, b), c), ea, eb, ec)
+    if config.finish == "kernel":  # one Pallas pass over the three inputs (PTX blocks; NttConfig.finish)
+        from cuzk_jax.ops.pallas import field_mul
+
+        P = field_mul.mul_sub(ea, eb, ec, interpret=config.kernel == "pallas_interpret")
+    else:
+        f = F.fr.with_schedule(config.schedule)
+        # in windows (ops.field.map_last_axis): over a whole 2^27 domain this product held 64 GiB of temporaries
+        P = F.map_last_axis(lambda a, b, c: f.sub(f.mul(a, b), c), ea, eb, ec)
     P = N.digit_reverse(P, N.plan(log_n, config.sub_log()))
     if form == "snarkjs":
         return P

@@ -43,7 +43,8 @@ def test_msm_parse_round_trips(text):
 
 
 @pytest.mark.parametrize("text", ["xla", "pallas", "pallas_interpret:block=2", "pallas:block=128:warps=4",
-                                  "xla:schedule=unrolled", "pallas:block=4096:sub=4"])
+                                  "xla:schedule=unrolled", "pallas:block=4096:sub=4",
+                                  "pallas:finish=kernel"])
 def test_ntt_parse_round_trips(text):
     cfg = NttConfig.parse(text)
     assert str(cfg) == text and NttConfig.parse(str(cfg)) == cfg
@@ -63,7 +64,8 @@ def test_msm_parse_rejects(text, token):
 @pytest.mark.parametrize("text,token", [("xla-r2", "'xla-r2'"), ("pallas:lead=3", "'lead'"),
                                         ("pallas:schedule=asm", "'asm'"), ("pallas:warps=-1", "warps='-1'"),
                                         ("pallas:seg=8", "'seg'"), ("pallas:fourstep=powers", "'fourstep'"),
-                                        ("pallas:mul=split", "'mul'")])
+                                        ("pallas:mul=split", "'mul'"), ("pallas:finish=fused", "finish"),
+                                        ("xla:finish=kernel", "finish=kernel needs")])
 def test_ntt_parse_rejects(text, token):
     with pytest.raises(ValueError, match=token):
         NttConfig.parse(text)

@@ -528,7 +528,7 @@ def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
 
 
 def test_kernels_lower_to_triton_with_the_split_products():
-    """The NTT pass kernel and the field benchmark's chain kernel lower for CUDA with the PTX product block (its
+    """The NTT pass kernel, the H step's pointwise kernel and the field benchmark's chain kernel lower for CUDA with the PTX product block (its
     two-chain form: the fold of ``Y_0`` into ``X_0`` that a textbook CIOS block does not have); the G2 kernel with
     ``g2_mul=split_redc`` carries the split Fq2 block (its odd-limb products ``u`` joined by an add chain, the
     reduction's fold of ``g_1`` into word 1)."""
@@ -547,6 +547,7 @@ def test_kernels_lower_to_triton_with_the_split_products():
            (S((8, 1, 8, 512), jnp.uint32), S((1 << 11, 8), jnp.uint32)))
     chain = (lambda a, b: field_mul.ptx_chain(a, b, "fr", k=4, block=64),
              (S((8, 256), jnp.uint32), S((8, 256), jnp.uint32)))
+    mul_sub = (lambda a, b, c: field_mul.mul_sub(a, b, c, block=64), (S((8, 2, 128), jnp.uint32),) * 3)
     from cuzk_jax.ops.pallas import bucket as pk
 
     n = 4 * 64 * 8
@@ -554,6 +555,7 @@ def test_kernels_lower_to_triton_with_the_split_products():
           (S((), jnp.int32), S((), jnp.bool_), S((n,), jnp.int32), S((n,), jnp.int32), S((n, 48), jnp.uint32),
            S((96, 2 * n), jnp.uint32)))
     for (fn, args), sign in ((ntt, "add.cc.u32 x1, x1, y1"), (chain, "add.cc.u32 x1, x1, y1"),
+                             (mul_sub, "add.cc.u32 x1, x1, y1"),
                              (g2, "add.cc.u32 v1, v1, u1"), (g2, "add.cc.u32 v1, v1, g1")):
         with jax.enable_x64(True):
             exp = export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=[

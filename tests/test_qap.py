@@ -185,6 +185,24 @@ def test_compute_h_pallas_interpret():
     assert split == [RN.compute_h(*(x[p] for x in short)) for p in range(2)]
 
 
+@pytest.mark.slow  # the interpreted pass kernels (~25 s on 2 cores)
+@pytest.mark.usefixtures("no_persistent_cache")
+@isolated
+def test_h_finish_kernel_interpret():
+    """``NttConfig.finish="kernel"``: the H step's pointwise ``A B - C`` as one Pallas pass (interpreted here; PTX
+    blocks on a GPU) gives the reference quotient through the split programs (the prover's path at scale)."""
+    from cuzk_jax.ops.config import NttConfig
+
+    rng = random.Random(51)
+    n = 1 << 4
+    a, b, c = partitions(rng, n)
+    cfg = NttConfig("pallas_interpret", sub=2, block=8, finish="kernel")
+    split = from_arr(qap.compute_h_split(to_arr(a), to_arr(b), to_arr(c), n, config=cfg))
+    assert split == [RN.compute_h(a[p], b[p], c[p]) for p in range(2)]
+    with pytest.raises(ValueError, match="finish=kernel needs"):
+        NttConfig("xla", finish="kernel")
+
+
 def test_h_tables_held_by_the_caller_or_built_in_the_trace():
     """The H step on :func:`qap.h_tables` the caller holds (as the prover does beside its key), and traced inside
     a caller's jit with no tables (built in that program): both the reference quotient, both forms; the tables'

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 
 import jax
+import numpy as np
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
@@ -40,8 +41,8 @@ def _compiler_params(num_warps: int | None):
     return pltriton.CompilerParams(num_warps=num_warps, num_stages=1)
 
 
-def _elementwise(kernel, a, b, block: int, interpret: bool, params):
-    """``kernel(a_ref, b_ref, o_ref)`` over ``(L, N)`` operands, one ``(L, block)`` tile per program."""
+def _elementwise(kernel, a, b, block: int, interpret: bool, params, *more):
+    """``kernel(a_ref, b_ref, *more_refs, o_ref)`` over ``(L, N)`` operands, one ``(L, block)`` tile per program."""
     n_limbs, n = a.shape
     spec = pl.BlockSpec((n_limbs, block), lambda i: (0, i))
     with jax.enable_x64(True):
@@ -49,11 +50,11 @@ def _elementwise(kernel, a, b, block: int, interpret: bool, params):
             kernel,
             out_shape=jax.ShapeDtypeStruct((n_limbs, n), jnp.uint32),
             grid=(n // block,),
-            in_specs=[spec, spec],
+            in_specs=[spec] * (2 + len(more)),
             out_specs=spec,
             interpret=interpret,
             compiler_params=params,
-        )(a, b)
+        )(a, b, *more)
 
 
 @functools.partial(jax.jit, static_argnames=("field", "block", "interpret", "num_warps"))
@@ -128,3 +129,45 @@ def ptx_chain(a, b, field: str = "fq", k: int = 16, *, block: int = 256, interpr
 
         params = pltriton.CompilerParams(num_warps=num_warps or 4, num_stages=1)
     return _elementwise(kernel, a, b, block, interpret, params)
+
+
+def _mul_sub_kernel(a_ref, b_ref, c_ref, o_ref, *, field, interpret: bool):
+    n = field.limbs
+    a, b, c = ([r[l, :] for l in range(n)] for r in (a_ref, b_ref, c_ref))
+    if interpret:
+        out = field.sub(field.mul(jnp.stack(a), jnp.stack(b)), jnp.stack(c))
+        out = [out[l] for l in range(n)]
+    else:
+        out = field.sub(field.mul(a, b), c)
+    for l in range(n):
+        o_ref[l, :] = out[l].astype(jnp.uint32)
+
+
+MUL_SUB_BLOCK = 1024
+
+
+@functools.partial(jax.jit, static_argnames=("block", "interpret", "num_warps"))
+def mul_sub(a, b, c, *, block: int = MUL_SUB_BLOCK, interpret: bool = False, num_warps: int = 4):
+    """``a * b / R - c`` elementwise over Fr limb arrays ``(8, *batch)`` (Montgomery form, fully reduced in and
+    out): the H step's pointwise ``A B - C`` (:mod:`cuzk_jax.ops.qap`) as one kernel pass over the three inputs.
+    Compiled: the PTX product and difference blocks (NVIDIA GPUs); ``interpret=True``: the jnp array field (CPU
+    tests). The batch is flattened and padded to a multiple of ``block`` (a power of two)."""
+    from . import limb_field, ptx_field
+
+    if block <= 0 or block & (block - 1):
+        raise ValueError(f"block must be a power of two, got {block}")
+    shape = a.shape
+    if shape[0] != F.fr.limbs or b.shape != shape or c.shape != shape:
+        raise ValueError(f"mul_sub: Fr operands of one shape (8, ...) expected, got {a.shape}, {b.shape}, {c.shape}")
+    size = int(np.prod(shape[1:]))
+    padded = max(block, -(-size // block) * block)
+    flat = [jnp.pad(x.reshape(shape[0], size), ((0, 0), (0, padded - size))) for x in (a, b, c)]
+    f = limb_field.ArrayField(F.fr) if interpret else ptx_field.fr
+    kernel = functools.partial(_mul_sub_kernel, field=f, interpret=interpret)
+    params = None
+    if not interpret:
+        from jax.experimental.pallas import triton as pltriton
+
+        params = pltriton.CompilerParams(num_warps=num_warps, num_stages=1)
+    out = _elementwise(kernel, flat[0], flat[1], block, interpret, params, flat[2])
+    return out[:, :size].reshape(shape)
