@@ -172,6 +172,11 @@ def test_prove_in_planned_batches(cube):
     assert rk.plan.batch >= 4 and capped.plan.batch == 2 and str(capped.config).count("batch=2") == 1
     by_two, t5 = prover.prove(capped, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t5.batches == 2 and by_two == one
+    # prefetch=auto (the default) with room to spare: the plan stages ahead, the proofs are the same
+    auto = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,batch=2")
+    assert auto.config.prefetch == "auto" and auto.plan.prefetch and auto.plan.batch == 2
+    ahead_auto, t6 = prover.prove(auto, cube["r1cs"], cube["witnesses"], randomness=rs)
+    assert t6.batches == 2 and ahead_auto == one
     for bad in ("batch=0", "batch=x", "batch=-1"):
         with pytest.raises(BadInput, match="batch"):
             pipeline.ProverConfig.parse(bad)
