@@ -136,6 +136,23 @@ def cube():
     return dict(r1cs=r1cs, pk=pk, witnesses=witnesses)
 
 
+def test_precompile_split_compiles_the_programs_the_batch_runs(cube):
+    """``pipeline.precompile_split``: from a witness batch, the split MSM programs of every witness query that will
+    split, at the capacity the batch rounds to (``query:capacity``; the split proofs themselves are tested in
+    test_groth16). A key whose queries cannot split compiles nothing."""
+    from cuzk_jax.circuits.r1cs import stack_z_native
+    from cuzk_jax.ops import msm_split as ops_split
+
+    z, montgomery = stack_z_native(cube["witnesses"][:2])
+    rk = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,split=on")
+    names = pipeline.precompile_split(rk, z, montgomery)
+    queries = [n.split(":")[0] for n in names]
+    assert queries and set(queries) <= set(pipeline.SPLIT_QUERIES)
+    assert all(int(n.split(":")[1]) == ops_split.MIN_CAPACITY for n in names)  # a handful of "other" scalars
+    assert pipeline.precompile_split(pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,split=off"),
+                                     z, montgomery) == []
+
+
 def test_prove_in_planned_batches(cube):
     """A device budget with room for two partitions proves four in two batches of two (the programs of
     test_groth16's P = 2 shape); the proofs verify and equal the one-batch proofs bit for bit; a budget too
@@ -331,6 +348,7 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     assert prepare["rep"] == "prepare" and prepare["witness_s"] > 0 and "resident" in prepare["device_memory_gib"]
     assert prepare["precompiled"][:4] == ["stage@2", "evaluate@2", "h@2", "canonical_z@2"]  # one step of both
     assert prepare["precompile_s"] > 0
+    assert prepare["precompiled_split"] == [] and prepare["precompile_split_s"] >= 0  # the host MSM: none to split
     assert [(row["rep"], row["variant"], row["prefetch"]) for row in rows] == [
         (0, "prefetch=on", "on"), (0, "prefetch=off", "off"), (0, "h=split", "on")]
     assert "h=split" in rows[2]["prover"] and "h=split" not in rows[0]["prover"]

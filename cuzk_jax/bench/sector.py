@@ -189,6 +189,18 @@ def run(cfg) -> list[dict]:
     row.update(precompile_wait_s=round(time.perf_counter() - t, 3))
     _say(f"precompiled {row.get('precompiled', row.get('precompile_error'))} in {row.get('precompile_s')} s, "
          f"{row['precompile_wait_s']} s waited for after the witnesses")
+    # the split MSMs' programs depend on the witnesses (how many scalars are neither 0 nor 1): compiled from the
+    # first partitions' witnesses for each step size the reps run (at 2^27 they were ~14 s of the first rep)
+    t = time.perf_counter()
+    step = max(1, min(P, rk.plan.batch)) if rk.plan is not None else P
+    try:
+        row.update(precompiled_split=[f"{name}@{size}" for size in sorted({step, P % step} - {0})
+                                      for name in pipeline.precompile_split(rk, z[:, :size])])
+    except Exception as e:  # noqa: BLE001  (as above: the first prove compiles them instead)
+        row.update(precompile_split_error=f"{type(e).__name__}: {e}"[:300])
+    row.update(precompile_split_s=round(time.perf_counter() - t, 3))
+    _say(f"precompiled split MSMs {row.get('precompiled_split', row.get('precompile_split_error'))} in "
+         f"{row['precompile_split_s']} s")
     rows: list[dict] = []
     # a row for the stages so far (rep "prepare"): a run killed in its first (compiling) prove keeps them
     bench.emit(rows, dict(row, rep="prepare", device_memory_gib=dict(memory), **bench.host_peak()))

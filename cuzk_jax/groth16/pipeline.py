@@ -726,7 +726,8 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     compiled, in that order.
 
     A later :func:`run` of such a batch finds them compiled. What still compiles at the first batch: the split
-    MSM (its program depends on how many scalars are neither 0 nor 1), streamed and table MSMs, small eager ops.
+    MSM (its program depends on how many scalars are neither 0 nor 1: :func:`precompile_split` compiles it from a
+    witness batch), streamed and table MSMs, small eager ops.
     Why: at a 2^27 domain the first batch took ~30 s longer than the next ones even with every program in the
     persistent cache (tracing, lowering, loading); run this in a thread while the first witnesses are made or when
     a daemon preloads a key. One device only (a mesh: nothing is compiled)."""
@@ -773,6 +774,34 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
         else:
             progs[group].lower(rk.queries[name], scalars).compile()
         done.append(name)
+    return done
+
+
+def precompile_split(rk: ResidentKey, z: np.ndarray, montgomery: bool = True) -> list[str]:
+    """Compile ahead the split MSMs (:func:`msm`'s sparse-scalar path) that a batch like ``z`` (uint32 ``(8, P,
+    num_vars)``, as :func:`prove_batch` takes it) will run: their programs depend on how many scalars are neither 0
+    nor 1 (``ops.msm_split.capacity_for``), so :func:`precompile` cannot make them without a witness. Stages ``z``,
+    classifies each witness query's scalars as :func:`msm` will, and compiles the split program of every query
+    that splits (batches whose counts round to the same power of two then find it compiled). Returns
+    ``"name:capacity"`` per program compiled; nothing for a key whose queries cannot split (host MSM,
+    ``split=off``, the XLA kernels under ``auto``, a mesh), and no device memory held afterwards."""
+    if not _may_split(rk.config) or rk.host_bases is not None or rk.mesh is not None:
+        return []
+    zd = stage(rk, z, montgomery)
+    zc = canonical_z(rk, zd)
+    del zd
+    done = []
+    for name in SPLIT_QUERIES:
+        if name in rk.streamed or name not in rk.queries:
+            continue
+        scalars = query_scalars(rk, name, zc, None)
+        split, counts = _split_decision(rk, name, scalars, None)
+        if split:
+            cap = ops_split.capacity_for(counts)
+            spec = jax.ShapeDtypeStruct(scalars.shape, scalars.dtype, sharding=getattr(scalars, "sharding", None))
+            ops_split.msm_split_jit(MSMS[name], rk.config.msm, capacity=cap).lower(rk.queries[name], spec).compile()
+            done.append(f"{name}:{cap}")
+        del scalars
     return done
 
 
