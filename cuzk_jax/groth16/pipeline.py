@@ -119,9 +119,9 @@ class ProverConfig:
       witnesses are padded and copied to the device (a worker thread) while the current step runs, and the plan
       counts one more ``z`` per partition; ``"off"``: stage, then run, step by step; ``"auto"`` (default): on when
       the plan with it keeps the batch, the resident queries, the tables and the evaluation chunks of the plan
-      without it (:attr:`MemoryPlan.prefetch <cuzk_jax.groth16.plan.MemoryPlan.prefetch>` records the choice).
-      On the H200 at 2^27 it hid the 1.5 s stage of a sector for 0.7 s more in the H step, but holding the next
-      witnesses would have cost B2 its residency (streamed: +9.5 s), which ``"auto"`` does not trade;
+      without it (:attr:`MemoryPlan.prefetch <cuzk_jax.groth16.plan.MemoryPlan.prefetch>` records the choice):
+      staging ahead saves at most a step's copy, while a streamed query costs far more (the 2^27 sector on the
+      H200, bench/results/RESULTS.md session 21);
     * ``h``: the H step as ``"fused"`` (one program for a, b, c: :func:`cuzk_jax.ops.qap.compute_h`) or
       ``"split"`` (one program per input vector: :func:`cuzk_jax.ops.qap.compute_h_split`, a third of the
       transform's temporaries); ``"auto"`` (default): split from a :data:`plan.H_SPLIT_DOMAIN

@@ -239,7 +239,7 @@ def make_plan_prefetch(shape: Shape, partitions: int, mode: str, **kw) -> Memory
     ``"off"`` -- without; ``"auto"`` -- with them only when that plan keeps the layout of the plan without
     (:func:`same_layout`: batch, resident queries, tables, evaluation chunks, MSM passes), else without: staging
     ahead saves at most a step's copy, while a streamed query or a smaller batch costs far more (the 2^27 sector
-    on the H200: prefetch hid a 1.5 s stage, streaming B2 instead of holding it cost 9.5 s).
+    on the H200: bench/results/RESULTS.md, session 21).
     :attr:`MemoryPlan.prefetch` records the outcome."""
     if mode not in ("on", "off", "auto"):
         raise ValueError(f"prefetch mode must be on, off or auto, got {mode!r}")

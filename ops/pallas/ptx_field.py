@@ -105,8 +105,7 @@ def mont_mul_asm(p_limbs: tuple, pinv: int) -> str:
     of the odd-indexed limbs into ``Y`` (words ``1..n``); each is a single chain of alternating low / high halves
     (:func:`_mac_half`). The two chains of a half step read and write disjoint registers, so the compiler can
     interleave them (each chain its own carry predicate); the textbook CIOS step's low-half and high-half chains
-    depend on each other word by word (on the H200 that form ran 1.5x (Fq) / 1.4x (Fr) slower in chained products:
-    bench/results/REMOVED_VARIANTS.md). Step ``i``: fold ``Y_0`` into ``X_0`` (its carry enters ``Y``'s chain at word 1, so
+    depend on each other word by word (that form lost on the H200: bench/results/REMOVED_VARIANTS.md). Step ``i``: fold ``Y_0`` into ``X_0`` (its carry enters ``Y``'s chain at word 1, so
     ``Y_0`` is then zero by definition); ``X += a_even b_i``, ``Y += a_odd b_i``; ``m = X_0 (-1/p) mod W`` (word 0 of
     ``T``); ``X += p_even m`` (``X_0`` becomes 0), ``Y += p_odd m``; divide by ``W`` by renaming ``X = X_1..X_n, 0``
     and ``Y = Y_1..Y_n, 0`` (one ``mov``: ``Y_0``'s register still holds the folded word). Bounds as in CIOS:
