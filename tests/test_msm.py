@@ -492,19 +492,30 @@ def test_msm_sort_phase_and_kernel_option_errors():
                         modes=("bogus",))
 
 
-@pytest.mark.parametrize("group", ["g1", "g2"])
-def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
-    """The GPU default kernels (``MsmConfig.default("gpu")``) lower for CUDA on this GPU-less machine, with the
-    PTX carry-chain blocks of ops/pallas/ptx_field.py in them (their interpret twin runs in the tests above)."""
+def _cuda_mlir(fn, *args) -> str:
+    """``fn`` lowered for CUDA on this GPU-less machine (the Triton custom calls allowed): its MLIR text; skips
+    the test where the Pallas Triton backend is missing."""
     import jax
     from jax import export
-
-    from cuzk_jax.ops.pallas import bucket as pk
 
     try:
         from jax.experimental.pallas import triton  # noqa: F401
     except ImportError:
         pytest.skip("Pallas Triton backend not available")
+    with jax.enable_x64(True):
+        exp = export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=[
+            export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
+    return exp.mlir_module()
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
+    """The GPU default kernels (``MsmConfig.default("gpu")``) lower for CUDA on this GPU-less machine, with the
+    PTX carry-chain blocks of ops/pallas/ptx_field.py in them (their interpret twin runs in the tests above)."""
+    import jax
+
+    from cuzk_jax.ops.pallas import bucket as pk
+
     assert MsmConfig.default("gpu").kernel == "pallas"
     curve = cv.CURVES[group]
     Lc = 12 if group == "g1" else 24
@@ -518,10 +529,7 @@ def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
     shift = (lambda *a: pk.general_step(curve, *a, modes=("shift",), **opts),
              (S((pk.NPRM,), jnp.int32), S((n,), jnp.int32), S((4 * Lc, n), jnp.uint32), S((4 * Lc, n), jnp.uint32)))
     for fn, args in (acc, shift):
-        with jax.enable_x64(True):
-            exp = export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=[
-                export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
-        text = exp.mlir_module()
+        text = _cuda_mlir(fn, *args)
         assert "xla.gpu.triton" in text and "madc.hi.cc.u32" in text and "mad.wide.u32" not in text
         if group == "g1":  # the Fq product block's two-chain form (G2's Fq2 product is a block of its own)
             assert "add.cc.u32 x1, x1, y1" in text
@@ -533,15 +541,10 @@ def test_kernels_lower_to_triton_with_the_split_products():
     ``g2_mul=split_redc`` carries the split Fq2 block (its odd-limb products ``u`` joined by an add chain, the
     reduction's fold of ``g_1`` into word 1)."""
     import jax
-    from jax import export
 
     from cuzk_jax.ops.pallas import field_mul
     from cuzk_jax.ops.pallas import ntt as pntt
 
-    try:
-        from jax.experimental.pallas import triton  # noqa: F401
-    except ImportError:
-        pytest.skip("Pallas Triton backend not available")
     S = jax.ShapeDtypeStruct
     ntt = (lambda x, w: pntt.sub_transform(x, w, s=3, n=1 << 12, R_=1, twiddle=True, triton=True),
            (S((8, 1, 8, 512), jnp.uint32), S((1 << 11, 8), jnp.uint32)))
@@ -554,14 +557,11 @@ def test_kernels_lower_to_triton_with_the_split_products():
     g2 = (lambda *a: pk.accumulate_bases(cv.g2, *a, seg=8, block=64, num_warps=2, g2_mul="split_redc"),
           (S((), jnp.int32), S((), jnp.bool_), S((n,), jnp.int32), S((n,), jnp.int32), S((n, 48), jnp.uint32),
            S((96, 2 * n), jnp.uint32)))
-    for (fn, args), sign in ((ntt, "add.cc.u32 x1, x1, y1"), (chain, "add.cc.u32 x1, x1, y1"),
-                             (mul_sub, "add.cc.u32 x1, x1, y1"),
-                             (g2, "add.cc.u32 v1, v1, u1"), (g2, "add.cc.u32 v1, v1, g1")):
-        with jax.enable_x64(True):
-            exp = export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=[
-                export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
-        text = exp.mlir_module()
-        assert "xla.gpu.triton" in text and sign in text
+    fold = ("add.cc.u32 x1, x1, y1",)
+    for (fn, args), signs in ((ntt, fold), (chain, fold), (mul_sub, fold),
+                              (g2, ("add.cc.u32 v1, v1, u1", "add.cc.u32 v1, v1, g1"))):
+        text = _cuda_mlir(fn, *args)
+        assert "xla.gpu.triton" in text and all(sign in text for sign in signs)
 
 
 def test_default_pass_bound_rule():
@@ -599,19 +599,10 @@ def test_default_block_rule_and_long_pass_kernels_lower():
     assert msm_split._pass_state_bytes(plan, "g1", cfg) == msm_split._pass_state_bytes(
         plan, "g1", MsmConfig("pallas", block=128))
     import jax
-    from jax import export
 
-    try:
-        from jax.experimental.pallas import triton  # noqa: F401
-    except ImportError:
-        pytest.skip("Pallas Triton backend not available")
     S = jax.ShapeDtypeStruct
     k = 4 * 128 * 8
-    with jax.enable_x64(True):
-        exp = export.export(jax.jit(lambda *a: pk.accumulate_bases(cv.CURVES["g1"], *a, seg=8, block=128,
-                                                                   num_warps=4)),
-                            platforms=["cuda"], disabled_checks=[
-                                export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(
-            S((), jnp.int32), S((), jnp.bool_), S((k,), jnp.int32), S((k,), jnp.int32), S((k, 24), jnp.uint32),
-            S((48, 2 * k), jnp.uint32))
-    assert "xla.gpu.triton" in exp.mlir_module()
+    text = _cuda_mlir(lambda *a: pk.accumulate_bases(cv.CURVES["g1"], *a, seg=8, block=128, num_warps=4),
+                      S((), jnp.int32), S((), jnp.bool_), S((k,), jnp.int32), S((k,), jnp.int32),
+                      S((k, 24), jnp.uint32), S((48, 2 * k), jnp.uint32))
+    assert "xla.gpu.triton" in text

@@ -192,9 +192,8 @@ def run(cfg) -> list[dict]:
     # the split MSMs' programs depend on the witnesses (how many scalars are neither 0 nor 1): compiled from the
     # first partitions' witnesses for each step size the reps run (at 2^27 they were ~14 s of the first rep)
     t = time.perf_counter()
-    step = max(1, min(P, rk.plan.batch)) if rk.plan is not None else P
     try:
-        row.update(precompiled_split=[f"{name}@{size}" for size in sorted({step, P % step} - {0})
+        row.update(precompiled_split=[f"{name}@{size}" for size in pipeline.step_sizes(rk, P)
                                       for name in pipeline.precompile_split(rk, z[:, :size])])
     except Exception as e:  # noqa: BLE001  (as above: the first prove compiles them instead)
         row.update(precompile_split_error=f"{type(e).__name__}: {e}"[:300])

@@ -105,13 +105,9 @@ class DeviceBackend:
         """Compile ahead (:func:`~cuzk_jax.groth16.pipeline.precompile`) the programs of the device steps that
         batches of ``sizes`` partitions run: a batch within the key's memory plan is one step; a larger one runs
         in steps of the plan's batch plus the remainder (:meth:`run`). Returns the names compiled, per step."""
-        plan = resident.plan.batch if resident.plan is not None and resident.mesh is None else None
         steps = set()
         for s in sizes:
-            if plan is None or s <= plan:
-                steps.add(s)
-            else:
-                steps.update({plan} | ({s % plan} if s % plan else set()))
+            steps.update(pipeline.step_sizes(resident, s) if resident.mesh is None else [s])
         return [f"{name}@{P}" for P in sorted(steps) for name in pipeline.precompile(resident, P)]
 
     # -- batches -----------------------------------------------------------------------------------------------------

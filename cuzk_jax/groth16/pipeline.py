@@ -777,6 +777,13 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     return done
 
 
+def step_sizes(rk: ResidentKey, P: int) -> list[int]:
+    """The batch sizes :func:`prove_batch` runs ``P`` partitions in on one device: the plan's batch, and the
+    remainder when ``P`` is not a multiple of it (ascending)."""
+    step = max(1, min(P, rk.plan.batch)) if rk.plan is not None else max(P, 1)
+    return sorted({step, P % step} - {0})
+
+
 def precompile_split(rk: ResidentKey, z: np.ndarray, montgomery: bool = True) -> list[str]:
     """Compile ahead the split MSMs (:func:`msm`'s sparse-scalar path) that a batch like ``z`` (uint32 ``(8, P,
     num_vars)``, as :func:`prove_batch` takes it) will run: their programs depend on how many scalars are neither 0
@@ -1069,7 +1076,7 @@ def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, 
     if len(randomness) != P:
         raise BadInput(f"{P} witnesses but {len(randomness)} (r, s) pairs")
     # the memory plan's batch: partitions beyond it run as further batches over the same resident key
-    step = max(1, min(P, rk.plan.batch)) if rk.plan is not None and P else max(P, 1)
+    step = step_sizes(rk, P)[-1]
     if rk.mesh is not None and step < P:  # sharded sub-batches split evenly over the mesh's devices
         step = max(rk.mesh.size, step - step % rk.mesh.size)
     proofs = []

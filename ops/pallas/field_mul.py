@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 
 import jax
-import numpy as np
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
@@ -78,27 +77,48 @@ def mul(a, b, field: str = "fq", *, block: int = DEFAULT_BLOCK, interpret: bool 
     a, b = jnp.broadcast_arrays(jnp.asarray(a), jnp.asarray(b))
     if a.ndim < 1 or a.shape[0] != f.limbs or a.dtype != jnp.uint32:
         raise ValueError(f"{field} operands must be uint32 of shape ({f.limbs}, ...), got {a.dtype}{a.shape}")
-    batch = a.shape[1:]
-    size = 1
-    for d in batch:
-        size *= d
-    padded = max(block, -(-size // block) * block)
-    a2 = a.reshape(f.limbs, size)
-    b2 = b.reshape(f.limbs, size)
-    if padded != size:
-        pad = ((0, 0), (0, padded - size))
-        a2, b2 = jnp.pad(a2, pad), jnp.pad(b2, pad)
+    (a2, b2), size = _flat_padded((a, b), block)
     out = _mul_2d(a2, b2, field, block, interpret, num_warps)
     return out[:, :size].reshape(a.shape)
 
 
+def _flat_padded(xs, block: int):
+    """``(L, *batch)`` arrays of one shape -> ``((L, padded) arrays, size)``: the batch flattened (``size``
+    elements) and zero-padded to a multiple of ``block``, at least one block."""
+    size = 1
+    for d in xs[0].shape[1:]:
+        size *= d
+    padded = max(block, -(-size // block) * block)
+    flats = [x.reshape(x.shape[0], size) for x in xs]
+    if padded != size:
+        flats = [jnp.pad(x, ((0, 0), (0, padded - size))) for x in flats]
+    return flats, size
+
+
+def _ptx_field(field: str, interpret: bool):
+    """The kernels' field for ``field`` ("fq" / "fr"): the PTX blocks compiled, the jnp array field interpreted."""
+    from . import limb_field, ptx_field
+
+    if interpret:
+        return limb_field.array_fq if field == "fq" else limb_field.array_fr
+    return ptx_field.fq_loop if field == "fq" else ptx_field.fr
+
+
+def _ptx_params(num_warps: int, interpret: bool):
+    """Triton parameters for a kernel with inline PTX (Triton only, also when lowering for CUDA on a machine
+    without a GPU); None interpreted."""
+    if interpret:
+        return None
+    from jax.experimental.pallas import triton as pltriton
+
+    return pltriton.CompilerParams(num_warps=num_warps, num_stages=1)
+
+
 def _chain_kernel(a_ref, b_ref, o_ref, *, field, k: int, interpret: bool):
     n = field.limbs
-    x = [a_ref[l, :] for l in range(n)]
-    y = [b_ref[l, :] for l in range(n)]
-    if interpret:  # the jnp twin works on stacked arrays
-        xs, ys = jnp.stack(x), jnp.stack(y)
-        out = jax.lax.fori_loop(0, k, lambda _, v: field.mul(v, ys), xs)
+    x, y = ([r[l, :] for l in range(n)] for r in (a_ref, b_ref))
+    if interpret:  # the array field works on the rows stacked
+        out = jax.lax.fori_loop(0, k, lambda _, v: field.mul(v, jnp.stack(y)), jnp.stack(x))
         out = [out[l] for l in range(n)]
     else:
         out = list(jax.lax.fori_loop(0, k, lambda _, v: tuple(field.mul(list(v), y)), tuple(x)))
@@ -114,27 +134,16 @@ def ptx_chain(a, b, field: str = "fq", k: int = 16, *, block: int = 256, interpr
     (:func:`cuzk_jax.ops.pallas.ptx_field.mont_mul_asm`). ``a``, ``b``: uint32
     ``(L, N)`` limb-major, Montgomery form, fully reduced; ``N`` a multiple of ``block``. Compiled: the PTX field
     (NVIDIA GPUs only); ``interpret=True``: the same loop on the jnp array field (CPU tests)."""
-    from . import limb_field, ptx_field
-
     if field not in ("fq", "fr"):
         raise ValueError(f"field must be 'fq' or 'fr', got {field!r}")
-    if interpret:
-        f = limb_field.array_fq if field == "fq" else limb_field.ArrayField(F.fr)
-    else:
-        f = ptx_field.fq_loop if field == "fq" else ptx_field.fr
-    kernel = functools.partial(_chain_kernel, field=f, k=k, interpret=interpret)
-    params = None
-    if not interpret:  # inline PTX: Triton only (also when lowering for CUDA on a machine without a GPU)
-        from jax.experimental.pallas import triton as pltriton
-
-        params = pltriton.CompilerParams(num_warps=num_warps or 4, num_stages=1)
-    return _elementwise(kernel, a, b, block, interpret, params)
+    kernel = functools.partial(_chain_kernel, field=_ptx_field(field, interpret), k=k, interpret=interpret)
+    return _elementwise(kernel, a, b, block, interpret, _ptx_params(num_warps or 4, interpret))
 
 
 def _mul_sub_kernel(a_ref, b_ref, c_ref, o_ref, *, field, interpret: bool):
     n = field.limbs
     a, b, c = ([r[l, :] for l in range(n)] for r in (a_ref, b_ref, c_ref))
-    if interpret:
+    if interpret:  # the array field works on the rows stacked
         out = field.sub(field.mul(jnp.stack(a), jnp.stack(b)), jnp.stack(c))
         out = [out[l] for l in range(n)]
     else:
@@ -152,22 +161,12 @@ def mul_sub(a, b, c, *, block: int = MUL_SUB_BLOCK, interpret: bool = False, num
     out): the H step's pointwise ``A B - C`` (:mod:`cuzk_jax.ops.qap`) as one kernel pass over the three inputs.
     Compiled: the PTX product and difference blocks (NVIDIA GPUs); ``interpret=True``: the jnp array field (CPU
     tests). The batch is flattened and padded to a multiple of ``block`` (a power of two)."""
-    from . import limb_field, ptx_field
-
     if block <= 0 or block & (block - 1):
         raise ValueError(f"block must be a power of two, got {block}")
     shape = a.shape
     if shape[0] != F.fr.limbs or b.shape != shape or c.shape != shape:
         raise ValueError(f"mul_sub: Fr operands of one shape (8, ...) expected, got {a.shape}, {b.shape}, {c.shape}")
-    size = int(np.prod(shape[1:]))
-    padded = max(block, -(-size // block) * block)
-    flat = [jnp.pad(x.reshape(shape[0], size), ((0, 0), (0, padded - size))) for x in (a, b, c)]
-    f = limb_field.ArrayField(F.fr) if interpret else ptx_field.fr
-    kernel = functools.partial(_mul_sub_kernel, field=f, interpret=interpret)
-    params = None
-    if not interpret:
-        from jax.experimental.pallas import triton as pltriton
-
-        params = pltriton.CompilerParams(num_warps=num_warps, num_stages=1)
-    out = _elementwise(kernel, flat[0], flat[1], block, interpret, params, flat[2])
+    (a2, b2, c2), size = _flat_padded((a, b, c), block)
+    kernel = functools.partial(_mul_sub_kernel, field=_ptx_field("fr", interpret), interpret=interpret)
+    out = _elementwise(kernel, a2, b2, block, interpret, _ptx_params(num_warps, interpret), c2)
     return out[:, :size].reshape(shape)

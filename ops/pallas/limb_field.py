@@ -462,6 +462,7 @@ class ArrayFq2:
 
 array_fq = ArrayField(ops_field.fq)
 array_fq2 = ArrayFq2(array_fq)
+array_fr = ArrayField(ops_field.fr)  # the interpreted twin of the elementwise PTX kernels (ops.pallas.field_mul)
 
 
 # the NTT kernel's field under the interpreter, and its Fq / Fq2 twins (tests)

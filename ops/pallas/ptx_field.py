@@ -77,20 +77,23 @@ def _mac_row(acc: list[str], x: list[str], y: str) -> list[str]:
     return body
 
 
-def _mac_half(acc: list[str], xs: list[str], y: str, *, carry_in: bool = False, top: bool = True) -> list[str]:
+def _mac_half(acc: list[str], xs: list[str], y: str, *, carry_in: bool = False, end: str = "top") -> list[str]:
     """``acc += sum_k xs[k] y W^(2k)``: the low and high halves of the products ``xs[k] y`` land on words ``2k``
     and ``2k + 1`` without overlapping, so the row is ONE carry chain (low, high, low, high, ...).
-    ``carry_in``: the first instruction also adds the carry flag (set by the caller's instruction just before);
-    ``top``: ``acc`` has one more word than the products cover and the chain ends by adding its carry there, else
-    the last high half takes no carry out (callers guarantee none)."""
+    ``carry_in``: the first instruction also adds the carry flag (set by the caller's instruction just before).
+    ``end``: ``"top"`` -- ``acc`` has one more word than the products cover and the chain ends by adding its
+    carry there; ``"none"`` -- the last high half takes no carry out (callers guarantee none); ``"carry"`` -- the
+    last high half leaves its carry in the flag for the caller's next instruction."""
+    if end not in ("top", "none", "carry"):
+        raise ValueError(f"_mac_half: end must be top, none or carry, got {end!r}")
     first = "madc.lo.cc.u32" if carry_in else "mad.lo.cc.u32"
     last = len(xs) - 1
     body = []
     for k, x in enumerate(xs):
         body.append(f"{first if k == 0 else 'madc.lo.cc.u32'} {acc[2 * k]}, {x}, {y}, {acc[2 * k]}")
-        hi = "madc.hi.u32" if (k == last and not top) else "madc.hi.cc.u32"
+        hi = "madc.hi.u32" if (k == last and end == "none") else "madc.hi.cc.u32"
         body.append(f"{hi} {acc[2 * k + 1]}, {x}, {y}, {acc[2 * k + 1]}")
-    if top:
+    if end == "top":
         body.append(f"addc.u32 {acc[2 * len(xs)]}, {acc[2 * len(xs)]}, 0")
     return body
 
@@ -105,8 +108,9 @@ def mont_mul_asm(p_limbs: tuple, pinv: int) -> str:
     of the odd-indexed limbs into ``Y`` (words ``1..n``); each is a single chain of alternating low / high halves
     (:func:`_mac_half`). The two chains of a half step read and write disjoint registers, so the compiler can
     interleave them (each chain its own carry predicate); the textbook CIOS step's low-half and high-half chains
-    depend on each other word by word (that form lost on the H200: bench/results/REMOVED_VARIANTS.md). Step ``i``: fold ``Y_0`` into ``X_0`` (its carry enters ``Y``'s chain at word 1, so
-    ``Y_0`` is then zero by definition); ``X += a_even b_i``, ``Y += a_odd b_i``; ``m = X_0 (-1/p) mod W`` (word 0 of
+    depend on each other word by word (that form lost on the H200: bench/results/REMOVED_VARIANTS.md). Step
+    ``i``: fold ``Y_0`` into ``X_0`` (its carry enters ``Y``'s chain at word 1, so ``Y_0`` is then zero by
+    definition); ``X += a_even b_i``, ``Y += a_odd b_i``; ``m = X_0 (-1/p) mod W`` (word 0 of
     ``T``); ``X += p_even m`` (``X_0`` becomes 0), ``Y += p_odd m``; divide by ``W`` by renaming ``X = X_1..X_n, 0``
     and ``Y = Y_1..Y_n, 0`` (one ``mov``: ``Y_0``'s register still holds the folded word). Bounds as in CIOS:
     ``T < 2 p W < W^(n+1)`` before the division and each part is at most ``T``, so no chain carries out of word
@@ -125,11 +129,11 @@ def mont_mul_asm(p_limbs: tuple, pinv: int) -> str:
     for i in range(n):
         if i:  # fold Y_0 into X_0; the carry goes to word 1, the first word of Y's chain
             body.append(f"add.cc.u32 {X[0]}, {X[0]}, {Y[0]}")
-        body += _mac_half(Y[1:], a[1::2], b[i], carry_in=bool(i), top=False)
+        body += _mac_half(Y[1:], a[1::2], b[i], carry_in=bool(i), end="none")
         body += _mac_half(X, a[0::2], b[i])
         body.append(f"mul.lo.u32 m, {X[0]}, {int(pinv)}")
         body += _mac_half(X, q[0::2], "m")
-        body += _mac_half(Y[1:], q[1::2], "m", top=False)
+        body += _mac_half(Y[1:], q[1::2], "m", end="none")
         body.append(f"mov.u32 {Y[0]}, 0")  # Y_0 was folded into X_0: zero, and the new top word
         X, Y = X[1:] + X[:1], Y[1:] + Y[:1]
     R = [f"r{j}" for j in range(n)]
@@ -185,7 +189,7 @@ def _wide_mul_split(x: list[str], y: list[str], acc: list[str], aux: list[str]) 
     body = [f"mov.u32 {r}, 0" for r in acc + aux]
     for i in range(n):
         body += _mac_half(acc[i : i + n + 1], x[0::2], y[i])
-        body += _mac_half(aux[i + 1 : i + n + 1], x[1::2], y[i], top=False)
+        body += _mac_half(aux[i + 1 : i + n + 1], x[1::2], y[i], end="none")
     return body + _chain("add", acc[1:], acc[1:], aux[1:])
 
 
@@ -229,10 +233,9 @@ def _redc_split(X: list[str], Y: list[str], outs: list[str], n: int, pinv: int) 
         if i:
             body.append(f"add.cc.u32 {X[i]}, {X[i]}, {Y[i]}")  # the carry waits in CC.CF for Y's chain
         body.append(f"mul.lo.u32 m, {X[i]}, {int(pinv)}")  # (mul.lo leaves the carry flag alone)
-        body += _mac_half(Y[i + 1 : i + n + 1], [f"q{j}" for j in range(1, n, 2)], "m", carry_in=bool(i), top=False)
-        xs = _mac_half(X[i : i + n], [f"q{j}" for j in range(0, n, 2)], "m", top=False)
-        xs[-1] = xs[-1].replace("madc.hi.u32", "madc.hi.cc.u32")
-        body += xs + [f"addc.cc.u32 {X[i + n]}, {X[i + n]}, k", "addc.u32 k, z, z"]
+        body += _mac_half(Y[i + 1 : i + n + 1], [f"q{j}" for j in range(1, n, 2)], "m", carry_in=bool(i), end="none")
+        body += _mac_half(X[i : i + n], [f"q{j}" for j in range(0, n, 2)], "m", end="carry")
+        body += [f"addc.cc.u32 {X[i + n]}, {X[i + n]}, k", "addc.u32 k, z, z"]
     R = [f"r{j}" for j in range(n)]
     return body + _chain("add", R, X[n : 2 * n], Y[n : 2 * n]) + _cond_sub(R, outs, n)
 
@@ -271,9 +274,8 @@ def fq2_mul_asm(p_limbs: tuple, pinv: int, split: bool = False, split_redc: bool
         body += _redc(v0, c0, n, pinv) + _redc(v2, c1, n, pinv)
     decls = [f".reg .u32 q<{n}>", f".reg .u32 sa<{n}>", f".reg .u32 sb<{n}>", f".reg .u32 v<{2 * n}>",
              f".reg .u32 w<{2 * n}>", f".reg .u32 x<{2 * n}>", f".reg .u32 u<{2 * n}>", f".reg .u32 g<{2 * n}>",
-             f".reg .u32 r<{n}>", f".reg .u32 d<{n}>",
-             ".reg .u32 m", ".reg .u32 k",
-             ".reg .u32 z", ".reg .u32 bw", ".reg .pred pr"]
+             f".reg .u32 r<{n}>", f".reg .u32 d<{n}>", ".reg .u32 m", ".reg .u32 k", ".reg .u32 z", ".reg .u32 bw",
+             ".reg .pred pr"]
     return _block(decls, body)
 
 
@@ -405,8 +407,7 @@ class PtxField(LimbLists):
     :class:`~cuzk_jax.ops.pallas.limb_field.LimbLists`; the curve formulas of
     :mod:`cuzk_jax.ops.curve` run unchanged). ``mul_loop``: ``mul_many`` sends its products through ONE product
     block in a ``fori_loop`` (:func:`~cuzk_jax.ops.pallas.limb_field.product_loop`; smaller machine code), else
-    products are computed in turn. Only Triton on NVIDIA GPUs compiles inline PTX; there is no
-    interpreter form.
+    products are computed in turn. Only Triton on NVIDIA GPUs compiles inline PTX; there is no interpreter form.
     """
 
     dtype = U32
