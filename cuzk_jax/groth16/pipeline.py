@@ -805,8 +805,8 @@ def precompile_split(rk: ResidentKey, z: np.ndarray, montgomery: bool = True) ->
         split, counts = _split_decision(rk, name, scalars, None)
         if split:
             cap = ops_split.capacity_for(counts)
-            spec = jax.ShapeDtypeStruct(scalars.shape, scalars.dtype, sharding=getattr(scalars, "sharding", None))
-            ops_split.msm_split_jit(MSMS[name], rk.config.msm, capacity=cap).lower(rk.queries[name], spec).compile()
+            ops_split.msm_split_jit(MSMS[name], rk.config.msm, capacity=cap).lower(rk.queries[name],
+                                                                                   scalars).compile()
             done.append(f"{name}:{cap}")
         del scalars
     return done
