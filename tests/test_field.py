@@ -249,6 +249,24 @@ def test_ptx_chain_interpret_equals_python(name):
         field_mul.ptx_chain(dev(va, ref), dev(vb, ref), "fp", k=3, block=64, interpret=True)
 
 
+def test_mul_sub_interpret_equals_python():
+    """The H step's pointwise kernel (``field_mul.mul_sub``: ``a b / R - c``; compiled it runs the PTX blocks,
+    interpreted the jnp twin) against Python on edge and random values, over a batch that is not a multiple of the
+    block; operands of different shapes are one clear error."""
+    from cuzk_jax.ops.pallas import field_mul
+
+    f, ref = PRIME_FIELDS["fr"]
+    rnd = random.Random(11)
+    va, vb = sample(ref, rnd, 20)
+    vc = list(reversed(va))
+    n = len(va) - len(va) % 3
+    a, b, c = (dev(v[:n], ref).reshape(8, 3, n // 3) for v in (va, vb, vc))
+    got = field_mul.mul_sub(a, b, c, block=64, interpret=True)
+    assert host(got.reshape(8, n), ref) == [ref.sub(ref.mul(x, y), z) for x, y, z in zip(va[:n], vb[:n], vc[:n])]
+    with pytest.raises(ValueError, match="one shape"):
+        field_mul.mul_sub(a, b, c[:, :2], block=64, interpret=True)
+
+
 def test_pallas_mul_rejects_bad_operands():
     from cuzk_jax.ops.pallas import field_mul
 

@@ -232,6 +232,27 @@ def test_ptx_emulator_catches_a_broken_block(rng):
                for a, b in zip(vals, vals[1:]))
 
 
+def test_ptx_fq2_emulator_catches_broken_split_blocks(rng):
+    """Negative twin of the split Fq2 block: dropping one carry -- inside a product row's odd-limb chain, or the
+    fold of a reduction step into its odd-limb chain -- makes some product wrong on random operands."""
+    fld = F.fq
+    p, n = fld.modulus, fld.limbs
+    good = pf.fq2_mul_asm(tuple(int(v) for v in fld.p_limbs), int(fld.pinv), True, True)
+    r_inv = pow(1 << (32 * n), -1, p)
+    cases = [tuple(rng.randrange(p) for _ in range(4)) for _ in range(12)]
+    for fold in ("add.cc.u32 v5, v5, g5", "madc.lo.cc.u32 u6"):  # a reduction's fold; inside a product's odd chain
+        lines = good.splitlines()
+        j = next(i for i, ln in enumerate(lines) if ln.strip().startswith(fold))
+        j += 2 if fold.startswith("add") else 0  # the reduction's fold feeds the chain after its mul.lo
+        assert lines[j].strip().startswith("madc.lo.cc.u32")
+        lines[j] = lines[j].replace("madc.lo.cc.u32", "mad.lo.cc.u32")
+        broken = "\n".join(lines)
+        assert any(_value(pf.emulate(broken, sum((_words(x, n) for x in c), []), 2 * n)[:n]) !=
+                   (c[0] * c[2] - c[1] * c[3]) * r_inv % p
+                   or _value(pf.emulate(broken, sum((_words(x, n) for x in c), []), 2 * n)[n:]) !=
+                   (c[0] * c[3] + c[1] * c[2]) * r_inv % p for c in cases), fold
+
+
 def test_ptx_field_interface():
     """The PTX field keeps LimbField's interface on uint32 limbs (what the kernels' curve formulas call); compiled
     kernels use it, interpreted ones the jnp array fields."""
