@@ -434,8 +434,10 @@ def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
 # ``T[k][0]``, the point at infinity, which the mixed addition cannot take) are moved behind its nonzero ones and
 # keyed to one junk bucket that is never read (addition commutes; the nonzero digits keep window order, so by the
 # argument above the partial sum never meets the addend or its negative: the incomplete formula is exact). The
-# buckets then go to affine with one batched inversion (:func:`_batch_inv`) -- one inversion chain per call instead
-# of one per window in the batch-affine path, and the additions run in a Pallas kernel instead of XLA loops.
+# buckets then go to affine with one batched inversion -- one inversion chain per call instead of one per window in
+# the batch-affine path, and the additions run in a Pallas kernel instead of XLA loops. The conversion is a Pallas
+# kernel too (:mod:`cuzk_jax.ops.pallas.affine`, Montgomery's trick per lane; ``convert="kernel"``) or XLA
+# (:func:`_buckets_to_affine`, ``convert="xla"``).
 
 
 def _bucket_pairs(scalars, window: int):
@@ -465,11 +467,24 @@ def _buckets_to_affine(F, pt, inv_chunk: int, fermat_window: int) -> C.Affine:
     return C.Affine(x, y, F.is_zero(pt.zz))
 
 
+CONVERTS = ("kernel", "xla")
+
+
+def default_convert() -> str:
+    """How :func:`mul_bucket` turns its XYZZ sums into affine points: ``"kernel"`` (the Pallas kernel of
+    :mod:`cuzk_jax.ops.pallas.affine`, PTX field blocks; interpreted on a CPU) or ``"xla"`` (:func:`_buckets_to_affine`
+    on the platform's field schedule: on a GPU its unrolled products made most of the setup program's compile,
+    bench/results/RESULTS.md, sessions 11 and 19). The kernel is the default before its GPU measurement (the
+    ``bench --op=setup`` A/B ``bucket,bucket:conv=xla`` decides; RESULTS.md, "Next GPU runs")."""
+    return "kernel"
+
+
 @functools.partial(jax.jit, static_argnames=("curve_name", "window", "schedule", "inv_chunk", "fermat_window",
-                                             "block", "num_warps", "interpret"))
+                                             "block", "num_warps", "interpret", "convert"))
 def _mul_bucket_program(curve_name: str, tab: C.Affine, scalars, window: int, schedule: str, inv_chunk: int,
-                        fermat_window: int, block: int, num_warps: int, interpret: bool):
+                        fermat_window: int, block: int, num_warps: int, interpret: bool, convert: str):
     from . import msm as M
+    from .pallas import affine as pa
     from .pallas import bucket as pk
 
     curve = C.g1 if curve_name == "g1" else C.g2
@@ -482,6 +497,8 @@ def _mul_bucket_program(curve_name: str, tab: C.Affine, scalars, window: int, sc
     buckets = jnp.zeros((4 * Lc, n + 2), jnp.uint32)  # n outputs, the junk bucket, the kernel's trash column
     _, _, buckets = pk.accumulate_bases(curve, jnp.int32(n * K), jnp.bool_(True), keys, vals, brows, buckets, seg=K,
                                         block=block, num_warps=num_warps, interpret=interpret)
+    if convert == "kernel":
+        return pa.to_affine(curve, buckets, n, block=min(pa.DEFAULT_BLOCK, n), interpret=interpret)
     with jax.enable_x64(True):
         return _buckets_to_affine(_field_of(curve_name, schedule), M.rows_to_xyzz(curve, buckets, n), inv_chunk,
                                   fermat_window)
@@ -489,9 +506,11 @@ def _mul_bucket_program(curve_name: str, tab: C.Affine, scalars, window: int, sc
 
 def mul_bucket(curve: C.Curve, scalars, *, window: int | None = None, chunk: int | None = None,
                schedule: str = "platform", inv_chunk: int | None = None, fermat_window: int | None = None,
-               block: int | None = None, num_warps: int = 2, interpret: bool | None = None) -> C.Affine:
+               block: int | None = None, num_warps: int = 2, interpret: bool | None = None,
+               convert: str | None = None) -> C.Affine:
     """``scalars[:, i] * G`` (G the generator) by the bucket method (see the comment above): the window table of
-    :func:`affine_table`, the MSM's Pallas accumulation kernel, one batched inversion per call.
+    :func:`affine_table`, the MSM's Pallas accumulation kernel, one batched inversion per call (``convert``:
+    :func:`default_convert`; ``schedule``, ``inv_chunk`` and ``fermat_window`` tune only its ``"xla"`` form).
 
     Same contract as :func:`mul_affine` (canonical Fr limbs ``(8, N)``, values ``>= r`` reduced first; a device
     :class:`Affine` batch of ``N`` points, equal to :func:`mul`'s). ``chunk``: scalars per compiled call, a
@@ -503,13 +522,17 @@ def mul_bucket(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
     if scalars.shape[1] == 0:
         return curve.affine_identity((0,))
     chunk, tab, static = _bucket_args(curve, window, chunk, schedule, inv_chunk, fermat_window, block, num_warps,
-                                      interpret)
+                                      interpret, convert)
     return _in_chunks(scalars, chunk, lambda part: _mul_bucket_program(curve.name, tab, part, *static))
 
 
-def _bucket_args(curve: C.Curve, window, chunk, schedule, inv_chunk, fermat_window, block, num_warps, interpret):
+def _bucket_args(curve: C.Curve, window, chunk, schedule, inv_chunk, fermat_window, block, num_warps, interpret,
+                 convert):
     """:func:`mul_bucket`'s defaults resolved: ``(chunk, table, the program's static arguments after the
     scalars)`` -- shared with :func:`precompile_bucket`, so both reach the same compiled program."""
+    convert = convert or default_convert()
+    if convert not in CONVERTS:
+        raise ValueError(f"convert must be one of {CONVERTS}, got {convert!r}")
     window = window or default_window()
     inv_chunk = inv_chunk or default_inv_chunk()
     fermat_window = fermat_window or default_fermat_window()
@@ -520,16 +543,17 @@ def _bucket_args(curve: C.Curve, window, chunk, schedule, inv_chunk, fermat_wind
     if chunk % block:
         raise ValueError(f"chunk {chunk} must be a multiple of block {block}")
     tab = affine_table(curve, window, schedule, inv_chunk, fermat_window)
-    return chunk, tab, (window, schedule, inv_chunk, fermat_window, block, num_warps, interpret)
+    return chunk, tab, (window, schedule, inv_chunk, fermat_window, block, num_warps, interpret, convert)
 
 
 def precompile_bucket(curve: C.Curve, *, window: int | None = None, chunk: int | None = None,
                       schedule: str = "platform", inv_chunk: int | None = None, fermat_window: int | None = None,
-                      block: int | None = None, num_warps: int = 2, interpret: bool | None = None) -> None:
+                      block: int | None = None, num_warps: int = 2, interpret: bool | None = None,
+                      convert: str | None = None) -> None:
     """Compile the program :func:`mul_bucket` runs with the same arguments, without running it (ahead-of-time
     lowering of a ``(8, chunk)`` scalar block; the window table is built). A later :func:`mul_bucket` call finds
     it compiled. Why: on a GPU each group's program takes minutes to compile; the device setup compiles both
     groups' in threads while it computes the scalars (:func:`cuzk_jax.groth16.generator.development_setup`)."""
     chunk, tab, static = _bucket_args(curve, window, chunk, schedule, inv_chunk, fermat_window, block, num_warps,
-                                      interpret)
+                                      interpret, convert)
     _mul_bucket_program.lower(curve.name, tab, jax.ShapeDtypeStruct((8, chunk), jnp.uint32), *static).compile()

@@ -173,8 +173,9 @@ def test_bench_setup_options_and_synthetic_r1cs():
     assert bench_setup.parse_impl("bucket:w=12:block=128:warps=4") == (
         "bucket", {"window": 12, "block": 128, "num_warps": 4})
     assert bench_setup.parse_impl("bucket:sched=rolled") == ("bucket", {"schedule": "rolled"})
+    assert bench_setup.parse_impl("bucket:conv=xla") == ("bucket", {"convert": "xla"})
     for bad in ("affine:w=x", "affine:q=3", "jacobian:w=4", "projective", "affine:block=64", "bucket:sched=fast",
-                "jacobian:sched=rolled"):
+                "jacobian:sched=rolled", "bucket:conv=host", "affine:conv=kernel"):
         with pytest.raises(ValueError, match="impl"):
             bench_setup.parse_impl(bad)
     r1cs = bench_setup.synthetic_r1cs(6)

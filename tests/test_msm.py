@@ -536,7 +536,8 @@ def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
 
 
 def test_kernels_lower_to_triton_with_the_split_products():
-    """The NTT pass kernel, the H step's pointwise kernel and the field benchmark's chain kernel lower for CUDA with the PTX product block (its
+    """The NTT pass kernel, the H step's pointwise kernel, the field benchmark's chain kernel and the XYZZ -> affine
+    kernel (both groups: G2's inversion is an Fq one) lower for CUDA with the PTX product block (its
     two-chain form: the fold of ``Y_0`` into ``X_0`` that a textbook CIOS block does not have); the G2 kernel with
     ``g2_mul=split_redc`` carries the split Fq2 block (its odd-limb products ``u`` joined by an add chain, the
     reduction's fold of ``g_1`` into word 1)."""
@@ -558,8 +559,13 @@ def test_kernels_lower_to_triton_with_the_split_products():
           (S((), jnp.int32), S((), jnp.bool_), S((n,), jnp.int32), S((n,), jnp.int32), S((n, 48), jnp.uint32),
            S((96, 2 * n), jnp.uint32)))
     fold = ("add.cc.u32 x1, x1, y1",)
+    from cuzk_jax.ops.pallas import affine as pa
+
+    aff = [(lambda rows, c=c: pa.to_affine(c, rows, 1024, run=16).x, (S((4 * lc, 1026), jnp.uint32),))
+           for c, lc in ((cv.g1, 12), (cv.g2, 24))]
     for (fn, args), signs in ((ntt, fold), (chain, fold), (mul_sub, fold),
-                              (g2, ("add.cc.u32 v1, v1, u1", "add.cc.u32 v1, v1, g1"))):
+                              (g2, ("add.cc.u32 v1, v1, u1", "add.cc.u32 v1, v1, g1")), (aff[0], fold),
+                              (aff[1], fold)):
         text = _cuda_mlir(fn, *args)
         assert "xla.gpu.triton" in text and all(sign in text for sign in signs)
 

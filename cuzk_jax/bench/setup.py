@@ -14,7 +14,8 @@ Phases (``--modes``; default all three):
   ``--impl=affine:w=16,affine:w=20:chunk=23:inv=256:fw=1``); omitted keys take the module's defaults;
   ``sched=platform|rolled|unrolled`` picks the field multiplication schedule of the XLA part (the batched
   inversions; the bucket kernel itself always runs the GPU's field), e.g. ``bucket:sched=rolled`` to compare its
-  compile time (``first_s``) and speed against the platform's schedule. The
+  compile time (``first_s``) and speed against the platform's schedule; ``bucket:conv=xla`` converts its sums to
+  affine in XLA instead of the Pallas kernel (``conv=kernel``, the default). The
   ``setup`` phase uses the first spec (``jacobian`` / ``bucket``: the device setup with that fixed-base method).
 * ``setup`` -- :func:`cuzk_jax.groth16.generator.development_setup` on a synthetic R1CS with a ``2^log_n`` domain
   (``2^log_n - 2`` constraints, 2 / 1 / 1 nonzeros per row of A / B / C, random columns): the whole key (4 G1
@@ -49,11 +50,12 @@ _SCHEDULES = ("platform", "rolled", "unrolled")
 def parse_impl(spec: str) -> tuple[str, dict]:
     """``"affine:w=16:chunk=22:inv=128"`` -> ``("affine", {"window": 16, "chunk": 2**22, "inv_chunk": 128})``;
     ``bucket`` (:func:`cuzk_jax.ops.fixed_base.mul_bucket`) takes the same keys plus ``block=`` and ``warps=``;
-    both take ``sched=platform|rolled|unrolled`` (``{"schedule": ...}``)."""
+    both take ``sched=platform|rolled|unrolled`` (``{"schedule": ...}``); ``bucket`` also ``conv=kernel|xla``
+    (``{"convert": ...}``: how its sums become affine points, :func:`cuzk_jax.ops.fixed_base.default_convert`)."""
     kind, *opts = spec.split(":")
     if kind not in IMPLS or (opts and kind == "jacobian"):
         raise ValueError(f"unknown --impl {spec!r} for --op=setup; expected jacobian or affine|bucket[:w=..]"
-                         "[:chunk=..][:inv=..][:fw=..][:sched=..] (bucket also [:block=..][:warps=..])")
+                         "[:chunk=..][:inv=..][:fw=..][:sched=..] (bucket also [:block=..][:warps=..][:conv=..])")
     kw = {}
     for opt in opts:
         key, _, val = opt.partition("=")
@@ -61,6 +63,14 @@ def parse_impl(spec: str) -> tuple[str, dict]:
             if val not in _SCHEDULES:
                 raise ValueError(f"bad option {opt!r} in --impl {spec!r}: sched= takes {', '.join(_SCHEDULES)}")
             kw["schedule"] = val
+            continue
+        if key == "conv":
+            from cuzk_jax.ops.fixed_base import CONVERTS
+
+            if kind != "bucket" or val not in CONVERTS:
+                raise ValueError(f"bad option {opt!r} in --impl {spec!r}: conv= is a bucket option taking "
+                                 f"{', '.join(CONVERTS)}")
+            kw["convert"] = val
             continue
         if key not in _KEYS or not val.isdigit() or int(val) < 1 or (key in _BUCKET_ONLY and kind != "bucket"):
             raise ValueError(f"bad option {opt!r} in --impl {spec!r}: expected w=, chunk= (log2), inv=, fw= (or, for "
@@ -165,8 +175,9 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
     if kind == "jacobian":
         tuning = {"points": "jacobian"}
     elif kind == "bucket":
-        if {_KEYS[k] for k in _BUCKET_ONLY} & set(tuning):
-            raise ValueError("--modes=setup takes no block= / warps= (the device setup runs the kernel's defaults)")
+        if ({_KEYS[k] for k in _BUCKET_ONLY} | {"convert"}) & set(tuning):
+            raise ValueError("--modes=setup takes no block= / warps= / conv= (the device setup runs the kernels' "
+                             "defaults)")
         tuning = {**tuning, "points": "bucket"}
     r1cs = synthetic_r1cs(log_n)
     toxic = generator.insecure_toxic_waste_for_tests(log_n)

@@ -93,6 +93,7 @@ class _Rep:
             self.F = limb_field.array_fq2 if self.g2 else limb_field.array_fq
         else:
             raise ValueError(kind)
+        self.B = self.F.base if self.g2 else self.F  # the base field Fq (G2's coordinates are Fq2 over it)
 
     def elem(self, rows):
         if self.kind == "limb":
@@ -135,13 +136,13 @@ def _is_ident_rows(rep, rows):
     return acc == 0
 
 
-def _load_rows(ref, nrows, idx, major="row"):
-    """Rows ``0 .. nrows - 1`` of ``ref`` at columns ``idx`` (``major="point"``: ``ref[idx, r]``) as ONE
+def _load_rows(ref, nrows, idx, major="row", start=0):
+    """Rows ``start .. start + nrows - 1`` of ``ref`` at columns ``idx`` (``major="point"``: ``ref[idx, r]``) as ONE
     ``lax.fori_loop`` whose carry holds the rows and shifts by one each iteration (each iteration loads one row with
     a dynamic row index), so the program holds ONE load site instead of ``nrows`` -- the compile-lean form
     (Triton's compile time grows about quadratically with kernel size; straight-line loads and stores, one site
     per row, were no faster on the H200: REMOVED_VARIANTS.md)."""
-    get = (lambda r: ref[idx, r]) if major == "point" else (lambda r: ref[r, idx])
+    get = (lambda r: ref[idx, r + start]) if major == "point" else (lambda r: ref[r + start, idx])
     init = tuple(jnp.zeros(idx.shape, ref.dtype) for _ in range(nrows))
     rows = lax.fori_loop(0, nrows, lambda r, c: c[1:] + (get(r),), init)
     return list(rows)
