@@ -66,14 +66,12 @@ def test_prefetch_counts_the_next_batch_of_witnesses():
     assert ahead.peak <= budget
 
 
-def test_prefetch_auto_only_when_it_costs_no_residency():
-    """``prefetch="auto"``: with room to spare the plan stages the next witnesses ahead; where holding them would
-    stream a query (the 2^27 sector at a 128 GiB budget: B2), the plan keeps every query resident without them."""
+def test_prefetch_modes_and_what_the_plan_counts():
+    """``prefetch``: ``"on"`` counts the next witnesses beside a whole step (the 2^27 sector at the smallest budget
+    that keeps every query resident would stream one for them); ``"late"`` and ``"auto"`` (= late: staged once the
+    step's witness is dead) plan exactly as ``"off"``, and say so in the logged plan."""
     shape = sector_shape(27)
-    roomy = memplan.make_plan_prefetch(shape, 10, "auto", device_budget=None)
-    assert roomy.prefetch and "per_partition_prefetch_z" in roomy.estimate
-    # the smallest budget (to 1 MiB) that holds a partition with every query resident: the next witnesses beside
-    # it (8 GB) do not fit there
+    # the smallest budget (to 1 MiB) that holds a partition with every query resident
     lo, hi = 1 << 30, 1 << 40
     while hi - lo > 1 << 20:
         mid = (lo + hi) // 2
@@ -83,13 +81,16 @@ def test_prefetch_auto_only_when_it_costs_no_residency():
             ok = False
         lo, hi = (lo, mid) if ok else (mid, hi)
     budget = hi
-    assert memplan.make_plan(shape, 10, device_budget=budget, prefetch=2).streamed
-    auto = memplan.make_plan_prefetch(shape, 10, "auto", device_budget=budget)
-    assert not auto.prefetch and auto.streamed == () and auto.batch == 1
-    assert "per_partition_prefetch_z" not in auto.estimate and "prefetch" not in auto.describe()
+    off = memplan.make_plan_prefetch(shape, 10, "off", device_budget=budget)
+    assert off.prefetch == "off" and off.streamed == () and "prefetch" not in off.describe()
+    for mode in ("auto", "late"):
+        late = memplan.make_plan_prefetch(shape, 10, mode, device_budget=budget)
+        assert late.prefetch == "late" and "late prefetch" in late.describe()
+        assert (late.batch, late.streamed, late.peak, late.estimate) == (off.batch, off.streamed, off.peak,
+                                                                         off.estimate)
     forced = memplan.make_plan_prefetch(shape, 10, "on", device_budget=budget)
-    assert forced.prefetch and forced.streamed and "prefetch" in forced.describe()
-    assert not memplan.make_plan_prefetch(shape, 10, "off", device_budget=None).prefetch
+    assert forced.prefetch == "on" and forced.streamed and "(prefetch)" in forced.describe()
+    assert forced.estimate["per_partition_prefetch_z"] == 2 * forced.estimate["per_partition_z"]
     with pytest.raises(ValueError, match="prefetch mode"):
         memplan.make_plan_prefetch(shape, 10, "yes", device_budget=None)
 
@@ -162,7 +163,7 @@ def test_prove_in_planned_batches(cube):
     one, t1 = prover.prove(cube["pk"], cube["r1cs"], cube["witnesses"], randomness=rs, config="msm=host")
     assert t1.batches == 1
     rk = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,prefetch=off")
-    assert pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off").plan.prefetch  # auto, no budget
+    assert pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off").plan.prefetch == "late"  # auto
 
     def room_for_two(prefetch=0):  # the plan's own peak of a batch of two, plus one byte
         return memplan.make_plan(rk.plan.shape, 10, device_budget=None, max_batch=2, prefetch=prefetch).peak + 1
@@ -170,7 +171,7 @@ def test_prove_in_planned_batches(cube):
     budget = room_for_two()
     planned = pipeline.make_resident(cube["pk"], cube["r1cs"], f"msm=xla,tables=off,device_budget={budget}")
     assert planned.plan.batch == 2 and planned.plan.streamed == ()
-    assert not planned.plan.prefetch  # prefetch=auto: staging ahead would not fit a batch of two
+    assert planned.plan.prefetch == "late"  # prefetch=auto: the next step staged during the H MSM, no extra bytes
     assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(planned.r1cs))  # uploaded whole
     two, t2 = prover.prove(planned, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t2.batches == 2 and two == one
@@ -189,9 +190,9 @@ def test_prove_in_planned_batches(cube):
     assert rk.plan.batch >= 4 and capped.plan.batch == 2 and str(capped.config).count("batch=2") == 1
     by_two, t5 = prover.prove(capped, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t5.batches == 2 and by_two == one
-    # prefetch=auto (the default) with room to spare: the plan stages ahead, the proofs are the same
+    # prefetch=auto (the default) with room to spare: still late, the proofs are the same
     auto = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off,batch=2")
-    assert auto.config.prefetch == "auto" and auto.plan.prefetch and auto.plan.batch == 2
+    assert auto.config.prefetch == "auto" and auto.plan.prefetch == "late" and auto.plan.batch == 2
     ahead_auto, t6 = prover.prove(auto, cube["r1cs"], cube["witnesses"], randomness=rs)
     assert t6.batches == 2 and ahead_auto == one
     for bad in ("batch=0", "batch=x", "batch=-1"):
@@ -300,6 +301,45 @@ def test_stage_converts_a_canonical_batch_on_the_device(cube):
         assert np.array_equal(np.asarray(pipeline.stage(rk, z[:, 1:3], montgomery=m)), padded)
 
 
+def test_run_frees_the_witness_before_the_h_msm(cube):
+    """``run(witness_done=)`` (what ``prefetch="late"`` stages the next step from): called once, after the four
+    witness MSMs and before the H MSM, when nothing of the run refers to the staged witness any more (a weak
+    reference to it is dead there) -- so its device memory is free for the next one; the results are the ones
+    of a run without the callback. Its negative twin: a caller that keeps its own reference keeps it alive."""
+    import gc
+    import weakref
+
+    import numpy as np
+
+    from cuzk_jax.circuits.r1cs import stack_z
+
+    rk = pipeline.make_resident(cube["pk"], cube["r1cs"], "msm=xla,tables=off")
+    host = stack_z(cube["witnesses"][:2], montgomery=True)
+    seen, alive = [], []
+
+    def phase(name, fn):
+        seen.append(name)
+        return fn()
+
+    def probe(ref):
+        def done():
+            gc.collect()
+            seen.append("witness_done")
+            alive.append(ref() is not None)
+        return done
+
+    box = [pipeline.stage(rk, host)]
+    ref = weakref.ref(box[0])
+    out = pipeline.run(rk, box.pop(), phase, witness_done=probe(ref))  # the run holds the only reference
+    assert seen == ["evaluate", "h", *pipeline.WITNESS_MSMS, "witness_done", "msm_h", "fetch"]
+    kept = pipeline.stage(rk, host)
+    base = pipeline.run(rk, kept, phase, witness_done=probe(weakref.ref(kept)))
+    assert alive == [False, True]  # the twin: this caller still holds `kept`
+    assert set(out.points) == set(pipeline.MSMS)
+    got, want = (jax.tree_util.tree_leaves(o.points) for o in (out, base))
+    assert len(got) == len(want) and all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(got, want))
+
+
 def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
     """The engine's device backend keeps a batch larger than the plan allows on the host and runs it in the plan's
     sub-batches (P = 2 programs); the proofs equal prove()'s bit for bit."""
@@ -326,7 +366,7 @@ def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
 def test_sector_bench_runs_verifies_and_records(tmp_path):
     """``bench --op=sector`` on the smallest porep_like preset: every rep proves and verifies both partitions and
     its row carries the phases, the scalar kinds, the plan text and the per-stage device memory record (a first
-    ``prepare`` row has the stages before proving); with ``prefetch=on`` each rep also runs with ``prefetch=off``
+    ``prepare`` row has the stages before proving); with ``prefetch=late`` each rep also runs with ``prefetch=off``
     (two variants); another circuit is one clear usage error (exit status 2)."""
     import json
     import os
@@ -338,7 +378,7 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     out = tmp_path / "sector.json"
     r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny",
-                        "--partitions=2", "--reps=1", "--workers=1", "--prover=prefetch=on", "--variants=h=split",
+                        "--partitions=2", "--reps=1", "--workers=1", "--prover=prefetch=late", "--variants=h=split",
                         f"--out={out}",
                         "--cache_dir=", f"--key_dir={tmp_path / 'keys'}"], env=env,
                        capture_output=True, text=True, timeout=600)
@@ -349,8 +389,8 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     assert prepare["precompiled"][:4] == ["stage@2", "evaluate@2", "h@2", "canonical_z@2"]  # one step of both
     assert prepare["precompile_s"] > 0
     assert prepare["precompiled_split"] == [] and prepare["precompile_split_s"] >= 0  # the host MSM: none to split
-    assert [(row["rep"], row["variant"], row["prefetch"]) for row in rows] == [
-        (0, "prefetch=on", "on"), (0, "prefetch=off", "off"), (0, "h=split", "on")]
+    assert [(row["rep"], row["variant"], row["prefetch"], row["prefetch_mode"]) for row in rows] == [
+        (0, "prefetch=late", "late", "late"), (0, "prefetch=off", "off", "off"), (0, "h=split", "late", "late")]
     assert "h=split" in rows[2]["prover"] and "h=split" not in rows[0]["prover"]
     for row in rows:
         assert row["ok"] and row["proofs"] == 2 and row["preset"] == "tiny" and row["constraints"] > 0

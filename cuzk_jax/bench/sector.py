@@ -22,7 +22,8 @@ Per run (one row each):
    ``precompile_s``; ``precompile_wait_s`` is what was left of it after the witnesses);
 5. **prove** -- :func:`cuzk_jax.groth16.pipeline.prove_batch` over the planned batches, every proof verified by
    pairing before it is returned (a proof that does not verify fails the row); ``--reps`` times (the first one
-   compiles), each with its per-phase times; with ``prefetch=on`` in ``--prover`` each rep also runs with
+   compiles), each with its per-phase times (``prefetch_mode``: how the later steps were staged); with
+   ``prefetch=on`` or ``prefetch=late`` in ``--prover`` each rep also runs with
    ``prefetch=off``, over the same resident key (column ``variant``: the switch as set for that run), and then
    each ``--variants`` override (column ``variant``: its text), over the same resident key and memory plan (an
    override that changes what the plan sized -- ``max_pairs``, ``batch`` -- runs with the plan made for the
@@ -203,10 +204,10 @@ def run(cfg) -> list[dict]:
     rows: list[dict] = []
     # a row for the stages so far (rep "prepare"): a run killed in its first (compiling) prove keeps them
     bench.emit(rows, dict(row, rep="prepare", device_memory_gib=dict(memory), **bench.host_peak()))
-    # prefetch=on: every rep also runs without it over the same resident key (A/Bs in one process);
+    # prefetch=on / late: every rep also runs without it over the same resident key (A/Bs in one process);
     # a variant is named by the switches that differ from the defaults
     base = rk.config
-    switches = [("prefetch", "off")] if base.prefetch == "on" else []
+    switches = [("prefetch", "off")] if base.prefetch in ("on", "late") else []
     variants = [(",".join(f"{k}={getattr(base, k)}" for k, _ in switches) or "default", rk)]
     for k, v in switches:
         cfg_k = dataclasses.replace(base, **{k: v})
@@ -236,7 +237,8 @@ def run(cfg) -> list[dict]:
         wall = time.perf_counter() - t
         memory[f"rep{rep}" + (f"-{variant}" if len(variants) > 1 else "")] = _device_gib()
         out = dict(row, rep=rep, variant=variant, prefetch=key.config.prefetch,
-                   prefetch_planned=bool(key.plan is not None and key.plan.prefetch), prover=str(key.config),
+                   prefetch_planned=None if key.plan is None else key.plan.prefetch,
+                   prefetch_mode=pipeline.prefetch_mode(key), prover=str(key.config),
                    device_memory_gib=dict(memory), prove_s=round(wall, 3),
                    per_partition_s=round(wall / P, 3),
                    batches=timings.batches, proofs=len(proofs), ok=len(proofs) == P,

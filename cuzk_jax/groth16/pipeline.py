@@ -115,13 +115,13 @@ class ProverConfig:
     * ``batch``: the most partitions one device batch may hold (``None``: as many as the budget allows); the plan
       may choose fewer. Smaller batches bound each step's latency and memory, and make :func:`prove_batch` run
       a batch in several steps (what ``prefetch`` overlaps);
-    * ``prefetch``: ``"on"``: when :func:`prove_batch` runs the plan's batch in several steps, the next step's
-      witnesses are padded and copied to the device (a worker thread) while the current step runs, and the plan
-      counts one more ``z`` per partition; ``"off"``: stage, then run, step by step; ``"auto"`` (default): on when
-      the plan with it keeps the batch, the resident queries, the tables and the evaluation chunks of the plan
-      without it (:attr:`MemoryPlan.prefetch <cuzk_jax.groth16.plan.MemoryPlan.prefetch>` records the choice):
-      staging ahead saves at most a step's copy, while a streamed query costs far more (the 2^27 sector on the
-      H200, bench/results/RESULTS.md session 21);
+    * ``prefetch``: when :func:`prove_batch` runs the plan's batch in several steps, when the next step's
+      witnesses are copied to the device (a worker thread): ``"on"`` -- while the whole current step runs (the plan
+      counts two more ``z`` per partition); ``"late"`` -- once the current step's witness is dead, i.e. during its
+      H MSM (:func:`run` frees the staged and the canonical witness first: no memory beyond the plan's);
+      ``"off"`` -- stage, then run, step by step; ``"auto"`` (default): ``"late"``
+      (:func:`cuzk_jax.groth16.plan.make_plan_prefetch` says why; :attr:`MemoryPlan.prefetch
+      <cuzk_jax.groth16.plan.MemoryPlan.prefetch>` records the mode);
     * ``h``: the H step as ``"fused"`` (one program for a, b, c: :func:`cuzk_jax.ops.qap.compute_h`) or
       ``"split"`` (one program per input vector: :func:`cuzk_jax.ops.qap.compute_h_split`, a third of the
       transform's temporaries); ``"auto"`` (default): split from a :data:`plan.H_SPLIT_DOMAIN
@@ -158,8 +158,9 @@ class ProverConfig:
             raise BadInput(f"prover config: window must be in 2..{ops_msm.MAX_WINDOW}, got {self.window!r}")
         if self.split not in TABLE_MODES:
             raise BadInput(f"prover config: split must be one of {TABLE_MODES}, got {self.split!r}")
-        if self.prefetch not in ("on", "off", "auto"):
-            raise BadInput(f"prover config: prefetch must be on, off or auto, got {self.prefetch!r}")
+        if self.prefetch not in memplan.PREFETCH_MODES:
+            raise BadInput(f"prover config: prefetch must be one of {', '.join(memplan.PREFETCH_MODES)}, got "
+                           f"{self.prefetch!r}")
         if self.h not in H_MODES:
             raise BadInput(f"prover config: h must be one of {H_MODES}, got {self.h!r}")
         for key in ("device_budget", "host_budget", "chunk", "batch"):
@@ -968,12 +969,21 @@ def timed(name: str, fn: Callable, record: dict | None):
     return out
 
 
-def run(rk: ResidentKey, z, phase: Callable | None = None, *, sync_phases: bool = True) -> BatchOutput:
-    """The device phases of one staged batch ``z`` (from :func:`stage`): evaluate, h, the five MSMs, fetch.
+#: The MSMs whose scalars are the witness, in the order :func:`run` runs them (the H MSM comes last).
+WITNESS_MSMS = tuple(name for name in MSMS if name != "msm_h")
+
+
+def run(rk: ResidentKey, z, phase: Callable | None = None, *, sync_phases: bool = True,
+        witness_done: Callable[[], None] | None = None) -> BatchOutput:
+    """The device phases of one staged batch ``z`` (from :func:`stage`): evaluate, h, the five MSMs (H last),
+    fetch.
 
     ``phase(name, fn) -> fn()`` times one phase and blocks on its result (the engine records it on its timeline;
     default: :func:`timed` without a record). ``sync_phases=False`` dispatches every phase and blocks once
-    (phase ``"device"``): fewer gaps, no per-phase times."""
+    (phase ``"device"``): fewer gaps, no per-phase times. ``witness_done()``: called once the witness is dead --
+    after the last MSM that reads it, before the H MSM -- when this function has dropped its references to ``z``
+    and to its canonical copy (the caller must hold none either for their memory to be freed): where
+    :func:`prove_batch` stages the next step with ``prefetch="late"``."""
     phase = phase or (lambda name, fn: timed(name, fn, None))
     record = phase
     if not sync_phases:
@@ -981,20 +991,27 @@ def run(rk: ResidentKey, z, phase: Callable | None = None, *, sync_phases: bool 
 
     kinds: dict = {}
     where = ["evaluate"]  # the phase running, for the out-of-memory error
+    held = [z]  # the only reference to the staged witness from here on, dropped before the H MSM
+    del z
 
     def step(name, fn):
         where[0] = name
         return phase(name, fn)
 
     def device_work():
-        az, bz, cz, ok, first = step("evaluate", lambda: evaluate(rk, z))
+        az, bz, cz, ok, first = step("evaluate", lambda: evaluate(rk, held[0]))
         h = step("h", lambda: h_scalars(rk, az, bz, cz))
         del az, bz, cz  # the evaluations are dead once h exists: free them before the MSMs (memory plan)
-        zc = canonical_z(rk, z)
+        zc = [canonical_z(rk, held[0])]
         points = {}
-        for name in MSMS:  # each query's gathered scalars made just before its MSM, dead after it (memory plan)
-            points[name] = step(name, lambda name=name: msm(rk, name, query_scalars(rk, name, zc, h), kinds))
-        return ok, first, points
+        for name in WITNESS_MSMS:  # each query's gathered scalars made just before its MSM, dead after it
+            points[name] = step(name, lambda name=name: msm(rk, name, query_scalars(rk, name, zc[0], h), kinds))
+        zc.clear()  # the witness is dead: the H MSM reads h only
+        held.clear()
+        if witness_done is not None:
+            witness_done()
+        points["msm_h"] = step("msm_h", lambda: msm(rk, "msm_h", query_scalars(rk, "msm_h", None, h), kinds))
+        return ok, first, {name: points[name] for name in MSMS}
 
     with device_memory_errors(rk, lambda: where[0] if sync_phases else "device"):
         ok, first, points = device_work() if sync_phases else record("device", device_work)
@@ -1057,6 +1074,15 @@ def _finish_step(rk: ResidentKey, out, lo: int, randomness, timings: Timings) ->
     return proofs
 
 
+def prefetch_mode(rk: ResidentKey) -> str:
+    """How :func:`prove_batch` stages a batch's later steps: the config's ``prefetch`` when it names a mode (a
+    variant over the same plan may), for ``"auto"`` the plan's choice (:attr:`MemoryPlan.prefetch
+    <cuzk_jax.groth16.plan.MemoryPlan.prefetch>`; ``"late"`` without a plan)."""
+    if rk.config.prefetch != "auto":
+        return rk.config.prefetch
+    return rk.plan.prefetch if rk.plan is not None else "late"
+
+
 def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, int]] | None = None,
                 timings: Timings | None = None, *, verify: bool = True, sync_phases: bool = True,
                 montgomery: bool = True) -> list[tuple]:
@@ -1085,19 +1111,24 @@ def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, 
     def staged(lo):
         return jax.block_until_ready(stage(rk, z[:, lo:lo + step], montgomery))
 
-    # prefetch: the next step's witnesses go to the device while this step runs ("stage" then times the wait)
-    ahead_on = rk.config.prefetch == "on" or (rk.config.prefetch == "auto" and rk.plan is not None
-                                              and rk.plan.prefetch)
-    pool = ThreadPoolExecutor(1, thread_name_prefix="stage") if ahead_on and len(starts) > 1 else None
+    # prefetch: the next step's witnesses go to the device while this step runs ("on") or once its witness is
+    # dead ("late"); "stage" then times the wait for them
+    mode = prefetch_mode(rk) if len(starts) > 1 else "off"
+    pool = ThreadPoolExecutor(1, thread_name_prefix="stage") if mode != "off" else None
+    ahead = [pool.submit(staged, starts[0])] if mode == "on" else []  # at most one future: the next step's
     try:
-        ahead = pool.submit(staged, starts[0]) if pool is not None else None
         for j, lo in enumerate(starts):
             t0 = time.perf_counter()
-            zd = ahead.result() if ahead is not None else staged(lo)
+            zd = [ahead.pop().result() if ahead else staged(lo)]  # the future holds no reference once popped
             timings.phases["stage"] = timings.phases.get("stage", 0.0) + time.perf_counter() - t0
-            ahead = pool.submit(staged, starts[j + 1]) if pool is not None and j + 1 < len(starts) else None
-            out = run(rk, zd, lambda name, fn: timed(name, fn, timings.phases), sync_phases=sync_phases)
-            del zd
+            nxt = starts[j + 1] if j + 1 < len(starts) else None
+            if mode == "on" and nxt is not None:
+                ahead.append(pool.submit(staged, nxt))
+            late = (lambda nxt=nxt: ahead.append(pool.submit(staged, nxt))) if mode == "late" and nxt is not None \
+                else None
+            # run holds the only reference to the staged batch (popped here), so it can free it for the next one
+            out = run(rk, zd.pop(), lambda name, fn: timed(name, fn, timings.phases), sync_phases=sync_phases,
+                      witness_done=late)
             proofs += _finish_step(rk, out, lo, randomness[lo:lo + step], timings)
     finally:
         if pool is not None:

@@ -203,7 +203,10 @@ class MemoryPlan:
     estimate: dict
     shape: Shape | None = None
     max_pairs: int | None = None  # the MSM pass bound the plan chose (None: the config's, left as it is)
-    prefetch: bool = False  # whether the prover stages the next step's witnesses during a step (counted in peak)
+    #: how the prover stages the next step's witnesses (:data:`PREFETCH_MODES`): ``"on"`` during the whole step
+    #: (counted in :attr:`peak`), ``"late"`` once the step's witness is dead (before its H MSM: no extra bytes),
+    #: ``"off"`` not at all
+    prefetch: str = "off"
 
     @property
     def batches(self) -> int:
@@ -221,8 +224,10 @@ class MemoryPlan:
             parts.append(f"evaluation in chunks of {self.eval_chunk} rows")
         if self.max_pairs:
             parts.append(f"MSM passes of <= 2^{self.max_pairs.bit_length() - 1} pairs")
-        if self.prefetch:
+        if self.prefetch == "on":
             parts.append("next witnesses staged during each step (prefetch)")
+        elif self.prefetch == "late":
+            parts.append("next witnesses staged during each step's H MSM (late prefetch)")
         return "memory plan: " + "; ".join(parts)
 
     def as_dict(self) -> dict:
@@ -233,32 +238,27 @@ class MemoryPlan:
         return d
 
 
+#: ``ProverConfig.prefetch`` values (:func:`make_plan_prefetch`).
+PREFETCH_MODES = ("on", "late", "off", "auto")
+
+
 def make_plan_prefetch(shape: Shape, partitions: int, mode: str, **kw) -> MemoryPlan:
-    """:func:`make_plan` for a prover whose ``prefetch`` is ``mode``: ``"on"`` -- planned with the next step's
-    witnesses on the device (two more copies of ``z`` per partition: staging stacks the limb rows there),
-    ``"off"`` -- without; ``"auto"`` -- with them only when that plan keeps the layout of the plan without
-    (:func:`same_layout`: batch, resident queries, tables, evaluation chunks, MSM passes), else without: staging
-    ahead saves at most a step's copy, while a streamed query or a smaller batch costs far more (the 2^27 sector
-    on the H200: bench/results/RESULTS.md, session 21).
-    :attr:`MemoryPlan.prefetch` records the outcome."""
-    if mode not in ("on", "off", "auto"):
-        raise ValueError(f"prefetch mode must be on, off or auto, got {mode!r}")
-    if mode != "auto":
-        return dataclasses.replace(make_plan(shape, partitions, prefetch=2 if mode == "on" else 0, **kw),
-                                   prefetch=mode == "on")
-    plain = make_plan(shape, partitions, prefetch=0, **kw)
-    try:
-        ahead = make_plan(shape, partitions, prefetch=2, **kw)
-    except MemoryBudgetError:
-        return plain
-    return dataclasses.replace(ahead, prefetch=True) if same_layout(ahead, plain) else plain
+    """:func:`make_plan` for a prover whose ``prefetch`` is ``mode`` (:attr:`MemoryPlan.prefetch` records the
+    outcome):
 
-
-def same_layout(a: MemoryPlan, b: MemoryPlan) -> bool:
-    """Whether two plans batch, keep resident, build tables, chunk the evaluation and bound the MSM passes alike
-    (what ``prefetch="auto"`` requires of the plan with prefetch against the one without)."""
-    return (a.batch, a.streamed, a.tables, a.eval_chunk, a.max_pairs) == (b.batch, b.streamed, b.tables, b.eval_chunk,
-                                                                         b.max_pairs)
+    * ``"on"`` -- the next step's witnesses are staged while the whole step runs: planned with them on the
+      device (two more copies of ``z`` per partition: staging stacks the limb rows there);
+    * ``"late"`` -- staged once the step's witness is dead: after the last MSM that reads it, during the H MSM
+      (``pipeline.run`` frees the staged and the canonical witness first, so the two new copies take the place of
+      those two and the plan counts nothing more);
+    * ``"off"`` -- step by step;
+    * ``"auto"`` -- ``"late"``: it hides the copy behind the H MSM (the longest phase at sector scale) at no memory
+      cost, where staging during the whole step cost the 2^27 sector on the H200 a streamed B2 query, or slowed its
+      H step (bench/results/RESULTS.md, session 21)."""
+    if mode not in PREFETCH_MODES:
+        raise ValueError(f"prefetch mode must be one of {', '.join(PREFETCH_MODES)}, got {mode!r}")
+    mode = "late" if mode == "auto" else mode
+    return dataclasses.replace(make_plan(shape, partitions, prefetch=2 if mode == "on" else 0, **kw), prefetch=mode)
 
 
 def _eval_bytes(shape: Shape, eval_chunk: int | None) -> tuple[int, int]:
