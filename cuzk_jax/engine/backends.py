@@ -70,17 +70,20 @@ class DeviceBackend:
 
     ``config``: a :class:`~cuzk_jax.groth16.pipeline.ProverConfig` or its text form (precomputed window tables run
     on one device only). ``sync_phases``: block after every phase (per-phase timing and timeline; costs a few
-    small gaps per batch); False dispatches all phases and blocks once ("device").
+    small gaps per batch); False dispatches all phases and blocks once ("device"). ``staged_ahead``: batches the
+    engine keeps staged on the device while one runs (its ``prefetch``): the memory plan of every key placed here
+    counts their witnesses (:func:`cuzk_jax.groth16.plan.make_plan_prefetch`).
     """
 
     name = "device"
 
-    def __init__(self, devices=None, config=None, sync_phases: bool = True):
+    def __init__(self, devices=None, config=None, sync_phases: bool = True, staged_ahead: int = 0):
         self.devices = list(devices) if devices is not None else jax.local_devices()
         if not self.devices:
             raise BadInput("DeviceBackend: no devices")
         self.config = pipeline.as_config(config)
         self.sync_phases = sync_phases
+        self.staged_ahead = staged_ahead
         self.mesh = sharding.partition_mesh(self.devices) if len(self.devices) > 1 else None
         if self.mesh is not None and self.config.tables == "on":
             raise BadInput("prover config tables=on: precomputed window tables run on one device only")
@@ -94,7 +97,8 @@ class DeviceBackend:
         config = self.config
         if self.mesh is not None and config.tables == "auto":
             config = dataclasses.replace(config, tables="off")
-        return pipeline.make_resident(pk, r1cs, config, mesh=self.mesh, device=self.devices[0], headroom=headroom)
+        return pipeline.make_resident(pk, r1cs, config, mesh=self.mesh, device=self.devices[0], headroom=headroom,
+                                      staged_ahead=self.staged_ahead)
 
     @staticmethod
     def size(resident: pipeline.ResidentKey) -> int:

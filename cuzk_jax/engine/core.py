@@ -374,7 +374,8 @@ class Engine:
     def __init__(self, config: EngineConfig | None = None, *, backend=None, key_loader=None, **overrides):
         config = dataclasses.replace(config or EngineConfig(), **overrides)
         self.config = config
-        self.backend = backend or DeviceBackend(config.devices, config.prover, config.sync_phases)
+        self.backend = backend or DeviceBackend(config.devices, config.prover, config.sync_phases,
+                                                staged_ahead=config.prefetch)
         self._stage = _stage_fn(self.backend)
         self.batch_sizes = config.sizes(self.backend.num_devices)
         self.max_batch = self.batch_sizes[-1]

@@ -191,7 +191,7 @@ class MultiDeviceEngine:
         workers = config.synthesis_workers or synthesis.default_workers()
         self._ids = itertools.count()
         if self.mode == SHARDED:
-            backend = DeviceBackend(self.devices, config.prover, config.sync_phases)
+            backend = DeviceBackend(self.devices, config.prover, config.sync_phases, staged_ahead=config.prefetch)
             self.engines = [Engine(dataclasses.replace(config, synthesis_workers=workers), backend=backend,
                                    key_loader=key_loader)]
         else:
@@ -200,7 +200,7 @@ class MultiDeviceEngine:
             self.engines = []
             try:
                 for dev, w in zip(self.devices, shares):
-                    backend = DeviceBackend([dev], config.prover, config.sync_phases)
+                    backend = DeviceBackend([dev], config.prover, config.sync_phases, staged_ahead=config.prefetch)
                     self.engines.append(Engine(dataclasses.replace(config, synthesis_workers=w), backend=backend,
                                                key_loader=key_loader))
             except BaseException:

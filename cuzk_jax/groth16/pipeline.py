@@ -374,10 +374,11 @@ def _r1cs_bytes(r1cs) -> int:
 def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain_size: int,
              partitions: int = memplan.DEFAULT_PARTITIONS, want_tables: bool = False,
              max_batch: int | None = None, table_names: tuple | None = None,
-             num_rows: int | None = None) -> memplan.MemoryPlan:
+             num_rows: int | None = None, staged_ahead: int = 0) -> memplan.MemoryPlan:
     """The :class:`~cuzk_jax.groth16.plan.MemoryPlan` of a key (``queries``: phase name -> bases as they will be
     held, infinity-free) under ``config``'s budgets. The device budget defaults to a fraction of what the device
-    reports (none on a CPU: unbounded)."""
+    reports (none on a CPU: unbounded). ``staged_ahead``: batches the caller stages on the device while one runs
+    (:func:`cuzk_jax.groth16.plan.make_plan_prefetch`)."""
     budget = config.device_budget
     if budget is None and device_bytes():
         budget = int(memplan.DEFAULT_DEVICE_FRACTION * device_bytes())
@@ -399,7 +400,7 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
               # a device MSM whose pass bound the config leaves open: the plan may lower it
               pass_bounds=memplan.candidate_pass_bounds() if isinstance(
                   config.msm, ops_config.MsmConfig) and config.msm.max_pairs is None else None)
-    plan = memplan.make_plan_prefetch(shape, partitions, config.prefetch, **kw)
+    plan = memplan.make_plan_prefetch(shape, partitions, config.prefetch, staged_ahead=staged_ahead, **kw)
     memplan.log.info("%s", plan.describe())
     return plan
 
@@ -438,7 +439,8 @@ def _drop_infinity(queries: dict, consume: bool = False) -> tuple[dict, dict]:
 def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int, num_vars: int, domain_size: int,
                    qap: str, digest: str, config=None, pk=None, constraint_name=None, verifier=None, mesh=None,
                    device=None, headroom: int | None = None, partitions: int | None = None,
-                   max_batch: int | None = None, consume: bool = False, num_rows: int | None = None) -> ResidentKey:
+                   max_batch: int | None = None, consume: bool = False, num_rows: int | None = None,
+                   staged_ahead: int = 0) -> ResidentKey:
     """Upload a key's bases and R1CS tables under a memory plan, and build its window tables when the config asks
     for them and the plan has room.
 
@@ -449,7 +451,8 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     ``None``: :data:`TABLE_FRACTION` of the device memory. Tables run on one device only (``mesh`` must be None).
     ``device``: a device other than the default one to live on (None: the default device, uncommitted).
     ``partitions``: the batch the plan is made for (default :data:`plan.DEFAULT_PARTITIONS`, a sector);
-    ``max_batch``: a cap on the plan's batch (e.g. the engine's). ``num_rows``: the constraints a
+    ``max_batch``: a cap on the plan's batch (e.g. the engine's); ``staged_ahead``: batches the caller stages on the
+    device while one runs (the engine's ``prefetch``), which the plan counts. ``num_rows``: the constraints a
     :class:`~cuzk_jax.ops.r1cs.TiledR1CS` evaluates (required with one). Raises
     :class:`~cuzk_jax.errors.MemoryBudgetError` before uploading anything when the budgets cannot hold one
     partition."""
@@ -470,8 +473,8 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     if config.msm != HOST_MSM:  # the host MSM keeps its bases on the host: nothing to plan on the device
         plan = plan_for(config, queries=queries, r1cs=r1cs, num_vars=num_vars, domain_size=domain_size,
                         partitions=partitions or memplan.DEFAULT_PARTITIONS, want_tables=want_tables,
-                        table_names=table_names,
-                        max_batch=max_batch, num_rows=num_rows)
+                        table_names=table_names, max_batch=max_batch, num_rows=num_rows,
+                        staged_ahead=staged_ahead)
         if plan.streamed and mesh is not None:
             raise BadInput("the memory plan streams key bases, which a device mesh does not support: raise the "
                            "device budget or prove on one device")
@@ -534,13 +537,15 @@ def proof_checker(vk) -> Callable[[list, list], list]:
 
 
 def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: int | None = None,
-                  partitions: int | None = None, max_batch: int | None = None, consume: bool = False) -> ResidentKey:
+                  partitions: int | None = None, max_batch: int | None = None, consume: bool = False,
+                  staged_ahead: int = 0) -> ResidentKey:
     """The :class:`ResidentKey` of a :class:`~cuzk_jax.groth16.data_structures.ProvingKey` for ``r1cs`` (a
     ``circuits.r1cs.R1CS``; the device evaluates it extended with bellman's input constraints).
 
     ``consume``: move the five queries out of ``pk`` (its ``*_query`` fields become None) and free each full-size
     query once its infinity-free copy is made. For a device setup's key at sector scale, where the full-size
     queries (~71 GiB at a 2^27 domain) and the compact ones (~44 GiB) would otherwise be on the device together.
+    ``staged_ahead``: batches the caller stages on the device while one runs (:func:`build_resident`).
     """
     digest = r1cs.digest()
     if pk.circuit_digest != digest:
@@ -571,7 +576,7 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
                           config=config, pk=pk, constraint_name=r1cs.extended_constraint_name,
                           verifier=proof_checker(pk.vk), mesh=mesh, device=device, headroom=headroom,
                           partitions=partitions, max_batch=max_batch, consume=consume,
-                          num_rows=r1cs.num_constraints + r1cs.num_inputs)
+                          num_rows=r1cs.num_constraints + r1cs.num_inputs, staged_ahead=staged_ahead)
 
 
 # ---------------------------------------------------------------------------------------------------------------

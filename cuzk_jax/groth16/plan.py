@@ -242,7 +242,7 @@ class MemoryPlan:
 PREFETCH_MODES = ("on", "late", "off", "auto")
 
 
-def make_plan_prefetch(shape: Shape, partitions: int, mode: str, **kw) -> MemoryPlan:
+def make_plan_prefetch(shape: Shape, partitions: int, mode: str, staged_ahead: int = 0, **kw) -> MemoryPlan:
     """:func:`make_plan` for a prover whose ``prefetch`` is ``mode`` (:attr:`MemoryPlan.prefetch` records the
     outcome):
 
@@ -254,11 +254,17 @@ def make_plan_prefetch(shape: Shape, partitions: int, mode: str, **kw) -> Memory
     * ``"off"`` -- step by step;
     * ``"auto"`` -- ``"late"``: it hides the copy behind the H MSM (the longest phase at sector scale) at no memory
       cost, where staging during the whole step cost the 2^27 sector on the H200 a streamed B2 query, or slowed its
-      H step (bench/results/RESULTS.md, session 21)."""
+      H step (bench/results/RESULTS.md, session 21).
+
+    ``staged_ahead``: batches a caller keeps staged on the device while another runs whatever ``mode`` says (the
+    engine's ``prefetch``): each counts as ``"on"`` does, and the plan records ``"on"``."""
     if mode not in PREFETCH_MODES:
         raise ValueError(f"prefetch mode must be one of {', '.join(PREFETCH_MODES)}, got {mode!r}")
-    mode = "late" if mode == "auto" else mode
-    return dataclasses.replace(make_plan(shape, partitions, prefetch=2 if mode == "on" else 0, **kw), prefetch=mode)
+    if not isinstance(staged_ahead, int) or staged_ahead < 0:
+        raise ValueError(f"staged_ahead must be an int >= 0, got {staged_ahead!r}")
+    mode = "on" if staged_ahead else "late" if mode == "auto" else mode
+    copies = 2 * max(staged_ahead, 1) if mode == "on" else 0
+    return dataclasses.replace(make_plan(shape, partitions, prefetch=copies, **kw), prefetch=mode)
 
 
 def _eval_bytes(shape: Shape, eval_chunk: int | None) -> tuple[int, int]:
