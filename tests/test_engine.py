@@ -880,3 +880,46 @@ def test_precompile_at_key_placement(cube_key, monkeypatch):
     rk = type("RK", (), {"plan": type("Plan", (), {"batch": 3})(), "mesh": None})()
     assert backends.DeviceBackend.precompile(rk, (2, 4, 8)) == ["evaluate@1", "evaluate@2", "evaluate@3"]
     assert steps == [1, 2, 3]
+
+
+class _CallbackHost(HostBackend):
+    """The host backend whose ``run`` takes ``witness_done`` (as the device backend's does) and, after calling it,
+    waits for the collector to stage the next batch -- which it can only do with the running batch's credit back.
+    ``call=False``: the same backend that never calls back (the negative twin)."""
+
+    def __init__(self, call=True):
+        self.call = call
+        self.staged_during_run = []
+        self._staged = threading.Event()
+
+    def stage(self, resident, z, montgomery=True):
+        self._staged.set()
+        return super().stage(resident, z, montgomery)
+
+    def run(self, resident, zs, phase, witness_done=None):
+        self._staged.clear()
+        if self.call:
+            witness_done()
+        self.staged_during_run.append(self._staged.wait(timeout=5 if self.call else 0.5))
+        return super().run(resident, zs, phase)
+
+
+@pytest.mark.parametrize("call", [True, False])
+def test_credit_returns_when_the_witness_is_dead(cube_key, call):
+    """``prefetch=0``: the running batch's credit comes back when its backend calls ``witness_done`` (the device
+    backend does so before the H MSM, once the batch's device witness is freed), so the next batch is staged while
+    it still runs; a backend that does not call back (the twin) gets the next batch staged only after it ends.
+    Every proof verifies either way."""
+    circuit, r1cs, pk = cube_key
+    backend = _CallbackHost(call)
+    with Engine(backend=backend, max_batch=1, max_wait_s=0.01, prefetch=0, synthesis="thread",
+                synthesis_workers=2) as eng:
+        eng.preload(circuit, pk)
+        eng.pause()
+        fut = eng.submit(circuit, [circuit.sample_inputs(p, 3) for p in range(3)])
+        wait_ready(eng, 3)
+        eng.resume()
+        res = fut.result(timeout=300)
+    assert len(res.proofs) == 3 and res.verified
+    # batches 1 and 2 each had a successor to stage; the last one had none
+    assert backend.staged_during_run[:2] == [call, call] and not backend.staged_during_run[2]

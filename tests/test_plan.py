@@ -366,7 +366,8 @@ def test_run_frees_the_witness_before_the_h_msm(cube):
 
 def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
     """The engine's device backend keeps a batch larger than the plan allows on the host and runs it in the plan's
-    sub-batches (P = 2 programs); the proofs equal prove()'s bit for bit."""
+    sub-batches (P = 2 programs; each next one staged late), calling the engine back once, when the last one's
+    witness is dead; the proofs equal prove()'s bit for bit."""
     from cuzk_jax.circuits.r1cs import stack_z
     from cuzk_jax.engine.backends import DeviceBackend
 
@@ -380,8 +381,11 @@ def test_engine_backend_runs_oversized_batches_in_planned_steps(cube):
     assert rk.plan.batch == 2
     seen = []
     staged = backend.stage(rk, stack_z(cube["witnesses"], montgomery=True))
-    out = backend.run(rk, staged, lambda name, fn: (seen.append(name), fn())[1])
+    out = backend.run(rk, staged, lambda name, fn: (seen.append(name), fn())[1],
+                      witness_done=lambda: seen.append("witness_done"))
     assert seen.count("stage") == 2 and seen.count("evaluate") == 2 and out.ok.tolist() == [True] * 4
+    # the second step is staged once the first one's witness is dead; the caller hears of the last step's only
+    assert seen.count("witness_done") == 1 and seen[-3:] == ["witness_done", "msm_h", "fetch"]
     got = [backend.finish(rk, out, i, r, s) for i, (r, s) in enumerate(rs)]
     assert got == want
 

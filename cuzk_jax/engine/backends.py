@@ -14,8 +14,10 @@ MSM results, and those into proofs:
   staged batch is Montgomery whatever the host form (a canonical one is converted there by one ``to_mont``, see
   :func:`cuzk_jax.groth16.pipeline.stage`); the host backend's is the partitions' values as Python ints. A backend
   whose ``stage`` takes no ``montgomery`` gets Montgomery limbs only (the engine converts on the host);
-* ``run(resident, staged, phase) -> BatchOutput`` -- the device phases (``phase(name, fn)`` times one phase and
-  records it on the timeline), ending with the results on the host;
+* ``run(resident, staged, phase[, witness_done]) -> BatchOutput`` -- the device phases (``phase(name, fn)`` times
+  one phase and records it on the timeline), ending with the results on the host; ``witness_done()`` (optional:
+  the engine passes it when ``run`` takes it) is called once the batch's witness is dead on the device (before
+  the H MSM), where the engine lets its next batch be staged;
 * ``finish(resident, out, i, r, s) -> Proof`` -- host randomisation of partition ``i`` (the finisher thread).
 
 :class:`DeviceBackend` is the pipeline of :mod:`cuzk_jax.groth16.pipeline` itself (its resident key is a
@@ -30,6 +32,7 @@ tests and a way to run the engine where no accelerator is worth compiling for.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Callable
 
@@ -125,14 +128,19 @@ class DeviceBackend:
             return _HostBatch(z, plan.batch, montgomery)
         return pipeline.stage(resident, z, montgomery)
 
-    def run(self, resident: pipeline.ResidentKey, z, phase: Callable) -> BatchOutput:
+    def run(self, resident: pipeline.ResidentKey, z, phase: Callable,
+            witness_done: Callable[[], None] | None = None) -> BatchOutput:
+        """The device phases of a staged batch (:func:`cuzk_jax.groth16.pipeline.run`), or of a host batch in the
+        plan's steps (:func:`~cuzk_jax.groth16.pipeline.run_steps`, each next step staged once the current one's
+        witness is dead: ``"late"``, no memory beyond one step's). ``witness_done``: called once the (last step's)
+        witness is dead, before the H MSM -- the engine lets its next batch onto the device then. The caller must
+        hold no reference to a staged ``z`` for its memory to be freed there."""
         if not isinstance(z, _HostBatch):
-            return pipeline.run(resident, z, phase, sync_phases=self.sync_phases)
-        outs = []
-        for lo in range(0, z.z.shape[1], z.step):
-            staged = phase("stage", lambda lo=lo: pipeline.stage(resident, z.z[:, lo:lo + z.step], z.montgomery))
-            outs.append(pipeline.run(resident, staged, phase, sync_phases=self.sync_phases))
-            del staged
+            return pipeline.run(resident, z, phase, sync_phases=self.sync_phases, witness_done=witness_done)
+        with contextlib.closing(pipeline.run_steps(resident, z.z, z.step, phase, montgomery=z.montgomery,
+                                                   sync_phases=self.sync_phases, mode="late",
+                                                   witness_done=witness_done)) as steps:
+            outs = [out for _, out in steps]
         host = {name: [p for out in outs for p in out.host_points()[name]] for name in MSMS}
         kinds = {}
         for out in outs:
@@ -188,9 +196,11 @@ class HostBackend:
         z = np.asarray(z)
         return [encoding.limbs_to_ints(z[:, p, :], "fr", montgomery=montgomery) for p in range(z.shape[1])]
 
-    def run(self, resident: HostResident, zs, phase: Callable) -> BatchOutput:
+    def run(self, resident: HostResident, zs, phase: Callable,
+            witness_done: Callable[[], None] | None = None) -> BatchOutput:
         """``zs``: what :meth:`stage` gives (per partition, the values as canonical ints); a Montgomery
-        ``(8, P, num_vars)`` uint32 array is also taken (decoded here)."""
+        ``(8, P, num_vars)`` uint32 array is also taken (decoded here). ``witness_done`` is never called: nothing
+        is on a device (the engine then lets the next batch in when this one ends, as without it)."""
         if isinstance(zs, np.ndarray):
             zs = self.stage(resident, zs, montgomery=True)
         n = resident.pk.domain_size
@@ -209,6 +219,7 @@ class HostBackend:
         def msms():
             return {name: [host_curve.linear_combination(curves[name], list(zip(q[name], scalars[name](zz, h))))
                            if good else None for zz, h, good in zip(zs, hs, ok)] for name in MSMS}
+
 
         return BatchOutput(ok=ok, first=first, points={}, host=phase("msm", msms))
 

@@ -23,7 +23,9 @@ Data flow (one arrow = one hand-off; every stage runs concurrently with the othe
   results are discarded) to one of ``batch_sizes`` (default: just ``max_batch``), so the device runs a handful of
   compiled shapes and never recompiles mid-run; sizes are rounded up to a multiple of the device count (sharding). A
   batch is only formed when the device can take it soon (at most ``prefetch`` staged batches wait), so a busy device
-  lets batches fill.
+  lets batches fill. A running batch stops counting once its witness is dead on the device (the device backend
+  calls back before its H MSM), so the next batch's copy overlaps that MSM -- with ``prefetch=0`` too, at no memory
+  beyond one batch's (the memory plan counts the ``prefetch`` staged batches, ``DeviceBackend(staged_ahead=)``).
 * **Priorities** (cuzk's classes, :mod:`cuzk_jax.priorities`): every job has a class (``submit(priority=)``,
   default the circuit's ``PRIORITY_CLASS``) and an urgency key = submission time + the class's delay
   (``priority_delays_s``; default WinningPoSt 0 s, WindowPoSt 60 s, PoRep 600 s, SnapDeals 1200 s): a lower key is
@@ -419,6 +421,8 @@ class Engine:
         self._stop = False
         self._paused = False
         self._credits = threading.Semaphore(config.prefetch + 1)  # batches staged or running
+        # whether the backend's run calls back once a batch's witness is dead (the credit then comes back early)
+        self._run_callback = "witness_done" in inspect.signature(self.backend.run).parameters
         self._device_q: queue.Queue = queue.Queue()
         self._finish_q: queue.Queue = queue.Queue()
         self._device_busy = False
@@ -998,14 +1002,29 @@ class Engine:
                 self.timeline.add("device", name, t0, t1, batch=batch.id)
                 return out
 
+            # The batch's credit comes back once its witness is dead on the device (the backend calls back before
+            # the H MSM; the device copy of z is freed then), so the next batch is staged while this one finishes
+            # its H MSM -- or, for a backend without the callback, when the batch ends.
+            credit = [True]
+
+            def witness_done():
+                if credit:
+                    credit.pop()
+                    self._credits.release()
+
             out = None
+            staged = [batch.staged]  # the run gets the only reference (popped), so it can free the device copy
+            batch.staged = None
             try:
-                out = self.backend.run(batch.resident, batch.staged, phase)
+                if self._run_callback:
+                    out = self.backend.run(batch.resident, staged.pop(), phase, witness_done=witness_done)
+                else:
+                    out = self.backend.run(batch.resident, staged.pop(), phase)
             except Exception as e:  # noqa: BLE001 -- a device error fails this batch's jobs only
                 log.exception("batch %d: device phases failed", batch.id)
                 out = e
             finally:
-                batch.staged = None  # release the device copy of z
+                staged.clear()
                 with self._lock:
                     self._device_busy = False
                     self._device_since = None
@@ -1016,7 +1035,7 @@ class Engine:
                         self._phase_n[name] += 1
                     self._stats["batches"] += 1
                     self._stats["device_s"] += time.perf_counter() - start
-                self._credits.release()
+                witness_done()  # (when the backend did not call it)
             if isinstance(out, Exception):
                 self._fail_batch(batch, out)
             else:

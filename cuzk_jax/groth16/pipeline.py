@@ -1079,6 +1079,45 @@ def _finish_step(rk: ResidentKey, out, lo: int, randomness, timings: Timings) ->
     return proofs
 
 
+def run_steps(rk: ResidentKey, z: np.ndarray, step: int, phase: Callable, *, montgomery: bool = True,
+              sync_phases: bool = True, mode: str = "late", witness_done: Callable[[], None] | None = None):
+    """Stage and :func:`run` a host batch ``z`` (``(8, P, num_vars)``) in steps of ``step`` partitions: yields
+    ``(first partition, BatchOutput)`` per step, in order. ``phase`` as in :func:`run`; it also times ``"stage"``
+    (the copy, or the wait for a copy made ahead). ``mode`` (:data:`plan.PREFETCH_MODES
+    <cuzk_jax.groth16.plan.PREFETCH_MODES>` less ``"auto"``): when the next step's witnesses are copied, in a worker
+    thread -- ``"on"`` while the current step runs, ``"late"`` once its witness is dead (:func:`run`'s
+    ``witness_done``: no memory beyond one step's), ``"off"`` after it. ``witness_done``: called once the LAST
+    step's witness is dead (a caller that stages more work after this batch, as the engine does)."""
+    if mode not in ("on", "late", "off"):
+        raise ValueError(f"run_steps: mode must be on, late or off, got {mode!r}")
+    starts = list(range(0, int(z.shape[1]), step))
+
+    def staged(lo):
+        return jax.block_until_ready(stage(rk, z[:, lo:lo + step], montgomery))
+
+    mode = mode if len(starts) > 1 else "off"
+    pool = ThreadPoolExecutor(1, thread_name_prefix="stage") if mode != "off" else None
+    ahead = [pool.submit(staged, starts[0])] if mode == "on" else []  # at most one future: the next step's
+    try:
+        for j, lo in enumerate(starts):
+            # the future is popped, so nothing but the list below refers to the staged step once it is done
+            zd = [phase("stage", lambda lo=lo: ahead.pop().result() if ahead else staged(lo))]
+            nxt = starts[j + 1] if j + 1 < len(starts) else None
+            if mode == "on" and nxt is not None:
+                ahead.append(pool.submit(staged, nxt))
+            if nxt is None:
+                done = witness_done
+            elif mode == "late":
+                done = lambda nxt=nxt: ahead.append(pool.submit(staged, nxt))  # noqa: E731
+            else:
+                done = None
+            # run holds the only reference to the staged step (popped here), so it can free it for the next one
+            yield lo, run(rk, zd.pop(), phase, sync_phases=sync_phases, witness_done=done)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
 def prefetch_mode(rk: ResidentKey) -> str:
     """How :func:`prove_batch` stages a batch's later steps: the config's ``prefetch`` when it names a mode (a
     variant over the same plan may), for ``"auto"`` the plan's choice (:attr:`MemoryPlan.prefetch
@@ -1111,33 +1150,11 @@ def prove_batch(rk: ResidentKey, z: np.ndarray, randomness: Sequence[tuple[int, 
     if rk.mesh is not None and step < P:  # sharded sub-batches split evenly over the mesh's devices
         step = max(rk.mesh.size, step - step % rk.mesh.size)
     proofs = []
-    starts = list(range(0, P, step))
-
-    def staged(lo):
-        return jax.block_until_ready(stage(rk, z[:, lo:lo + step], montgomery))
-
-    # prefetch: the next step's witnesses go to the device while this step runs ("on") or once its witness is
-    # dead ("late"); "stage" then times the wait for them
-    mode = prefetch_mode(rk) if len(starts) > 1 else "off"
-    pool = ThreadPoolExecutor(1, thread_name_prefix="stage") if mode != "off" else None
-    ahead = [pool.submit(staged, starts[0])] if mode == "on" else []  # at most one future: the next step's
-    try:
-        for j, lo in enumerate(starts):
-            t0 = time.perf_counter()
-            zd = [ahead.pop().result() if ahead else staged(lo)]  # the future holds no reference once popped
-            timings.phases["stage"] = timings.phases.get("stage", 0.0) + time.perf_counter() - t0
-            nxt = starts[j + 1] if j + 1 < len(starts) else None
-            if mode == "on" and nxt is not None:
-                ahead.append(pool.submit(staged, nxt))
-            late = (lambda nxt=nxt: ahead.append(pool.submit(staged, nxt))) if mode == "late" and nxt is not None \
-                else None
-            # run holds the only reference to the staged batch (popped here), so it can free it for the next one
-            out = run(rk, zd.pop(), lambda name, fn: timed(name, fn, timings.phases), sync_phases=sync_phases,
-                      witness_done=late)
+    mode = prefetch_mode(rk)
+    with contextlib.closing(run_steps(rk, z, step, lambda name, fn: timed(name, fn, timings.phases),
+                                      montgomery=montgomery, sync_phases=sync_phases, mode=mode)) as steps:
+        for lo, out in steps:
             proofs += _finish_step(rk, out, lo, randomness[lo:lo + step], timings)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
     if verify and rk.verifier is not None:
         t0 = time.perf_counter()
         ok = rk.verifier(public_inputs(rk, z, montgomery), proofs)
