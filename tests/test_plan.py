@@ -359,6 +359,10 @@ def test_run_frees_the_witness_before_the_h_msm(cube):
     kept = pipeline.stage(rk, host)
     base = pipeline.run(rk, kept, phase, witness_done=probe(weakref.ref(kept)))
     assert alive == [False, True]  # the twin: this caller still holds `kept`
+    box = [pipeline.stage(rk, host)]  # dispatched in one go (sync_phases=False): the callback still comes after
+    ref = weakref.ref(box[0])         # the witness MSMs, with the witness freed
+    pipeline.run(rk, box.pop(), sync_phases=False, witness_done=probe(ref))
+    assert alive == [False, True, False]
     assert set(out.points) == set(pipeline.MSMS)
     got, want = (jax.tree_util.tree_leaves(o.points) for o in (out, base))
     assert len(got) == len(want) and all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(got, want))

@@ -987,8 +987,9 @@ def run(rk: ResidentKey, z, phase: Callable | None = None, *, sync_phases: bool 
     default: :func:`timed` without a record). ``sync_phases=False`` dispatches every phase and blocks once
     (phase ``"device"``): fewer gaps, no per-phase times. ``witness_done()``: called once the witness is dead --
     after the last MSM that reads it, before the H MSM -- when this function has dropped its references to ``z``
-    and to its canonical copy (the caller must hold none either for their memory to be freed): where
-    :func:`prove_batch` stages the next step with ``prefetch="late"``."""
+    and to its canonical copy (the caller must hold none either for their memory to be freed; with
+    ``sync_phases=False`` the witness MSMs are waited for first): where :func:`prove_batch` stages the next step
+    with ``prefetch="late"``."""
     phase = phase or (lambda name, fn: timed(name, fn, None))
     record = phase
     if not sync_phases:
@@ -1014,6 +1015,8 @@ def run(rk: ResidentKey, z, phase: Callable | None = None, *, sync_phases: bool 
         zc.clear()  # the witness is dead: the H MSM reads h only
         held.clear()
         if witness_done is not None:
+            if not sync_phases:  # dispatched, not done: wait for the witness MSMs, whose inputs are then freed
+                jax.block_until_ready(points)
             witness_done()
         points["msm_h"] = step("msm_h", lambda: msm(rk, "msm_h", query_scalars(rk, "msm_h", None, h), kinds))
         return ok, first, {name: points[name] for name in MSMS}
