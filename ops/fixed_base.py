@@ -431,9 +431,9 @@ def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
 # sorted (bucket key, base index) pairs, ``seg`` pairs per lane, XYZZ mixed additions, gathered bases) does exactly
 # that when every lane holds one output's ``K`` pairs: the run of key ``i`` is complete inside its lane, so with
 # ``final`` set every run goes straight to its bucket and no merge level runs. A lane's zero digits (table entry
-# ``T[k][0]``, the point at infinity, which the mixed addition cannot take) are moved behind its nonzero ones and
-# keyed to one junk bucket that is never read (addition commutes; the nonzero digits keep window order, so by the
-# argument above the partial sum never meets the addend or its negative: the incomplete formula is exact). The
+# ``T[k][0]``, the point at infinity, which the table's affine rows cannot hold) are pairs valued ``-1``, which the
+# kernel (``marked``) adds as the point at infinity, leaving the sum as it is (the nonzero digits stay in window
+# order, so by the argument above the partial sum never meets the addend or its negative). No sort is needed. The
 # buckets then go to affine with one batched inversion -- one inversion chain per call instead of one per window in
 # the batch-affine path, and the additions run in a Pallas kernel instead of XLA loops. The conversion is a Pallas
 # kernel too (:mod:`cuzk_jax.ops.pallas.affine`, Montgomery's trick per lane; ``convert="kernel"``) or XLA
@@ -441,20 +441,17 @@ def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
 
 
 def _bucket_pairs(scalars, window: int):
-    """Sorted (key, base index) pairs of the bucket method for canonical Fr limbs ``(8, N)``: lane ``i`` holds
-    ``K = num_windows(window)`` consecutive pairs, its nonzero digits in window order (key ``i``, index
-    ``k 2^w + d_k``) and then its zero digits (key ``N``, the junk bucket). Returns ``(keys, vals)``, ``(N K,)``
-    int32 each."""
+    """The (key, base index) pairs of the bucket method for canonical Fr limbs ``(8, N)``: lane ``i`` holds ``K =
+    num_windows(window)`` consecutive pairs of key ``i``, one per window in window order, valued ``k 2^w + d_k``
+    (the table entry) or ``-1`` for a zero digit (no base: the kernel's ``marked`` pairs). Keys are sorted by
+    construction: no sort. Returns ``(keys, vals)``, ``(N K,)`` int32 each."""
     K = num_windows(window)
     n = scalars.shape[1]
     padded = jnp.concatenate([_reduce_mod_r(scalars), jnp.zeros((1, n), jnp.uint32)], axis=0)
     digits = jax.vmap(lambda k: _digit(padded, k, window))(jnp.arange(K, dtype=jnp.int32))  # (K, N)
-    vals = digits + (jnp.arange(K, dtype=jnp.int32) << window)[:, None]
-    zero = digits == 0
-    order = jnp.argsort(zero, axis=0, stable=True)  # per column: nonzero digits first, each group in window order
-    vals = jnp.take_along_axis(vals, order, axis=0)
-    keys = jnp.where(jnp.take_along_axis(zero, order, axis=0), jnp.int32(n), jnp.arange(n, dtype=jnp.int32)[None])
-    return keys.T.reshape(-1), vals.T.reshape(-1)
+    vals = jnp.where(digits == 0, jnp.int32(-1), digits + (jnp.arange(K, dtype=jnp.int32) << window)[:, None])
+    keys = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[:, None], (n, K))
+    return keys.reshape(-1), vals.T.reshape(-1)
 
 
 def _buckets_to_affine(F, pt, inv_chunk: int, fermat_window: int) -> C.Affine:
@@ -494,9 +491,9 @@ def _mul_bucket_program(curve_name: str, tab: C.Affine, scalars, window: int, sc
         keys, vals = _bucket_pairs(scalars, window)
     Lc = 24 if curve.coord_ndim == 2 else 12
     brows = jnp.concatenate([tab.x.reshape((Lc, -1)), tab.y.reshape((Lc, -1))], axis=0).T  # point-major
-    buckets = jnp.zeros((4 * Lc, n + 2), jnp.uint32)  # n outputs, the junk bucket, the kernel's trash column
+    buckets = jnp.zeros((4 * Lc, n + 1), jnp.uint32)  # n outputs and the kernel's trash column
     _, _, buckets = pk.accumulate_bases(curve, jnp.int32(n * K), jnp.bool_(True), keys, vals, brows, buckets, seg=K,
-                                        block=block, num_warps=num_warps, interpret=interpret)
+                                        block=block, num_warps=num_warps, interpret=interpret, marked=True)
     if convert == "kernel":
         return pa.to_affine(curve, buckets, n, block=min(pa.DEFAULT_BLOCK, n), interpret=interpret)
     with jax.enable_x64(True):

@@ -234,8 +234,8 @@ def test_bucket_fixed_base_edges(group):
 
 
 def test_bucket_pairs_layout():
-    """Each lane: its nonzero digits in window order (key = lane), then its zero digits (key = N, the junk
-    bucket)."""
+    """Each lane: its K pairs keyed by the lane, one per window in window order, a zero digit valued -1 (no base)
+    -- sorted by construction."""
     import jax
 
     scalars = encoding.ints_to_limbs([0x305, 0, 0x10], "fr")  # digits at w = 4 (low first): 5,0,3 / none / 0,1
@@ -243,9 +243,10 @@ def test_bucket_pairs_layout():
         keys, vals = fixed_base._bucket_pairs(scalars, 4)
     K = fixed_base.num_windows(4)
     keys, vals = np.asarray(keys).reshape(3, K), np.asarray(vals).reshape(3, K)
-    assert list(keys[0, :2]) == [0, 0] and list(vals[0, :2]) == [5, 2 * 16 + 3] and set(keys[0, 2:]) == {3}
-    assert set(keys[1]) == {3}
-    assert keys[2, 0] == 2 and vals[2, 0] == 16 + 1 and set(keys[2, 1:]) == {3}
+    assert (keys == np.arange(3)[:, None]).all()
+    assert list(vals[0, :3]) == [5, -1, 2 * 16 + 3] and set(vals[0, 3:]) == {-1}
+    assert set(vals[1]) == {-1}
+    assert list(vals[2, :2]) == [-1, 16 + 1] and set(vals[2, 2:]) == {-1}
 
 
 def test_device_setup_bucket_method_same_key(cube_keys, monkeypatch):

@@ -536,8 +536,9 @@ def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
 
 
 def test_kernels_lower_to_triton_with_the_split_products():
-    """The NTT pass kernel, the H step's pointwise kernel, the field benchmark's chain kernel and the XYZZ -> affine
-    kernel (both groups: G2's inversion is an Fq one) lower for CUDA with the PTX product block (its
+    """The NTT pass kernel, the H step's pointwise kernel, the field benchmark's chain kernel, the XYZZ -> affine
+    kernel (both groups: G2's inversion is an Fq one) and the setup's marked kernel 1 lower for CUDA with the PTX
+    product block (its
     two-chain form: the fold of ``Y_0`` into ``X_0`` that a textbook CIOS block does not have); the G2 kernel with
     ``g2_mul=split_redc`` carries the split Fq2 block (its odd-limb products ``u`` joined by an add chain, the
     reduction's fold of ``g_1`` into word 1)."""
@@ -563,9 +564,13 @@ def test_kernels_lower_to_triton_with_the_split_products():
 
     aff = [(lambda rows, c=c: pa.to_affine(c, rows, 1024, run=16).x, (S((4 * lc, 1026), jnp.uint32),))
            for c, lc in ((cv.g1, 12), (cv.g2, 24))]
+    # the fixed-base setup's form of kernel 1: pairs valued -1 carry no base
+    marked = (lambda *a: pk.accumulate_bases(cv.g1, *a, seg=8, block=64, num_warps=2, marked=True),
+              (S((), jnp.int32), S((), jnp.bool_), S((n,), jnp.int32), S((n,), jnp.int32), S((n, 24), jnp.uint32),
+               S((48, 2 * n), jnp.uint32)))
     for (fn, args), signs in ((ntt, fold), (chain, fold), (mul_sub, fold),
                               (g2, ("add.cc.u32 v1, v1, u1", "add.cc.u32 v1, v1, g1")), (aff[0], fold),
-                              (aff[1], fold)):
+                              (aff[1], fold), (marked, fold)):
         text = _cuda_mlir(fn, *args)
         assert "xla.gpu.triton" in text and all(sign in text for sign in signs)
 

@@ -217,7 +217,7 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref
 
 
 def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, seg,
-                      dbl_branch=False):
+                      dbl_branch=False, marked=False):
     del yin_ref  # aliased with y_ref
     pid = pl.program_id(0)
     lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
@@ -229,14 +229,17 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
 
     def fetch(ee):
         v = vals_ref[ee]
+        idx = v & jnp.int32(0x7FFFFFFF)
+        if marked:  # value -1: no base (read base 0, unused)
+            idx = jnp.where(v == -1, 0, idx)
         # point-major b_ref (num_bases, 2 Lc): one base is 2 Lc consecutive words
-        return (v,) + tuple(_load_rows(b_ref, 2 * Lc, v & jnp.int32(0x7FFFFFFF), major="point"))
+        return (v,) + tuple(_load_rows(b_ref, 2 * Lc, idx, major="point"))
 
     def make(raw, live):
         v, xy = raw[0], list(raw[1:])
         x, y = rep.elem(xy[:Lc]), rep.elem(xy[Lc:])
         y = F.select(v < 0, F.neg(y), y)  # the sign bit of the pair's value: a negative digit
-        return Affine(x, y, ~live)
+        return Affine(x, y, ~live | (v == -1) if marked else ~live)
 
     def add(a, p):
         if not dbl_branch:  # the unified formula: X1^2 for the doubling case in every step
@@ -370,7 +373,7 @@ _ANY = pl.BlockSpec(memory_space=pl.ANY)
 
 @x64
 def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, block=DEFAULT_BLOCK,
-                     num_warps=DEFAULT_NUM_WARPS, interpret=False, dbl_branch=False, g2_mul="rows"):
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False, dbl_branch=False, g2_mul="rows", marked=False):
     """Level-1 accumulation (kernel 1).
 
     ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
@@ -381,7 +384,8 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     buckets)``. ``dbl_branch``: the mixed addition without its
     doubling case (10 products instead of 11), the doubling computed in a branch taken only when a lane of the
     program adds a point to itself (``MsmConfig.dbl_branch``; otherwise the unified mixed addition). ``g2_mul``:
-    the compiled Fq2 product (``MsmConfig.g2_mul``).
+    the compiled Fq2 product (``MsmConfig.g2_mul``). ``marked``: a value of ``-1`` is a pair without a base, whose
+    operand is the point at infinity (the fixed-base method's zero digits, :mod:`cuzk_jax.ops.fixed_base`).
     """
     rep = _Rep(curve, "array" if interpret else "limb", g2_mul)
     nrows = 4 * rep.Lc
@@ -391,7 +395,8 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     nseg = size // seg
     prm = jnp.stack([jnp.int32(MODE_ACC), jnp.asarray(count, jnp.int32), jnp.int32(seg),
                      jnp.asarray(final, jnp.int32)] + [jnp.int32(0)] * (NPRM - 4))
-    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg, dbl_branch=bool(dbl_branch))
+    kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg, dbl_branch=bool(dbl_branch),
+                               marked=bool(marked))
     return pl.pallas_call(
         kernel,
         out_shape=(
