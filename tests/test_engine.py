@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 import jax
 import numpy as np
@@ -923,3 +924,50 @@ def test_credit_returns_when_the_witness_is_dead(cube_key, call):
     assert len(res.proofs) == 3 and res.verified
     # batches 1 and 2 each had a successor to stage; the last one had none
     assert backend.staged_during_run[:2] == [call, call] and not backend.staged_during_run[2]
+
+
+class _PlannedHost(HostBackend):
+    """The host backend with a memory plan's staging mode on its resident keys (``"late"``: the key's plan
+    counts no staged batch) and an event log: ``stage`` when a batch's witness goes on the device, ``done`` when a
+    running batch's witness is dead (logged before calling back, after giving the collector time to stage)."""
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.events = []
+
+    def place(self, pk, r1cs, headroom=None):
+        resident = super().place(pk, r1cs, headroom)
+        resident.plan = types.SimpleNamespace(prefetch=self.mode)
+        return resident
+
+    def stage(self, resident, z, montgomery=True):
+        self.events.append("stage")
+        return super().stage(resident, z, montgomery)
+
+    def run(self, resident, zs, phase, witness_done=None):
+        time.sleep(0.5)  # room for the collector to stage the next batch now, if it may
+        self.events.append("done")
+        witness_done()
+        return super().run(resident, zs, phase)
+
+
+@pytest.mark.parametrize("mode", ["late", "on"])
+def test_witness_room_follows_the_key_plan(cube_key, mode):
+    """``prefetch=1``: with a key whose plan counts no staged batch (``"late"``) one batch's witness at most is on
+    the device -- the next is staged only after the running one's is dead, so stages and deaths alternate; the
+    twin, a plan that counts one (``"on"``), stages the next batch while the first still holds its witness."""
+    circuit, r1cs, pk = cube_key
+    backend = _PlannedHost(mode)
+    with Engine(backend=backend, max_batch=1, max_wait_s=0.01, prefetch=1, synthesis="thread",
+                synthesis_workers=2) as eng:
+        eng.preload(circuit, pk)
+        eng.pause()
+        fut = eng.submit(circuit, [circuit.sample_inputs(p, 4) for p in range(3)])
+        wait_ready(eng, 3)
+        eng.resume()
+        res = fut.result(timeout=300)
+    assert len(res.proofs) == 3 and res.verified
+    ev = backend.events
+    assert ev.count("stage") == 3 and ev.count("done") == 3
+    alternating = ev == ["stage", "done"] * 3
+    assert alternating == (mode == "late"), ev

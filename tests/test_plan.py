@@ -302,25 +302,32 @@ def test_stage_converts_a_canonical_batch_on_the_device(cube):
 
 
 def test_engine_staged_batches_are_in_the_plan(cube):
-    """The engine keeps ``prefetch`` batches staged on the device while one runs, whatever the prover's prefetch
-    mode: its device backend's plans count two copies of ``z`` per partition for each (and record ``"on"``), so a
-    budget with room for two partitions alone holds fewer beside the staged ones."""
+    """The engine may keep ``prefetch`` batches staged on the device while one runs: its device backend's plans
+    count two copies of ``z`` per partition for each when they keep the layout of the plan without them (or
+    ``prefetch=on`` asks for it) and record ``"on"``; else ``"late"``, and the engine stages nothing before the
+    running batch's witness is dead (the engine test of the witness room)."""
     from cuzk_jax.engine.backends import DeviceBackend
     from cuzk_jax.engine.core import Engine, EngineConfig
 
     shape = sector_shape(24)
     two = memplan.make_plan_prefetch(shape, 10, "auto", staged_ahead=2, device_budget=None)
     assert two.prefetch == "on" and two.estimate["per_partition_prefetch_z"] == 4 * two.estimate["per_partition_z"]
+    assert memplan.make_plan_prefetch(shape, 10, "late", staged_ahead=1, device_budget=None).prefetch == "late"
     with pytest.raises(ValueError, match="staged_ahead"):
         memplan.make_plan_prefetch(shape, 10, "auto", staged_ahead=-1, device_budget=None)
     free = DeviceBackend(config="msm=xla,tables=off").place(cube["pk"], cube["r1cs"])
     assert free.plan.prefetch == "late" and "per_partition_prefetch_z" not in free.plan.estimate
     budget = memplan.make_plan(free.plan.shape, 10, device_budget=None, max_batch=2).peak + 1  # room for two
-    tight = DeviceBackend(config=f"msm=xla,tables=off,device_budget={budget}", staged_ahead=1)
-    rk = tight.place(cube["pk"], cube["r1cs"])
-    est = rk.plan.estimate
-    assert rk.plan.prefetch == "on" and est["per_partition_prefetch_z"] == 2 * est["per_partition_z"]
-    assert rk.plan.batch == 1
+    # auto: counting a staged batch would halve the batch, so the plan is made without it and says "late" (the
+    # engine then stages nothing before the running batch's witness is dead)
+    rk = DeviceBackend(config=f"msm=xla,tables=off,device_budget={budget}", staged_ahead=1).place(cube["pk"],
+                                                                                                  cube["r1cs"])
+    assert rk.plan.prefetch == "late" and rk.plan.batch == 2 and "per_partition_prefetch_z" not in rk.plan.estimate
+    forced = DeviceBackend(config=f"msm=xla,tables=off,device_budget={budget},prefetch=on",
+                           staged_ahead=1).place(cube["pk"], cube["r1cs"])
+    est = forced.plan.estimate
+    assert forced.plan.prefetch == "on" and est["per_partition_prefetch_z"] == 2 * est["per_partition_z"]
+    assert forced.plan.batch == 1
     with Engine(EngineConfig(prefetch=2, synthesis="thread", synthesis_workers=1)) as eng:
         assert eng.backend.staged_ahead == 2
 

@@ -421,6 +421,7 @@ class Engine:
         self._stop = False
         self._paused = False
         self._credits = threading.Semaphore(config.prefetch + 1)  # batches staged or running
+        self._witnesses = 0  # batches whose witness is on the device: staged, or running before its H MSM
         # whether the backend's run calls back once a batch's witness is dead (the credit then comes back early)
         self._run_callback = "witness_done" in inspect.signature(self.backend.run).parameters
         self._device_q: queue.Queue = queue.Queue()
@@ -954,14 +955,19 @@ class Engine:
             digest, slots, size = choice
             batch = _Batch(id=next(self._batch_ids), entry=slots[0].job.entry, slots=slots, size=size)
             t0 = time.perf_counter()
+            on_device = False
             try:
                 entry = batch.entry
                 batch.resident = self.keys.get(digest, entry.circuit, entry.r1cs)
+                self._wait_witness_room(batch.resident)
+                on_device = True
                 z, montgomery = _stack_slots(slots, size)
                 batch.staged = _block(self._stage(batch.resident, z, montgomery))
             except Exception as e:  # noqa: BLE001 -- a bad key or upload fails this batch's jobs only
                 log.exception("batch %d: staging failed", batch.id)
                 self._fail_batch(batch, e)
+                if on_device:
+                    self._witness_gone()
                 self._credits.release()
                 continue
             self.timeline.add("collector", "stage", t0, time.perf_counter(), batch=batch.id)
@@ -971,6 +977,26 @@ class Engine:
                 self._batch_hist[(len(slots), size)] += 1
                 self._stats["padded_slots"] += size - len(slots)
             self._device_q.put(batch)
+
+    def _wait_witness_room(self, resident) -> None:
+        """Wait until one more batch's witness may go onto the device: at most ``1 + prefetch`` when the key's
+        memory plan counts the staged batches (``MemoryPlan.prefetch == "on"``, or no plan: the host backend),
+        else 1 -- the running batch's witness must be dead first (it calls back before its H MSM), as the plan
+        without them assumes. Then count it."""
+        plan = getattr(resident, "plan", None)
+        limit = 1 + (self.config.prefetch if getattr(plan, "prefetch", "on") == "on" else 0)
+        with self._cv:
+            while self._witnesses >= limit and not (self._stop and not self._device_alive()):
+                self._cv.wait(timeout=0.2)
+            self._witnesses += 1
+
+    def _witness_gone(self) -> None:
+        with self._cv:
+            self._witnesses -= 1
+            self._cv.notify_all()
+
+    def _device_alive(self) -> bool:
+        return self._threads[1].is_alive()
 
     def _any_ready(self) -> bool:
         return any(s.job.active for dq in self._ready.values() for s in dq)
@@ -1010,6 +1036,7 @@ class Engine:
             def witness_done():
                 if credit:
                     credit.pop()
+                    self._witness_gone()
                     self._credits.release()
 
             out = None

@@ -256,15 +256,34 @@ def make_plan_prefetch(shape: Shape, partitions: int, mode: str, staged_ahead: i
       cost, where staging during the whole step cost the 2^27 sector on the H200 a streamed B2 query, or slowed its
       H step (bench/results/RESULTS.md, session 21).
 
-    ``staged_ahead``: batches a caller keeps staged on the device while another runs whatever ``mode`` says (the
-    engine's ``prefetch``): each counts as ``"on"`` does, and the plan records ``"on"``."""
+    ``staged_ahead``: batches a caller may keep staged on the device while another runs (the engine's
+    ``prefetch``), each counted as ``"on"`` counts its step: with ``"on"`` the plan counts them; with ``"auto"``
+    only when that plan keeps the layout of the plan without them (:func:`same_layout`: batch, resident queries,
+    tables, evaluation chunks, MSM passes), else the plan is made without them and records ``"late"`` -- the
+    caller then stages nothing before the running batch's witness is dead (the engine reads
+    :attr:`MemoryPlan.prefetch`); ``"late"`` / ``"off"``: never counted (recorded as given)."""
     if mode not in PREFETCH_MODES:
         raise ValueError(f"prefetch mode must be one of {', '.join(PREFETCH_MODES)}, got {mode!r}")
     if not isinstance(staged_ahead, int) or staged_ahead < 0:
         raise ValueError(f"staged_ahead must be an int >= 0, got {staged_ahead!r}")
-    mode = "on" if staged_ahead else "late" if mode == "auto" else mode
+    if mode == "auto" and staged_ahead:
+        plain = make_plan(shape, partitions, prefetch=0, **kw)
+        try:
+            ahead = make_plan(shape, partitions, prefetch=2 * staged_ahead, **kw)
+        except MemoryBudgetError:
+            return dataclasses.replace(plain, prefetch="late")
+        if same_layout(ahead, plain):
+            return dataclasses.replace(ahead, prefetch="on")
+        return dataclasses.replace(plain, prefetch="late")
+    mode = "late" if mode == "auto" else mode
     copies = 2 * max(staged_ahead, 1) if mode == "on" else 0
     return dataclasses.replace(make_plan(shape, partitions, prefetch=copies, **kw), prefetch=mode)
+
+
+def same_layout(a: MemoryPlan, b: MemoryPlan) -> bool:
+    """Whether two plans batch, keep resident, build tables, chunk the evaluation and bound the MSM passes alike."""
+    return (a.batch, a.streamed, a.tables, a.eval_chunk, a.max_pairs) == (b.batch, b.streamed, b.tables, b.eval_chunk,
+                                                                         b.max_pairs)
 
 
 def _eval_bytes(shape: Shape, eval_chunk: int | None) -> tuple[int, int]:
