@@ -2,8 +2,8 @@
 
 Why: the development setup's fixed-base multiplication (:func:`cuzk_jax.ops.fixed_base.mul_bucket`) ends every
 call by turning its XYZZ sums into the affine points a key stores. Done in XLA with the platform's unrolled field
-products, that conversion dominated the compile of the setup's program (minutes per group on a GPU); here it is
-one Triton kernel on the PTX field blocks the MSM kernels already use.
+products, that conversion made most of the compile of the setup's program on a GPU (bench/results/RESULTS.md,
+sessions 11 and 19); here it is one Triton kernel on the PTX field blocks the MSM kernels already use.
 
 Math: an XYZZ point ``(X, Y, ZZ, ZZZ)`` (``ZZ^3 = ZZZ^2``) is the affine ``(X / ZZ, Y / ZZZ)``; with
 ``t = ZZ ZZZ`` and ``u = 1 / t``: ``1 / ZZ = ZZZ u`` and ``1 / ZZZ = ZZ u``. ``ZZ = 0`` is the point at infinity
@@ -16,9 +16,10 @@ factorization", Math. Comp. 1987): the ``N`` points are cut into ``N / run`` lan
 Each lane walks its points once forward -- storing the prefix product of the Fq denominators ``d`` (``t``, or
 ``N(t)``; 1 for a point at infinity) before each point in a scratch row array -- inverts the lane's total by
 Fermat (``a^(p-2)``: square and multiply over the bits of ``p - 2``, read from a small argument array -- kernels
-hold no array constants -- with the multiply in a branch, the bit being the same for every lane), and walks back: ``1 / d_j = inv * prefix_j``, ``inv *= d_j``. Every step is
-elementwise across lanes (no data moves between lanes). Products per point: 9 (G1), plus ``~570 / run`` for
-the inversion; the run length trades that against the lanes' parallelism (:func:`default_run`).
+hold no array constants -- with the multiply in a branch, the bit being the same for every lane), and walks
+back: ``1 / d_j = inv * prefix_j``, ``inv *= d_j``. Every step is elementwise across lanes (no data moves between
+lanes). Products per point: 9 (G1), plus ``~570 / run`` for the inversion; the run length trades that against the
+lanes' parallelism (:func:`default_run`).
 
 Field representation: as :mod:`cuzk_jax.ops.pallas.bucket` (compiled: the PTX limb-list fields; ``interpret=True``:
 the constant-free array fields, CPU tests), through its ``_Rep`` adapter.
