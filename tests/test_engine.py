@@ -905,23 +905,29 @@ class _CallbackHost(HostBackend):
         return super().run(resident, zs, phase)
 
 
+def _three_batches_of_one(cube_key, backend, prefetch: int, seed: int) -> None:
+    """One job of three cube partitions through an engine on ``backend`` in batches of one, started once all three
+    are ready (so the collector could stage every next batch at once); every proof verifies."""
+    circuit, r1cs, pk = cube_key
+    with Engine(backend=backend, max_batch=1, max_wait_s=0.01, prefetch=prefetch, synthesis="thread",
+                synthesis_workers=2) as eng:
+        eng.preload(circuit, pk)
+        eng.pause()
+        fut = eng.submit(circuit, [circuit.sample_inputs(p, seed) for p in range(3)])
+        wait_ready(eng, 3)
+        eng.resume()
+        res = fut.result(timeout=300)
+    assert len(res.proofs) == 3 and res.verified
+
+
 @pytest.mark.parametrize("call", [True, False])
 def test_credit_returns_when_the_witness_is_dead(cube_key, call):
     """``prefetch=0``: the running batch's credit comes back when its backend calls ``witness_done`` (the device
     backend does so before the H MSM, once the batch's device witness is freed), so the next batch is staged while
     it still runs; a backend that does not call back (the twin) gets the next batch staged only after it ends.
     Every proof verifies either way."""
-    circuit, r1cs, pk = cube_key
     backend = _CallbackHost(call)
-    with Engine(backend=backend, max_batch=1, max_wait_s=0.01, prefetch=0, synthesis="thread",
-                synthesis_workers=2) as eng:
-        eng.preload(circuit, pk)
-        eng.pause()
-        fut = eng.submit(circuit, [circuit.sample_inputs(p, 3) for p in range(3)])
-        wait_ready(eng, 3)
-        eng.resume()
-        res = fut.result(timeout=300)
-    assert len(res.proofs) == 3 and res.verified
+    _three_batches_of_one(cube_key, backend, prefetch=0, seed=3)
     # batches 1 and 2 each had a successor to stage; the last one had none
     assert backend.staged_during_run[:2] == [call, call] and not backend.staged_during_run[2]
 
@@ -956,17 +962,8 @@ def test_witness_room_follows_the_key_plan(cube_key, mode):
     """``prefetch=1``: with a key whose plan counts no staged batch (``"late"``) one batch's witness at most is on
     the device -- the next is staged only after the running one's is dead, so stages and deaths alternate; the
     twin, a plan that counts one (``"on"``), stages the next batch while the first still holds its witness."""
-    circuit, r1cs, pk = cube_key
     backend = _PlannedHost(mode)
-    with Engine(backend=backend, max_batch=1, max_wait_s=0.01, prefetch=1, synthesis="thread",
-                synthesis_workers=2) as eng:
-        eng.preload(circuit, pk)
-        eng.pause()
-        fut = eng.submit(circuit, [circuit.sample_inputs(p, 4) for p in range(3)])
-        wait_ready(eng, 3)
-        eng.resume()
-        res = fut.result(timeout=300)
-    assert len(res.proofs) == 3 and res.verified
+    _three_batches_of_one(cube_key, backend, prefetch=1, seed=4)
     ev = backend.events
     assert ev.count("stage") == 3 and ev.count("done") == 3
     alternating = ev == ["stage", "done"] * 3
