@@ -250,12 +250,18 @@ def test_bucket_pairs_layout():
 
 
 def test_device_setup_bucket_method_same_key(cube_keys, monkeypatch):
-    """The device setup with the bucket fixed-base method gives the batch-affine key byte for byte, also with both
+    """The device setup with the bucket fixed-base method gives the batch-affine key byte for byte (its phases'
+    seconds reported in ``timings``), also with both
     groups' programs compiled ahead in threads (``precompile=True``, the accelerator default) -- and then the
     setup's own calls compile nothing more."""
     _, r1cs, toxic, dev = cube_keys
-    bucket = generator.development_setup(r1cs, toxic, window=WINDOW, chunk=CHUNK, scalar_chunk=2, points="bucket")
+    timings = {}
+    bucket = generator.development_setup(r1cs, toxic, window=WINDOW, chunk=CHUNK, scalar_chunk=2, points="bucket",
+                                         timings=timings)
     assert bucket.to_bytes() == dev.to_bytes()
+    parts = ("scalars_lagrange", "scalars_column_sums", "scalars_query", "scalars_h", "g1_points", "g2_points")
+    assert set(timings) == set(parts) | {"total"} and all(timings[k] >= 0 for k in timings)
+    assert sum(timings[k] for k in parts) <= timings["total"] + 0.01  # the phases are parts of the whole
     import threading
 
     from jax import monitoring

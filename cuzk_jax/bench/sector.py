@@ -96,7 +96,9 @@ def _key(cfg, r1cs, row: dict):
             row["key_file_gib"] = round(os.path.getsize(path) / 2**30, 3)
             return pk, "file"
     points = None if cfg.fixed_base == "auto" else cfg.fixed_base
-    pk = generator.development_setup(r1cs, progress=_say, points=points)
+    phases: dict = {}
+    pk = generator.development_setup(r1cs, progress=_say, points=points, timings=phases)
+    row["setup_phases"] = phases
     if path is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         row["key_file_gib"] = round(keyfile.save(pk, path) / 2**30, 3)

@@ -19,8 +19,9 @@ Phases (``--modes``; default all three):
   ``setup`` phase uses the first spec (``jacobian`` / ``bucket``: the device setup with that fixed-base method).
 * ``setup`` -- :func:`cuzk_jax.groth16.generator.development_setup` on a synthetic R1CS with a ``2^log_n`` domain
   (``2^log_n - 2`` constraints, 2 / 1 / 1 nonzeros per row of A / B / C, random columns): the whole key (4 G1
-  queries and the G2 query) and its points/s, twice (the second call is warm); one H-query point is compared with
-  the reference (``ok``).
+  queries and the G2 query) and its points/s, twice (the second call is warm), with its phases' seconds
+  (``phases``: the scalar programs -- Lagrange basis, column sums, query scalars, H powers -- and each group's
+  points); one H-query point is compared with the reference (``ok``).
 * ``keyfile`` -- that key written with :func:`cuzk_jax.groth16.keyfile.save` into ``--key_dir`` (default: a
   temporary folder; the file is removed afterwards) and loaded back with every check, then with the checksums
   only: bytes on disk and GB/s. Needs the ``setup`` phase.
@@ -187,7 +188,8 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
     for rep in ("first", "warm"):
         del pk
         t0 = time.perf_counter()
-        pk = jax.block_until_ready(generator.development_setup(r1cs, toxic, **tuning))
+        phases: dict = {}
+        pk = jax.block_until_ready(generator.development_setup(r1cs, toxic, timings=phases, **tuning))
         dt = time.perf_counter() - t0
         # one H point against the reference: tau^i Z(tau) / delta
         i = n // 3
@@ -198,7 +200,7 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
                           "constraints": r1cs.num_constraints,
                           "g1_points": g1_points, "g2_points": g2_points, "seconds": round(dt, 3),
                           "points_per_s": round((g1_points + g2_points) / dt),
-                          "device_mbytes": round(pk.nbytes() / 2**20, 2),
+                          "device_mbytes": round(pk.nbytes() / 2**20, 2), "phases": phases,
                           "ok": got == C.g1.ref.mul(C.g1.ref.generator, k)})
     if not want_keyfile:
         return

@@ -102,15 +102,19 @@ BAR_MIN_CHUNKS = 4
 
 
 @contextlib.contextmanager
-def _phase(name: str, progress=None):
+def _phase(name: str, progress=None, timings: dict | None = None, key: str | None = None):
     """Log ``name`` as it starts and ends (with its time); ``progress`` (e.g. ``print``) gets the start line too, so
-    a script shows what it is waiting for (the summary line at the end has every phase's time)."""
+    a script shows what it is waiting for (the summary line at the end has every phase's time). ``timings[key]``:
+    the phase's seconds, when both are given."""
     log.info("setup: %s ...", name)
     if progress:
         progress(f"  setup: {name} ...")
     t0 = time.perf_counter()
     yield
-    log.info("setup: %s done in %.2fs", name, time.perf_counter() - t0)
+    dt = time.perf_counter() - t0
+    log.info("setup: %s done in %.2fs", name, dt)
+    if timings is not None and key is not None:
+        timings[key] = round(dt, 3)
 
 
 def _progress_bar(total: int, desc: str):
@@ -399,7 +403,7 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
                       progress=None, window: int | None = None, chunk: int | None = None,
                       inv_chunk: int | None = None, fermat_window: int | None = None,
                       scalar_chunk: int | None = None, points: str | None = None,
-                      precompile: bool | None = None) -> ProvingKey:
+                      precompile: bool | None = None, timings: dict | None = None) -> ProvingKey:
     """A DEVELOPMENT Groth16 setup computed on the device: same key as :func:`setup` for the same toxic waste.
 
     "Development": one party knows the toxic waste while this runs (no ceremony); it comes from the OS CSPRNG
@@ -419,7 +423,9 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     round trip); only the verifying key and the two fixed proving-key points come to the host. ``precompile``
     (default: on an accelerator): the bucket method's programs of both groups are compiled in background threads
     (:func:`cuzk_jax.ops.fixed_base.precompile_bucket`) while the scalars are computed, instead of one after the
-    other at their first use (each takes minutes to compile on a GPU).
+    other at their first use. ``timings``: a dict that receives each phase's seconds -- ``scalars_lagrange``,
+    ``scalars_column_sums``, ``scalars_query``, ``scalars_h`` (the scalar programs, each waited for), ``g1_points``,
+    ``g2_points`` and ``total``.
     """
     from cuzk_jax.ops import r1cs as ops_r1cs
     from cuzk_jax.ops import setup_scalars as S
@@ -454,37 +460,43 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
         jax.default_backend() != "cpu" if precompile is None else precompile,
         window=window, chunk=chunk, inv_chunk=inv_chunk, fermat_window=fermat_window)
 
-    with _phase("device scalars (Lagrange basis, column sums, H powers)", progress):
+    timings = timings if timings is not None else {}
+    with _phase("device scalars: Lagrange basis", progress, timings, "scalars_lagrange"):
         lo, hi, a = S.power_tables(pow(7, (R - 1) // n, R), n)
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
         tau_m, k_m = const(toxic.tau), const(zt * pow(n, R - 2, R))
         lag = [S.lagrange(lo, hi, s, tau_m, k_m, chunk=sc, a=a) for s in range(0, m, sc)]
-        lag = lag[0] if len(lag) == 1 else jnp.concatenate(lag, axis=1)
+        lag = jax.block_until_ready(lag[0] if len(lag) == 1 else jnp.concatenate(lag, axis=1))
+    with _phase("device scalars: column sums", progress, timings, "scalars_column_sums"):
         coeffs = S.scaled_coeffs(r1cs.coeffs)
         inputs = r1cs.with_input_rows(m0)  # the input rows alone
-        u, v, w = (S.column_sums(lag, None, mat.cols, mat.coeff_ids, coeffs, num_vars, indptr=mat.indptr,
-                                 extra=(m0 + tail.row_ids(), tail.cols, tail.coeff_ids))
-                   for mat, tail in zip(r1cs.matrices(), inputs))
+        u, v, w = jax.block_until_ready(tuple(
+            S.column_sums(lag, None, mat.cols, mat.coeff_ids, coeffs, num_vars, indptr=mat.indptr,
+                          extra=(m0 + tail.row_ids(), tail.cols, tail.coeff_ids))
+            for mat, tail in zip(r1cs.matrices(), inputs)))
         del lag
-        a_s, b_s, l_s, ic_s = S.query_scalars(u, v, w, const(toxic.alpha), const(toxic.beta), const(ginv),
-                                              const(dinv), num_inputs=num_inputs, chunk=sc)
+    with _phase("device scalars: query scalars", progress, timings, "scalars_query"):
+        a_s, b_s, l_s, ic_s = jax.block_until_ready(S.query_scalars(
+            u, v, w, const(toxic.alpha), const(toxic.beta), const(ginv), const(dinv), num_inputs=num_inputs,
+            chunk=sc))
         del u, v, w
+    with _phase("device scalars: H powers", progress, timings, "scalars_h"):
         lo, hi, a = S.power_tables(toxic.tau, n - 1, scale=zt * dinv)
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
         h_s = [S.from_mont(S.powers(lo, hi, s, chunk=sc, a=a)) for s in range(0, n - 1, sc)]
-        h_s = (h_s[0] if len(h_s) == 1 else jnp.concatenate(h_s, axis=1))[:, :n - 1]
-        jax.block_until_ready((a_s, b_s, l_s, ic_s, h_s))
+        h_s = jax.block_until_ready((h_s[0] if len(h_s) == 1 else jnp.concatenate(h_s, axis=1))[:, :n - 1])
     t_scalars = time.perf_counter() - t0
 
     _await_compile(compiling, "g1")
-    with _phase(f"{2 * num_vars + n - 1 + num_aux + num_inputs} G1 points ({p1} fixed-base)", progress):
+    with _phase(f"{2 * num_vars + n - 1 + num_aux + num_inputs} G1 points ({p1} fixed-base)", progress, timings,
+                "g1_points"):
         a_q, b1_q, h_q, l_q, ic_q = _sparse_fixed_base_queries(C.g1, [a_s, b_s, h_s, l_s, ic_s], window, chunk,
                                                            inv_chunk, fermat_window, p1)
         jax.block_until_ready((a_q, b1_q, h_q, l_q, ic_q))
     t_g1 = time.perf_counter() - t0 - t_scalars
     del a_s, h_s, l_s, ic_s
     _await_compile(compiling, "g2")
-    with _phase(f"{num_vars} G2 points ({p2} fixed-base)", progress):
+    with _phase(f"{num_vars} G2 points ({p2} fixed-base)", progress, timings, "g2_points"):
         (b2_q,) = _sparse_fixed_base_queries(C.g2, [b_s], window, chunk, inv_chunk, fermat_window, p2)
         jax.block_until_ready(b2_q)
     t_g2 = time.perf_counter() - t0 - t_scalars - t_g1
@@ -497,9 +509,12 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
                     a_query=a_q, b_g1_query=b1_q, b_g2_query=b2_q, h_query=h_q, l_query=l_q,
                     num_inputs=num_inputs, num_aux=num_aux, domain_size=n, circuit_digest=r1cs.digest())
     n_g1 = 2 * num_vars + n - 1 + num_aux + num_inputs
+    timings["total"] = round(time.perf_counter() - t0, 3)
+    parts = ", ".join(f"{k[len('scalars_'):]} {timings[k]:.1f}s" for k in
+                      ("scalars_lagrange", "scalars_column_sums", "scalars_query", "scalars_h"))
     msg = (f"device setup: {r1cs.num_constraints} constraints, domain 2^{n.bit_length() - 1}, {num_vars} vars: "
-           f"scalars {t_scalars:.1f}s, {n_g1} G1 points {t_g1:.1f}s, {num_vars} G2 points {t_g2:.1f}s, total "
-           f"{time.perf_counter() - t0:.1f}s")
+           f"scalars {t_scalars:.1f}s ({parts}), {n_g1} G1 points {t_g1:.1f}s, {num_vars} G2 points {t_g2:.1f}s, "
+           f"total {timings['total']:.1f}s")
     log.info("%s", msg)
     if progress:
         progress("  " + msg)
