@@ -54,28 +54,6 @@ def fermat_bits() -> np.ndarray:
     return np.array([int(b) for b in bin(e)[2:]], np.int32)
 
 
-def _base_rows(rep, a) -> list:
-    """An Fq element of the kernel field (``rep``) -> its 12 limb rows."""
-    if rep.kind == "limb":
-        return [v.astype(jnp.uint32) for v in a]
-    return [a[i] for i in range(a.shape[0])]
-
-
-def _base_elem(rep, rows):
-    if rep.kind == "limb":
-        return [r.astype(rep.B.dtype) for r in rows]
-    return jnp.stack(list(rows))
-
-
-def _carry(rep, a):
-    """A loop carry from an Fq element (limb lists become tuples; arrays stay)."""
-    return tuple(a) if rep.kind == "limb" else a
-
-
-def _uncarry(rep, c):
-    return list(c) if rep.kind == "limb" else c
-
-
 def _fq2(rep, c0, c1):
     return (c0, c1) if rep.kind == "limb" else jnp.stack([c0, c1])
 
@@ -102,30 +80,28 @@ def _kernel(bits_ref, rows_ref, x_ref, y_ref, pre_ref, *, rep, block: int, run: 
         return e, zz, zzz, t, B.select(inf, B.ones_like(d), d), inf
 
     def forward(j, acc):
-        acc = _uncarry(rep, acc)
         e, _, _, _, d, _ = denominator(j)
-        pk._store_rows(pre_ref, _base_rows(rep, acc), e, live)
-        (acc,) = B.mul_many([(acc, d)])
-        return _carry(rep, acc)
+        pk._store_rows(pre_ref, list(acc), e, live)
+        (acc,) = B.mul_many([(rep.base_elem(acc), d)])
+        return tuple(rep.base_rows(acc))
 
-    one = B.ones_like(_base_elem(rep, [jnp.zeros((block,), jnp.uint32)] * 12))
-    total = lax.fori_loop(0, run, forward, _carry(rep, one))
-    total = _uncarry(rep, total)
+    # loop carries are Fq elements as their 12 limb rows
+    one = tuple(rep.base_rows(B.ones_like(rep.base_elem([jnp.zeros((block,), jnp.uint32)] * 12))))
+    total = rep.base_elem(lax.fori_loop(0, run, forward, one))
 
     def fermat(i, a):  # a <- a^2, times the lane's total where bit i of q - 2 is set
-        (sq,) = B.mul_many([(_uncarry(rep, a), _uncarry(rep, a))])
-        sq = _carry(rep, sq)
+        (sq,) = B.mul_many([(rep.base_elem(a), rep.base_elem(a))])
         # the bit is the same for every lane: a branch, not a select (no product for a zero bit)
-        return lax.cond(bits_ref[i] != 0, lambda: _carry(rep, B.mul_many([(_uncarry(rep, sq), total)])[0]),
-                        lambda: sq)
+        return lax.cond(bits_ref[i] != 0, lambda: tuple(rep.base_rows(B.mul_many([(sq, total)])[0])),
+                        lambda: tuple(rep.base_rows(sq)))
 
-    inv = lax.fori_loop(0, nbits, fermat, _carry(rep, one))
+    inv = lax.fori_loop(0, nbits, fermat, one)
 
     def backward(jj, inv):
-        inv = _uncarry(rep, inv)
+        inv = rep.base_elem(inv)
         j = run - 1 - jj
         e, zz, zzz, t, d, inf = denominator(j)
-        before = _base_elem(rep, pk._load_rows(pre_ref, 12, e))
+        before = rep.base_elem(pk._load_rows(pre_ref, 12, e))
         inv_d, inv = B.mul_many([(inv, before), (inv, d)])  # 1 / d_j, then 1 / (d_0 .. d_(j-1))
         if rep.g2:  # 1 / t = conj(t) / N(t)
             u0, u1 = B.mul_many([(t[0], inv_d), (t[1], inv_d)])
@@ -139,7 +115,7 @@ def _kernel(bits_ref, rows_ref, x_ref, y_ref, pre_ref, *, rep, block: int, run: 
         zero = F.zeros_like(x)
         pk._store_rows(x_ref, rep.rows(F.select(inf, zero, x)), e, live)
         pk._store_rows(y_ref, rep.rows(F.select(inf, zero, y)), e, live)
-        return _carry(rep, inv)
+        return tuple(rep.base_rows(inv))
 
     lax.fori_loop(0, run, backward, inv)
 

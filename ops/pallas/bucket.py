@@ -109,6 +109,18 @@ class _Rep:
         a = e.reshape((self.Lc,) + e.shape[e.ndim - 1 :]) if self.g2 else e
         return [a[i] for i in range(self.Lc)]
 
+    def base_elem(self, rows):
+        """An element of the base field Fq from its 12 limb rows (for G1 the same as :meth:`elem`)."""
+        if self.kind == "limb":
+            return [r.astype(self.B.dtype) for r in rows]
+        return jnp.stack(list(rows))
+
+    def base_rows(self, e) -> list:
+        """The 12 uint32 limb rows of an Fq element (:meth:`base_elem`'s inverse)."""
+        if self.kind == "limb":
+            return [v.astype(jnp.uint32) for v in e]
+        return [e[i] for i in range(e.shape[0])]
+
     def point(self, rows) -> XYZZ:
         L = self.Lc
         return XYZZ(*[self.elem(rows[k * L : (k + 1) * L]) for k in range(4)])
