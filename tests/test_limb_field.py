@@ -131,7 +131,7 @@ def test_product_loop(rng):
 def test_kernel_rep_round_trip(group, kind):
     """Kernel rows (4 Lc, B) <-> XYZZ of the kernel field keep every word in its place (G2: c0 limbs, then c1)."""
     curve = cv.CURVES[group]
-    rep = pk._Rep(curve, kind)
+    rep = pk.Rep(curve, kind)
     rows = [jnp.arange(8, dtype=jnp.uint32) + 1000 * r for r in range(4 * rep.Lc)]
     with jax.enable_x64(True):
         pt = rep.point(rows)
@@ -264,5 +264,5 @@ def test_ptx_field_interface():
     with pytest.raises(ValueError, match="only inside Pallas kernels"):
         f.mul(a, a)  # outside a kernel: one clear error, not an XLA crash
     for group, field in (("g1", pf.fq_loop), ("g2", pf.fq2_lazy_loop)):
-        assert pk._Rep(cv.CURVES[group], "limb").F is field
-        assert pk._Rep(cv.CURVES[group], "array").F in (lf.array_fq, lf.array_fq2)
+        assert pk.Rep(cv.CURVES[group], "limb").F is field
+        assert pk.Rep(cv.CURVES[group], "array").F in (lf.array_fq, lf.array_fq2)

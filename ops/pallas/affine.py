@@ -22,7 +22,7 @@ lanes). Products per point: 9 (G1), plus ``~570 / run`` for the inversion; the r
 lanes' parallelism (:func:`default_run`).
 
 Field representation: as :mod:`cuzk_jax.ops.pallas.bucket` (compiled: the PTX limb-list fields; ``interpret=True``:
-the constant-free array fields, CPU tests), through its ``_Rep`` adapter.
+the constant-free array fields, CPU tests), through its ``Rep`` adapter.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ def _kernel(bits_ref, rows_ref, x_ref, y_ref, pre_ref, *, rep, block: int, run: 
     def denominator(j):
         """Column of step ``j``, its ZZ and ZZZ, ``t = ZZ ZZZ``, the Fq denominator and the infinity mask."""
         e = j * lanes_total + lanes
-        zz = rep.elem(pk._load_rows(rows_ref, Lc, e, start=2 * Lc))
-        zzz = rep.elem(pk._load_rows(rows_ref, Lc, e, start=3 * Lc))
+        zz = rep.elem(pk.load_rows(rows_ref, Lc, e, start=2 * Lc))
+        zzz = rep.elem(pk.load_rows(rows_ref, Lc, e, start=3 * Lc))
         (t,) = F.mul_many([(zz, zzz)])
         if rep.g2:
             s0, s1 = B.mul_many([(t[0], t[0]), (t[1], t[1])])
@@ -81,7 +81,7 @@ def _kernel(bits_ref, rows_ref, x_ref, y_ref, pre_ref, *, rep, block: int, run: 
 
     def forward(j, acc):
         e, _, _, _, d, _ = denominator(j)
-        pk._store_rows(pre_ref, list(acc), e, live)
+        pk.store_rows(pre_ref, list(acc), e, live)
         (acc,) = B.mul_many([(rep.base_elem(acc), d)])
         return tuple(rep.base_rows(acc))
 
@@ -101,7 +101,7 @@ def _kernel(bits_ref, rows_ref, x_ref, y_ref, pre_ref, *, rep, block: int, run: 
         inv = rep.base_elem(inv)
         j = run - 1 - jj
         e, zz, zzz, t, d, inf = denominator(j)
-        before = rep.base_elem(pk._load_rows(pre_ref, 12, e))
+        before = rep.base_elem(pk.load_rows(pre_ref, 12, e))
         inv_d, inv = B.mul_many([(inv, before), (inv, d)])  # 1 / d_j, then 1 / (d_0 .. d_(j-1))
         if rep.g2:  # 1 / t = conj(t) / N(t)
             u0, u1 = B.mul_many([(t[0], inv_d), (t[1], inv_d)])
@@ -109,12 +109,12 @@ def _kernel(bits_ref, rows_ref, x_ref, y_ref, pre_ref, *, rep, block: int, run: 
         else:
             u = inv_d
         izz, izzz = F.mul_many([(zzz, u), (zz, u)])
-        X = rep.elem(pk._load_rows(rows_ref, Lc, e))
-        Y = rep.elem(pk._load_rows(rows_ref, Lc, e, start=Lc))
+        X = rep.elem(pk.load_rows(rows_ref, Lc, e))
+        Y = rep.elem(pk.load_rows(rows_ref, Lc, e, start=Lc))
         x, y = F.mul_many([(X, izz), (Y, izzz)])
         zero = F.zeros_like(x)
-        pk._store_rows(x_ref, rep.rows(F.select(inf, zero, x)), e, live)
-        pk._store_rows(y_ref, rep.rows(F.select(inf, zero, y)), e, live)
+        pk.store_rows(x_ref, rep.rows(F.select(inf, zero, x)), e, live)
+        pk.store_rows(y_ref, rep.rows(F.select(inf, zero, y)), e, live)
         return tuple(rep.base_rows(inv))
 
     lax.fori_loop(0, run, backward, inv)
@@ -125,7 +125,7 @@ def rows_to_affine(curve, rows, *, run: int = MAX_RUN, block: int = DEFAULT_BLOC
                    num_warps: int = DEFAULT_NUM_WARPS, interpret: bool = False):
     """The kernel on all ``N`` columns of ``rows`` (``N`` a multiple of ``block * run``; see :func:`to_affine`):
     the ``(Lc, N)`` x and y rows."""
-    rep = pk._Rep(curve, "array" if interpret else "limb")
+    rep = pk.Rep(curve, "array" if interpret else "limb")
     Lc = rep.Lc
     n = rows.shape[1]
     lanes_total = n // run
@@ -136,10 +136,10 @@ def rows_to_affine(curve, rows, *, run: int = MAX_RUN, block: int = DEFAULT_BLOC
         out_shape=(jax.ShapeDtypeStruct((Lc, n), jnp.uint32), jax.ShapeDtypeStruct((Lc, n), jnp.uint32),
                    jax.ShapeDtypeStruct((12, n), jnp.uint32)),
         grid=(lanes_total // block,),
-        in_specs=[pk._full(bits.shape), pk._full(rows.shape)],
-        out_specs=[pk._ANY, pk._ANY, pk._ANY],
+        in_specs=[pk.full_spec(bits.shape), pk.full_spec(rows.shape)],
+        out_specs=[pk.ANY_SPEC, pk.ANY_SPEC, pk.ANY_SPEC],
         interpret=interpret,
-        compiler_params=pk._compiler_params(num_warps, interpret),
+        compiler_params=pk.compiler_params(num_warps, interpret),
     )(bits, rows)
     return x, y
 

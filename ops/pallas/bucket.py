@@ -76,7 +76,7 @@ DEFAULT_NUM_WARPS = 2
 # ---------------------------------------------------------------------------------------------------------------
 
 
-class _Rep:
+class Rep:
     """How a kernel turns limb rows into field elements: ``"limb"`` (compiled: PTX fields on uint32 limb lists) or
     ``"array"`` (interpret mode: stacked arrays). ``g2_mul``: the compiled Fq2 product (``MsmConfig.g2_mul``)."""
 
@@ -148,7 +148,7 @@ def _is_ident_rows(rep, rows):
     return acc == 0
 
 
-def _load_rows(ref, nrows, idx, major="row", start=0):
+def load_rows(ref, nrows, idx, major="row", start=0):
     """Rows ``start .. start + nrows - 1`` of ``ref`` at columns ``idx`` (``major="point"``: ``ref[idx, r]``) as ONE
     ``lax.fori_loop`` whose carry holds the rows and shifts by one each iteration (each iteration loads one row with
     a dynamic row index), so the program holds ONE load site instead of ``nrows`` -- the compile-lean form
@@ -160,8 +160,8 @@ def _load_rows(ref, nrows, idx, major="row", start=0):
     return list(rows)
 
 
-def _store_rows(ref, rows, idx, mask):
-    """``ref[r, idx] = rows[r]`` where ``mask``: one store site in a loop (see :func:`_load_rows`)."""
+def store_rows(ref, rows, idx, mask):
+    """``ref[r, idx] = rows[r]`` where ``mask``: one store site in a loop (see :func:`load_rows`)."""
 
     def body(r, carry):
         plt.store(ref.at[r, idx], carry[0], mask=mask)
@@ -202,9 +202,9 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref
         is_first = first != 0
         to_first = flush & is_first & ~final
         to_bucket = flush & (~is_first | final) & ~_is_ident_rows(rep, acc_rows)
-        _store_rows(p_ref, acc_rows, 2 * lanes, to_first)
+        store_rows(p_ref, acc_rows, 2 * lanes, to_first)
         plt.store(pk_ref.at[2 * lanes], run_key, mask=to_first)
-        _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
+        store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
         first = jnp.where(flush, 0, first)
         a = rep.point(_sel_rows(new_run, ident, acc_rows))
         r = add(a, operand)
@@ -215,11 +215,11 @@ def _accumulate(rep, lanes, count, seg, final, keys_ref, fetch, make, add, p_ref
     is_first = first != 0
     # the last run: straight to its bucket when final, else to the partial slots
     to_bucket = final & ~_is_ident_rows(rep, acc_rows)
-    _store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
+    store_rows(y_ref, acc_rows, jnp.where(to_bucket, run_key, trash), to_bucket)
     m0 = is_first | final
-    _store_rows(p_ref, _sel_rows(final, ident, acc_rows), 2 * lanes, m0)
+    store_rows(p_ref, _sel_rows(final, ident, acc_rows), 2 * lanes, m0)
     plt.store(pk_ref.at[2 * lanes], jnp.where(final, SENT, run_key), mask=m0)
-    _store_rows(p_ref, _sel_rows(final | is_first, ident, acc_rows), 2 * lanes + 1, lanes >= 0)
+    store_rows(p_ref, _sel_rows(final | is_first, ident, acc_rows), 2 * lanes + 1, lanes >= 0)
     plt.store(pk_ref.at[2 * lanes + 1], jnp.where(final, SENT, run_key), mask=lanes >= 0)
 
 
@@ -245,7 +245,7 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
         if marked:  # value -1: no base (read base 0, unused)
             idx = jnp.where(v == -1, 0, idx)
         # point-major b_ref (num_bases, 2 Lc): one base is 2 Lc consecutive words
-        return (v,) + tuple(_load_rows(b_ref, 2 * Lc, idx, major="point"))
+        return (v,) + tuple(load_rows(b_ref, 2 * Lc, idx, major="point"))
 
     def make(raw, live):
         v, xy = raw[0], list(raw[1:])
@@ -290,7 +290,7 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
 
     # ---- ACC ----
     def fetch(ee):
-        return tuple(_load_rows(x_ref, nrows, ee))
+        return tuple(load_rows(x_ref, nrows, ee))
 
     def make(raw, live):
         return rep.point(_sel_rows(live, list(raw), rep.ident_rows(block)))
@@ -323,7 +323,7 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
                 even = (u % 2) == 0
                 v = u - 2 * L1
                 j = jnp.maximum(L1 - 1 - u // 2, 0)
-                xj = _load_rows(x_ref, nrows, base + j)
+                xj = load_rows(x_ref, nrows, base + j)
                 dbl2 = in2 & even  # phase-2 doubling D + D
                 add2 = in2 & ~even  # phase-2 addition D + S, kept where the bit is set
                 bit = ((m_rows >> jnp.maximum(mbits - 1 - v // 2, 0)) & 1) == 1
@@ -341,7 +341,7 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
                 return S_n, T_n, D_n
 
             S_, T_, D_ = lax.fori_loop(0, nsteps, body, (ident, ident, ident))
-            _store_rows(y_ref, T_, jnp.where(live, lanes, trash), live)
+            store_rows(y_ref, T_, jnp.where(live, lanes, trash), live)
 
     # ---- SHIFT ----
     if "shift" in modes:
@@ -351,14 +351,14 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
             live = lanes < n
             trash = y_ref.shape[1] - 1
             e_lane = prm_ref[5] + prm_ref[6] * (lanes % jnp.maximum(prm_ref[7], 1))
-            D0 = _load_rows(x_ref, nrows, jnp.where(live, lanes, 0))
+            D0 = load_rows(x_ref, nrows, jnp.where(live, lanes, 0))
 
             def body(u, D_):  # infinity doubles to infinity (ZZ = 0), so no special case
                 r = rep.point_rows(curve.xyzz_double(rep.point(D_), F=F))
                 return tuple(_sel_rows(u < e_lane, r, D_))
 
             D_ = lax.fori_loop(0, mbits, body, tuple(D0))
-            _store_rows(y_ref, list(D_), jnp.where(live, lanes, trash), live)
+            store_rows(y_ref, list(D_), jnp.where(live, lanes, trash), live)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -366,7 +366,7 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _compiler_params(num_warps, interpret):
+def compiler_params(num_warps, interpret):
     # Triton parameters select the Triton backend explicitly (JAX may otherwise pick Mosaic GPU); num_stages=1: no
     # software pipelining of the loads in the kernels' loops (3 stages were no faster on the H200:
     # REMOVED_VARIANTS.md)
@@ -375,12 +375,12 @@ def _compiler_params(num_warps, interpret):
     return plt.CompilerParams(num_warps=num_warps, num_stages=1)
 
 
-def _full(shape):
+def full_spec(shape):
     nd = len(shape)
     return pl.BlockSpec(tuple(shape), lambda i, nd=nd: (0,) * nd)
 
 
-_ANY = pl.BlockSpec(memory_space=pl.ANY)
+ANY_SPEC = pl.BlockSpec(memory_space=pl.ANY)
 
 
 @x64
@@ -399,7 +399,7 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     the compiled Fq2 product (``MsmConfig.g2_mul``). ``marked``: a value of ``-1`` is a pair without a base, whose
     operand is the point at infinity (the fixed-base method's zero digits, :mod:`cuzk_jax.ops.fixed_base`).
     """
-    rep = _Rep(curve, "array" if interpret else "limb", g2_mul)
+    rep = Rep(curve, "array" if interpret else "limb", g2_mul)
     nrows = 4 * rep.Lc
     size = keys.shape[0]
     if size % (seg * block):
@@ -417,11 +417,12 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
             jax.ShapeDtypeStruct(buckets.shape, jnp.uint32),
         ),
         grid=(nseg // block,),
-        in_specs=[_full(prm.shape), _full(keys.shape), _full(vals.shape), _full(bases.shape), _ANY],
-        out_specs=[_ANY, _ANY, _ANY],
+        in_specs=[full_spec(prm.shape), full_spec(keys.shape), full_spec(vals.shape), full_spec(bases.shape),
+                  ANY_SPEC],
+        out_specs=[ANY_SPEC, ANY_SPEC, ANY_SPEC],
         input_output_aliases={4: 2},
         interpret=interpret,
-        compiler_params=_compiler_params(num_warps, interpret),
+        compiler_params=compiler_params(num_warps, interpret),
     )(prm, keys, vals, bases, buckets)
 
 
@@ -435,7 +436,7 @@ def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAU
     :func:`cuzk_jax.ops.msm._pallas_pass`); ``g2_mul``: the compiled Fq2 product (``MsmConfig.g2_mul``)."""
     if not modes or set(modes) - set(MODES):
         raise ValueError(f"modes must be a non-empty subset of {MODES}, got {modes!r}")
-    rep = _Rep(curve, "array" if interpret else "limb", g2_mul)
+    rep = Rep(curve, "array" if interpret else "limb", g2_mul)
     nrows = 4 * rep.Lc
     N = x.shape[1]
     assert N % (2 * block) == 0
@@ -448,9 +449,9 @@ def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAU
             jax.ShapeDtypeStruct(y.shape, jnp.uint32),
         ),
         grid=(N // 2 // block,),
-        in_specs=[_full(prm.shape), _full(keys.shape), _full(x.shape), _ANY],
-        out_specs=[_ANY, _ANY, _ANY],
+        in_specs=[full_spec(prm.shape), full_spec(keys.shape), full_spec(x.shape), ANY_SPEC],
+        out_specs=[ANY_SPEC, ANY_SPEC, ANY_SPEC],
         input_output_aliases={3: 2},
         interpret=interpret,
-        compiler_params=_compiler_params(num_warps, interpret),
+        compiler_params=compiler_params(num_warps, interpret),
     )(prm, keys, x, y)
