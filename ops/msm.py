@@ -527,16 +527,29 @@ def pallas_block(M: int) -> int:
     return LONG_PASS_BLOCK if M >= LONG_PASS_PAIRS else pk.DEFAULT_BLOCK
 
 
+@functools.lru_cache(maxsize=None)
+def _kernel2(curve, mode: str, kopts: tuple):
+    """Kernel 2 compiled for one mode, as a jitted function: the pass calls it at several places (the three
+    accumulation stages) and JAX lowers one jitted function once per module, so those calls share one Triton
+    compile."""
+    from .pallas import bucket as pk
+
+    return jax.jit(functools.partial(pk.general_step, curve, modes=(mode,), **dict(kopts)))
+
+
 def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, config: MsmConfig) -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket` (compiled: PTX carry-chain field
     blocks, G2 with one block per Fq2 product; ``pallas_interpret``: the jnp field under the interpreter).
 
-    Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then ONE
-    ``lax.while_loop`` drives kernel 2 through five stages (fixed buffer shapes, so one compiled kernel per mode,
-    picked at run time by ``lax.switch``): 0 merge partials into buckets (levels of segmented accumulation until
-    one segment is left), 1 weighted row sums of ``L1`` buckets (``T + (k L1) S`` per row, mode WROW), 2 sum the
-    ``K`` rows of each window, 3 scale window ``w`` by ``2^(c w)`` (``c w`` doublings, mode SHIFT), 4 sum the
-    windows of each partition and ``prev``. ``config.stages`` < 5 stops after that many stages (phase timing).
+    Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then kernel 2 (one
+    compiled kernel per mode) runs five stages in a straight line: 0 merge partials into buckets (levels of
+    segmented accumulation until one segment is left: a ``lax.while_loop`` over the levels), 1 weighted row sums
+    of ``L1`` buckets (``T + (k L1) S`` per row, mode WROW), 2 sum the ``K`` rows of each window (levels again), 3
+    scale window ``w`` by ``2^(c w)`` (``c w`` doublings, mode SHIFT), 4 sum the windows of each partition and
+    ``prev`` (levels). Each loop body is one kernel call whose outputs are the next level's inputs, so no stage
+    change passes a buffer through a conditional (XLA copies a conditional's passed-through operands: one
+    ``lax.switch`` over modes and stage changes in one loop copied the ``(4 Lc, nbuf)`` buffers at every step).
+    ``config.stages`` < 5 stops after that many stages (phase timing; the result is then not the MSM).
     """
     from .pallas import bucket as pk
 
@@ -561,68 +574,52 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     R1 = NB // L1
     nbuf = pow2_ceil(max(2 * nseg, NB + 2, 2 * block))
     kopts = dict(block=block, num_warps=num_warps, interpret=interpret, g2_mul=config.g2_mul)
+    step = {m: _kernel2(curve, m, tuple(sorted(kopts.items()))) for m in pk.MODES}
 
     # point-major (n, 2 Lc): a gathered base is 2 Lc consecutive words
     brows = jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0).T
-    buckets = jnp.zeros((nrows, nbuf), jnp.uint32)
     final1 = count <= seg
-    P1, PK1, buckets = pk.accumulate_bases(curve, count, final1, keys, vals, brows, buckets, seg=seg,
-                                           dbl_branch=_dbl_branch(config, curve), **kopts)
+    P1, PK1, Y = pk.accumulate_bases(curve, count, final1, keys, vals, brows, jnp.zeros((nrows, nbuf), jnp.uint32),
+                                     seg=seg, dbl_branch=_dbl_branch(config, curve), **kopts)
     E = jnp.pad(P1, ((0, 0), (0, nbuf - 2 * nseg)))
     EK = jnp.pad(PK1, (0, nbuf - 2 * nseg), constant_values=pk.SENT)
     cnt0 = jnp.where(final1, 0, 2 * ((count + seg - 1) // seg)).astype(jnp.int32)
 
     ar = jnp.arange(nbuf, dtype=jnp.int32)
-    zeros = jnp.zeros((nrows, nbuf), jnp.uint32)
-    prev_rows = xyzz_to_rows(curve, prev)  # (nrows, G)
     i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
 
-    def params(stage, cnt):
-        acc = jnp.stack([i32(pk.MODE_ACC), cnt, i32(acc_seg), (cnt <= acc_seg).astype(jnp.int32)] + [i32(0)] * 4)
-        wrow1 = jnp.stack([i32(pk.MODE_WROW), i32(R1), i32(L1), i32(0), i32(c - 1), i32(0), i32(K), i32(0)])
-        shift3 = jnp.stack([i32(pk.MODE_SHIFT), i32(G * W), i32(1), i32(0), i32(c * (W - 1)), i32(0), i32(c),
-                            i32(W)])
-        return jnp.where(stage == 1, wrow1, jnp.where(stage == 3, shift3, acc))
+    def accumulate(E, EK, Y, cnt):
+        """Levels of mode ACC until the level that finds at most ``acc_seg`` entries has written its sums into
+        ``Y`` (each level: ``cnt`` entries of ``E`` keyed by ``EK`` -> ``2 ceil(cnt / acc_seg)`` partials)."""
+        def body(carry):
+            cnt, _, E, EK, Y = carry
+            final = cnt <= acc_seg
+            prm = jnp.stack([i32(pk.MODE_ACC), cnt, i32(acc_seg), final.astype(jnp.int32)] + [i32(0)] * 4)
+            P, PKn, Yn = step["acc"](prm, EK, E, Y)
+            return (2 * ((cnt + acc_seg - 1) // acc_seg)).astype(jnp.int32), final, P, PKn, Yn
 
-    def cond(carry):
-        return carry[0] < stages
+        carry = (jnp.asarray(cnt, jnp.int32), jnp.asarray(False), E, EK, Y)
+        return lax.while_loop(lambda carry: ~carry[1], body, carry)[4]
 
-    def body(carry):
-        stage, cnt, E, EK, Y = carry
-        prm = params(stage, cnt)
-        P, PKn, Yn = lax.switch(prm[0], [  # one kernel per mode, picked at run time
-            functools.partial(pk.general_step, curve, prm, EK, E, Y, modes=(m,), **kopts) for m in pk.MODES])
-        is_acc = (stage % 2) == 0
-        final = is_acc & (cnt <= acc_seg)
-        next_cnt = (2 * ((cnt + acc_seg - 1) // acc_seg)).astype(jnp.int32)
+    def fresh():
+        return jnp.zeros((nrows, nbuf), jnp.uint32)
 
-        def level(_):  # another level of the same ACC stage
-            return stage, next_cnt, P, PKn, Yn
-
-        def to1(_):  # buckets -> weighted rows
-            return i32(1), i32(R1), Yn, EK, zeros
-
-        def to2(_):  # rows -> window sums (key = row // K)
-            return i32(2), i32(R1), Yn, jnp.where(ar < R1, ar // K, pk.SENT), zeros
-
-        def to3(_):  # window sums -> scaled by 2^(c w)
-            return i32(3), i32(G * W), Yn, EK, zeros
-
-        def to4(_):  # scaled windows + prev -> one sum per partition (key = partition)
-            z = Yn[:, : G * W].reshape(nrows, G, W)
-            e = jnp.concatenate([z, prev_rows[:, :, None]], axis=2).reshape(nrows, G * (W + 1))
-            e = jnp.pad(e, ((0, 0), (0, nbuf - G * (W + 1))))
-            return i32(4), i32(G * (W + 1)), e, jnp.where(ar < G * (W + 1), ar // (W + 1), pk.SENT), zeros
-
-        def done(_):
-            return i32(5), cnt, E, EK, Yn
-
-        event = jnp.where(stage == 1, 2, jnp.where(stage == 3, 5, stage // 2 * 3 + final.astype(jnp.int32)))
-        # events: 0 level(0) 1 to1 2 to2 3 level(2) 4 to3 5 to4 6 level(4) 7 done
-        return lax.switch(event, [level, to1, to2, level, to3, to4, level, done], None)
-
-    carry = (i32(0), cnt0, E, EK, buckets)
-    _, _, _, _, Y = lax.while_loop(cond, body, carry)
+    if stages >= 1:  # 0: partials -> buckets
+        Y = accumulate(E, EK, Y, cnt0)
+    if stages >= 2:  # 1: buckets -> weighted rows
+        wrow = jnp.stack([i32(pk.MODE_WROW), i32(R1), i32(L1), i32(0), i32(c - 1), i32(0), i32(K), i32(0)])
+        Y = step["wrow"](wrow, EK, Y, fresh())[2]
+    if stages >= 3:  # 2: rows -> window sums (key = row // K)
+        Y = accumulate(Y, jnp.where(ar < R1, ar // K, pk.SENT), fresh(), R1)
+    if stages >= 4:  # 3: window sums -> scaled by 2^(c w)
+        shift = jnp.stack([i32(pk.MODE_SHIFT), i32(G * W), i32(1), i32(0), i32(c * (W - 1)), i32(0), i32(c),
+                           i32(W)])
+        Y = step["shift"](shift, EK, Y, fresh())[2]
+    if stages >= 5:  # 4: scaled windows + prev -> one sum per partition (key = partition)
+        z = Y[:, : G * W].reshape(nrows, G, W)
+        e = jnp.concatenate([z, xyzz_to_rows(curve, prev)[:, :, None]], axis=2).reshape(nrows, G * (W + 1))
+        e = jnp.pad(e, ((0, 0), (0, nbuf - G * (W + 1))))
+        Y = accumulate(e, jnp.where(ar < G * (W + 1), ar // (W + 1), pk.SENT), fresh(), G * (W + 1))
     return rows_to_xyzz(curve, Y, G)
 
 

@@ -535,6 +535,27 @@ def test_default_kernels_lower_to_triton_with_ptx_blocks(group):
             assert "add.cc.u32 x1, x1, y1" in text
 
 
+def test_pallas_pass_lowers_without_conditionals():
+    """The whole G1 MSM at the GPU default lowers for CUDA with one Triton kernel per kernel (kernel 1 and kernel
+    2's three modes: the three accumulation stages call one lowered function) and no ``case``: a conditional that
+    passes the pass's ``(4 Lc, nbuf)`` buffers through makes XLA copy them. The twin: the same count of ``case`` ops
+    is found in a program that has one (the check is not blind)."""
+    import jax
+
+    from cuzk_jax.ops.curve import Affine
+
+    n = 1 << 12
+    S = jax.ShapeDtypeStruct
+    args = (Affine(S((12, n), jnp.uint32), S((12, n), jnp.uint32), S((n,), jnp.bool_)), S((8, n), jnp.uint32))
+    text = _cuda_mlir(lambda b, s: M.msm(b, s, "g1", config=MsmConfig.default("gpu")), *args)
+    assert text.count("xla.gpu.triton") == 4
+    assert text.count("stablehlo.case") == 0
+    assert text.count("call @general_step(") == 3  # the ACC mode's one function, called by three stages
+    switched = _cuda_mlir(lambda x: jax.lax.switch(x[0] % 2, [lambda v: v + 1, lambda v: v * 2], x),
+                          S((4,), jnp.int32))
+    assert switched.count("stablehlo.case") == 1
+
+
 def test_kernels_lower_to_triton_with_the_split_products():
     """The NTT pass kernel, the H step's pointwise kernel, the field benchmark's chain kernel, the XYZZ -> affine
     kernel (both groups: G2's inversion is an Fq one) and the setup's marked kernel 1 lower for CUDA with the PTX

@@ -13,10 +13,10 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
   to the lane's two *partial* slots ``2 l`` and ``2 l + 1`` with their keys (identity / the same key when unused),
   so the partial list is again sorted by key; the next level reads only the ``2 ceil(count / seg)`` slots of live
   lanes. Programs whose segments lie past the live count (the zero digits, sorted last) return at once.
-* :func:`general_step` (``_general_kernel``): every later step, chosen by a runtime mode, called from ONE
-  ``lax.while_loop``; the kernel is compiled once per branch (``modes=(mode,)``) with ``lax.switch`` picking one
-  at run time (three small Triton compiles instead of one large one: compile time grows about quadratically with
-  kernel size):
+* :func:`general_step` (``_general_kernel``): every later step, chosen by a runtime mode; the MSM's pass
+  (:func:`cuzk_jax.ops.msm._pallas_pass`) compiles it once per mode (``modes=(mode,)``: three small Triton
+  compiles instead of one large one, compile time grows about quadratically with kernel size) and calls the modes
+  in a straight line, the ACC levels in ``lax.while_loop`` s:
 
   - mode ``ACC``: the same segmented accumulation over XYZZ entries (general XYZZ addition) -- merges partials into
     buckets, sums rows into window sums, sums windows into the result. With ``final`` set (only one live segment)
