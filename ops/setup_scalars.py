@@ -111,6 +111,12 @@ def _finish_sums(acc):
         return reduce_wide([acc[l] for l in range(8)])
 
 
+def column_chunk(nnz: int, chunk: int = 1 << 22) -> int:
+    """Nonzeros per call of :func:`column_sums` for a matrix of ``nnz``: ``chunk``, or the power of two at or above
+    ``nnz`` when that is smaller (the static shape of its compiled program)."""
+    return max(1, min(chunk, 1 << max(0, (max(nnz, 1) - 1).bit_length())))
+
+
 def column_sums(lag, rows: np.ndarray | None, cols: np.ndarray, cids: np.ndarray, coeffs, num_vars: int,
                 chunk: int = 1 << 22, *, indptr: np.ndarray | None = None, extra: tuple | None = None):
     """``sum_j M[j][i] L_j`` for every column ``i < num_vars`` (Montgomery Fr ``(8, num_vars)``, device).
@@ -131,7 +137,7 @@ def column_sums(lag, rows: np.ndarray | None, cols: np.ndarray, cids: np.ndarray
     main = len(cols)
     ex_rows, ex_cols, ex_cids = (np.asarray(a) for a in extra) if extra is not None else (None, None, None)
     nnz = main + (len(ex_cols) if extra is not None else 0)
-    chunk = max(1, min(chunk, 1 << max(0, (max(nnz, 1) - 1).bit_length())))
+    chunk = column_chunk(nnz, chunk)
     step = _column_sums_chunk(jax.default_backend())
 
     def piece(a: int, b: int):  # nonzeros [a, b) of the main arrays
@@ -198,3 +204,51 @@ def from_mont(x):
     """Montgomery -> canonical Fr limbs (for the fixed-base multiplication)."""
     with jax.enable_x64(True):
         return fr.from_mont(x)
+
+
+def compile_jobs(lag_tables: tuple, h_tables: tuple, *, chunk: int, lag_width: int, nnz, num_coeffs: int,
+                 num_vars: int, num_inputs: int) -> dict:
+    """The scalar programs of a device setup as thunks that compile them without running them (ahead-of-time
+    lowering on abstract shapes; a later call with the same shapes finds its program compiled), by name:
+    ``lagrange``, ``column_sums`` (one per distinct :func:`column_chunk` of the matrices' ``nnz``), ``finish_sums``,
+    ``query``, ``h_powers``, ``from_mont``. Why: the programs are small but each is a compile of its own, one
+    after the other at first use; a setup on an accelerator runs these thunks in threads (compiling releases the
+    GIL) while it works (:func:`cuzk_jax.groth16.generator.development_setup`).
+
+    ``lag_tables``: ``(lo, hi, a, tau, k)`` of :func:`lagrange`; ``h_tables``: ``(lo, hi, a)`` of :func:`powers`
+    (the arrays themselves: small); ``chunk``: elements per call of those programs; ``lag_width``: the columns of
+    the Lagrange array the column sums read; ``nnz``: each matrix's nonzeros (its extra rows included);
+    ``num_coeffs``: the rows of :func:`scaled_coeffs` (with its zero entry). Each thunk must run with x64 off in
+    its thread (the setup's calls are made so; ``column_sums`` and ``finish_sums`` switch it on as their calls
+    do)."""
+    lo, hi, a, tau, k = lag_tables
+    hlo, hhi, ha = h_tables
+    spec = jax.ShapeDtypeStruct
+
+    def wide(fn):  # the column-sum programs are called with x64 on (their uint64 accumulator)
+        def run():
+            with jax.enable_x64(True):
+                fn()
+        return run
+
+    def sums_step(size: int):
+        return wide(lambda: _column_sums_chunk(jax.default_backend()).lower(
+            spec((8, num_vars), jnp.uint64), spec((8, lag_width), jnp.uint32), spec((size,), jnp.int32),
+            spec((size,), jnp.int32), spec((size,), jnp.int32), spec((8, num_coeffs), jnp.uint32)).compile())
+
+    def query():
+        with jax.enable_x64(True):
+            u = jax.eval_shape(_finish_sums, spec((8, num_vars), jnp.uint64))
+        c = spec((8, 1), jnp.uint32)
+        _query_scalars_chunk.lower(u, u, u, jnp.int32(0), c, c, c, c, width=min(chunk, num_vars),
+                                   num_inputs=num_inputs).compile()
+
+    jobs = {"lagrange": lambda: lagrange.lower(lo, hi, 0, tau, k, chunk=chunk, a=a).compile()}
+    for size in sorted({column_chunk(int(x)) for x in nnz}):
+        jobs[f"column_sums_{size}"] = sums_step(size)
+    jobs["finish_sums"] = wide(lambda: _finish_sums.lower(spec((8, num_vars), jnp.uint64)).compile())
+    jobs["query"] = query
+    jobs["h_powers"] = lambda: powers.lower(hlo, hhi, 0, chunk=chunk, a=ha).compile()
+    jobs["from_mont"] = lambda: from_mont.lower(spec((8, chunk), jnp.uint32)).compile()
+    return jobs
+

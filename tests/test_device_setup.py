@@ -252,8 +252,11 @@ def test_bucket_pairs_layout():
 def test_device_setup_bucket_method_same_key(cube_keys, monkeypatch):
     """The device setup with the bucket fixed-base method gives the batch-affine key byte for byte (its phases'
     seconds reported in ``timings``), also with both
-    groups' programs compiled ahead in threads (``precompile=True``, the accelerator default) -- and then the
-    setup's own calls compile nothing more."""
+    groups' programs and the scalar programs compiled ahead in threads (``precompile=True``, the accelerator
+    default, each compile's seconds in ``timings["compile_s"]``) -- and then the setup's own calls compile nothing
+    more (a scalar program compiled ahead for other shapes than its call's would be compiled again there)."""
+    import jax
+
     _, r1cs, toxic, dev = cube_keys
     timings = {}
     bucket = generator.development_setup(r1cs, toxic, window=WINDOW, chunk=CHUNK, scalar_chunk=2, points="bucket",
@@ -266,7 +269,12 @@ def test_device_setup_bucket_method_same_key(cube_keys, monkeypatch):
 
     from jax import monitoring
 
+    from cuzk_jax.ops import setup_scalars as S
+
     fixed_base._mul_bucket_program.clear_cache()
+    for program in (S.lagrange, S._finish_sums, S._query_scalars_chunk, S.powers, S.from_mont,
+                    S._column_sums_chunk(jax.default_backend())):
+        program.clear_cache()  # so that the scalar programs are compiled again: ahead, in the threads
     seen, requests = [], []
     real = fixed_base.precompile_bucket
     monkeypatch.setattr(fixed_base, "precompile_bucket", lambda c, **kw: (seen.append(c.name), real(c, **kw))[1])
@@ -277,13 +285,19 @@ def test_device_setup_bucket_method_same_key(cube_keys, monkeypatch):
             requests.append(threading.current_thread().name)
 
     monitoring.register_event_listener(listener)
+    ahead_timings = {}
     try:
         ahead = generator.development_setup(r1cs, toxic, window=WINDOW, chunk=CHUNK, scalar_chunk=2,
-                                            points="bucket", precompile=True)
+                                            points="bucket", precompile=True, timings=ahead_timings)
     finally:
         monitoring.unregister_event_listener(listener)
     assert sorted(seen) == ["g1", "g2"] and ahead.to_bytes() == dev.to_bytes()
+    # the scalar programs were compiled in the threads too, with the shapes the setup then called them with
     assert requests and all(name.startswith("setup-compile") for name in requests), requests
+    compiled = ahead_timings["compile_s"]
+    assert {"g1", "g2", "lagrange", "finish_sums", "query", "h_powers", "from_mont"} <= set(compiled)
+    assert any(k.startswith("column_sums_") for k in compiled) and all(v >= 0 for v in compiled.values())
+    assert len(requests) >= len(compiled)
 
 
 def test_default_fixed_base_per_group_and_platform():

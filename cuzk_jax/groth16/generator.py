@@ -23,6 +23,7 @@ Progress: each phase (host scalars, G1 points, G2 points, key assembly) is logge
 from __future__ import annotations
 
 import logging
+import os
 import random
 import secrets
 import concurrent.futures
@@ -380,23 +381,34 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
     return result
 
 
-def _precompile_fixed_base(curves, enabled: bool, **kwargs) -> dict:
-    """Group name -> future of :func:`cuzk_jax.ops.fixed_base.precompile_bucket` for each curve, one thread each (none when not
-    ``enabled``). Compiling releases the GIL, so the programs compile while the caller keeps the device busy."""
-    if not enabled or not curves:
+def _start_compiles(jobs: dict, seconds: dict) -> dict:
+    """Name -> future of each compile thunk of ``jobs``, run in threads (``setup-compile-*``; compiling releases
+    the GIL, so the programs compile while the caller keeps the device busy); ``seconds[name]``: each one's
+    compile time once it is done."""
+    if not jobs:
         return {}
-    pool = concurrent.futures.ThreadPoolExecutor(len(curves), thread_name_prefix="setup-compile")
-    futures = {c.name: pool.submit(fixed_base.precompile_bucket, c, **kwargs) for c in curves}
+
+    def timed(name, job):
+        t0 = time.perf_counter()
+        job()
+        seconds[name] = round(time.perf_counter() - t0, 3)
+        log.info("setup: compiled %s in %.2fs", name, seconds[name])
+
+    pool = concurrent.futures.ThreadPoolExecutor(min(len(jobs), max(2, os.cpu_count() or 2)),
+                                                 thread_name_prefix="setup-compile")
+    futures = {name: pool.submit(timed, name, job) for name, job in jobs.items()}
     pool.shutdown(wait=False)
     return futures
 
 
-def _await_compile(compiling: dict, name: str) -> None:
-    """Wait for a group's precompile (the first call would otherwise compile the same program a second time); a
-    failure is logged and left to that call to report."""
-    error = compiling[name].exception() if name in compiling else None
-    if error is not None:
-        log.warning("precompiling the %s fixed-base program failed: %s", name, error)
+def _await_compile(compiling: dict, *names: str) -> None:
+    """Wait for the named compiles (a program's first call would otherwise compile it a second time); a failure is
+    logged and left to that call to report. ``column_sums`` stands for every compile whose name starts so."""
+    for name in names:
+        for key in [k for k in compiling if k == name or k.startswith(name + "_")]:
+            error = compiling[key].exception()
+            if error is not None:
+                log.warning("compiling the setup's %s program ahead failed: %s", key, error)
 
 
 def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_for_tests: int | None = None,
@@ -421,11 +433,14 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     :func:`default_fixed_base` per group). ``scalar_chunk``: elements per call of the scalar programs
     (default ``min(domain, 2^22)``). The key's queries stay on the device (a prover can use them without a host
     round trip); only the verifying key and the two fixed proving-key points come to the host. ``precompile``
-    (default: on an accelerator): the bucket method's programs of both groups are compiled in background threads
-    (:func:`cuzk_jax.ops.fixed_base.precompile_bucket`) while the scalars are computed, instead of one after the
-    other at their first use. ``timings``: a dict that receives each phase's seconds -- ``scalars_lagrange``,
-    ``scalars_column_sums``, ``scalars_query``, ``scalars_h`` (the scalar programs, each waited for), ``g1_points``,
-    ``g2_points`` and ``total``.
+    (default: on an accelerator): every program of the setup is compiled ahead, in background threads, instead of
+    one after the other at its first use -- the scalar programs (:func:`cuzk_jax.ops.setup_scalars.compile_jobs`),
+    each awaited before its phase, and the bucket method's programs of both groups
+    (:func:`cuzk_jax.ops.fixed_base.precompile_bucket`), which compile while the scalars are computed.
+    ``timings``: a dict that receives each phase's seconds -- ``scalars_lagrange``, ``scalars_column_sums``,
+    ``scalars_query``, ``scalars_h`` (the scalar programs, each waited for), ``g1_points``, ``g2_points`` and
+    ``total`` -- and, when compiling ahead, ``compile_s``: each program's compile seconds by name (in threads,
+    overlapping the phases).
     """
     from cuzk_jax.ops import r1cs as ops_r1cs
     from cuzk_jax.ops import setup_scalars as S
@@ -455,35 +470,49 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
         return jnp.asarray(S.mont_limbs([v]))
 
     p1, p2 = (points or default_fixed_base("g1"), points or default_fixed_base("g2"))
-    compiling = _precompile_fixed_base(
-        [c for c, p in ((C.g1, p1), (C.g2, p2)) if p == "bucket"],
-        jax.default_backend() != "cpu" if precompile is None else precompile,
-        window=window, chunk=chunk, inv_chunk=inv_chunk, fermat_window=fermat_window)
-
+    # the scalar programs' host inputs (small tables and constants) first, so that their compiles can start now
+    lag_lo, lag_hi, lag_a = S.power_tables(pow(7, (R - 1) // n, R), n)
+    lag_lo, lag_hi = jnp.asarray(lag_lo), jnp.asarray(lag_hi)
+    tau_m, k_m = const(toxic.tau), const(zt * pow(n, R - 2, R))
+    h_lo, h_hi, h_a = S.power_tables(toxic.tau, n - 1, scale=zt * dinv)
+    h_lo, h_hi = jnp.asarray(h_lo), jnp.asarray(h_hi)
+    coeffs = S.scaled_coeffs(r1cs.coeffs)
+    inputs = r1cs.with_input_rows(m0)  # the input rows alone
+    jobs = {}
+    if precompile is None:
+        precompile = jax.default_backend() != "cpu"
+    if precompile:
+        jobs = {c.name: functools.partial(fixed_base.precompile_bucket, c, window=window, chunk=chunk,
+                                          inv_chunk=inv_chunk, fermat_window=fermat_window)
+                for c, p in ((C.g1, p1), (C.g2, p2)) if p == "bucket"}
+        jobs.update(S.compile_jobs(
+            (lag_lo, lag_hi, lag_a, tau_m, k_m), (h_lo, h_hi, h_a), chunk=sc, lag_width=-(-m // sc) * sc,
+            nnz=[len(mat.cols) + len(tail.cols) for mat, tail in zip(r1cs.matrices(), inputs)],
+            num_coeffs=coeffs.shape[1], num_vars=num_vars, num_inputs=num_inputs))
     timings = timings if timings is not None else {}
+    compile_s: dict = {}
+    compiling = _start_compiles(jobs, compile_s)
+
+    _await_compile(compiling, "lagrange")
     with _phase("device scalars: Lagrange basis", progress, timings, "scalars_lagrange"):
-        lo, hi, a = S.power_tables(pow(7, (R - 1) // n, R), n)
-        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
-        tau_m, k_m = const(toxic.tau), const(zt * pow(n, R - 2, R))
-        lag = [S.lagrange(lo, hi, s, tau_m, k_m, chunk=sc, a=a) for s in range(0, m, sc)]
+        lag = [S.lagrange(lag_lo, lag_hi, s, tau_m, k_m, chunk=sc, a=lag_a) for s in range(0, m, sc)]
         lag = jax.block_until_ready(lag[0] if len(lag) == 1 else jnp.concatenate(lag, axis=1))
+    _await_compile(compiling, "column_sums", "finish_sums")
     with _phase("device scalars: column sums", progress, timings, "scalars_column_sums"):
-        coeffs = S.scaled_coeffs(r1cs.coeffs)
-        inputs = r1cs.with_input_rows(m0)  # the input rows alone
         u, v, w = jax.block_until_ready(tuple(
             S.column_sums(lag, None, mat.cols, mat.coeff_ids, coeffs, num_vars, indptr=mat.indptr,
                           extra=(m0 + tail.row_ids(), tail.cols, tail.coeff_ids))
             for mat, tail in zip(r1cs.matrices(), inputs)))
         del lag
+    _await_compile(compiling, "query")
     with _phase("device scalars: query scalars", progress, timings, "scalars_query"):
         a_s, b_s, l_s, ic_s = jax.block_until_ready(S.query_scalars(
             u, v, w, const(toxic.alpha), const(toxic.beta), const(ginv), const(dinv), num_inputs=num_inputs,
             chunk=sc))
         del u, v, w
+    _await_compile(compiling, "h_powers", "from_mont")
     with _phase("device scalars: H powers", progress, timings, "scalars_h"):
-        lo, hi, a = S.power_tables(toxic.tau, n - 1, scale=zt * dinv)
-        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
-        h_s = [S.from_mont(S.powers(lo, hi, s, chunk=sc, a=a)) for s in range(0, n - 1, sc)]
+        h_s = [S.from_mont(S.powers(h_lo, h_hi, s, chunk=sc, a=h_a)) for s in range(0, n - 1, sc)]
         h_s = jax.block_until_ready((h_s[0] if len(h_s) == 1 else jnp.concatenate(h_s, axis=1))[:, :n - 1])
     t_scalars = time.perf_counter() - t0
 
@@ -510,6 +539,8 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
                     num_inputs=num_inputs, num_aux=num_aux, domain_size=n, circuit_digest=r1cs.digest())
     n_g1 = 2 * num_vars + n - 1 + num_aux + num_inputs
     timings["total"] = round(time.perf_counter() - t0, 3)
+    if compile_s:
+        timings["compile_s"] = dict(sorted(compile_s.items()))
     parts = ", ".join(f"{k[len('scalars_'):]} {timings[k]:.1f}s" for k in
                       ("scalars_lagrange", "scalars_column_sums", "scalars_query", "scalars_h"))
     msg = (f"device setup: {r1cs.num_constraints} constraints, domain 2^{n.bit_length() - 1}, {num_vars} vars: "
