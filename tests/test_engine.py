@@ -184,7 +184,7 @@ def test_cancel_and_shutdown_never_hang(cube_key):
     for f in pending:
         with pytest.raises(EngineShutdown):
             f.result(timeout=10)
-    assert not any(t.is_alive() for t in eng._threads)
+    assert not any(t.is_alive() for t in eng.threads)
     with pytest.raises(RuntimeError):
         eng.submit(circuit, [circuit.sample_inputs(0, 0)])
 
@@ -555,7 +555,7 @@ def test_shutdown_cancel_pending_returns_promptly(cube_key):
     wait_ready(eng, 3)
     assert _shutdown_within(eng, 60, cancel_pending=True) < 60
     assert all(f.cancelled() and f.done() for f in futs)
-    assert not any(t.is_alive() for t in eng._threads)
+    assert not any(t.is_alive() for t in eng.threads)
     assert eng.status()["jobs"]["cancelled"] == 3
     # and as a context manager leaving on an exception (shutdown(wait=False, cancel_pending=True))
     with pytest.raises(ZeroDivisionError):

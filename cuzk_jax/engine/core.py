@@ -441,10 +441,10 @@ class Engine:
         self._in_pool: dict[cf.Future, tuple[str, float]] = {}
         self._device_since: float | None = None
         self._device_digest: str | None = None
-        self._threads = [threading.Thread(target=fn, name=f"engine-{name}", daemon=True)
-                         for name, fn in (("collector", self._collector), ("device", self._device_loop),
-                                          ("finisher", self._finisher))]
-        for t in self._threads:
+        self._thread = {name: threading.Thread(target=fn, name=f"engine-{name}", daemon=True)
+                        for name, fn in (("collector", self._collector), ("device", self._device_loop),
+                                         ("finisher", self._finisher))}
+        for t in self._thread.values():
             t.start()
 
     # -- context manager ---------------------------------------------------------------------------------------------
@@ -995,8 +995,13 @@ class Engine:
             self._witnesses -= 1
             self._cv.notify_all()
 
+    @property
+    def threads(self) -> tuple[threading.Thread, ...]:
+        """The engine's own threads (collector, device, finisher): all ended once :meth:`shutdown` returns (each is given 30 s)."""
+        return tuple(self._thread.values())
+
     def _device_alive(self) -> bool:
-        return self._threads[1].is_alive()
+        return self._thread["device"].is_alive()
 
     def _any_ready(self) -> bool:
         return any(s.job.active for dq in self._ready.values() for s in dq)
@@ -1186,7 +1191,7 @@ class Engine:
             self._cv.notify_all()
         for job in pending:
             self._fail(job, EngineShutdown("engine shut down before the job completed"))
-        for t in self._threads:
+        for t in self._thread.values():
             t.join(timeout=30)
             if t.is_alive():
                 log.warning("engine thread %s did not stop within 30 s", t.name)
