@@ -390,3 +390,45 @@ def test_host_ntt_rejects_bad_input():
         cuzk_jax.ntt(5)
     with pytest.raises(ValueError, match="g\\^n"):
         cuzk_jax.ntt([1, 2], coset=R - 1)  # (-1)^2 = 1: a shift inside the domain
+
+
+def test_identical_passes_of_one_program_share_one_triton_kernel(monkeypatch):
+    """The H step's coset program lowers for CUDA with one Triton kernel per DISTINCT pass: its two transforms
+    share every pass but the first (the second's first pass scales onto the coset), so a ``2^14`` domain in 5
+    passes has 6 kernels, not 10 (each kernel is a Triton compile of its own); the finishing program's one transform
+    has 5. The twin: the same passes traced outside the shared jitted function are 10 kernels again."""
+    from jax import export
+
+    from cuzk_jax.ops import qap
+    from cuzk_jax.ops.pallas import ntt as P
+
+    try:
+        from jax.experimental.pallas import triton  # noqa: F401
+    except ImportError:
+        pytest.skip("Pallas Triton backend not available")
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # the Triton compiler parameters (not Mosaic)
+    shared = P._pass_program
+    shared.cache_clear()
+    try:
+        cfg = NttConfig.default("gpu")
+        n = 1 << 14
+        assert len(N.plan(14, cfg.sub_log())) == 5
+        S = jax.ShapeDtypeStruct
+        tables = qap.table_specs(n, config=cfg)
+
+        def kernels(fn, *args):
+            with jax.enable_x64(True):
+                exp = export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=[
+                    export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
+            return exp.mlir_module().count("xla.gpu.triton")
+
+        coset = lambda x, t: qap._coset_evaluations_impl(x, t, n=n, config=cfg)  # noqa: E731
+        finish = lambda a, b, c, t: qap._h_from_evaluations_impl(a, b, c, t, n=n, config=cfg,  # noqa: E731
+                                                                 form="arkworks")
+        x = S((8, 3, n), jnp.uint32)
+        assert kernels(coset, x, tables) == 6
+        assert kernels(finish, *(S((8, 1, n), jnp.uint32),) * 3, tables) == 5
+        monkeypatch.setattr(P, "_pass_program", shared.__wrapped__)  # a new jitted function per pass
+        assert kernels(lambda x, t: coset(x, t), x, tables) == 10  # a new function: traced again
+    finally:
+        shared.cache_clear()

@@ -129,24 +129,36 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
         raise ValueError(f"sub_transform: axis 2 has {M} points, expected 2^{s}")
     if block <= 0 or block & (block - 1):
         raise ValueError(f"block must be a power of two, got {block}")
-    lanes = max(1, block // M)
-    Cb = min(C, lanes)
-    nc = C // Cb
     if pre is not None and (R_ != 1 or pre[0].shape[1] * pre[1].shape[1] != M * C):
         raise ValueError("sub_transform: pre-scaling applies to a first pass (R_ = 1, len(lo) len(hi) = M C)")
-    Rb = math.gcd(BR, lanes // Cb)  # a power of two (lanes // Cb is one) dividing the batch-row count
-    kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, pre=pre is not None,
-                               interpret=interpret)
-    spec = pl.BlockSpec((LIMBS, Rb, M, Cb), lambda i: (0, i // nc, 0, i % nc))
-    grid = (BR // Rb) * nc
     tables = [w] + ([] if pre is None else list(pre))
     with jax.enable_x64(True):
+        return _pass_program(s, n, R_, twiddle, interpret, block, num_warps, triton)(x, *tables)
+
+
+@functools.lru_cache(maxsize=None)
+def _pass_program(s: int, n: int, R_: int, twiddle: bool, interpret: bool, block: int, num_warps, triton):
+    """One pass as a jitted function of ``(x, w[, lo, hi])``: JAX lowers a jitted function once per program for
+    each input shape, so identical passes of one program (the coset step's two transforms share all but their
+    first pass) share one Triton compile instead of one each."""
+
+    def run(x, *tables):
+        _, BR, M, C = x.shape
+        lanes = max(1, block // M)
+        Cb = min(C, lanes)
+        nc = C // Cb
+        Rb = math.gcd(BR, lanes // Cb)  # a power of two (lanes // Cb is one) dividing the batch-row count
+        kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, pre=len(tables) > 1,
+                                   interpret=interpret)
+        spec = pl.BlockSpec((LIMBS, Rb, M, Cb), lambda i: (0, i // nc, 0, i % nc))
         return pl.pallas_call(
             kernel,
             out_shape=jax.ShapeDtypeStruct(x.shape, U32),
-            grid=(grid,),  # one long grid axis: CUDA caps grid y/z at 65535
+            grid=((BR // Rb) * nc,),  # one long grid axis: CUDA caps grid y/z at 65535
             in_specs=[spec] + [pl.BlockSpec(tuple(t.shape), lambda i: (0, 0)) for t in tables],
             out_specs=spec,
             interpret=interpret,
             compiler_params=_compiler_params(num_warps, triton),
         )(x, *tables)
+
+    return jax.jit(run)
