@@ -182,6 +182,10 @@ class NttConfig:
     XLA product over windows of the domain; ``"kernel"`` -- one Pallas pass over the three inputs with the PTX
     blocks (:func:`cuzk_jax.ops.pallas.field_mul.mul_sub`; Pallas kernels only). An A/B switch until a GPU run
     decides; same results.
+    ``strides``: ``"static"`` (default) -- each pass's geometry compiled into its own Pallas kernel; ``"runtime"``
+    -- read from a parameter array by one kernel per sub-transform size (:func:`cuzk_jax.ops.pallas.ntt.sub_transform`:
+    a large transform's first call is mostly its passes' Triton compiles; Pallas kernels only). An A/B switch until
+    a GPU run decides; same results.
     Not configurable: the passes' digit order becomes natural order by the blocked digit reversal
     (:func:`cuzk_jax.ops.ntt_network.digit_reverse`), and the H step's coset programs (:mod:`cuzk_jax.ops.qap`)
     multiply by ``shift^j / n`` on the load of the second transform's first pass (the Pallas kernel's ``pre``).
@@ -193,6 +197,7 @@ class NttConfig:
     schedule: str | None = None
     sub: int | None = None
     finish: str = "xla"
+    strides: str = "static"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -211,6 +216,10 @@ class NttConfig:
             raise ValueError(f"NttConfig.finish must be xla or kernel, got {self.finish!r}")
         if self.finish == "kernel" and self.kernel == "xla":
             raise ValueError("NttConfig.finish=kernel needs the Pallas kernels (pallas or pallas_interpret)")
+        if self.strides not in ("static", "runtime"):
+            raise ValueError(f"NttConfig.strides must be static or runtime, got {self.strides!r}")
+        if self.strides == "runtime" and self.kernel == "xla":
+            raise ValueError("NttConfig.strides=runtime needs the Pallas kernels (pallas or pallas_interpret)")
 
     @classmethod
     def default(cls, platform: str | None = None) -> "NttConfig":
@@ -227,7 +236,7 @@ class NttConfig:
     @classmethod
     def parse(cls, text: str) -> "NttConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:sub=S`` (positive ints),
-        and ``:schedule=unrolled|rolled``."""
+        ``:schedule=unrolled|rolled``, ``:finish=xla|kernel`` and ``:strides=static|runtime``."""
         kernel, pairs = _split(text, "NttConfig")
         kw = {}
         for key, val in pairs:
@@ -237,11 +246,11 @@ class NttConfig:
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
-            elif key == "finish":
+            elif key in ("finish", "strides"):
                 kw[key] = val
             else:
                 raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
-                                 f"sub, finish")
+                                 f"sub, finish, strides")
         return cls(kernel, **kw)
 
     @classmethod
