@@ -47,7 +47,9 @@ Batch axis: bases are ``Affine`` with coordinates ``(12, N)`` / ``(2, 12, N)`` (
 ``(8, N)`` or ``(8, P, N)``. The result is a :class:`~cuzk_jax.ops.curve.Jacobian` with batch shape ``()`` or
 ``(P,)``. Partitions are processed together (one sort, one set of kernel launches) as long as the number of pairs
 fits ``max_pairs`` (2^28 by default); beyond that, groups of partitions run in a ``lax.map`` and long point ranges
-in chunks (``lax.fori_loop``, window sized for the chunk) whose results are added. A 2^24 G1 MSM is one pass: 218M
+in chunks (``lax.fori_loop``, window sized for the chunk) whose results are added -- on the Pallas path their
+bucket arrays are added (kernel 2's mode MERGE) and reduced once, the XLA path carries a running sum through each
+chunk's reduction. A 2^24 G1 MSM is one pass: 218M
 pairs at c = 20 (1.7 GB plus the sort's scratch) and, in the Pallas path, about 10 GB of bucket / partial buffers
 (2^23 columns x 48 words each); ten such partitions run as ten passes, so the footprint does not grow with P.
 
@@ -537,90 +539,146 @@ def _kernel2(curve, mode: str, kopts: tuple):
     return jax.jit(functools.partial(pk.general_step, curve, modes=(mode,), **dict(kopts)))
 
 
-def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, config: MsmConfig) -> XYZZ:
-    """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket` (compiled: PTX carry-chain field
-    blocks, G2 with one block per Fq2 product; ``pallas_interpret``: the jnp field under the interpreter).
+@dataclasses.dataclass(frozen=True)
+class _PassShape:
+    """The static shapes of one Pallas pass of ``M`` pairs (see :func:`_pallas_pass`)."""
 
-    Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials. Then kernel 2 (one
-    compiled kernel per mode) runs five stages in a straight line: 0 merge partials into buckets (levels of
-    segmented accumulation until one segment is left: a ``lax.while_loop`` over the levels), 1 weighted row sums
-    of ``L1`` buckets (``T + (k L1) S`` per row, mode WROW), 2 sum the ``K`` rows of each window (levels again), 3
-    scale window ``w`` by ``2^(c w)`` (``c w`` doublings, mode SHIFT), 4 sum the windows of each partition and
-    ``prev`` (levels). Each loop body is one kernel call whose outputs are the next level's inputs, so no stage
-    change passes a buffer through a conditional (XLA copies a conditional's passed-through operands: one
-    ``lax.switch`` over modes and stage changes in one loop copied the ``(4 Lc, nbuf)`` buffers at every step).
-    ``config.stages`` < 5 stops after that many stages (phase timing; the result is then not the MSM).
-    """
+    block: int
+    seg: int
+    nseg: int
+    L1: int
+    K: int
+    R1: int
+    nbuf: int
+    nrows: int
+    kopts: tuple
+
+    def step(self, curve, mode: str):
+        return _kernel2(curve, mode, self.kopts)
+
+
+def _pass_shape(curve, plan: Plan, M: int, config: MsmConfig) -> _PassShape:
     from .pallas import bucket as pk
 
-    interpret = config.kernel == "pallas_interpret"
-    M = keys.shape[0]
     block = config.block or pallas_block(M)
-    num_warps = config.warps or max(1, block // 32)
-    acc_seg, stages = config.acc_seg, config.stages
-    Lc = 24 if curve.coord_ndim == 2 else 12
-    nrows = 4 * Lc
-    G, W, c, H, NB = plan.G, plan.W, plan.c, plan.H, plan.NB
     seg = config.seg or pallas_seg(M)
     nseg = -(-M // (seg * block)) * block
-    Mp = nseg * seg
-    keys = jnp.concatenate([jnp.where(keys < NB, keys, pk.SENT), jnp.full((Mp - M,), pk.SENT, jnp.int32)])
-    vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
+    c, H, NB = plan.c, plan.H, plan.NB
     # rows of L1 buckets: the row pass costs ~2 L1 + 2 c sequential additions per lane and the window sums a few
     # levels of acc_seg; L1 ~ 2^((c-1)/3) keeps both short (32 at c = 16, 128 at c = 20; on the H200 rows of 64
     # or 256 buckets at c = 20, a G1 2^24 MSM, were no faster: REMOVED_VARIANTS.md)
     L1 = int(min(H, max(2, 1 << -(-(c - 1) // 3))))
-    K = H // L1
-    R1 = NB // L1
-    nbuf = pow2_ceil(max(2 * nseg, NB + 2, 2 * block))
-    kopts = dict(block=block, num_warps=num_warps, interpret=interpret, g2_mul=config.g2_mul)
-    step = {m: _kernel2(curve, m, tuple(sorted(kopts.items()))) for m in pk.MODES}
+    kopts = dict(block=block, num_warps=config.warps or max(1, block // 32),
+                 interpret=config.kernel == "pallas_interpret", g2_mul=config.g2_mul)
+    return _PassShape(block=block, seg=seg, nseg=nseg, L1=L1, K=H // L1, R1=NB // L1,
+                      nbuf=pow2_ceil(max(2 * nseg, NB + 2, 2 * block)),
+                      nrows=4 * (24 if curve.coord_ndim == 2 else 12), kopts=tuple(sorted(kopts.items())))
 
+
+def _i32(v):
+    return jnp.asarray(v, jnp.int32)
+
+
+def _accumulate_levels(curve, sh: _PassShape, acc_seg: int, E, EK, Y, cnt):
+    """Levels of mode ACC until the level that finds at most ``acc_seg`` entries has written its sums into ``Y``
+    (each level: ``cnt`` entries of ``E`` keyed by ``EK`` -> ``2 ceil(cnt / acc_seg)`` partials)."""
+    from .pallas import bucket as pk
+
+    def body(carry):
+        cnt, _, E, EK, Y = carry
+        final = cnt <= acc_seg
+        prm = jnp.stack([_i32(pk.MODE_ACC), cnt, _i32(acc_seg), final.astype(jnp.int32)] + [_i32(0)] * 4)
+        P, PKn, Yn = sh.step(curve, "acc")(prm, EK, E, Y)
+        return (2 * ((cnt + acc_seg - 1) // acc_seg)).astype(jnp.int32), final, P, PKn, Yn
+
+    carry = (jnp.asarray(cnt, jnp.int32), jnp.asarray(False), E, EK, Y)
+    return lax.while_loop(lambda carry: ~carry[1], body, carry)[4]
+
+
+def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config: MsmConfig):
+    """Kernel 1 and stage 0 of :func:`_pallas_pass`: the bucket array ``(4 Lc, nbuf)`` of one pass."""
+    from .pallas import bucket as pk
+
+    M = keys.shape[0]
+    sh = _pass_shape(curve, plan, M, config)
+    Mp = sh.nseg * sh.seg
+    keys = jnp.concatenate([jnp.where(keys < plan.NB, keys, pk.SENT), jnp.full((Mp - M,), pk.SENT, jnp.int32)])
+    vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
+    Lc = sh.nrows // 4
     # point-major (n, 2 Lc): a gathered base is 2 Lc consecutive words
     brows = jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0).T
-    final1 = count <= seg
-    P1, PK1, Y = pk.accumulate_bases(curve, count, final1, keys, vals, brows, jnp.zeros((nrows, nbuf), jnp.uint32),
-                                     seg=seg, dbl_branch=_dbl_branch(config, curve), **kopts)
-    E = jnp.pad(P1, ((0, 0), (0, nbuf - 2 * nseg)))
-    EK = jnp.pad(PK1, (0, nbuf - 2 * nseg), constant_values=pk.SENT)
-    cnt0 = jnp.where(final1, 0, 2 * ((count + seg - 1) // seg)).astype(jnp.int32)
+    final1 = count <= sh.seg
+    P1, PK1, Y = pk.accumulate_bases(curve, count, final1, keys, vals, brows,
+                                     jnp.zeros((sh.nrows, sh.nbuf), jnp.uint32), seg=sh.seg,
+                                     dbl_branch=_dbl_branch(config, curve), **dict(sh.kopts))
+    if config.stages < 1:
+        return Y
+    E = jnp.pad(P1, ((0, 0), (0, sh.nbuf - 2 * sh.nseg)))
+    EK = jnp.pad(PK1, (0, sh.nbuf - 2 * sh.nseg), constant_values=pk.SENT)
+    cnt0 = jnp.where(final1, 0, 2 * ((count + sh.seg - 1) // sh.seg)).astype(jnp.int32)
+    return _accumulate_levels(curve, sh, config.acc_seg, E, EK, Y, cnt0)
 
+
+def _merge_buckets(curve, plan: Plan, M: int, config: MsmConfig, total, Y):
+    """``total + Y`` bucket by bucket (mode MERGE, in place over ``total``): the buckets of two chunks of points
+    of one window plan."""
+    from .pallas import bucket as pk
+
+    sh = _pass_shape(curve, plan, M, config)
+    prm = jnp.stack([_i32(pk.MODE_MERGE), _i32(plan.NB)] + [_i32(0)] * 6)
+    return sh.step(curve, "merge")(prm, jnp.zeros((sh.nbuf,), jnp.int32), Y, total)[2]
+
+
+def _pallas_reduce(curve, plan: Plan, M: int, config: MsmConfig, Y, prev: XYZZ) -> XYZZ:
+    """Stages 1-4 of :func:`_pallas_pass` on the bucket array ``Y`` of passes of ``M`` pairs."""
+    from .pallas import bucket as pk
+
+    sh = _pass_shape(curve, plan, M, config)
+    G, W, c = plan.G, plan.W, plan.c
+    stages, nbuf = config.stages, sh.nbuf
     ar = jnp.arange(nbuf, dtype=jnp.int32)
-    i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
-
-    def accumulate(E, EK, Y, cnt):
-        """Levels of mode ACC until the level that finds at most ``acc_seg`` entries has written its sums into
-        ``Y`` (each level: ``cnt`` entries of ``E`` keyed by ``EK`` -> ``2 ceil(cnt / acc_seg)`` partials)."""
-        def body(carry):
-            cnt, _, E, EK, Y = carry
-            final = cnt <= acc_seg
-            prm = jnp.stack([i32(pk.MODE_ACC), cnt, i32(acc_seg), final.astype(jnp.int32)] + [i32(0)] * 4)
-            P, PKn, Yn = step["acc"](prm, EK, E, Y)
-            return (2 * ((cnt + acc_seg - 1) // acc_seg)).astype(jnp.int32), final, P, PKn, Yn
-
-        carry = (jnp.asarray(cnt, jnp.int32), jnp.asarray(False), E, EK, Y)
-        return lax.while_loop(lambda carry: ~carry[1], body, carry)[4]
+    none = jnp.full((nbuf,), pk.SENT, jnp.int32)  # WROW and SHIFT read no keys
 
     def fresh():
-        return jnp.zeros((nrows, nbuf), jnp.uint32)
+        return jnp.zeros((sh.nrows, nbuf), jnp.uint32)
 
-    if stages >= 1:  # 0: partials -> buckets
-        Y = accumulate(E, EK, Y, cnt0)
     if stages >= 2:  # 1: buckets -> weighted rows
-        wrow = jnp.stack([i32(pk.MODE_WROW), i32(R1), i32(L1), i32(0), i32(c - 1), i32(0), i32(K), i32(0)])
-        Y = step["wrow"](wrow, EK, Y, fresh())[2]
+        wrow = jnp.stack([_i32(pk.MODE_WROW), _i32(sh.R1), _i32(sh.L1), _i32(0), _i32(c - 1), _i32(0), _i32(sh.K),
+                          _i32(0)])
+        Y = sh.step(curve, "wrow")(wrow, none, Y, fresh())[2]
     if stages >= 3:  # 2: rows -> window sums (key = row // K)
-        Y = accumulate(Y, jnp.where(ar < R1, ar // K, pk.SENT), fresh(), R1)
+        Y = _accumulate_levels(curve, sh, config.acc_seg, Y, jnp.where(ar < sh.R1, ar // sh.K, pk.SENT), fresh(),
+                               sh.R1)
     if stages >= 4:  # 3: window sums -> scaled by 2^(c w)
-        shift = jnp.stack([i32(pk.MODE_SHIFT), i32(G * W), i32(1), i32(0), i32(c * (W - 1)), i32(0), i32(c),
-                           i32(W)])
-        Y = step["shift"](shift, EK, Y, fresh())[2]
+        shift = jnp.stack([_i32(pk.MODE_SHIFT), _i32(G * W), _i32(1), _i32(0), _i32(c * (W - 1)), _i32(0), _i32(c),
+                           _i32(W)])
+        Y = sh.step(curve, "shift")(shift, none, Y, fresh())[2]
     if stages >= 5:  # 4: scaled windows + prev -> one sum per partition (key = partition)
-        z = Y[:, : G * W].reshape(nrows, G, W)
-        e = jnp.concatenate([z, xyzz_to_rows(curve, prev)[:, :, None]], axis=2).reshape(nrows, G * (W + 1))
+        z = Y[:, : G * W].reshape(sh.nrows, G, W)
+        e = jnp.concatenate([z, xyzz_to_rows(curve, prev)[:, :, None]], axis=2).reshape(sh.nrows, G * (W + 1))
         e = jnp.pad(e, ((0, 0), (0, nbuf - G * (W + 1))))
-        Y = accumulate(e, jnp.where(ar < G * (W + 1), ar // (W + 1), pk.SENT), fresh(), G * (W + 1))
+        Y = _accumulate_levels(curve, sh, config.acc_seg, e, jnp.where(ar < G * (W + 1), ar // (W + 1), pk.SENT),
+                               fresh(), G * (W + 1))
     return rows_to_xyzz(curve, Y, G)
+
+
+def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, config: MsmConfig) -> XYZZ:
+    """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket` (compiled: PTX carry-chain field
+    blocks, G2 with one block per Fq2 product; ``pallas_interpret``: the jnp field under the interpreter).
+
+    Kernel 1 accumulates the sorted pairs into the bucket array and a list of partials
+    (:func:`_pallas_buckets`). Then kernel 2 (one compiled kernel per mode) runs five stages in a straight line:
+    0 merge partials into buckets (levels of segmented accumulation until one segment is left: a
+    ``lax.while_loop`` over the levels), then (:func:`_pallas_reduce`) 1 weighted row sums of ``L1`` buckets
+    (``T + (k L1) S`` per row, mode WROW), 2 sum the ``K`` rows of each window (levels again), 3 scale window
+    ``w`` by ``2^(c w)`` (``c w`` doublings, mode SHIFT), 4 sum the windows of each partition and ``prev``
+    (levels). Each loop body is one kernel call whose outputs are the next level's inputs, so no stage change
+    passes a buffer through a conditional (XLA copies a conditional's passed-through operands: one
+    ``lax.switch`` over modes and stage changes in one loop copied the ``(4 Lc, nbuf)`` buffers at every step).
+    ``config.stages`` < 5 stops after that many stages (phase timing; the result is then not the MSM).
+    """
+    Y = _pallas_buckets(curve, plan, bases, keys, vals, count, config)
+    return _pallas_reduce(curve, plan, keys.shape[0], config, Y, prev)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -756,7 +814,7 @@ def msm(
     def run_group(args):
         bx, by, sc = args  # bx (*coord, [G,] n); sc (8, G, n)
 
-        def chunk_body(j, prev):
+        def chunk_args(j):
             lo = j * chunk
             scj = lax.dynamic_slice_in_dim(sc, lo, chunk, axis=2)
             bxj = lax.dynamic_slice_in_dim(bx, lo, chunk, axis=bx.ndim - 1)
@@ -764,12 +822,25 @@ def msm(
             if not shared:
                 bxj = bxj.reshape(bxj.shape[:nd] + (-1,))
                 byj = byj.reshape(byj.shape[:nd] + (-1,))
-            return one_pass(bxj, byj, scj, prev)
+            return bxj, byj, scj
 
         prev = _ident(F, (G,))
         if n_chunks == 1:
-            return chunk_body(0, prev)
-        return lax.fori_loop(0, n_chunks, chunk_body, prev)
+            return one_pass(*chunk_args(0), prev)
+        if config.kernel == "xla":
+            return lax.fori_loop(0, n_chunks, lambda j, prev: one_pass(*chunk_args(j), prev), prev)
+
+        # Pallas: the chunks share the window plan, so their bucket arrays add up (mode MERGE) and the buckets are
+        # reduced once, not once per chunk (the reduction stages were ~10 % of a 2^25-point chunk on the H200)
+        def bucket_body(j, total):
+            bxj, byj, scj = chunk_args(j)
+            keys, vals, count = sorted_pairs(scj, plan)
+            Y = _pallas_buckets(curve, plan, Affine(bxj, byj, None), keys, vals, count, config)
+            return _merge_buckets(curve, plan, plan.M, config, total, Y)
+
+        sh = _pass_shape(curve, plan, plan.M, config)
+        total = lax.fori_loop(0, n_chunks, bucket_body, jnp.zeros((sh.nrows, sh.nbuf), jnp.uint32))
+        return _pallas_reduce(curve, plan, plan.M, config, total, prev)
 
     n_groups = P // G
     if n_groups == 1:

@@ -327,6 +327,37 @@ def test_pallas_interpret_level1_addition_forms_give_the_same_msm(dbl_branch):
     assert jac_to_ref("g1", fn(bases, sc)) == [_expected("g1", r, s) for r, s in cases]
 
 
+def test_pallas_interpret_chunks_merge_their_buckets(rng):
+    """Points in chunks (pair budgets of 32 and of 16 points per pass: 2 and 4 chunks, one partition per pass):
+    the Pallas path adds each chunk's bucket array into the running one (mode MERGE) and reduces the buckets once.
+    The 16-point chunks are built so that the merge meets its cases: chunk 1 repeats chunk 0's points and scalars
+    (equal buckets: a doubling), chunk 2 holds their negatives with the same scalars (opposite buckets: the
+    identity), chunk 3 random points with bases at infinity and a zero scalar. Two partitions (``lax.map``), against
+    arkworks and the XLA path (which carries a running sum per chunk instead)."""
+    from cuzk_jax.reference.constants import P as Q
+
+    n, k = 64, 16
+    _, a, sa = random_case("g1", k, rng)
+    _, d, sd = random_case("g1", k, rng)
+    d[3] = d[9] = None
+    sd[5] = 0
+    refs0 = a + a + [(x, (Q - y) % Q) for x, y in a] + d
+    sc0 = sa + sa + sa + sd
+    _, refs1, sc1 = random_case("g1", n, rng)
+    sc1[k:2 * k] = sc1[:k]
+    refs1[k:2 * k] = refs1[:k]  # partition 1: only the doubling case
+    bases = cv.Affine(*[jnp.stack([getattr(affine_arrays("g1", r), f) for r in (refs0, refs1)], axis=-2)
+                        for f in ("x", "y", "inf")])
+    sc = jnp.stack([scalar_limbs(sc0), scalar_limbs(sc1)], axis=1)
+    want = [_expected("g1", refs0, sc0), _expected("g1", refs1, sc1)]
+    W = M.num_windows(M.window_bits(k))
+    for chunk in (2 * k, k):
+        assert M.pass_shape(2, n, chunk * W)[1:] == (1, chunk)
+        assert jac_to_ref("g1", M.msm_jit("g1", _INTERPRET, max_pairs=chunk * W)(bases, sc)) == want
+    assert jac_to_ref("g1", M.msm_jit("g1", MsmConfig("xla"), max_pairs=k * W)(bases, sc)) == want
+    assert want[0] == _expected("g1", a + d, sa + sd) != _expected("g1", d, sd)  # -a cancels one a
+
+
 @pytest.mark.slow  # the interpreted G2 kernels (~25 s on 2 cores)
 def test_pallas_interpret_level1_dbl_branch_g2():
     """The addition without its doubling case (not G2's default) on G2 (the Fq2 field in the kernel), with
@@ -554,6 +585,11 @@ def test_pallas_pass_lowers_without_conditionals():
     switched = _cuda_mlir(lambda x: jax.lax.switch(x[0] % 2, [lambda v: v + 1, lambda v: v * 2], x),
                           S((4,), jnp.int32))
     assert switched.count("stablehlo.case") == 1
+    # points in 4 chunks: one more kernel (mode MERGE, which reads the running bucket array), still no case
+    chunked = MsmConfig("pallas", max_pairs=(n // 4) * M.num_windows(M.window_bits(n // 4)))
+    assert M.pass_shape(1, n, chunked.max_pairs)[1:] == (1, n // 4)
+    text = _cuda_mlir(lambda b, s: M.msm(b, s, "g1", config=chunked), *args)
+    assert text.count("xla.gpu.triton") == 5 and text.count("stablehlo.case") == 0
 
 
 def test_kernels_lower_to_triton_with_the_split_products():

@@ -28,6 +28,9 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
     ``w`` scaled by ``2^(c w)``, ``e0 = 0``; precomputed window tables: every lane by ``2^c``, ``e0 = c``,
     ``W = 1``). This chain of ``c (W - 1)`` doublings on a handful of lanes is latency, not work, so it has its own
     branch with the dedicated doubling (dbl-2008-s-1: 9 products in 3 rounds against 15 in 4).
+  - mode ``MERGE``: ``Y_e + X_e`` (general addition) for the first ``n`` entries, two per lane, written over
+    ``Y``: the bucket array of one chunk of an MSM's points added into the sum of the earlier chunks' (the only
+    mode that reads ``Y``), so a chunked MSM reduces its buckets once (:func:`cuzk_jax.ops.msm.msm`).
 
 Every loop holds one addition site (operands are selected per step): kernel 1 holds one copy of the mixed
 addition, kernel 2 one copy of the general addition per branch (ACC, WROW) and the doubling (SHIFT).
@@ -65,7 +68,8 @@ SENT = np.int32(2**31 - 1)  # key of empty entries (sorts last)
 MODE_ACC = 0
 MODE_WROW = 1  # output T + m S per row, m = (r mod mp1) * L1
 MODE_SHIFT = 2  # output 2^e X_r per lane, e = e0 + mp1 * (r mod mp2)
-MODES = ("acc", "wrow", "shift")  # kernel branch names, in MODE_* order
+MODE_MERGE = 3  # output Y_e + X_e for every entry e < n (two per lane)
+MODES = ("acc", "wrow", "shift", "merge")  # kernel branch names, in MODE_* order
 NPRM = 8  # prm = [mode, count|rows|lanes, seg|L1, final, mbits, e0, mp1, mp2]
 DEFAULT_BLOCK = 64
 DEFAULT_NUM_WARPS = 2
@@ -275,7 +279,6 @@ def _acc_mixed_kernel(prm_ref, keys_ref, vals_ref, b_ref, yin_ref, p_ref, pk_ref
 
 
 def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, rep, block, modes=MODES):
-    del yin_ref
     pid = pl.program_id(0)
     lanes = pid * block + jnp.arange(block, dtype=jnp.int32)
     mode = prm_ref[0]
@@ -359,6 +362,24 @@ def _general_kernel(prm_ref, keys_ref, x_ref, yin_ref, p_ref, pk_ref, y_ref, *, 
 
             D_ = lax.fori_loop(0, mbits, body, tuple(D0))
             store_rows(y_ref, list(D_), jnp.where(live, lanes, trash), live)
+
+    # ---- MERGE ----
+    if "merge" in modes:
+        half = x_ref.shape[1] // 2  # the grid has one lane per two entries
+
+        @pl.when((mode == MODE_MERGE) & (pid * block < n))
+        def _():
+            trash = y_ref.shape[1] - 1
+
+            def body(h, carry):
+                e = lanes + h * half
+                live = e < n
+                at = jnp.where(live, e, 0)
+                r = add(rep.point(load_rows(yin_ref, nrows, at)), rep.point(load_rows(x_ref, nrows, at)))
+                store_rows(y_ref, rep.point_rows(r), jnp.where(live, e, trash), live)
+                return carry
+
+            lax.fori_loop(0, 2, body, 0)  # one addition site
 
 
 # ---------------------------------------------------------------------------------------------------------------
