@@ -38,8 +38,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import os
 import re
 import secrets
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple, Sequence
@@ -736,51 +738,67 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     witness batch), streamed and table MSMs, small eager ops.
     Why: at a 2^27 domain the first batch took ~30 s longer than the next ones even with every program in the
     persistent cache (tracing, lowering, loading); run this in a thread while the first witnesses are made or when
-    a daemon preloads a key. One device only (a mesh: nothing is compiled)."""
+    a daemon preloads a key. The programs compile side by side in threads named after the caller's
+    (:func:`_run_jobs`). One device only (a mesh: nothing is compiled)."""
     if rk.mesh is not None:
         return []
     P = max(1, batch or (rk.plan.batch if rk.plan is not None else 1))
     placed = None if rk.device is None else jax.sharding.SingleDeviceSharding(rk.device)
     spec = lambda *shape: jax.ShapeDtypeStruct(shape, jnp.uint32, sharding=placed)  # noqa: E731
-    progs, done = _programs(rk), []
-    staging.stack_rows.lower(tuple(spec(P, rk.num_vars) for _ in range(8)), rk.z_width or rk.num_vars).compile()
-    done.append("stage")
+    progs = _programs(rk)
     z = spec(8, P, rk.z_width or rk.num_vars)
+    # the evaluation is lowered here: the H step's shapes are its output's
     if isinstance(rk.r1cs, ops_r1cs.ChunkedR1CS):
         with jax.enable_x64(True):  # as evaluate_chunked traces it
             m = rk.eval_rows or rk.r1cs.num_chunks * rk.r1cs.rows_per_chunk
-            lowered = ops_r1cs.chunked_program.lower(rk.r1cs, z, m)
+            evaluate = ops_r1cs.chunked_program.lower(rk.r1cs, z, m)
     elif isinstance(rk.r1cs, ops_r1cs.TiledR1CS):
         with jax.enable_x64(True):  # as evaluate_tiled traces it
-            lowered = ops_r1cs.tiled_program.lower(rk.r1cs, z, rk.eval_rows)
+            evaluate = ops_r1cs.tiled_program.lower(rk.r1cs, z, rk.eval_rows)
     else:
-        lowered = progs["evaluate"].lower(rk.r1cs, z)
-    lowered.compile()
-    done.append("evaluate")
-    rows = lowered.out_info[0].shape[-1]
+        evaluate = progs["evaluate"].lower(rk.r1cs, z)
+    rows = evaluate.out_info[0].shape[-1]
     n = rk.domain_size
-    if _h_split(rk):
-        for lowered in ops_qap.lower_split(rows, n, P, config=rk.config.ntt, form=_qap_form(rk.qap),
-                                           sharding=placed).values():
-            lowered.compile()
-        progs["h_out"].lower(spec(8, P, n)).compile()
-    else:
-        progs["h"].lower(*(spec(8, P, rows),) * 3, rk.h_tables).compile()
-    done.append("h")
-    progs["from_mont"].lower(spec(8, P, rk.num_vars)).compile()
-    done.append("canonical_z")
-    if rk.host_bases is not None:
-        return done
-    for name, group in MSMS.items():
-        if name in rk.streamed or rk.tables.get(name) is not None:
-            continue
-        scalars = spec(8, P, int(np.shape(rk.queries[name].inf)[-1]))
-        if _may_split(rk.config) and name in SPLIT_QUERIES:
-            ops_split.classify_jit.lower(scalars).compile()
+
+    def h():
+        if _h_split(rk):
+            for lowered in ops_qap.lower_split(rows, n, P, config=rk.config.ntt, form=_qap_form(rk.qap),
+                                               sharding=placed).values():
+                lowered.compile()
+            progs["h_out"].lower(spec(8, P, n)).compile()
         else:
-            progs[group].lower(rk.queries[name], scalars).compile()
-        done.append(name)
-    return done
+            progs["h"].lower(*(spec(8, P, rows),) * 3, rk.h_tables).compile()
+
+    jobs = [("stage", None, lambda: staging.stack_rows.lower(tuple(spec(P, rk.num_vars) for _ in range(8)),
+                                                             rk.z_width or rk.num_vars).compile()),
+            ("evaluate", None, evaluate.compile), ("h", None, h),
+            ("canonical_z", None, lambda: progs["from_mont"].lower(spec(8, P, rk.num_vars)).compile())]
+    if rk.host_bases is None:
+        for name, group in MSMS.items():
+            if name in rk.streamed or rk.tables.get(name) is not None:
+                continue
+            scalars = spec(8, P, int(np.shape(rk.queries[name].inf)[-1]))
+            if _may_split(rk.config) and name in SPLIT_QUERIES:  # B1 and B2 share a shape: one compile
+                jobs.append((name, ("classify", scalars.shape),
+                             lambda s=scalars: ops_split.classify_jit.lower(s).compile()))
+            else:
+                jobs.append((name, None, lambda q=rk.queries[name], s=scalars, g=group: progs[g].lower(q, s).compile()))
+    return _run_jobs([(name, name if key is None else key, job) for name, key, job in jobs])
+
+
+def _run_jobs(jobs: list) -> list[str]:
+    """Run ``(name, key, thunk)`` jobs side by side, one thunk per distinct key, in threads named after the
+    calling thread (XLA releases the GIL while it compiles, so independent programs compile together; a program
+    two names share compiles once). Returns the names in order; raises the first failure in that order."""
+    unique = {}
+    for _, key, job in jobs:
+        unique.setdefault(key, job)
+    with ThreadPoolExecutor(max(1, min(len(unique), os.cpu_count() or 1)),
+                            thread_name_prefix=threading.current_thread().name) as pool:
+        futures = {key: pool.submit(job) for key, job in unique.items()}
+    for _, key, _ in jobs:
+        futures[key].result()
+    return [name for name, _, _ in jobs]
 
 
 def step_sizes(rk: ResidentKey, P: int) -> list[int]:
