@@ -143,9 +143,15 @@ def _coset_body(x, tables: HTables, *, log_n: int, config: NttConfig):
                           kernel_layout=True)
 
 
-def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, form: str):
+def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, form: str, scalars: bool = False):
     """``P = A B - C`` pointwise on the coset evaluations (pass order), natural order; for ``form == "arkworks"``
-    then the inverse transform (the forward one of the index-negated ``P``) and ``* tables.out``."""
+    then the inverse transform (the forward one of the index-negated ``P``) and ``* tables.out``.
+
+    ``scalars``: return what the H MSM takes instead -- canonical limbs (not Montgomery) and, for arkworks' form,
+    the first ``n - 1`` coefficients (bellman): the last scaling's small ``lo`` table is taken out of Montgomery
+    form here (``sqrt(n)`` entries), so that its Montgomery product leaves Montgomery form at no cost (``a R * b =
+    a b R`` but ``a R * (b / R) = a b``); snarkjs's form converts ``P`` where it is put in natural order. Saves the
+    separate conversion program over the whole batch."""
     if config.finish == "kernel":  # one Pallas pass over the three inputs (PTX blocks; NttConfig.finish)
         from cuzk_jax.ops.pallas import field_mul
 
@@ -156,9 +162,13 @@ def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, 
         P = F.map_last_axis(lambda a, b, c: f.sub(f.mul(a, b), c), ea, eb, ec)
     P = N.digit_reverse(P, N.plan(log_n, config.sub_log()))
     if form == "snarkjs":
-        return P
-    return N._passes_impl(_negate_index(P, P.shape[-1]), tables.roots, None, tables.out, log_n=log_n, config=config,
-                          kernel_layout=True)
+        return F.map_last_axis(F.fr.with_schedule(config.schedule).from_mont, P) if scalars else P
+    lo, hi = tables.out
+    if scalars:
+        lo = F.fr.with_schedule(config.schedule).from_mont(lo)
+    h = N._passes_impl(_negate_index(P, P.shape[-1]), tables.roots, None, (lo, hi), log_n=log_n, config=config,
+                       kernel_layout=True)
+    return h[..., : (1 << log_n) - 1] if scalars else h
 
 
 def _h_impl(abc, tables: HTables, *, log_n: int, nb: int, config: NttConfig, form: str):
@@ -240,13 +250,15 @@ def _coset_evaluations_impl(x, tables: HTables, *, n: int, config: NttConfig):
                        config=config).reshape(x.shape[:-1] + (n,))
 
 
-def _h_from_evaluations_impl(ea, eb, ec, tables: HTables, *, n: int, config: NttConfig, form: str):
+def _h_from_evaluations_impl(ea, eb, ec, tables: HTables, *, n: int, config: NttConfig, form: str,
+                             scalars: bool = False):
     flat = (x.reshape(LIMBS, -1, n) for x in (ea, eb, ec))
-    return _finish_body(*flat, tables, log_n=N.log2_size(n), config=config, form=form).reshape(ea.shape)
+    h = _finish_body(*flat, tables, log_n=N.log2_size(n), config=config, form=form, scalars=scalars)
+    return h.reshape(ea.shape[:-1] + h.shape[-1:])
 
 
 _coset_jit = jax.jit(_coset_evaluations_impl, static_argnames=("n", "config"))
-_finish_jit = jax.jit(_h_from_evaluations_impl, static_argnames=("n", "config", "form"))
+_finish_jit = jax.jit(_h_from_evaluations_impl, static_argnames=("n", "config", "form", "scalars"))
 
 
 def coset_evaluations(x, n: int, *, config: NttConfig | None = None, form: str = "arkworks",
@@ -264,17 +276,19 @@ def coset_evaluations(x, n: int, *, config: NttConfig | None = None, form: str =
 
 
 def h_from_evaluations(ea, eb, ec, n: int, *, config: NttConfig | None = None, form: str = "arkworks",
-                       tables: HTables | None = None):
+                       tables: HTables | None = None, scalars: bool = False):
     """:func:`coset_evaluations` of a, b, c -> what :func:`compute_h` (``form="arkworks"``) or
-    :func:`compute_h_snarkjs` (``form="snarkjs"``) returns for the zero-padded a, b, c: bit for bit the same."""
+    :func:`compute_h_snarkjs` (``form="snarkjs"``) returns for the zero-padded a, b, c: bit for bit the same.
+    ``scalars``: the H MSM's scalars instead -- the same values in canonical form, arkworks' form cut to its first
+    ``n - 1`` (see :func:`_finish_body`)."""
     config = NttConfig.coerce(config)
     tables = _tables_for(tables, n, form, COSET_GENERATOR, config, N._eager(ea))
     with jax.enable_x64(True):
-        return _finish_jit(ea, eb, ec, tables, n=n, config=config, form=form)
+        return _finish_jit(ea, eb, ec, tables, n=n, config=config, form=form, scalars=scalars)
 
 
 def lower_split(m: int, n: int, batch: int = 1, *, config: NttConfig | None = None, form: str = "arkworks",
-                sharding=None) -> dict:
+                sharding=None, scalars: bool = False) -> dict:
     """The split H step's programs lowered on abstract shapes (``m`` evaluations per partition, domain ``n``,
     ``batch`` partitions; ``sharding``: the inputs' placement, None for uncommitted arrays): ``{"coset": Lowered,
     "finish": Lowered}`` -- compiled ahead of the data (``pipeline.precompile``) or for reading XLA's buffer
@@ -284,7 +298,8 @@ def lower_split(m: int, n: int, batch: int = 1, *, config: NttConfig | None = No
     tables = table_specs(n, form=form, config=config, sharding=sharding)
     with jax.enable_x64(True):
         return {"coset": _coset_jit.lower(spec(m), tables, n=n, config=config),
-                "finish": _finish_jit.lower(spec(n), spec(n), spec(n), tables, n=n, config=config, form=form)}
+                "finish": _finish_jit.lower(spec(n), spec(n), spec(n), tables, n=n, config=config, form=form,
+                                            scalars=scalars)}
 
 
 def table_specs(n: int, *, form: str = "arkworks", config: NttConfig | None = None, sharding=None) -> HTables:
@@ -297,11 +312,12 @@ def table_specs(n: int, *, form: str = "arkworks", config: NttConfig | None = No
 
 
 def compute_h_split(a, b, c, n: int, *, config: NttConfig | None = None, form: str = "arkworks",
-                    tables: HTables | None = None):
+                    tables: HTables | None = None, scalars: bool = False):
     """:func:`compute_h` / :func:`compute_h_snarkjs` of a, b, c zero-padded to ``n``, as four programs (one per
     input, then the pointwise step and the last transform): the peak memory of one input's transform instead of
-    three. Eager only (each step is its own jitted program); ``tables`` as in :func:`coset_evaluations`."""
+    three. Eager only (each step is its own jitted program); ``tables`` as in :func:`coset_evaluations`;
+    ``scalars`` as in :func:`h_from_evaluations`."""
     config = NttConfig.coerce(config)
     tables = _tables_for(tables, n, form, COSET_GENERATOR, config, True)
     ea, eb, ec = (coset_evaluations(x, n, config=config, form=form, tables=tables) for x in (a, b, c))
-    return h_from_evaluations(ea, eb, ec, n, config=config, form=form, tables=tables)
+    return h_from_evaluations(ea, eb, ec, n, config=config, form=form, tables=tables, scalars=scalars)

@@ -470,7 +470,7 @@ def test_bench_memory_reports_each_programs_buffers():
 
     n, batch = 1 << 10, 2
     names = [p[0] for p in memory.programs(10, batch)]
-    assert names[:5] == ["evaluate", "h.coset", "h.finish", "h_out", "from_mont_z"]
+    assert names[:4] == ["evaluate", "h.coset", "h.finish", "from_mont_z"]
     assert {"msm_a.split", "msm_b2.plain", "msm_l.split", "msm_h.plain"} <= set(names)
     assert "msm_h.split" not in names  # H's scalars are dense: never the split MSM
     progs = {p[0]: p for p in memory.programs(10, batch)}
@@ -478,8 +478,7 @@ def test_bench_memory_reports_each_programs_buffers():
     rows = memory._scaled("rows", n)
     ma = progs["evaluate"][2]().compile().memory_analysis()
     assert 0 <= ma.output_size_in_bytes - (96 * batch * rows + 5 * batch) <= 64
-    for name, out_bytes in (("h.coset", 32 * batch * n),
-                            ("h.finish", 32 * batch * n), ("h_out", 32 * batch * (n - 1))):
+    for name, out_bytes in (("h.coset", 32 * batch * n), ("h.finish", 32 * batch * (n - 1))):  # the H scalars
         ma = progs[name][2]().compile().memory_analysis()
         assert ma.output_size_in_bytes == out_bytes, name
     rows = memory.run(types.SimpleNamespace(log_n=["10"], batch=batch, impl=["h", "msm_h"]))
@@ -520,7 +519,7 @@ def test_precompile_leaves_nothing_of_its_programs_to_compile(cube):
     finally:
         monitoring.unregister_event_duration_listener(listener)
     assert done == ["stage", "evaluate", "h", "canonical_z", "msm_a", "msm_b1", "msm_b2", "msm_l", "msm_h"]
-    want = {"stack_rows", "_evaluate_body", "_coset_evaluations_impl", "_h_from_evaluations_impl", "_h_out", "msm"}
+    want = {"stack_rows", "_evaluate_body", "_coset_evaluations_impl", "_h_from_evaluations_impl", "msm"}
     assert want <= {name.removeprefix("jit(").removesuffix(")") for name in ahead}, ahead
     main = {name.removeprefix("jit(").removesuffix(")") for thread, name in compiled}
     assert not main & want, main
@@ -684,5 +683,5 @@ def test_bench_h_parts_times_each_split_h_program():
     from cuzk_jax.bench import h
 
     rows = h.run(types.SimpleNamespace(impl=["parts"], log_n=["8"], batch=2, reps=1, warmup=0))
-    assert [r["part"] for r in rows] == ["ntt", "coset", "finish", "h_out", "split"]
+    assert [r["part"] for r in rows] == ["ntt", "coset", "finish", "split"]
     assert rows[0]["ntt_equiv"] == 1 and all(r["median_ms"] > 0 and r["batch"] == 2 for r in rows)

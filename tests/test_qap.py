@@ -120,6 +120,27 @@ def test_split_h_matches_reference(log_n, m):
         qap.coset_evaluations(to_arr(a), m // 2 if m > 2 else 1)
 
 
+@pytest.mark.parametrize("config", ["xla", "xla:sub=2"])
+def test_split_h_gives_the_msm_scalars(config):
+    """``scalars=True`` (the prover's split H step): the H MSM's scalars straight from the last program -- canonical
+    limbs, arkworks' form cut to its first ``n - 1`` coefficients, snarkjs's all ``n`` evaluations -- equal to the
+    reference, for one pass and for several (the output scaling after the digit reversal). The twin: read as
+    Montgomery limbs they are not the reference."""
+    rng = random.Random(77)
+    n, m = 1 << 6, 50
+    a, b, c = partitions(rng, m)
+    full = [[v + [0] * (n - m) for v in x] for x in (a, b, c)]
+    canon = lambda y: [encoding.limbs_to_ints(np.asarray(y)[:, p], "fr", montgomery=False) for p in range(2)]  # noqa: E731
+    args = (to_arr(a), to_arr(b), to_arr(c), n)
+    h = qap.compute_h_split(*args, config=config, scalars=True)
+    s = qap.compute_h_split(*args, config=config, form="snarkjs", scalars=True)
+    assert h.shape == (8, 2, n - 1) and s.shape == (8, 2, n)
+    for p in range(2):
+        assert canon(h)[p] == RN.compute_h(*(x[p] for x in full))[: n - 1]
+        assert canon(s)[p] == RN.compute_h_snarkjs(*(x[p] for x in full))
+    assert from_arr(h)[0] != RN.compute_h(*(x[0] for x in full))[: n - 1]
+
+
 @pytest.mark.parametrize("sub", [4, 2])
 def test_split_and_fused_h_with_several_passes(sub):
     """The split and the fused H programs with several XLA passes -- 2 digits of 4 bits (the 2-D transpose) and 4

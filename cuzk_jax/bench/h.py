@@ -9,9 +9,9 @@ first run. ``--log_n`` takes ``LOGN`` or ``LOGNxBATCH`` entries as ``--op=ntt``.
 
 ``--impl=parts`` instead times, in this process and on the default NTT config, the programs the prover's split H
 step runs (:func:`cuzk_jax.ops.qap.compute_h_split`, what a 2^27 partition uses): the coset evaluations of one
-input (``coset``, three per partition), the pointwise step with the last transform (``finish``), the canonical
-output (``h_out``), the whole split step (``split``), and one forward NTT of the domain (``ntt``) as the unit they
-are made of. Random Montgomery inputs, ``0.98 n`` evaluations per partition; rows: part, log_n, batch, first_s
+input (``coset``, three per partition), the pointwise step with the last transform and the canonical H-MSM
+scalars (``finish``; a separate conversion program ``h_out`` until session 23), the whole split step (``split``),
+and one forward NTT of the domain (``ntt``) as the unit they are made of. Random Montgomery inputs, ``0.98 n`` evaluations per partition; rows: part, log_n, batch, first_s
 (compile + first run), median_ms, ntt_equiv (median over the NTT row's). For finding where the H phase's time
 goes at sector scale (3.0 s per 2^27 partition against ~0.8 s of NTTs).
 
@@ -38,7 +38,6 @@ def _parts(log_n: int, batch: int, reps: int, warmup: int) -> list[dict]:
     import jax.numpy as jnp
 
     from cuzk_jax import bench
-    from cuzk_jax.groth16 import pipeline
     from cuzk_jax.ops import ntt as ops_ntt, qap
     from cuzk_jax.ops.config import NttConfig
 
@@ -50,7 +49,6 @@ def _parts(log_n: int, batch: int, reps: int, warmup: int) -> list[dict]:
     x = jax.random.bits(key, (8, batch, m), jnp.uint32).at[7].set(
         jax.random.bits(key, (batch, m), jnp.uint32) >> 3)
     full = jnp.pad(x, [(0, 0), (0, 0), (0, n - m)])
-    h_out = pipeline.device_programs(None, "bellman", n, config, None)["h_out"]
     ev = {}
 
     def coset():
@@ -58,8 +56,8 @@ def _parts(log_n: int, batch: int, reps: int, warmup: int) -> list[dict]:
         return ev["e"]
 
     parts = [("ntt", lambda: ops_ntt.ntt(full, config=config)), ("coset", coset),
-             ("finish", lambda: qap.h_from_evaluations(ev["e"], ev["e"], ev["e"], n, config=config)),
-             ("h_out", lambda: h_out(full)), ("split", lambda: qap.compute_h_split(x, x, x, n, config=config))]
+             ("finish", lambda: qap.h_from_evaluations(ev["e"], ev["e"], ev["e"], n, config=config, scalars=True)),
+             ("split", lambda: qap.compute_h_split(x, x, x, n, config=config, scalars=True))]
     rows, unit = [], None
     for name, fn in parts:
         t0 = time.perf_counter()

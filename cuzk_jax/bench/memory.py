@@ -63,7 +63,7 @@ def programs(log_n: int, batch: int, prover: str | None = None) -> list[tuple[st
         sh = (12, count) if group == "g1" else (2, 12, count)
         return curve.Affine(u32(*sh), u32(*sh), jax.ShapeDtypeStruct((count,), jnp.bool_))
 
-    split = qap.lower_split(rows, n, batch, config=ntt)
+    split = qap.lower_split(rows, n, batch, config=ntt, scalars=True)  # as the prover's split H step
     i32 = lambda *s: jax.ShapeDtypeStruct(s, jnp.int32)  # noqa: E731
     nnz = _scaled("nnz", n)
     # the flat one-shot evaluation (the layout of an untiled circuit whose nonzeros int32 can index)
@@ -72,7 +72,6 @@ def programs(log_n: int, batch: int, prover: str | None = None) -> list[tuple[st
     out = [("evaluate", rows, lambda: progs["evaluate"].lower(dr, u32(8, batch, nv)), None),
            ("h.coset", rows, lambda: split["coset"], None),
            ("h.finish", n, lambda: split["finish"], memplan.SPLIT_H_TEMP_BYTES * n * batch),
-           ("h_out", n, lambda: progs["h_out"].lower(u32(8, batch, n)), None),
            ("from_mont_z", nv, lambda: progs["from_mont"].lower(u32(8, batch, nv)), None)]
     counts = {q: _scaled(q, n) for q in ("msm_a", "msm_b1", "msm_b2", "msm_l")}
     counts["msm_h"] = n - 1

@@ -700,7 +700,7 @@ def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
     to_mont = jax.jit(functools.partial(ops_field.map_last_axis, ops_field.fr.to_mont), donate_argnums=0)
     if mesh is None:
         progs = {"evaluate": jax.jit(evaluate), "h": jax.jit(h), "from_mont": jax.jit(from_mont),
-                 "to_mont": to_mont, "h_out": jax.jit(functools.partial(_h_out, n=n, qap=qap))}
+                 "to_mont": to_mont}
         if msm != HOST_MSM:
             progs.update(g1=ops_msm.msm_jit("g1", msm), g2=ops_msm.msm_jit("g2", msm))
         return progs
@@ -763,9 +763,8 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
     def h():
         if _h_split(rk):
             for lowered in ops_qap.lower_split(rows, n, P, config=rk.config.ntt, form=_qap_form(rk.qap),
-                                               sharding=placed).values():
+                                               sharding=placed, scalars=True).values():
                 lowered.compile()
-            progs["h_out"].lower(spec(8, P, n)).compile()
         else:
             progs["h"].lower(*(spec(8, P, rows),) * 3, rk.h_tables).compile()
 
@@ -860,11 +859,10 @@ def h_scalars(rk: ResidentKey, az, bz, cz):
     domain up (one device): :func:`cuzk_jax.ops.qap.compute_h_split`'s four programs (one of a, b, c transformed
     at a time) instead of one -- the single program's temporaries at a 2^27 domain alone asked for 64 GiB on an
     H200 (the memory plan's ``per_partition_h`` models the split form where ``"auto"`` picks it)."""
-    progs = _programs(rk)
-    if _h_split(rk):
-        return progs["h_out"](ops_qap.compute_h_split(az, bz, cz, rk.domain_size, config=rk.config.ntt,
-                                                      form=_qap_form(rk.qap), tables=rk.h_tables))
-    return progs["h"](az, bz, cz, rk.h_tables)
+    if _h_split(rk):  # its last program gives the canonical scalars itself (no conversion over the batch)
+        return ops_qap.compute_h_split(az, bz, cz, rk.domain_size, config=rk.config.ntt, form=_qap_form(rk.qap),
+                                       tables=rk.h_tables, scalars=True)
+    return _programs(rk)["h"](az, bz, cz, rk.h_tables)
 
 
 def canonical_z(rk: ResidentKey, z):
