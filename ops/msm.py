@@ -608,13 +608,12 @@ def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config:
     # point-major (n, 2 Lc): a gathered base is 2 Lc consecutive words
     brows = jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0).T
     final1 = count <= sh.seg
-    P1, PK1, Y = pk.accumulate_bases(curve, count, final1, keys, vals, brows,
-                                     jnp.zeros((sh.nrows, sh.nbuf), jnp.uint32), seg=sh.seg,
-                                     dbl_branch=_dbl_branch(config, curve), **dict(sh.kopts))
+    # the partials come out as wide as the level buffers (no padded copy: a level reads only its live count)
+    E, EK, Y = pk.accumulate_bases(curve, count, final1, keys, vals, brows,
+                                   jnp.zeros((sh.nrows, sh.nbuf), jnp.uint32), seg=sh.seg,
+                                   dbl_branch=_dbl_branch(config, curve), width=sh.nbuf, **dict(sh.kopts))
     if config.stages < 1:
         return Y
-    E = jnp.pad(P1, ((0, 0), (0, sh.nbuf - 2 * sh.nseg)))
-    EK = jnp.pad(PK1, (0, sh.nbuf - 2 * sh.nseg), constant_values=pk.SENT)
     cnt0 = jnp.where(final1, 0, 2 * ((count + sh.seg - 1) // sh.seg)).astype(jnp.int32)
     return _accumulate_levels(curve, sh, config.acc_seg, E, EK, Y, cnt0)
 

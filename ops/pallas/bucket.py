@@ -406,7 +406,8 @@ ANY_SPEC = pl.BlockSpec(memory_space=pl.ANY)
 
 @x64
 def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, block=DEFAULT_BLOCK,
-                     num_warps=DEFAULT_NUM_WARPS, interpret=False, dbl_branch=False, g2_mul="rows", marked=False):
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False, dbl_branch=False, g2_mul="rows", marked=False,
+                     width: int | None = None):
     """Level-1 accumulation (kernel 1).
 
     ``count``: live pairs (int32 scalar); ``final``: bool scalar, true when a single lane holds every live pair
@@ -419,6 +420,9 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     program adds a point to itself (``MsmConfig.dbl_branch``; otherwise the unified mixed addition). ``g2_mul``:
     the compiled Fq2 product (``MsmConfig.g2_mul``). ``marked``: a value of ``-1`` is a pair without a base, whose
     operand is the point at infinity (the fixed-base method's zero digits, :mod:`cuzk_jax.ops.fixed_base`).
+    ``width`` (>= ``2 nseg``, default ``2 nseg``): the partial arrays' length, so that a caller whose next level
+    reads wider buffers gets them without a padded copy (entries past ``2 nseg`` are left unwritten: the next
+    level reads only its live count).
     """
     rep = Rep(curve, "array" if interpret else "limb", g2_mul)
     nrows = 4 * rep.Lc
@@ -426,6 +430,9 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     if size % (seg * block):
         raise ValueError(f"pair count {size} is not a multiple of seg * block = {seg * block}")
     nseg = size // seg
+    width = 2 * nseg if width is None else width
+    if width < 2 * nseg:
+        raise ValueError(f"width {width} is below the partial slots' 2 nseg = {2 * nseg}")
     prm = jnp.stack([jnp.int32(MODE_ACC), jnp.asarray(count, jnp.int32), jnp.int32(seg),
                      jnp.asarray(final, jnp.int32)] + [jnp.int32(0)] * (NPRM - 4))
     kernel = functools.partial(_acc_mixed_kernel, rep=rep, block=block, seg=seg, dbl_branch=bool(dbl_branch),
@@ -433,8 +440,8 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     return pl.pallas_call(
         kernel,
         out_shape=(
-            jax.ShapeDtypeStruct((nrows, 2 * nseg), jnp.uint32),
-            jax.ShapeDtypeStruct((2 * nseg,), jnp.int32),
+            jax.ShapeDtypeStruct((nrows, width), jnp.uint32),
+            jax.ShapeDtypeStruct((width,), jnp.int32),
             jax.ShapeDtypeStruct(buckets.shape, jnp.uint32),
         ),
         grid=(nseg // block,),
