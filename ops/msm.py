@@ -595,8 +595,16 @@ def _accumulate_levels(curve, sh: _PassShape, acc_seg: int, E, EK, Y, cnt):
     return lax.while_loop(lambda carry: ~carry[1], body, carry)[4]
 
 
-def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config: MsmConfig):
-    """Kernel 1 and stage 0 of :func:`_pallas_pass`: the bucket array ``(4 Lc, nbuf)`` of one pass."""
+def point_major(curve, bases: Affine):
+    """The bases as point-major rows ``(n, 2 Lc)`` uint32 (x limbs then y limbs; G2: c0 limbs then c1 limbs of
+    each): a gathered base is ``2 Lc`` consecutive words (the layout the Pallas kernels read bases in)."""
+    Lc = 24 if curve.coord_ndim == 2 else 12
+    return jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0).T
+
+
+def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config: MsmConfig, brows=None):
+    """Kernel 1 and stage 0 of :func:`_pallas_pass`: the bucket array ``(4 Lc, nbuf)`` of one pass (``brows``:
+    :func:`point_major` of ``bases`` when the caller has it already)."""
     from .pallas import bucket as pk
 
     M = keys.shape[0]
@@ -604,9 +612,7 @@ def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config:
     Mp = sh.nseg * sh.seg
     keys = jnp.concatenate([jnp.where(keys < plan.NB, keys, pk.SENT), jnp.full((Mp - M,), pk.SENT, jnp.int32)])
     vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
-    Lc = sh.nrows // 4
-    # point-major (n, 2 Lc): a gathered base is 2 Lc consecutive words
-    brows = jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0).T
+    brows = point_major(curve, bases) if brows is None else brows
     final1 = count <= sh.seg
     # the partials come out as wide as the level buffers (no padded copy: a level reads only its live count)
     E, EK, Y = pk.accumulate_bases(curve, count, final1, keys, vals, brows,
@@ -661,7 +667,8 @@ def _pallas_reduce(curve, plan: Plan, M: int, config: MsmConfig, Y, prev: XYZZ) 
     return rows_to_xyzz(curve, Y, G)
 
 
-def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, config: MsmConfig) -> XYZZ:
+def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, config: MsmConfig,
+                 brows=None) -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket` (compiled: PTX carry-chain field
     blocks, G2 with one block per Fq2 product; ``pallas_interpret``: the jnp field under the interpreter).
 
@@ -676,7 +683,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     ``lax.switch`` over modes and stage changes in one loop copied the ``(4 Lc, nbuf)`` buffers at every step).
     ``config.stages`` < 5 stops after that many stages (phase timing; the result is then not the MSM).
     """
-    Y = _pallas_buckets(curve, plan, bases, keys, vals, count, config)
+    Y = _pallas_buckets(curve, plan, bases, keys, vals, count, config, brows)
     return _pallas_reduce(curve, plan, keys.shape[0], config, Y, prev)
 
 
@@ -686,11 +693,12 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
 
 
 def run_pass(curve, plan: Plan, config: MsmConfig, bases: Affine, keys, vals, count, prev: XYZZ, *,
-             lanes=None) -> XYZZ:
-    """Steps 4-6 for one pass of sorted pairs with ``config`` (shared with :mod:`cuzk_jax.ops.msm_precomputed`)."""
+             lanes=None, brows=None) -> XYZZ:
+    """Steps 4-6 for one pass of sorted pairs with ``config`` (shared with :mod:`cuzk_jax.ops.msm_precomputed`;
+    ``brows``: the Pallas kernels' :func:`point_major` bases when the caller made them already)."""
     if config.kernel == "xla":
         return _xla_pass(rolled(curve), plan, machine_shape(plan, lanes), bases, keys, vals, count, prev)
-    return _pallas_pass(curve, plan, bases, keys, vals, count, prev, config)
+    return _pallas_pass(curve, plan, bases, keys, vals, count, prev, config, brows)
 
 
 def curve_of(group):

@@ -157,6 +157,8 @@ def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, b
     W, H = M.num_windows(c), 1 << (c - 1)
     NB = G * W * H
     affine_ones = config.ones == "affine"  # the ones summed apart (batch-affine), not in the merged list
+    # the kernels' point-major bases, made once for the ones' gathers and every round's pass
+    brows = M.point_major(curve, bases) if affine_ones else None
     L = (0 if affine_ones else G * n) + W * G * capacity  # merged list: every point a one + every other digit
     plan = M.Plan(G=G, n=-(-L // (G * W)), c=c, shared_bases=shared)
     g_ix = jnp.arange(G, dtype=jnp.int32)[:, None]
@@ -204,7 +206,7 @@ def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, b
         keys = keys.at[pos_o].set(okey, mode="drop")
         vals = vals.at[pos_o].set(oval, mode="drop")
         count = jnp.sum(q) + jnp.sum(o)
-        return M.run_pass(curve, plan, config, bases, keys, vals, count, prev, lanes=lanes)
+        return M.run_pass(curve, plan, config, bases, keys, vals, count, prev, lanes=lanes, brows=brows)
 
     def cond(st):
         k, _ = st
@@ -215,7 +217,7 @@ def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, b
         return k + 1, round_(k, prev)
 
     if affine_ones:
-        prev = _add_ones_affine(curve, config, bases, one, rank_1, n_one, base_ix, prev)
+        prev = _add_ones_affine(curve, config, brows, one, rank_1, n_one, base_ix, prev)
     _, out = lax.while_loop(cond, body, (jnp.int32(0), prev))
     return out
 
@@ -235,9 +237,10 @@ def _affine_ones_shape(n: int) -> tuple[int, int, int]:
     return K, min(AS.DEFAULT_RUN, K // (2 * block)), block
 
 
-def _add_ones_affine(curve, config: MsmConfig, bases: Affine, one, rank_1, n_one, base_ix, prev: XYZZ) -> XYZZ:
+def _add_ones_affine(curve, config: MsmConfig, brows, one, rank_1, n_one, base_ix, prev: XYZZ) -> XYZZ:
     """``prev[g] + sum of the bases whose scalar is one`` per partition ``g``: each partition's ones, in point
-    order, are gathered a slice at a time into point rows and summed by rounds of batch-affine additions
+    order, are gathered a slice at a time from the point-major bases ``brows`` (:func:`cuzk_jax.ops.msm.point_major`:
+    a base's words in a row, so a gather reads whole rows) and summed by rounds of batch-affine additions
     (:func:`cuzk_jax.ops.pallas.affine_sum.sum_points`); the slice sums are added into ``prev`` (XYZZ)."""
     from .pallas import affine_sum as AS
 
@@ -247,7 +250,6 @@ def _add_ones_affine(curve, config: MsmConfig, bases: Affine, one, rank_1, n_one
     interpret = config.kernel == "pallas_interpret"
     F = M.rolled(curve).field
     one_m = F.ones_like(prev.zz[..., 0])
-    bx, by = (a.reshape(Lc, -1) for a in (bases.x, bases.y))  # flat (Lc, bases): c0 limbs then c1 limbs (G2)
     # each partition's ones, compacted in point order: base indices (padded with index 0, masked below)
     src = jnp.zeros((G, n + K), jnp.int32).at[jnp.arange(G)[:, None], jnp.where(one, rank_1, n + K)].set(
         base_ix, mode="drop")
@@ -256,8 +258,7 @@ def _add_ones_affine(curve, config: MsmConfig, bases: Affine, one, rank_1, n_one
         g, acc = carry
         idx = lax.dynamic_slice_in_dim(src[g], s * K, K)
         live = s * K + jnp.arange(K, dtype=jnp.int32) < n_one[g]
-        rows = jnp.where(live[None], jnp.concatenate([jnp.take(bx, idx, axis=1), jnp.take(by, idx, axis=1)]),
-                         jnp.uint32(0))  # zero columns: points at infinity
+        rows = jnp.where(live[:, None], jnp.take(brows, idx, axis=0), jnp.uint32(0))  # zero rows: infinity
         x, y = AS.sum_points(curve, rows, jnp.minimum(n_one[g] - s * K, K), run=run, block=block,
                              interpret=interpret)
         shape = (2, 12) if curve.coord_ndim == 2 else (12,)

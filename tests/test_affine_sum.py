@@ -21,12 +21,12 @@ from test_affine_kernel import _coord_rows
 
 
 def _rows(curve, points, width):
-    """Reference affine points (None = infinity) -> ``(2 Lc, width)`` rows, zero past the points."""
+    """Reference affine points (None = infinity) -> the point-major ``(width, 2 Lc)`` array, zero past the points."""
     g2 = curve.coord_ndim == 2
     zero = (0, 0) if g2 else 0
     xs = [zero if p is None else p[0] for p in points] + [zero] * (width - len(points))
     ys = [zero if p is None else p[1] for p in points] + [zero] * (width - len(points))
-    return jnp.asarray(np.concatenate([_coord_rows(xs, g2), _coord_rows(ys, g2)]))
+    return jnp.asarray(np.concatenate([_coord_rows(xs, g2), _coord_rows(ys, g2)]).T)
 
 
 def _sum(curve, points):
@@ -75,7 +75,7 @@ def test_pair_round_layout_and_bad_width():
     pts = [g.mul(g.generator, rnd.randrange(1, R)) for _ in range(5)]
     rows = AS.pair_round(curve, _rows(curve, pts, 64), jnp.int32(5), run=8, block=4, interpret=True)
     want = [g.add(pts[0], pts[3]), g.add(pts[1], pts[4]), pts[2]]
-    assert [_got(curve, rows[:12, e], rows[12:, e]) for e in range(3)] == want
+    assert [_got(curve, rows[e, :12], rows[e, 12:]) for e in range(3)] == want
     with pytest.raises(ValueError, match="multiple of 2 \\* block \\* run"):
         AS.pair_round(curve, _rows(curve, pts, 48), jnp.int32(5), run=8, block=4, interpret=True)
 
@@ -90,7 +90,7 @@ def test_kernel_and_split_msm_lower_for_cuda():
     Sd = jax.ShapeDtypeStruct
     for group, Lc in (("g1", 12), ("g2", 24)):
         text = _cuda_mlir(lambda rows, c, g=group: AS.sum_points(C.CURVES[g], rows, c),
-                          Sd((2 * Lc, 2 * AS.DEFAULT_BLOCK * AS.DEFAULT_RUN), jnp.uint32), Sd((), jnp.int32))
+                          Sd((2 * AS.DEFAULT_BLOCK * AS.DEFAULT_RUN, 2 * Lc), jnp.uint32), Sd((), jnp.int32))
         assert text.count("xla.gpu.triton") == 1 and "madc.hi.cc.u32" in text
     n = 1 << 12
     args = (C.Affine(Sd((12, n), jnp.uint32), Sd((12, n), jnp.uint32), Sd((n,), jnp.bool_)), Sd((8, n), jnp.uint32))

@@ -7,11 +7,12 @@ whose inversions are shared (Montgomery's trick) cost about 7 products each (3 f
 inversion, against 10-11 for the XYZZ mixed addition of the bucket kernels: the batch-affine accumulation of the
 ZPrize MSM winners, here where no bucket order constrains it.
 
-Round: ``c`` points in columns ``[0, c)`` of the point rows (``2 Lc`` uint32 rows: x then y, Montgomery form; the
+Round: ``c`` points in entries ``[0, c)`` of the point array (point-major ``(N, 2 Lc)`` uint32: x limbs then y
+limbs of a point in one row of 96 / 192 bytes, the layout of the MSM kernels' gathered bases; Montgomery form; the
 point at infinity is all zeros -- ``(0, 0)`` lies on neither BLS12-381 curve, ``y^2 = x^3 + 4`` / ``+ 4 (1 + i)``);
-``h = ceil(c / 2)``. Pair ``e < floor(c / 2)`` adds column ``e + h`` into column ``e``, in place (no lane reads a
-column another lane writes); for odd ``c`` column ``h - 1`` is unpaired and stays. The next round has ``h``
-points; :func:`sum_points` loops rounds until one is left.
+``h = ceil(c / 2)``. Pair ``e < floor(c / 2)`` adds entry ``e + h`` into entry ``e``, in place (no lane reads an
+entry another lane writes); for odd ``c`` entry ``h - 1`` is unpaired and stays. The next round has ``h`` points;
+:func:`sum_points` loops rounds until one is left.
 
 Per pair: ``P = (x1, y1)``, ``Q = (x2, y2)``; ``lambda = (y2 - y1) / (x2 - x1)``, or ``3 x1^2 / (2 y1)`` when
 ``P = Q``; ``x3 = lambda^2 - x1 - x2``, ``y3 = lambda (x1 - x3) - y1``. An operand at infinity gives the other,
@@ -44,28 +45,33 @@ DEFAULT_NUM_WARPS = 2
 
 def _kernel(bits_ref, prm_ref, pin_ref, pout_ref, pre_ref, *, rep, block: int, lanes_total: int):
     pid = pl.program_id(0)
-    lane = pid * block + jnp.arange(block, dtype=jnp.int32)
-    F, B, Lc = rep.F, rep.B, rep.Lc
     pairs, half, steps = prm_ref[0], prm_ref[1], prm_ref[2]
+
+    @pl.when(pid * block < pairs)  # a program whose lanes hold no pair (the late rounds) returns at once
+    def _():
+        _round(bits_ref, pin_ref, pout_ref, pre_ref, pid * block + jnp.arange(block, dtype=jnp.int32), pairs, half,
+               steps, rep=rep, block=block, lanes_total=lanes_total)
+
+
+def _round(bits_ref, pin_ref, pout_ref, pre_ref, lane, pairs, half, steps, *, rep, block: int, lanes_total: int):
+    F, B, Lc = rep.F, rep.B, rep.Lc
     nbits = bits_ref.shape[0]
 
-    def operands(j):
-        """Pair ``j L + l``: its column, liveness, both points, the case masks, the denominator (its Fq norm for
-        G2) and the numerator."""
+    def operands(j, with_num: bool):
+        """Pair ``j L + l``: its entry, liveness, both points, the case masks, the denominator and its Fq form
+        (G2: the norm) and, ``with_num`` (the backward walk), the numerator."""
         e = j * lanes_total + lane
         live = e < pairs
         at = jnp.where(live, e, 0)
-        x1 = rep.elem(pk.load_rows(pin_ref, Lc, at))
-        y1 = rep.elem(pk.load_rows(pin_ref, Lc, at, start=Lc))
-        x2 = rep.elem(pk.load_rows(pin_ref, Lc, at + half))
-        y2 = rep.elem(pk.load_rows(pin_ref, Lc, at + half, start=Lc))
+        x1 = rep.elem(pk.load_rows(pin_ref, Lc, at, major="point"))
+        y1 = rep.elem(pk.load_rows(pin_ref, Lc, at, major="point", start=Lc))
+        x2 = rep.elem(pk.load_rows(pin_ref, Lc, at + half, major="point"))
+        y2 = rep.elem(pk.load_rows(pin_ref, Lc, at + half, major="point", start=Lc))
         pinf = F.is_zero(x1) & F.is_zero(y1)
         qinf = F.is_zero(x2) & F.is_zero(y2)
         same_x = F.is_zero(F.sub(x2, x1))
         dbl = same_x & F.is_zero(F.sub(y2, y1)) & ~pinf
         trivial = pinf | qinf | (same_x & ~dbl) | ~live  # the other operand, or infinity: no inversion
-        (xx,) = F.mul_many([(x1, x1)])
-        num = F.select(dbl, F.mul_small(xx, 3), F.sub(y2, y1))
         den = F.select(dbl, F.double(y1), F.sub(x2, x1))
         if rep.g2:
             s0, s1 = B.mul_many([(den[0], den[0]), (den[1], den[1])])
@@ -73,10 +79,14 @@ def _kernel(bits_ref, prm_ref, pin_ref, pout_ref, pre_ref, *, rep, block: int, l
         else:
             d = den
         d = B.select(trivial, B.ones_like(d), d)
-        return e, live, x1, y1, x2, y2, pinf, qinf, dbl, trivial, num, den, d
+        num = None
+        if with_num:
+            (xx,) = F.mul_many([(x1, x1)])
+            num = F.select(dbl, F.mul_small(xx, 3), F.sub(y2, y1))
+        return e, live, x1, y1, x2, y2, pinf, qinf, trivial, num, den, d
 
     def forward(j, acc):
-        e, live, *_, d = operands(j)
+        e, live, *_, d = operands(j, False)
         pk.store_rows(pre_ref, list(acc), e, live)
         (acc,) = B.mul_many([(rep.base_elem(acc), d)])
         return tuple(rep.base_rows(acc))
@@ -93,7 +103,7 @@ def _kernel(bits_ref, prm_ref, pin_ref, pout_ref, pre_ref, *, rep, block: int, l
 
     def backward(jj, inv):
         inv = rep.base_elem(inv)
-        e, live, x1, y1, x2, y2, pinf, qinf, dbl, trivial, num, den, d = operands(steps - 1 - jj)
+        e, live, x1, y1, x2, y2, pinf, qinf, trivial, num, den, d = operands(steps - 1 - jj, True)
         before = rep.base_elem(pk.load_rows(pre_ref, 12, jnp.where(live, e, 0)))
         inv_d, inv = B.mul_many([(inv, before), (inv, d)])  # 1 / d_j, then 1 / (d_0 .. d_(j-1))
         if rep.g2:  # 1 / den = conj(den) / N(den)
@@ -110,9 +120,9 @@ def _kernel(bits_ref, prm_ref, pin_ref, pout_ref, pre_ref, *, rep, block: int, l
         cancel = trivial & ~pinf & ~qinf  # P = -Q (a dead lane writes nothing)
         x = F.select(pinf, x2, F.select(qinf, x1, F.select(cancel, zero, x3)))
         y = F.select(pinf, y2, F.select(qinf, y1, F.select(cancel, zero, y3)))
-        # a dead lane's column is its own (e >= pairs: no live lane writes it; the interpreter's masked scatter
+        # a dead lane's entry is its own (e >= pairs: no live lane writes it; the interpreter's masked scatter
         # writes the old value back)
-        pk.store_rows(pout_ref, rep.rows(x) + rep.rows(y), e, live)
+        pk.store_rows(pout_ref, rep.rows(x) + rep.rows(y), e, live, major="point")
         return tuple(rep.base_rows(inv))
 
     lax.fori_loop(0, steps, backward, inv)
@@ -121,13 +131,13 @@ def _kernel(bits_ref, prm_ref, pin_ref, pout_ref, pre_ref, *, rep, block: int, l
 @x64
 def pair_round(curve, rows, count, *, run: int = DEFAULT_RUN, block: int = DEFAULT_BLOCK,
                num_warps: int = DEFAULT_NUM_WARPS, interpret: bool = False):
-    """One round on the point rows ``rows`` (``(2 Lc, N)`` uint32, ``N`` a multiple of ``2 block run``): the
-    ``count`` points in columns ``[0, count)`` (a traced int32) become ``ceil(count / 2)`` in columns
-    ``[0, ceil(count / 2))`` (see the module docstring); the rows come back updated in place."""
+    """One round on the point array ``rows`` (``(N, 2 Lc)`` uint32, ``N`` a multiple of ``2 block run``): the
+    ``count`` points in entries ``[0, count)`` (a traced int32) become ``ceil(count / 2)`` in entries
+    ``[0, ceil(count / 2))`` (see the module docstring); the array comes back updated in place."""
     rep = pk.Rep(curve, "array" if interpret else "limb")
-    n = rows.shape[1]
+    n = rows.shape[0]
     if n % (2 * block * run):
-        raise ValueError(f"pair_round: {n} columns are not a multiple of 2 * block * run = {2 * block * run}")
+        raise ValueError(f"pair_round: {n} points are not a multiple of 2 * block * run = {2 * block * run}")
     lanes_total = n // (2 * run)
     count = jnp.asarray(count, jnp.int32)
     pairs, half = count // 2, (count + 1) // 2
@@ -148,14 +158,14 @@ def pair_round(curve, rows, count, *, run: int = DEFAULT_RUN, block: int = DEFAU
 
 
 def sum_points(curve, rows, count, **kw):
-    """The sum of the ``count`` affine points in columns ``[0, count)`` of ``rows`` (:func:`pair_round`'s layout;
-    zero columns are points at infinity): rounds until one point is left, in a ``lax.while_loop`` over one
-    compiled kernel. Returns its ``(x, y)`` as ``(Lc,)`` limb rows (all zero: the point at infinity)."""
-    Lc = rows.shape[0] // 2
+    """The sum of the ``count`` affine points in entries ``[0, count)`` of ``rows`` (:func:`pair_round`'s layout;
+    zero entries are points at infinity): rounds until one point is left, in a ``lax.while_loop`` over one
+    compiled kernel. Returns its ``(x, y)`` as ``(Lc,)`` limbs (all zero: the point at infinity)."""
+    Lc = rows.shape[1] // 2
 
     def body(carry):
         c, rows = carry
         return (c + 1) // 2, pair_round(curve, rows, c, **kw)
 
     _, rows = lax.while_loop(lambda carry: carry[0] > 1, body, (jnp.asarray(count, jnp.int32), rows))
-    return rows[:Lc, 0], rows[Lc:, 0]
+    return rows[0, :Lc], rows[0, Lc:]
