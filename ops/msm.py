@@ -558,8 +558,6 @@ class _PassShape:
 
 
 def _pass_shape(curve, plan: Plan, M: int, config: MsmConfig) -> _PassShape:
-    from .pallas import bucket as pk
-
     block = config.block or pallas_block(M)
     seg = config.seg or pallas_seg(M)
     nseg = -(-M // (seg * block)) * block

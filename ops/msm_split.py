@@ -246,7 +246,6 @@ def _add_ones_affine(curve, config: MsmConfig, brows, one, rank_1, n_one, base_i
 
     G, n = one.shape
     K, run, block = _affine_ones_shape(n)
-    Lc = 24 if curve.coord_ndim == 2 else 12
     interpret = config.kernel == "pallas_interpret"
     F = M.rolled(curve).field
     one_m = F.ones_like(prev.zz[..., 0])
