@@ -36,7 +36,7 @@ from jax.experimental import pallas as pl
 
 from cuzk_jax.ops.field import x64
 from cuzk_jax.ops.pallas import bucket as pk
-from cuzk_jax.ops.pallas.affine import _fq2, fermat_bits
+from cuzk_jax.ops.pallas.affine import fermat_bits, fermat_inverse, fq_denominator, inverse_from, one_rows
 
 DEFAULT_RUN = 256
 DEFAULT_BLOCK = 64
@@ -55,7 +55,6 @@ def _kernel(bits_ref, prm_ref, pin_ref, pout_ref, pre_ref, *, rep, block: int, l
 
 def _round(bits_ref, pin_ref, pout_ref, pre_ref, lane, pairs, half, steps, *, rep, block: int, lanes_total: int):
     F, B, Lc = rep.F, rep.B, rep.Lc
-    nbits = bits_ref.shape[0]
 
     def operands(j, with_num: bool):
         """Pair ``j L + l``: its entry, liveness, both points, the case masks, the denominator and its Fq form
@@ -73,11 +72,7 @@ def _round(bits_ref, pin_ref, pout_ref, pre_ref, lane, pairs, half, steps, *, re
         dbl = same_x & F.is_zero(F.sub(y2, y1)) & ~pinf
         trivial = pinf | qinf | (same_x & ~dbl) | ~live  # the other operand, or infinity: no inversion
         den = F.select(dbl, F.double(y1), F.sub(x2, x1))
-        if rep.g2:
-            s0, s1 = B.mul_many([(den[0], den[0]), (den[1], den[1])])
-            d = B.add(s0, s1)
-        else:
-            d = den
+        d = fq_denominator(rep, den)
         d = B.select(trivial, B.ones_like(d), d)
         num = None
         if with_num:
@@ -91,27 +86,15 @@ def _round(bits_ref, pin_ref, pout_ref, pre_ref, lane, pairs, half, steps, *, re
         (acc,) = B.mul_many([(rep.base_elem(acc), d)])
         return tuple(rep.base_rows(acc))
 
-    one = tuple(rep.base_rows(B.ones_like(rep.base_elem([jnp.zeros((block,), jnp.uint32)] * 12))))
-    total = rep.base_elem(lax.fori_loop(0, steps, forward, one))
-
-    def fermat(i, a):  # a <- a^2, times the lane's total where bit i of q - 2 is set (a branch: the same bit for all)
-        (sq,) = B.mul_many([(rep.base_elem(a), rep.base_elem(a))])
-        return lax.cond(bits_ref[i] != 0, lambda: tuple(rep.base_rows(B.mul_many([(sq, total)])[0])),
-                        lambda: tuple(rep.base_rows(sq)))
-
-    inv = lax.fori_loop(0, nbits, fermat, one)
+    total = rep.base_elem(lax.fori_loop(0, steps, forward, one_rows(rep, block)))
+    inv = fermat_inverse(rep, bits_ref, total, block)
 
     def backward(jj, inv):
         inv = rep.base_elem(inv)
         e, live, x1, y1, x2, y2, pinf, qinf, trivial, num, den, d = operands(steps - 1 - jj, True)
         before = rep.base_elem(pk.load_rows(pre_ref, 12, jnp.where(live, e, 0)))
         inv_d, inv = B.mul_many([(inv, before), (inv, d)])  # 1 / d_j, then 1 / (d_0 .. d_(j-1))
-        if rep.g2:  # 1 / den = conj(den) / N(den)
-            u0, u1 = B.mul_many([(den[0], inv_d), (den[1], inv_d)])
-            inv_den = _fq2(rep, u0, B.neg(u1))
-        else:
-            inv_den = inv_d
-        (lam,) = F.mul_many([(num, inv_den)])
+        (lam,) = F.mul_many([(num, inverse_from(rep, den, inv_d))])
         (ll,) = F.mul_many([(lam, lam)])
         x3 = F.sub(F.sub(ll, x1), x2)
         (t,) = F.mul_many([(lam, F.sub(x1, x3))])
