@@ -23,7 +23,6 @@ Progress: each phase (host scalars, G1 points, G2 points, key assembly) is logge
 from __future__ import annotations
 
 import logging
-import os
 import random
 import secrets
 import concurrent.futures
@@ -382,9 +381,10 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
 
 
 def _start_compiles(jobs: dict, seconds: dict) -> dict:
-    """Name -> future of each compile thunk of ``jobs``, run in threads (``setup-compile-*``; compiling releases
-    the GIL, so the programs compile while the caller keeps the device busy); ``seconds[name]``: each one's
-    compile time once it is done."""
+    """Name -> future of each compile thunk of ``jobs``, each in a thread of its own (``setup-compile-*``:
+    compiling releases the GIL, so the programs compile while the caller keeps the device busy, and a long compile
+    -- the bucket programs take minutes on a GPU -- never queues a short one behind it); ``seconds[name]``: each
+    one's compile time once it is done."""
     if not jobs:
         return {}
 
@@ -394,8 +394,7 @@ def _start_compiles(jobs: dict, seconds: dict) -> dict:
         seconds[name] = round(time.perf_counter() - t0, 3)
         log.info("setup: compiled %s in %.2fs", name, seconds[name])
 
-    pool = concurrent.futures.ThreadPoolExecutor(min(len(jobs), max(2, os.cpu_count() or 2)),
-                                                 thread_name_prefix="setup-compile")
+    pool = concurrent.futures.ThreadPoolExecutor(len(jobs), thread_name_prefix="setup-compile")
     futures = {name: pool.submit(timed, name, job) for name, job in jobs.items()}
     pool.shutdown(wait=False)
     return futures
@@ -481,14 +480,14 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     jobs = {}
     if precompile is None:
         precompile = jax.default_backend() != "cpu"
-    if precompile:
-        jobs = {c.name: functools.partial(fixed_base.precompile_bucket, c, window=window, chunk=chunk,
-                                          inv_chunk=inv_chunk, fermat_window=fermat_window)
-                for c, p in ((C.g1, p1), (C.g2, p2)) if p == "bucket"}
-        jobs.update(S.compile_jobs(
+    if precompile:  # the scalar programs first: they are needed first (and each thread takes one job)
+        jobs = S.compile_jobs(
             (lag_lo, lag_hi, lag_a, tau_m, k_m), (h_lo, h_hi, h_a), chunk=sc, lag_width=-(-m // sc) * sc,
             nnz=[len(mat.cols) + len(tail.cols) for mat, tail in zip(r1cs.matrices(), inputs)],
-            num_coeffs=coeffs.shape[1], num_vars=num_vars, num_inputs=num_inputs))
+            num_coeffs=coeffs.shape[1], num_vars=num_vars, num_inputs=num_inputs)
+        jobs.update({c.name: functools.partial(fixed_base.precompile_bucket, c, window=window, chunk=chunk,
+                                               inv_chunk=inv_chunk, fermat_window=fermat_window)
+                     for c, p in ((C.g1, p1), (C.g2, p2)) if p == "bucket"})
     timings = timings if timings is not None else {}
     compile_s: dict = {}
     compiling = _start_compiles(jobs, compile_s)
