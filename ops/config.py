@@ -94,11 +94,6 @@ class MsmConfig:
     ``"rows"`` (default) -- its three schoolbook products row by row, each row a low-half and a dependent high-half
     chain; ``"split"`` -- each row's even and odd limbs in two independent chains (as the Fq product);
     ``"split_redc"`` -- its two Montgomery reductions too. An A/B switch until a GPU run decides; same results.
-    ``ones``: how the split MSM (:mod:`cuzk_jax.ops.msm_split`) sums the bases whose scalar is one: ``"bucket"``
-    (default) -- as one run of the merged list through the accumulation kernel (XYZZ mixed additions);
-    ``"affine"`` -- gathered, then rounds of batch-affine additions with one inversion per lane
-    (:mod:`cuzk_jax.ops.pallas.affine_sum`; Pallas kernels only). An A/B switch until a GPU run decides; same
-    group element.
     The XLA kernel reads none of the other Pallas fields.
     """
 
@@ -111,15 +106,10 @@ class MsmConfig:
     max_pairs: int | None = None
     dbl_branch: int | None = None
     g2_mul: str = "rows"
-    ones: str = "bucket"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown MsmConfig kernel {self.kernel!r}; expected one of {KERNELS}")
-        if self.ones not in ("bucket", "affine"):
-            raise ValueError(f"MsmConfig.ones must be bucket or affine, got {self.ones!r}")
-        if self.ones == "affine" and self.kernel == "xla":
-            raise ValueError("MsmConfig.ones=affine needs the Pallas kernels (pallas or pallas_interpret)")
         for name in ("block", "warps", "seg", "max_pairs"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v <= 0):
@@ -143,15 +133,14 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M:dbl_branch=0|1:g2_mul=rows|split|split_redc:ones=bucket|affine`` (positive ints unless
-        stated)."""
+        stages=K:max_pairs=M:dbl_branch=0|1:g2_mul=rows|split|split_redc`` (positive ints unless stated)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}
         for key, val in pairs:
             if key not in keys:
                 raise ValueError(f"unknown MsmConfig option {key!r} in {text!r}; expected one of {sorted(keys)}")
-            if key in ("g2_mul", "ones"):
+            if key == "g2_mul":
                 kw[key] = val
                 continue
             kw[key] = int(val) if key in ("stages", "dbl_branch") and val.isdigit() else _int(key, val, text)

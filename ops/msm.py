@@ -600,9 +600,8 @@ def point_major(curve, bases: Affine):
     return jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0).T
 
 
-def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config: MsmConfig, brows=None):
-    """Kernel 1 and stage 0 of :func:`_pallas_pass`: the bucket array ``(4 Lc, nbuf)`` of one pass (``brows``:
-    :func:`point_major` of ``bases`` when the caller has it already)."""
+def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config: MsmConfig):
+    """Kernel 1 and stage 0 of :func:`_pallas_pass`: the bucket array ``(4 Lc, nbuf)`` of one pass."""
     from .pallas import bucket as pk
 
     M = keys.shape[0]
@@ -610,7 +609,7 @@ def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config:
     Mp = sh.nseg * sh.seg
     keys = jnp.concatenate([jnp.where(keys < plan.NB, keys, pk.SENT), jnp.full((Mp - M,), pk.SENT, jnp.int32)])
     vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
-    brows = point_major(curve, bases) if brows is None else brows
+    brows = point_major(curve, bases)
     final1 = count <= sh.seg
     # the partials come out as wide as the level buffers (no padded copy: a level reads only its live count)
     E, EK, Y = pk.accumulate_bases(curve, count, final1, keys, vals, brows,
@@ -665,8 +664,7 @@ def _pallas_reduce(curve, plan: Plan, M: int, config: MsmConfig, Y, prev: XYZZ) 
     return rows_to_xyzz(curve, Y, G)
 
 
-def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, config: MsmConfig,
-                 brows=None) -> XYZZ:
+def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ, config: MsmConfig) -> XYZZ:
     """Steps 4-6 with the Pallas kernels of :mod:`cuzk_jax.ops.pallas.bucket` (compiled: PTX carry-chain field
     blocks, G2 with one block per Fq2 product; ``pallas_interpret``: the jnp field under the interpreter).
 
@@ -681,7 +679,7 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
     ``lax.switch`` over modes and stage changes in one loop copied the ``(4 Lc, nbuf)`` buffers at every step).
     ``config.stages`` < 5 stops after that many stages (phase timing; the result is then not the MSM).
     """
-    Y = _pallas_buckets(curve, plan, bases, keys, vals, count, config, brows)
+    Y = _pallas_buckets(curve, plan, bases, keys, vals, count, config)
     return _pallas_reduce(curve, plan, keys.shape[0], config, Y, prev)
 
 
@@ -691,12 +689,11 @@ def _pallas_pass(curve, plan: Plan, bases: Affine, keys, vals, count, prev: XYZZ
 
 
 def run_pass(curve, plan: Plan, config: MsmConfig, bases: Affine, keys, vals, count, prev: XYZZ, *,
-             lanes=None, brows=None) -> XYZZ:
-    """Steps 4-6 for one pass of sorted pairs with ``config`` (shared with :mod:`cuzk_jax.ops.msm_precomputed`;
-    ``brows``: the Pallas kernels' :func:`point_major` bases when the caller made them already)."""
+             lanes=None) -> XYZZ:
+    """Steps 4-6 for one pass of sorted pairs with ``config`` (shared with :mod:`cuzk_jax.ops.msm_precomputed`)."""
     if config.kernel == "xla":
         return _xla_pass(rolled(curve), plan, machine_shape(plan, lanes), bases, keys, vals, count, prev)
-    return _pallas_pass(curve, plan, bases, keys, vals, count, prev, config, brows)
+    return _pallas_pass(curve, plan, bases, keys, vals, count, prev, config)
 
 
 def curve_of(group):

@@ -156,10 +156,7 @@ def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, b
     _, G, n = sc.shape
     W, H = M.num_windows(c), 1 << (c - 1)
     NB = G * W * H
-    affine_ones = config.ones == "affine"  # the ones summed apart (batch-affine), not in the merged list
-    # the kernels' point-major bases, made once for the ones' gathers and every round's pass
-    brows = M.point_major(curve, bases) if affine_ones else None
-    L = (0 if affine_ones else G * n) + W * G * capacity  # merged list: every point a one + every other digit
+    L = G * n + W * G * capacity  # merged list: every point a one + every other digit
     plan = M.Plan(G=G, n=-(-L // (G * W)), c=c, shared_bases=shared)
     g_ix = jnp.arange(G, dtype=jnp.int32)[:, None]
     i_ix = jnp.arange(n, dtype=jnp.int32)[None, :]
@@ -193,8 +190,8 @@ def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, b
         okey, oval = lax.sort((okey.reshape(-1), oval.reshape(-1)), num_keys=1, is_stable=False)
 
         # ---- ones (first round only): bucket 0 of window 0, in front of the partition's other pairs ----
-        ones = one & (k == 0) & (not affine_ones)
-        o = jnp.where((k == 0) & (not affine_ones), n_one, 0)
+        ones = one & (k == 0)
+        o = jnp.where(k == 0, n_one, 0)
         O_incl = jnp.cumsum(o)
         start = _excl_cumsum(q) + O_incl - o  # where partition g's block starts in the merged list
         pos1 = jnp.where(ones, start[:, None] + rank_1, L)
@@ -206,7 +203,7 @@ def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, b
         keys = keys.at[pos_o].set(okey, mode="drop")
         vals = vals.at[pos_o].set(oval, mode="drop")
         count = jnp.sum(q) + jnp.sum(o)
-        return M.run_pass(curve, plan, config, bases, keys, vals, count, prev, lanes=lanes, brows=brows)
+        return M.run_pass(curve, plan, config, bases, keys, vals, count, prev, lanes=lanes)
 
     def cond(st):
         k, _ = st
@@ -216,62 +213,8 @@ def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, b
         k, prev = st
         return k + 1, round_(k, prev)
 
-    if affine_ones:
-        prev = _add_ones_affine(curve, config, brows, one, rank_1, n_one, base_ix, prev)
     _, out = lax.while_loop(cond, body, (jnp.int32(0), prev))
     return out
-
-
-#: Ones gathered per call of the batch-affine sum (``ones="affine"``): its point rows are ``2 Lc`` words per point
-#: (1.6 GiB of G1 points, 3.2 GiB of G2 at 2^24), reused for every slice of a partition's ones.
-AFFINE_ONES_SLICE = 1 << 24
-
-
-def _affine_ones_shape(n: int) -> tuple[int, int, int]:
-    """``(points per slice, run, block)`` of :func:`_add_ones_affine` for ``n`` points per partition: slices of
-    at most :data:`AFFINE_ONES_SLICE`, a multiple of ``2 block run``."""
-    from .pallas import affine_sum as AS
-
-    K = max(2, min(AFFINE_ONES_SLICE, M.pow2_ceil(n)))
-    block = min(AS.DEFAULT_BLOCK, K // 2)
-    return K, min(AS.DEFAULT_RUN, K // (2 * block)), block
-
-
-def _add_ones_affine(curve, config: MsmConfig, brows, one, rank_1, n_one, base_ix, prev: XYZZ) -> XYZZ:
-    """``prev[g] + sum of the bases whose scalar is one`` per partition ``g``: each partition's ones, in point
-    order, are gathered a slice at a time from the point-major bases ``brows`` (:func:`cuzk_jax.ops.msm.point_major`:
-    a base's words in a row, so a gather reads whole rows) and summed by rounds of batch-affine additions
-    (:func:`cuzk_jax.ops.pallas.affine_sum.sum_points`); the slice sums are added into ``prev`` (XYZZ)."""
-    from .pallas import affine_sum as AS
-
-    G, n = one.shape
-    K, run, block = _affine_ones_shape(n)
-    interpret = config.kernel == "pallas_interpret"
-    F = M.rolled(curve).field
-    one_m = F.ones_like(prev.zz[..., 0])
-    # each partition's ones, compacted in point order: base indices (padded with index 0, masked below)
-    src = jnp.zeros((G, n + K), jnp.int32).at[jnp.arange(G)[:, None], jnp.where(one, rank_1, n + K)].set(
-        base_ix, mode="drop")
-
-    def add_slice(s, carry):
-        g, acc = carry
-        idx = lax.dynamic_slice_in_dim(src[g], s * K, K)
-        live = s * K + jnp.arange(K, dtype=jnp.int32) < n_one[g]
-        rows = jnp.where(live[:, None], jnp.take(brows, idx, axis=0), jnp.uint32(0))  # zero rows: infinity
-        x, y = AS.sum_points(curve, rows, jnp.minimum(n_one[g] - s * K, K), run=run, block=block,
-                             interpret=interpret)
-        shape = (2, 12) if curve.coord_ndim == 2 else (12,)
-        x, y = x.reshape(shape), y.reshape(shape)
-        inf = jnp.all(x == 0) & jnp.all(y == 0)
-        pt = XYZZ(*[jnp.where(inf, jnp.zeros_like(c), c) for c in (x, y, one_m, one_m)])  # zeros: the identity
-        return g, M.rolled(curve).xyzz_add(acc, pt)
-
-    def per_partition(g, prev):
-        mine = XYZZ(*[c[..., g] for c in prev])
-        _, mine = lax.fori_loop(0, (n_one[g] + K - 1) // K, add_slice, (g, mine))
-        return XYZZ(*[c.at[..., g].set(v) for c, v in zip(prev, mine)])
-
-    return lax.fori_loop(0, G, per_partition, prev)
 
 
 def split_chunk(P: int, n: int, capacity: int, max_pairs: int, window: int | None = None) -> tuple[int, int, int]:

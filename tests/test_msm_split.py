@@ -210,32 +210,6 @@ def test_split_pallas_interpret_g1(g1case):
     assert got("g1", res) == want
 
 
-@pytest.mark.parametrize("group", ["g1", pytest.param("g2", marks=pytest.mark.slow)])
-def test_split_affine_ones(group, g1case):
-    """``MsmConfig.ones="affine"``: the ones summed apart by the batch-affine rounds (interpreted), a partition's
-    ones in several slices (the slice size lowered to 16): PoRep-like rows (P + (-P) and P + P among the ones, a
-    base at infinity), all ones, no ones, a dense row; against arkworks, and the same group element as the
-    bucket path."""
-    import dataclasses as dc
-
-    case = g1case if group == "g1" else Case("g2", N2, 8)
-    n = 64
-    cfg = MsmConfig("pallas_interpret", block=8, seg=8, acc_seg=8, ones="affine")
-    rows = [case.porep_row()[:n], [1] * n, [0] * n, case.dense_row()[:n]]
-    bases = cv.Affine(case.bases.x[..., :n], case.bases.y[..., :n], case.bases.inf[:n])
-    sc = jnp.asarray(case.scalars(rows))
-    want = [case.expected([r + [0] * (case.n - n)])[0] for r in rows]
-    import unittest.mock as mock
-
-    with mock.patch.object(S, "AFFINE_ONES_SLICE", 16):
-        assert S._affine_ones_shape(n) == (16, 1, 8)  # up to 64 ones per partition: 4 slices
-        got_affine = got(group, S.msm_split_jit(group, cfg, capacity=16)(bases, sc))
-    assert got_affine == want
-    assert got(group, S.msm_split_jit(group, dc.replace(cfg, ones="bucket"), capacity=16)(bases, sc)) == want
-    with pytest.raises(ValueError, match="ones=affine needs the Pallas"):
-        MsmConfig("xla", ones="affine")
-
-
 def test_split_empty_and_errors(g1case):
     rows = [g1case.porep_row()]
     sc = g1case.scalars(rows)

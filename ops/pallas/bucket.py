@@ -164,12 +164,11 @@ def load_rows(ref, nrows, idx, major="row", start=0):
     return list(rows)
 
 
-def store_rows(ref, rows, idx, mask, major="row"):
-    """``ref[r, idx] = rows[r]`` (``major="point"``: ``ref[idx, r]``) where ``mask``: one store site in a loop (see
-    :func:`load_rows`)."""
+def store_rows(ref, rows, idx, mask):
+    """``ref[r, idx] = rows[r]`` where ``mask``: one store site in a loop (see :func:`load_rows`)."""
 
     def body(r, carry):
-        plt.store(ref.at[idx, r] if major == "point" else ref.at[r, idx], carry[0], mask=mask)
+        plt.store(ref.at[r, idx], carry[0], mask=mask)
         return carry[1:] + carry[:1]
 
     lax.fori_loop(0, len(rows), body, tuple(rows))
