@@ -593,7 +593,7 @@ def _accumulate_levels(curve, sh: _PassShape, acc_seg: int, E, EK, Y, cnt):
     return lax.while_loop(lambda carry: ~carry[1], body, carry)[4]
 
 
-def point_major(curve, bases: Affine):
+def _point_major(curve, bases: Affine):
     """The bases as point-major rows ``(n, 2 Lc)`` uint32 (x limbs then y limbs; G2: c0 limbs then c1 limbs of
     each): a gathered base is ``2 Lc`` consecutive words (the layout the Pallas kernels read bases in)."""
     Lc = 24 if curve.coord_ndim == 2 else 12
@@ -609,7 +609,7 @@ def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config:
     Mp = sh.nseg * sh.seg
     keys = jnp.concatenate([jnp.where(keys < plan.NB, keys, pk.SENT), jnp.full((Mp - M,), pk.SENT, jnp.int32)])
     vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
-    brows = point_major(curve, bases)
+    brows = _point_major(curve, bases)
     final1 = count <= sh.seg
     # the partials come out as wide as the level buffers (no padded copy: a level reads only its live count)
     E, EK, Y = pk.accumulate_bases(curve, count, final1, keys, vals, brows,

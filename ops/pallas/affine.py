@@ -54,12 +54,12 @@ def fermat_bits() -> np.ndarray:
     return np.array([int(b) for b in bin(e)[2:]], np.int32)
 
 
-def one_rows(rep, block: int) -> tuple:
+def _one_rows(rep, block: int) -> tuple:
     """Fq's one (Montgomery) on ``block`` lanes as its 12 limb rows (the kernels' loop-carry form)."""
     return tuple(rep.base_rows(rep.B.ones_like(rep.base_elem([jnp.zeros((block,), jnp.uint32)] * 12))))
 
 
-def fermat_inverse(rep, bits_ref, total, block: int) -> tuple:
+def _fermat_inverse(rep, bits_ref, total, block: int) -> tuple:
     """``total^(q - 2) = 1 / total`` per lane (Fq; 0 for 0) as 12 limb rows: square and multiply over the bits of
     ``q - 2`` in ``bits_ref`` (:func:`fermat_bits`), the multiply in a branch -- the bit is the same for every
     lane, so a zero bit costs no product."""
@@ -70,10 +70,10 @@ def fermat_inverse(rep, bits_ref, total, block: int) -> tuple:
         return lax.cond(bits_ref[i] != 0, lambda: tuple(rep.base_rows(B.mul_many([(sq, total)])[0])),
                         lambda: tuple(rep.base_rows(sq)))
 
-    return lax.fori_loop(0, bits_ref.shape[0], step, one_rows(rep, block))
+    return lax.fori_loop(0, bits_ref.shape[0], step, _one_rows(rep, block))
 
 
-def fq_denominator(rep, t):
+def _fq_denominator(rep, t):
     """The Fq value whose inverse gives ``t``'s: ``t`` itself (G1), its norm ``N(t) = t0^2 + t1^2`` (G2's Fq2)."""
     if not rep.g2:
         return t
@@ -81,15 +81,15 @@ def fq_denominator(rep, t):
     return rep.B.add(s0, s1)
 
 
-def inverse_from(rep, t, inv_d):
-    """``1 / t`` from ``inv_d = 1 / fq_denominator(t)`` (G2: ``conj(t) / N(t)``)."""
+def _inverse_from(rep, t, inv_d):
+    """``1 / t`` from ``inv_d = 1 / _fq_denominator(t)`` (G2: ``conj(t) / N(t)``)."""
     if not rep.g2:
         return inv_d
     u0, u1 = rep.B.mul_many([(t[0], inv_d), (t[1], inv_d)])
-    return fq2_elem(rep, u0, rep.B.neg(u1))
+    return _fq2_elem(rep, u0, rep.B.neg(u1))
 
 
-def fq2_elem(rep, c0, c1):
+def _fq2_elem(rep, c0, c1):
     """The Fq2 element ``c0 + c1 u`` in ``rep``'s form (a pair of limb lists, or a stacked array)."""
     return (c0, c1) if rep.kind == "limb" else jnp.stack([c0, c1])
 
@@ -106,7 +106,7 @@ def _kernel(bits_ref, rows_ref, x_ref, y_ref, pre_ref, *, rep, block: int, run: 
         zz = rep.elem(pk.load_rows(rows_ref, Lc, e, start=2 * Lc))
         zzz = rep.elem(pk.load_rows(rows_ref, Lc, e, start=3 * Lc))
         (t,) = F.mul_many([(zz, zzz)])
-        d = fq_denominator(rep, t)
+        d = _fq_denominator(rep, t)
         inf = B.is_zero(d)  # ZZ = 0 (t = 0 iff ZZ = 0 for points on the curve; N(t) = 0 iff t = 0)
         return e, zz, zzz, t, B.select(inf, B.ones_like(d), d), inf
 
@@ -117,8 +117,8 @@ def _kernel(bits_ref, rows_ref, x_ref, y_ref, pre_ref, *, rep, block: int, run: 
         return tuple(rep.base_rows(acc))
 
     # loop carries are Fq elements as their 12 limb rows
-    one = one_rows(rep, block)
-    inv = fermat_inverse(rep, bits_ref, rep.base_elem(lax.fori_loop(0, run, forward, one)), block)
+    one = _one_rows(rep, block)
+    inv = _fermat_inverse(rep, bits_ref, rep.base_elem(lax.fori_loop(0, run, forward, one)), block)
 
     def backward(jj, inv):
         inv = rep.base_elem(inv)
@@ -126,7 +126,7 @@ def _kernel(bits_ref, rows_ref, x_ref, y_ref, pre_ref, *, rep, block: int, run: 
         e, zz, zzz, t, d, inf = denominator(j)
         before = rep.base_elem(pk.load_rows(pre_ref, 12, e))
         inv_d, inv = B.mul_many([(inv, before), (inv, d)])  # 1 / d_j, then 1 / (d_0 .. d_(j-1))
-        u = inverse_from(rep, t, inv_d)
+        u = _inverse_from(rep, t, inv_d)
         izz, izzz = F.mul_many([(zzz, u), (zz, u)])
         X = rep.elem(pk.load_rows(rows_ref, Lc, e))
         Y = rep.elem(pk.load_rows(rows_ref, Lc, e, start=Lc))

@@ -14,8 +14,8 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
   so the partial list is again sorted by key; the next level reads only the ``2 ceil(count / seg)`` slots of live
   lanes. Programs whose segments lie past the live count (the zero digits, sorted last) return at once.
 * :func:`general_step` (``_general_kernel``): every later step, chosen by a runtime mode; the MSM's pass
-  (:func:`cuzk_jax.ops.msm._pallas_pass`) compiles it once per mode (``modes=(mode,)``: three small Triton
-  compiles instead of one large one, compile time grows about quadratically with kernel size) and calls the modes
+  (:func:`cuzk_jax.ops.msm._pallas_pass`) compiles it once per mode (``modes=(mode,)``: small Triton compiles
+  instead of one large one, compile time grows about quadratically with kernel size) and calls the modes
   in a straight line, the ACC levels in ``lax.while_loop`` s:
 
   - mode ``ACC``: the same segmented accumulation over XYZZ entries (general XYZZ addition) -- merges partials into
@@ -33,7 +33,7 @@ Two kernels, each a private ``_kernel`` body with a public wrapper taking ``inte
     mode that reads ``Y``), so a chunked MSM reduces its buckets once (:func:`cuzk_jax.ops.msm.msm`).
 
 Every loop holds one addition site (operands are selected per step): kernel 1 holds one copy of the mixed
-addition, kernel 2 one copy of the general addition per branch (ACC, WROW) and the doubling (SHIFT).
+addition, kernel 2 one copy of the general addition per branch (ACC, WROW, MERGE) and the doubling (SHIFT).
 
 Field representation inside kernels: compiled for a GPU, the PTX fields of :mod:`cuzk_jax.ops.pallas.ptx_field`
 (every limb row a 1-D uint32 vector of ``block`` lanes -- Triton only handles power-of-two tensors; every Fq product,
