@@ -18,10 +18,13 @@ proof through the library API, issue 22); with the persistent cache a second pro
   as a duration event, both named :data:`BACKEND_COMPILE_EVENT` and carrying ``fun_name``; a timer thread decides
   when a compile has run long enough to be announced, so short compiles print nothing. Where a JAX version reports
   no start event, only the end line is logged.
+* :func:`compile_in_threads`: run compile thunks side by side, one thread each (the setup's programs and the
+  prover's precompile use it).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import os
 import sys
@@ -53,6 +56,29 @@ _watches: dict = {}  # thread id -> the _Watch of the compile running in that th
 def default_cache_dir() -> str:
     """``$CUZK_JAX_CACHE_DIR`` when set and non-empty, else ``~/.cache/cuzk_jax/xla`` (``~`` expanded)."""
     return os.path.expanduser(os.environ.get(ENV_VAR) or DEFAULT_DIR)
+
+
+def compile_in_threads(jobs: dict, prefix: str, seconds: dict | None = None,
+                       workers: int | None = None) -> dict:
+    """Start each compile thunk of ``jobs`` (name -> callable) in a thread of a pool named ``prefix`` and return
+    name -> future at once. XLA releases the GIL while it compiles, so the programs compile together while the
+    caller goes on (e.g. keeps the device busy). ``workers``: the pool's threads (default one per job, so a long
+    compile never queues a short one behind it). ``seconds``: filled with each job's wall seconds as it ends (a
+    compile's own time when the job only compiles). The futures raise what their thunk raised."""
+    if not jobs:
+        return {}
+
+    def timed(name, job):
+        t0 = time.perf_counter()
+        job()
+        if seconds is not None:
+            seconds[name] = round(time.perf_counter() - t0, 3)
+            logger.info("%s: compiled %s in %.2fs", prefix, name, seconds[name])
+
+    pool = concurrent.futures.ThreadPoolExecutor(max(1, workers or len(jobs)), thread_name_prefix=prefix)
+    futures = {name: pool.submit(timed, name, job) for name, job in jobs.items()}
+    pool.shutdown(wait=False)  # the threads end with their jobs; the caller awaits the futures it needs
+    return futures
 
 
 def enable_compile_cache(path: str | os.PathLike | None = None,

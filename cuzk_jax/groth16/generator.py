@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import random
 import secrets
-import concurrent.futures
 import contextlib
 import functools
 import sys
@@ -43,7 +42,7 @@ from cuzk_jax.reference.constants import R
 from cuzk_jax.reference.field import fr
 from cuzk_jax.reference.groth16 import ToxicWaste
 
-from cuzk_jax.compile_cache import install_compile_hint
+from cuzk_jax.compile_cache import compile_in_threads, install_compile_hint
 
 from . import host_curve
 from .data_structures import ProvingKey, VerifyingKey
@@ -380,26 +379,6 @@ def _fixed_base_queries(curve: C.Curve, parts: list, window: int | None, chunk: 
     return result
 
 
-def _start_compiles(jobs: dict, seconds: dict) -> dict:
-    """Name -> future of each compile thunk of ``jobs``, each in a thread of its own (``setup-compile-*``:
-    compiling releases the GIL, so the programs compile while the caller keeps the device busy, and a long compile
-    -- the bucket programs take minutes on a GPU -- never queues a short one behind it); ``seconds[name]``: each
-    one's compile time once it is done."""
-    if not jobs:
-        return {}
-
-    def timed(name, job):
-        t0 = time.perf_counter()
-        job()
-        seconds[name] = round(time.perf_counter() - t0, 3)
-        log.info("setup: compiled %s in %.2fs", name, seconds[name])
-
-    pool = concurrent.futures.ThreadPoolExecutor(len(jobs), thread_name_prefix="setup-compile")
-    futures = {name: pool.submit(timed, name, job) for name, job in jobs.items()}
-    pool.shutdown(wait=False)
-    return futures
-
-
 def _await_compile(compiling: dict, *names: str) -> None:
     """Wait for the named compiles (a program's first call would otherwise compile it a second time); a failure is
     logged and left to that call to report. ``column_sums`` stands for every compile whose name starts so."""
@@ -490,7 +469,9 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
                      for c, p in ((C.g1, p1), (C.g2, p2)) if p == "bucket"})
     timings = timings if timings is not None else {}
     compile_s: dict = {}
-    compiling = _start_compiles(jobs, compile_s)
+    # each program in a thread of its own (``setup-compile-*``), so they compile while the device works and a long
+    # compile -- the bucket programs take minutes on a GPU -- never queues a short one behind it
+    compiling = compile_in_threads(jobs, "setup-compile", compile_s)
 
     _await_compile(compiling, "lagrange")
     with _phase("device scalars: Lagrange basis", progress, timings, "scalars_lagrange"):

@@ -43,6 +43,7 @@ import re
 import secrets
 import threading
 import time
+import concurrent.futures
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple, Sequence
 
@@ -51,6 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cuzk_jax import encoding
+from cuzk_jax.compile_cache import compile_in_threads
 from cuzk_jax.errors import BadInput, DeviceMemoryError, ProofRejected, Unsatisfied
 from cuzk_jax.ops import config as ops_config
 from cuzk_jax.ops import field as ops_field
@@ -787,14 +789,14 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
 
 def _run_jobs(jobs: list) -> list[str]:
     """Run ``(name, key, thunk)`` jobs side by side, one thunk per distinct key, in threads named after the
-    calling thread (XLA releases the GIL while it compiles, so independent programs compile together; a program
-    two names share compiles once). Returns the names in order; raises the first failure in that order."""
+    calling thread (:func:`cuzk_jax.compile_cache.compile_in_threads`; a program two names share compiles once).
+    Returns the names in order once all are done; raises the first failure in that order."""
     unique = {}
     for _, key, job in jobs:
         unique.setdefault(key, job)
-    with ThreadPoolExecutor(max(1, min(len(unique), os.cpu_count() or 1)),
-                            thread_name_prefix=threading.current_thread().name) as pool:
-        futures = {key: pool.submit(job) for key, job in unique.items()}
+    futures = compile_in_threads(unique, threading.current_thread().name,
+                                 workers=min(len(unique), os.cpu_count() or 1))
+    concurrent.futures.wait(futures.values())
     for _, key, _ in jobs:
         futures[key].result()
     return [name for name, _, _ in jobs]
