@@ -155,7 +155,8 @@ class Circuit:
 
     def _blocks(self) -> tuple | None:
         """``(header, block0, count, prefix)`` of a header-and-blocks circuit with more than one block (the block
-        protocol of :mod:`.block_witness`, structure mode), else None."""
+        protocol of :mod:`.block_witness`, structure mode), else None. A circuit of identical blocks with its own
+        witness machinery may override it alone (porep_like: its challenge blocks)."""
         uses = getattr(self, "uses_blocks", None)
         if uses is None or not uses() or self.block_count < 2:
             return None
@@ -174,9 +175,8 @@ class Circuit:
 
     def build_structure(self) -> R1CS:
         """The R1CS from scratch (no cache): structure-only synthesis with the builder, or -- for a circuit made of
-        a header and identical blocks (``uses_blocks``) -- tiled from one synthesized block
-        (:func:`.tiling.tiled_r1cs`, equal to the builder's). Other circuits of identical blocks may override it
-        with something faster that gives the same R1CS (porep_like tiles its challenge blocks)."""
+        a header and identical blocks (:meth:`_blocks`) -- tiled from one synthesized block
+        (:func:`.tiling.tiled_r1cs`, equal to the builder's, carrying its :class:`~.tiling.Tiling`)."""
         blocks = self._blocks()
         if blocks is not None:
             from .tiling import tiled_r1cs

@@ -286,12 +286,18 @@ class PorepLike(Circuit):
             self._r1cs.check_shape(w)
         return w
 
-    def build_structure(self):
-        """The R1CS by tiling one synthesized challenge block (:func:`tiled_r1cs`; equal to the builder's) when
-        :meth:`synthesize` is this class's, else the builder's."""
-        if type(self).synthesize is PorepLike.synthesize and self.params["challenges"] > 1:
-            return tiled_r1cs(self)
-        return super().build_structure()
+    def _blocks(self):
+        """``(header, block0, challenges, "challenge")`` in structure mode when :meth:`synthesize` is this class's
+        and there is more than one challenge, else None: the base class then tiles the structure from one
+        synthesized challenge block (:func:`.tiling.tiled_r1cs`, equal to the builder's) and gives the R1CS -- built
+        or loaded from a compiled file -- its :class:`~.tiling.Tiling` (the prover's tiled layout). Not the block
+        witness protocol (:mod:`.block_witness`): the witness is this module's batched one."""
+        if type(self).synthesize is not PorepLike.synthesize or self.params["challenges"] < 2:
+            return None
+        get = _getter(None)
+        return ((lambda cs: self.synthesize_header(cs, get)),
+                (lambda cs, shared: self.synthesize_challenge(cs, shared, get, 0)),
+                self.params["challenges"], "challenge")
 
     def synthesize_header(self, cs, get):
         """The header (see above); ``get(key, *index)`` returns an input value (None in structure mode)."""
@@ -688,76 +694,3 @@ def _witness_batch(circuit, inputs_list, workers, montgomery, sample=None):
         z = mapped()
     publics = [circuit.public_inputs(inp) for inp in inputs_list]
     return z, publics, counts
-
-
-# -------------------------------------------------------------------------------------------------------------------
-# Tiled structure: the builder synthesizes the header and ONE challenge block; the other blocks are copies of its CSR
-# rows with their wires shifted (numpy only).
-# -------------------------------------------------------------------------------------------------------------------
-
-
-def tiled_r1cs(circuit: PorepLike):
-    """The R1CS of ``circuit`` built from one synthesized challenge block: equal to the builder's (same digest, same
-    constraint names); the builder's Python cost is paid for ``1 / challenges`` of the constraints."""
-    from .r1cs import R1CS, SparseMatrix
-
-    C = circuit.params["challenges"]
-    cs = ConstraintSystem("structure")
-    get = _getter(None)
-    shared = circuit.synthesize_header(cs, get)
-    ni_h, na_h, m_h = cs.num_inputs, cs.num_aux, cs.num_constraints
-    ns_h = len(cs._ns_paths)
-    with cs.namespace("challenge_0"):
-        circuit.synthesize_challenge(cs, shared, get, 0)
-    one = cs.to_r1cs()
-    del cs
-    ni1 = one.num_inputs
-    ni_b, na_b, m_b = ni1 - ni_h, one.num_aux - na_h, one.num_constraints - m_h
-    NI = ni_h + C * ni_b
-    ns_b = len(one.namespaces) - ns_h
-    if any(not (p == "challenge_0" or p.startswith("challenge_0/")) for p in one.namespaces[ns_h:]):
-        raise AssertionError("tiled_r1cs: a block namespace outside challenge_0")
-
-    mats = []
-    for mat in one.matrices():
-        indptr = mat.indptr.astype(np.int64)
-        cols1 = mat.cols.astype(np.int64)
-        nnz_h, nnz_1 = int(indptr[m_h]), int(indptr[-1])
-        nb = nnz_1 - nnz_h
-        # final column of every entry for block 0, and its step per block
-        is_in = cols1 < ni1
-        base = np.where(is_in, cols1, NI + (cols1 - ni1))
-        step = np.where(is_in, np.where(cols1 >= ni_h, ni_b, 0), np.where(cols1 - ni1 >= na_h, na_b, 0))
-        if step[:nnz_h].any():
-            raise AssertionError("tiled_r1cs: a header row refers to a block wire")
-        cols = np.empty(nnz_h + C * nb, np.int32)
-        cids = np.empty(nnz_h + C * nb, np.int32)
-        cols[:nnz_h] = base[:nnz_h]
-        cids[:nnz_h] = mat.coeff_ids[:nnz_h]
-        bbase, bstep, bcid = base[nnz_h:], step[nnz_h:], mat.coeff_ids[nnz_h:]
-        ptr = np.empty(m_h + C * m_b + 1, np.int64)
-        ptr[:m_h + 1] = indptr[:m_h + 1]
-        rel = indptr[m_h + 1:] - nnz_h
-        for j in range(C):
-            o = nnz_h + j * nb
-            cols[o:o + nb] = bbase + j * bstep
-            cids[o:o + nb] = bcid
-            ptr[m_h + 1 + j * m_b: m_h + 1 + (j + 1) * m_b] = rel + o
-        mats.append(SparseMatrix(indptr=ptr, cols=cols, coeff_ids=cids))
-    rns = np.empty(m_h + C * m_b, np.int32)
-    rns[:m_h] = one.row_namespace[:m_h]
-    bns = one.row_namespace[m_h:].astype(np.int32)
-    for j in range(C):
-        rns[m_h + j * m_b: m_h + (j + 1) * m_b] = bns + j * ns_b
-    rl = np.concatenate([one.row_label[:m_h], np.tile(one.row_label[m_h:], C)]).astype(np.int32)
-    block_ns = one.namespaces[ns_h:]
-    namespaces = list(one.namespaces[:ns_h])
-    for j in range(C):
-        namespaces += [f"challenge_{j}" + p[len("challenge_0"):] for p in block_ns]
-    names = list(one.input_names[:ni_h])
-    for j in range(C):
-        names += [f"challenge_{j}" + p[len("challenge_0"):] if p.startswith("challenge_0") else p
-                  for p in one.input_names[ni_h:]]
-    return R1CS(num_inputs=NI, num_aux=na_h + C * na_b, A=mats[0], B=mats[1], C=mats[2], coeffs=one.coeffs,
-                namespaces=tuple(namespaces), labels=one.labels, row_namespace=rns, row_label=rl,
-                input_names=tuple(names))

@@ -1,8 +1,8 @@
 """An R1CS made of a header and ``count`` identical blocks, built from ONE synthesized block (its wires shifted).
 
-Circuits such as FallbackPoSt (one block per sector) and EmptySectorUpdate (one block per challenge) repeat the
-same gates per block; only the wires differ. Synthesizing the header and block 0 with the builder and tiling block
-0's CSR rows ``count`` times -- each entry's column moved by the block's stride when it refers to a block wire,
+Circuits such as FallbackPoSt (one block per sector), EmptySectorUpdate and PoRep (one block per challenge) repeat
+the same gates per block; only the wires differ. Synthesizing the header and block 0 with the builder and tiling
+block 0's CSR rows ``count`` times -- each entry's column moved by the block's stride when it refers to a block wire,
 kept when it refers to ONE or a header wire -- gives the builder's R1CS exactly (same digest, same constraint and
 input names, tested), for the Python cost of one block.
 
@@ -43,6 +43,9 @@ def block_tiling(header: Callable, block: Callable, count: int, prefix: str) -> 
     """The :class:`Tiling` of :func:`tiled_r1cs`'s R1CS from the header and block 0 alone (structure mode: sizes
     only, no matrices kept) -- for an R1CS loaded from a compiled file."""
     cs = ConstraintSystem("structure")
+    # a counting run: the gadgets count their constraints without recording them (as in witness mode), ~7x faster
+    # than recording one block (a 2^24 PoRep block: 2.4 s against 16.5 s) and no matrices held
+    cs.keep = False
     shared = header(cs)
     ni_h, na_h, m_h = cs.num_inputs, cs.num_aux, cs.num_constraints
     with cs.namespace(f"{prefix}_0"):

@@ -168,6 +168,19 @@ def check_indexable(r1cs, *, bucket_steps: int | None = BUCKET_STEPS, appended: 
         _check_int32(m, nnz, bucket(m, bucket_steps), bucket(nnz, bucket_steps))
 
 
+def flat_bytes(r1cs, *, bucket_steps: int | None = BUCKET_STEPS, appended: bool = True) -> int:
+    """Device bytes of :func:`to_device`'s flat layout of ``r1cs`` (a host R1CS; ``appended`` as in
+    :func:`check_indexable`), from its sizes alone: 8 per padded nonzero (column and coefficient id), 4 per stacked
+    row pointer and 32 per coefficient."""
+    extra = r1cs.num_inputs if appended else 0
+    m = r1cs.num_constraints + extra
+    nnz = sum(mat.nnz for mat in r1cs.matrices()) + extra
+    k = len(r1cs.coeffs)
+    if bucket_steps is not None:  # as to_device pads them (the table to a power of two, with a zero entry)
+        m, nnz, k = bucket(m, bucket_steps), bucket(nnz, bucket_steps), 1 << k.bit_length()
+    return 8 * nnz + 4 * (3 * m + 1) + 32 * k
+
+
 def to_device(r1cs, *, bucket_steps: int | None = None, upload: bool = True) -> DeviceR1CS:
     """Upload a :class:`cuzk_jax.circuits.r1cs.R1CS` (host numpy arrays) as a :class:`DeviceR1CS`.
 
@@ -520,9 +533,9 @@ class TiledR1CS(NamedTuple):
     """An R1CS made of a header, ``count`` identical blocks and bellman's input constraints, laid out for the
     device as a few row *patterns* evaluated in order (a pytree of arrays, like :class:`ChunkedR1CS`).
 
-    A circuit tiled from one block (:mod:`cuzk_jax.circuits.tiling`: WindowPoSt's sectors, SnapDeals' challenges)
-    repeats one block's rows with its wires shifted. The flat layout holds 8 bytes per nonzero on the device (a
-    full WindowPoSt partition: 2.94G nonzeros, ~25 GB, past int32 indexing); here a pattern is one range of
+    A circuit tiled from one block (:mod:`cuzk_jax.circuits.tiling`: WindowPoSt's sectors, SnapDeals' and PoRep's
+    challenges) repeats one block's rows with its wires shifted. The flat layout holds 8 bytes per nonzero on the
+    device (a full WindowPoSt partition: 2.94G nonzeros, ~25 GB, past int32 indexing); here a pattern is one range of
     constraints -- the header, a group of ``g`` blocks, the last (shorter) group, the input constraints -- and the
     group pattern is evaluated once per group with its columns moved: ``cols + mult[j] * steps``.
 

@@ -262,12 +262,13 @@ def test_prove_and_verify(instances, keys, name):
     proofs, _ = prover.prove(pk, r1cs, z, config="msm=host", montgomery=False)
     assert verifier.verify_batch(pk.vk, publics, proofs)
     rs = prover.insecure_randomness_for_tests(7, P)
-    # the tiled evaluation (one block's rows per block, columns moved; what an R1CS with a tiling always gets)
+    # the tiled evaluation (one block's rows per block, columns moved; layout=tiled, what auto picks at full size)
     # against the flat one (the same R1CS without its tiling): the same proofs, the same failing constraint
     # (WinningPoSt is one sector: one block, nothing to tile)
     # (its own resident key: prove's cache is keyed by the key and config, not by the layout)
     variants = (r1cs, dataclasses.replace(r1cs, tiling=None)) if r1cs.tiling is not None else (r1cs,)
-    keys = [pipeline.make_resident(pk, v, "msm=host") for v in variants]
+    keys = [pipeline.make_resident(pk, v, "msm=host,layout=tiled" if v.tiling is not None else "msm=host")
+            for v in variants]
     assert [isinstance(k.r1cs, ops_r1cs.TiledR1CS) for k in keys] == [r1cs.tiling is not None, False][:len(keys)]
     got = [prover.prove(k, v, z, montgomery=False, randomness=rs)[0] for k, v in zip(keys, variants)]
     assert all(g == got[0] for g in got)

@@ -1,9 +1,13 @@
 """Batched (vectorised) porep_like witnesses equal the Python builder's wire for wire; tiled structure equals the
-builder's R1CS; a mutated batched witness is reported unsatisfied at the right constraint."""
+builder's R1CS and carries its Tiling (the prover's tiled layout, which proves and verifies); a mutated batched
+witness is reported unsatisfied at the right constraint."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 
+from cuzk_jax import encoding
 from cuzk_jax.circuits import get_circuit
 from cuzk_jax.circuits.base import Circuit
 from cuzk_jax.circuits.porep_like import block_counts, witness_batch
@@ -71,18 +75,119 @@ def test_witness_batch_rejects_bad_input():
                                                            "label_parents": 2})])
 def test_tiled_structure_equals_builder(preset, overrides):
     from cuzk_jax.circuits.cs import ConstraintSystem
-    from cuzk_jax.circuits.porep_like import tiled_r1cs
 
     c = get_circuit("porep_like", preset, **overrides)
     cs = ConstraintSystem("structure")
     c.synthesize(cs, None)
-    built, tiled = cs.to_r1cs(), tiled_r1cs(c)
+    built, tiled = cs.to_r1cs(), c.build_structure()  # tiled from one challenge block (circuits.tiling)
+    assert tiled.tiling is not None and built.tiling is None
     assert tiled.digest() == built.digest()
     assert tiled.namespaces == built.namespaces and tiled.labels == built.labels
     assert tiled.input_names == built.input_names
     assert np.array_equal(tiled.row_namespace, built.row_namespace)
     assert np.array_equal(tiled.row_label, built.row_label)
     assert c.r1cs().digest() == built.digest()  # Circuit.r1cs takes the tiled path
+
+
+@pytest.mark.parametrize("preset,overrides", [("mini", {"challenges": 3}), ("small", {})])
+def test_porep_r1cs_carries_its_tiling(preset, overrides, tmp_path, monkeypatch):
+    """A multi-challenge porep_like R1CS carries its Tiling (header, one block per challenge) -- built, and loaded
+    from a compiled file (which does not store it) -- equal to block_tiling's and to the batched witness's block
+    sizes; a one-challenge preset carries none."""
+    from cuzk_jax.circuits.porep_like import PorepLike
+    from cuzk_jax.circuits.tiling import block_tiling
+
+    c = get_circuit("porep_like", preset, **overrides)
+    C = c.params["challenges"]
+    built = c.r1cs(cache_dir=tmp_path)  # built (tiled) and written
+    t = built.tiling
+    assert t is not None and t == block_tiling(*c._blocks()) and t.count == C
+    assert (t.m_h + C * t.m_b, t.ni_h + C * t.ni_b, t.na_h + C * t.na_b) == \
+        (built.num_constraints, built.num_inputs, built.num_aux)
+    counts = block_counts(c)
+    assert (t.m_h, t.m_b, t.ni_h, t.ni_b, t.na_h, t.na_b) == tuple(counts[k] for k in (
+        "head_constraints", "block_constraints", "head_inputs", "block_inputs", "head_aux", "block_aux"))
+    monkeypatch.setattr(PorepLike, "build_structure", lambda self: pytest.fail("not loaded from the file"))
+    loaded = get_circuit("porep_like", preset, **overrides).r1cs(cache_dir=tmp_path)
+    assert loaded is not built and loaded.digest() == built.digest() and loaded.tiling == t
+    monkeypatch.undo()
+    for spec in (("mini", {}), ("small", {"challenges": 1})):
+        one = get_circuit("porep_like", spec[0], **spec[1])
+        assert one._blocks() is None and one.r1cs(cache_dir=tmp_path).tiling is None  # built
+        assert get_circuit("porep_like", spec[0], **spec[1]).r1cs(cache_dir=tmp_path).tiling is None  # loaded
+
+
+def test_r1cs_layout_choice(monkeypatch):
+    """``ProverConfig.layout``: ``flat_bytes`` is exactly what the flat layout holds; ``auto`` tiles only when the
+    tiled tables are no larger (a small multi-challenge PoRep pads its header and input-row patterns to the whole
+    group, so it stays flat) or the flat layout cannot be indexed; ``tiled`` without a tiling and an unknown
+    layout are BadInput."""
+    from cuzk_jax.errors import BadInput
+    from cuzk_jax.groth16 import pipeline
+    from cuzk_jax.ops import r1cs as ops_r1cs
+
+    r1cs = get_circuit("porep_like", "tiny", challenges=3, depth=2).r1cs()
+    flat = ops_r1cs.to_device(r1cs.with_input_constraints(), bucket_steps=ops_r1cs.BUCKET_STEPS, upload=False)
+    assert ops_r1cs.flat_bytes(r1cs) == pipeline._r1cs_bytes(flat._replace(sizes=None))
+    tiled = pipeline.r1cs_layout(r1cs, "tiled")
+    assert isinstance(tiled, ops_r1cs.TiledR1CS) and tiled.nbytes > ops_r1cs.flat_bytes(r1cs)
+    assert pipeline.r1cs_layout(r1cs) is None and pipeline.r1cs_layout(r1cs, "flat") is None
+    monkeypatch.setattr(ops_r1cs, "flat_bytes", lambda r: tiled.nbytes)  # a tie: the tiled layout
+    assert isinstance(pipeline.r1cs_layout(r1cs), ops_r1cs.TiledR1CS)
+    monkeypatch.undo()
+
+    def too_large(r):
+        raise BadInput("R1CS too large for the device evaluation's int32 indexing")
+
+    monkeypatch.setattr(ops_r1cs, "check_indexable", too_large)
+    assert isinstance(pipeline.r1cs_layout(r1cs), ops_r1cs.TiledR1CS)
+    with pytest.raises(BadInput, match="int32"):
+        pipeline.r1cs_layout(r1cs, "flat")
+    monkeypatch.undo()
+    one = get_circuit("porep_like", "tiny").r1cs()
+    assert one.tiling is None and pipeline.r1cs_layout(one) is None
+    with pytest.raises(BadInput, match="layout=tiled needs"):
+        pipeline.r1cs_layout(one, "tiled")
+    with pytest.raises(BadInput, match="layout must be one of"):
+        pipeline.ProverConfig.parse("layout=rows")
+    assert str(pipeline.ProverConfig.parse("layout=flat")) == "tables=auto,layout=flat"
+
+
+@pytest.mark.slow
+def test_porep_tiled_layout_proves_and_verifies():
+    """A multi-challenge porep_like key is made resident with the tiled layout (TiledR1CS): its proofs equal the
+    flat layout's (the same R1CS without its tiling) and verify; a wrong public input does not verify, and an
+    unsatisfied witness is refused naming its challenge block's constraint."""
+    from cuzk_jax.groth16 import generator, pipeline, prover, verifier
+    from cuzk_jax.ops import r1cs as ops_r1cs
+    from cuzk_jax.reference.constants import R
+
+    c = get_circuit("porep_like", "tiny", challenges=3, depth=2)
+    r1cs = c.r1cs()
+    assert r1cs.tiling is not None and r1cs.tiling.count == 3
+    pk = generator.setup(r1cs, generator.insecure_toxic_waste_for_tests(31))
+    ins = [c.sample_inputs(p, seed=6) for p in range(2)]
+    z, publics = witness_batch(c, ins)
+    rs = prover.insecure_randomness_for_tests(8, 2)
+    variants = (r1cs, dataclasses.replace(r1cs, tiling=None))
+    keys = [pipeline.make_resident(pk, v, "msm=host,layout=tiled") for v in variants[:1]]
+    keys.append(pipeline.make_resident(pk, variants[1], "msm=host"))
+    # so small a circuit pads its header and input-row patterns to the whole group: auto picks flat for it
+    assert not isinstance(pipeline.make_resident(pk, r1cs, "msm=host").r1cs, ops_r1cs.TiledR1CS)
+    assert [isinstance(k.r1cs, ops_r1cs.TiledR1CS) for k in keys] == [True, False]
+    got = [prover.prove(k, v, z, randomness=rs)[0] for k, v in zip(keys, variants)]  # verified before returned
+    assert got[0] == got[1]
+    assert verifier.verify_batch(pk.vk, publics, got[0])
+    bad = [list(x) for x in publics]
+    bad[1][-1] = (bad[1][-1] + 1) % R  # a parent index of partition 1's last challenge
+    assert verifier.verify_each(pk.vk, bad, got[0]) == [True, False]
+    counts = block_counts(c)
+    col = counts["num_inputs"] + counts["head_aux"] + 2 * counts["block_aux"] + 7  # a private wire of challenge 2
+    v = encoding.limbs_to_ints(z[:, 1, col:col + 1], "fr", montgomery=True)[0]
+    z[:, 1, col] = encoding.ints_to_limbs([(v + 1) % R], "fr", montgomery=True)[:, 0]
+    for k, v in zip(keys, variants):
+        with pytest.raises(Unsatisfied, match="partition 1: .*challenge_2/"):
+            prover.prove(k, v, z)
 
 
 def test_worker_processes_and_sector_synthesis():

@@ -81,6 +81,8 @@ QAP_FORMS = ("bellman", "snarkjs")
 # the slow part of a proof; the device MSMs (``MsmConfig``) stay available and are what GPUs and TPUs run.
 HOST_MSM = "host"
 TABLE_MODES = ("auto", "on", "off")
+#: ``ProverConfig.layout`` values (:func:`r1cs_layout`).
+LAYOUTS = ("auto", "tiled", "flat")
 H_MODES = ("auto", "fused", "split")  # ProverConfig.h
 # Share of the device memory a resident key's window tables may take when ``tables="auto"`` and no key-manager
 # headroom is given (prover.prove without an engine).
@@ -132,9 +134,13 @@ class ProverConfig:
       <cuzk_jax.groth16.plan.H_SPLIT_DOMAIN>` domain up, which the memory plan models. One device only (a mesh
       runs the fused program per device).
 
-    A header-and-blocks R1CS (one that carries a :class:`~cuzk_jax.circuits.tiling.Tiling`: WindowPoSt,
-    SnapDeals) is always evaluated tiled (:class:`cuzk_jax.ops.r1cs.TiledR1CS`): one group of blocks' rows on the
-    device, run for every group with its columns moved; other circuits keep every nonzero on the device.
+    * ``layout``: how the device holds the R1CS it evaluates. ``"flat"``: every nonzero
+      (:class:`cuzk_jax.ops.r1cs.DeviceR1CS`, in row chunks under a tight plan); ``"tiled"``: for a header-and-blocks
+      R1CS (one that carries a :class:`~cuzk_jax.circuits.tiling.Tiling`: WindowPoSt, SnapDeals, PoRep with several
+      challenges) one group of blocks' rows, run for every group with its columns moved
+      (:class:`cuzk_jax.ops.r1cs.TiledR1CS`); ``"auto"`` (default): tiled where the R1CS has a tiling and the tiled
+      tables are no larger than the flat ones or the flat ones cannot be indexed (:func:`r1cs_layout`), else flat.
+      ``"tiled"`` for an R1CS without a tiling, or ``"flat"`` for one past int32 indexing, is a BadInput.
 
     Text form (:meth:`parse`, the ``--prover`` flag): comma-separated ``key=value``, e.g.
     ``"msm=pallas,ntt=xla,tables=on,window=16"`` or ``"device_budget=100GiB,host_budget=96GiB,split=on"``;
@@ -152,6 +158,7 @@ class ProverConfig:
     batch: int | None = None
     prefetch: str = "auto"
     h: str = "auto"
+    layout: str = "auto"
 
     def __post_init__(self):
         if self.tables not in TABLE_MODES:
@@ -167,6 +174,8 @@ class ProverConfig:
                            f"{self.prefetch!r}")
         if self.h not in H_MODES:
             raise BadInput(f"prover config: h must be one of {H_MODES}, got {self.h!r}")
+        if self.layout not in LAYOUTS:
+            raise BadInput(f"prover config: layout must be one of {LAYOUTS}, got {self.layout!r}")
         for key in ("device_budget", "host_budget", "chunk", "batch"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -175,7 +184,7 @@ class ProverConfig:
     @classmethod
     def parse(cls, text: str | None) -> "ProverConfig":
         """The config written as ``"key=value,..."`` (keys msm, ntt, tables, window, device_budget,
-        host_budget, split, chunk, batch, prefetch, h); BadInput names a bad token."""
+        host_budget, split, chunk, batch, prefetch, h, layout); BadInput names a bad token."""
         kw: dict = {}
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
             key, sep, value = part.partition("=")
@@ -186,7 +195,7 @@ class ProverConfig:
                 kw[key] = HOST_MSM if value == HOST_MSM else ops_config.MsmConfig.parse(value)
             elif key == "ntt":
                 kw[key] = ops_config.NttConfig.parse(value)
-            elif key in ("tables", "split", "prefetch", "h"):
+            elif key in ("tables", "split", "prefetch", "h", "layout"):
                 kw[key] = value
             elif key in ("window", "chunk", "batch"):
                 if not value.isdigit():
@@ -196,7 +205,7 @@ class ProverConfig:
                 kw[key] = memplan.parse_bytes(value)
             else:
                 raise BadInput(f"prover config {text!r}: unknown key {key!r} (expected msm, ntt, tables, window, "
-                               f"device_budget, host_budget, split, chunk, batch, prefetch, h)")
+                               f"device_budget, host_budget, split, chunk, batch, prefetch, h, layout)")
         return cls(**kw)
 
     def resolved(self, sharded: bool = False) -> "ProverConfig":
@@ -217,7 +226,8 @@ class ProverConfig:
                  f"split={self.split}" if self.split != "auto" else "", f"chunk={self.chunk}" if self.chunk else "",
                  f"batch={self.batch}" if self.batch else "",
                  f"prefetch={self.prefetch}" if self.prefetch != "auto" else "",
-                 f"h={self.h}" if self.h != "auto" else ""]
+                 f"h={self.h}" if self.h != "auto" else "",
+                 f"layout={self.layout}" if self.layout != "auto" else ""]
         return ",".join(p for p in parts if p)
 
 
@@ -540,6 +550,36 @@ def proof_checker(vk) -> Callable[[list, list], list]:
     return check
 
 
+def r1cs_layout(r1cs, layout: str = "auto"):
+    """The :class:`~cuzk_jax.ops.r1cs.TiledR1CS` a host R1CS is evaluated in under ``ProverConfig.layout``, or
+    None for the flat layout. ``"auto"``: tiled when the R1CS carries a :class:`~cuzk_jax.circuits.tiling.Tiling`
+    and the flat layout cannot be indexed with int32 (a full WindowPoSt partition, 2.94G nonzeros) or holds more
+    bytes. A pattern -- the header, a group of blocks, the input rows -- is padded to the largest one, so with few
+    blocks (PoRep's two-challenge presets) the tiled tables hold, and its steps evaluate, more than the flat layout
+    (domain20: 0.20 against 0.06 GiB); with many (PoRep's 18 challenges: ~1.9 against ~8.5 GiB) far less. Where
+    both work on the H200 tiled won on time too (full SnapDeals: 8.09 against 8.44 s per partition, resident key
+    45.1 against 57.7 GiB; bench/results, session 17). ``tile`` appends bellman's input rows itself: no copy of
+    the whole R1CS (~12 GB of host memory for a full WindowPoSt partition)."""
+    if layout not in LAYOUTS:
+        raise BadInput(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if layout == "flat":
+        ops_r1cs.check_indexable(r1cs)
+        return None
+    if r1cs.tiling is None:
+        if layout == "tiled":
+            raise BadInput("layout=tiled needs a header-and-blocks R1CS (one that carries a Tiling); this one has "
+                           "none")
+        return None
+    tiled = ops_r1cs.tile(r1cs, r1cs.tiling, input_rows=True)
+    if layout == "tiled":
+        return tiled
+    try:
+        ops_r1cs.check_indexable(r1cs)
+    except BadInput:
+        return tiled
+    return tiled if tiled.nbytes <= ops_r1cs.flat_bytes(r1cs) else None
+
+
 def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: int | None = None,
                   partitions: int | None = None, max_batch: int | None = None, consume: bool = False,
                   staged_ahead: int = 0) -> ResidentKey:
@@ -563,13 +603,9 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
     if consume:
         for f in fields.values():
             setattr(pk, f, None)
-    if r1cs.tiling is not None:
-        # a header-and-blocks circuit: one group of blocks' rows, evaluated for every group with its columns moved.
-        # Where both layouts work it won on the H200 (full SnapDeals: 8.09 against 8.44 s per partition, resident
-        # key 45.1 against 57.7 GiB; bench/results, session 17); a full WindowPoSt partition (2.94G nonzeros)
-        # cannot be indexed flat at all. tile appends bellman's input rows itself: no copy of the whole R1CS
-        # (~12 GB of host memory for a full WindowPoSt partition)
-        dr = ops_r1cs.tile(r1cs, r1cs.tiling, input_rows=True)
+    tiled = r1cs_layout(r1cs, as_config(config).layout)
+    if tiled is not None:
+        dr = tiled
     else:
         # size-bucketed R1CS tables: circuits of nearby sizes share the evaluation programs (stage pads z to
         # match); built on the host and uploaded once by build_resident, whole or in the plan's row chunks
