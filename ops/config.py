@@ -24,7 +24,6 @@ KERNELS = ("xla", "pallas", "pallas_interpret")
 # MsmConfig.dbl_branch=None per group: the level-1 mixed addition without its doubling case won for G1 and lost
 # narrowly for G2 on the H200 (bench/results/RESULTS.md, session 21)
 DBL_BRANCH_DEFAULT = {"g1": 1, "g2": 0}
-G2_MULS = ("rows", "split", "split_redc")  # MsmConfig.g2_mul: the compiled G2 kernels' Fq2 product block (an A/B switch)
 
 
 def platform_of(platform: str | None = None) -> str:
@@ -90,10 +89,6 @@ class MsmConfig:
     the unified form's 11: ``X1^2`` is only needed when a point meets itself in a bucket) and computes a doubling
     in a branch taken when any lane of the program needs one; ``0``: the unified formula; ``None`` (default): the
     group's winner on the H200 (:data:`DBL_BRANCH_DEFAULT`: on for G1, off for G2). Same results either way.
-    ``g2_mul``: the compiled G2 kernels' Fq2 product (:func:`cuzk_jax.ops.pallas.ptx_field.fq2_mul_asm`):
-    ``"rows"`` (default) -- its three schoolbook products row by row, each row a low-half and a dependent high-half
-    chain; ``"split"`` -- each row's even and odd limbs in two independent chains (as the Fq product);
-    ``"split_redc"`` -- its two Montgomery reductions too. An A/B switch until a GPU run decides; same results.
     The XLA kernel reads none of the other Pallas fields.
     """
 
@@ -105,7 +100,6 @@ class MsmConfig:
     stages: int = 5
     max_pairs: int | None = None
     dbl_branch: int | None = None
-    g2_mul: str = "rows"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -122,8 +116,6 @@ class MsmConfig:
             raise ValueError(f"MsmConfig.stages must be in 0..5, got {self.stages!r}")
         if self.dbl_branch not in (None, 0, 1):
             raise ValueError(f"MsmConfig.dbl_branch must be 0, 1 or None, got {self.dbl_branch!r}")
-        if self.g2_mul not in G2_MULS:
-            raise ValueError(f"MsmConfig.g2_mul must be one of {G2_MULS}, got {self.g2_mul!r}")
 
     @classmethod
     def default(cls, platform: str | None = None) -> "MsmConfig":
@@ -133,16 +125,13 @@ class MsmConfig:
     @classmethod
     def parse(cls, text: str) -> "MsmConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:seg=S:acc_seg=A:
-        stages=K:max_pairs=M:dbl_branch=0|1:g2_mul=rows|split|split_redc`` (positive ints unless stated)."""
+        stages=K:max_pairs=M:dbl_branch=0|1`` (positive ints unless stated)."""
         kernel, pairs = _split(text, "MsmConfig")
         keys = {f.name for f in dataclasses.fields(cls)} - {"kernel"}
         kw = {}
         for key, val in pairs:
             if key not in keys:
                 raise ValueError(f"unknown MsmConfig option {key!r} in {text!r}; expected one of {sorted(keys)}")
-            if key == "g2_mul":
-                kw[key] = val
-                continue
             kw[key] = int(val) if key in ("stages", "dbl_branch") and val.isdigit() else _int(key, val, text)
         return cls(kernel, **kw)
 
@@ -178,14 +167,12 @@ class NttConfig:
     ``schedule``: the field multiplication schedule (``"unrolled"`` / ``"rolled"``) of the XLA programs -- the
     ``"xla"`` passes and, for every kernel, the pointwise scalings and the H step's pointwise product; None:
     :func:`default_schedule` of the platform.
-    ``finish``: the H step's pointwise ``A B - C`` (:mod:`cuzk_jax.ops.qap`): ``"xla"`` (default) -- the field's
-    XLA product over windows of the domain; ``"kernel"`` -- one Pallas pass over the three inputs with the PTX
-    blocks (:func:`cuzk_jax.ops.pallas.field_mul.mul_sub`; Pallas kernels only). An A/B switch until a GPU run
-    decides; same results.
-    ``strides``: ``"static"`` (default) -- each pass's geometry compiled into its own Pallas kernel; ``"runtime"``
-    -- read from a parameter array by one kernel per sub-transform size (:func:`cuzk_jax.ops.pallas.ntt.sub_transform`:
-    a large transform's first call is mostly its passes' Triton compiles; Pallas kernels only). An A/B switch until
-    a GPU run decides; same results.
+    ``finish``: the H step's pointwise ``A B - C`` (:mod:`cuzk_jax.ops.qap`): ``"xla"`` -- the field's XLA product
+    over windows of the domain; ``"kernel"`` -- one Pallas pass over the three inputs with the PTX blocks
+    (:func:`cuzk_jax.ops.pallas.field_mul.mul_sub`; Pallas kernels only); None (default): ``"kernel"`` with the
+    compiled Pallas kernels (it won the split H step on the H200: 2^27 in 610.9 against 638.3 ms,
+    ``bench/results/RESULTS.md`` session 24), ``"xla"`` otherwise (the interpreter's twin stays the tests'
+    choice). Same results either way.
     Not configurable: the passes' digit order becomes natural order by the blocked digit reversal
     (:func:`cuzk_jax.ops.ntt_network.digit_reverse`), and the H step's coset programs (:mod:`cuzk_jax.ops.qap`)
     multiply by ``shift^j / n`` on the load of the second transform's first pass (the Pallas kernel's ``pre``).
@@ -196,8 +183,7 @@ class NttConfig:
     warps: int = 8
     schedule: str | None = None
     sub: int | None = None
-    finish: str = "xla"
-    strides: str = "static"
+    finish: str | None = None
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -212,14 +198,17 @@ class NttConfig:
             raise ValueError(f"NttConfig.block must be a power of two, got {self.block}")
         if self.schedule is not None and self.schedule not in SCHEDULES:
             raise ValueError(f"unknown NttConfig schedule {self.schedule!r}; expected one of {SCHEDULES}")
-        if self.finish not in ("xla", "kernel"):
+        if self.finish not in (None, "xla", "kernel"):
             raise ValueError(f"NttConfig.finish must be xla or kernel, got {self.finish!r}")
         if self.finish == "kernel" and self.kernel == "xla":
             raise ValueError("NttConfig.finish=kernel needs the Pallas kernels (pallas or pallas_interpret)")
-        if self.strides not in ("static", "runtime"):
-            raise ValueError(f"NttConfig.strides must be static or runtime, got {self.strides!r}")
-        if self.strides == "runtime" and self.kernel == "xla":
-            raise ValueError("NttConfig.strides=runtime needs the Pallas kernels (pallas or pallas_interpret)")
+
+    @property
+    def finish_kind(self) -> str:
+        """``finish`` resolved: ``"kernel"`` or ``"xla"`` (the class docstring)."""
+        if self.finish is not None:
+            return self.finish
+        return "kernel" if self.kernel == "pallas" else "xla"
 
     @classmethod
     def default(cls, platform: str | None = None) -> "NttConfig":
@@ -236,7 +225,7 @@ class NttConfig:
     @classmethod
     def parse(cls, text: str) -> "NttConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:sub=S`` (positive ints),
-        ``:schedule=unrolled|rolled``, ``:finish=xla|kernel`` and ``:strides=static|runtime``."""
+        ``:schedule=unrolled|rolled`` and ``:finish=xla|kernel``."""
         kernel, pairs = _split(text, "NttConfig")
         kw = {}
         for key, val in pairs:
@@ -246,11 +235,11 @@ class NttConfig:
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
-            elif key in ("finish", "strides"):
+            elif key == "finish":
                 kw[key] = val
             else:
                 raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
-                                 f"sub, finish, strides")
+                                 f"sub, finish")
         return cls(kernel, **kw)
 
     @classmethod

@@ -370,10 +370,10 @@ def default_affine_chunk(n: int | None = None) -> int:
 def default_bucket_chunk() -> int:
     """Scalars per compiled call of :func:`mul_bucket`: 2048 on CPU (the interpreter's test path); 2^20 on an
     accelerator whatever the point count, so each group compiles one program for every key size. On the H200 that
-    program's compile (the Pallas kernel, the digit sort and one batched inversion) took 108.7 s for G1 and 132.5 s
-    for G2, and a size-dependent chunk paid it again for every new size class (bench/results/RESULTS.md, session
-    11); zero-padding a small key up to 2^20 scalars costs a fraction of a second instead. At 2^20 the per-call
-    sequential part (the inversion's ~370 dependent steps) stays a few percent of the call."""
+    program's compile (the Pallas kernel, the digit sort and an XLA batched inversion, since replaced by the
+    conversion kernel) took 108.7 s for G1 and 132.5 s for G2, and a size-dependent chunk paid it again for every
+    new size class (bench/results/RESULTS.md, session 11); zero-padding a small key up to 2^20 scalars costs a
+    fraction of a second instead."""
     return 2048 if jax.default_backend() == "cpu" else 1 << 20
 
 
@@ -392,8 +392,9 @@ def default_fermat_window() -> int:
 
 
 def default_window() -> int:
-    """Window bits of the batch-affine path: 16 on an accelerator (16 windows, a 2^20-point table: 96 MiB for G1,
-    192 MiB for G2); 8 on CPU (a table built in seconds)."""
+    """Window bits of the batch-affine path (and of the bucket path but for G1 on a GPU,
+    :func:`default_bucket_window`): 16 on an accelerator (16 windows, a 2^20-point table: 96 MiB for G1, 192 MiB
+    for G2); 8 on CPU (a table built in seconds)."""
     return 8 if jax.default_backend() == "cpu" else 16
 
 
@@ -436,8 +437,9 @@ def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
 # order, so by the argument above the partial sum never meets the addend or its negative). No sort is needed. The
 # buckets then go to affine with one batched inversion -- one inversion chain per call instead of one per window in
 # the batch-affine path, and the additions run in a Pallas kernel instead of XLA loops. The conversion is a Pallas
-# kernel too (:mod:`cuzk_jax.ops.pallas.affine`, Montgomery's trick per lane; ``convert="kernel"``) or XLA
-# (:func:`_buckets_to_affine`, ``convert="xla"``).
+# kernel too (:mod:`cuzk_jax.ops.pallas.affine`, Montgomery's trick per lane; interpreted on a CPU). It replaced an XLA
+# conversion (one batched inversion on the platform's field products), which lost the session 24 A/B on the H200:
+# 2^22 G1 points at 44.2M/s against 71.3M/s, its program compiling for ~87 s (first call 90.2 s against 10.6 s).
 
 
 def _bucket_pairs(scalars, window: int):
@@ -454,33 +456,9 @@ def _bucket_pairs(scalars, window: int):
     return keys.reshape(-1), vals.T.reshape(-1)
 
 
-def _buckets_to_affine(F, pt, inv_chunk: int, fermat_window: int) -> C.Affine:
-    """XYZZ -> Affine through one batched inversion of ``ZZ ZZZ`` (:func:`_batch_inv`); an untouched bucket
-    (``ZZ = 0``, scalar zero) is the point at infinity with zero coordinates."""
-    (t,) = F.mul_many([(pt.zz, pt.zzz)])
-    tinv = _batch_inv(F, t, inv_chunk, fermat_window)
-    izz, izzz = F.mul_many([(pt.zzz, tinv), (pt.zz, tinv)])  # 1/ZZ = ZZZ/(ZZ ZZZ), 1/ZZZ = ZZ/(ZZ ZZZ)
-    x, y = F.mul_many([(pt.x, izz), (pt.y, izzz)])
-    return C.Affine(x, y, F.is_zero(pt.zz))
-
-
-CONVERTS = ("kernel", "xla")
-
-
-def default_convert() -> str:
-    """How :func:`mul_bucket` turns its XYZZ sums into affine points: ``"kernel"`` (the Pallas kernel of
-    :mod:`cuzk_jax.ops.pallas.affine`, PTX field blocks; interpreted on a CPU) or ``"xla"`` (:func:`_buckets_to_affine`
-    on the platform's field schedule: on a GPU its unrolled products made most of the setup program's compile,
-    bench/results/RESULTS.md, sessions 11 and 19). The kernel is the default before its GPU measurement (the
-    ``bench --op=setup`` A/B ``bucket,bucket:conv=xla`` decides; RESULTS.md, "Next GPU runs")."""
-    return "kernel"
-
-
-@functools.partial(jax.jit, static_argnames=("curve_name", "window", "schedule", "inv_chunk", "fermat_window",
-                                             "block", "num_warps", "interpret", "convert"))
-def _mul_bucket_program(curve_name: str, tab: C.Affine, scalars, window: int, schedule: str, inv_chunk: int,
-                        fermat_window: int, block: int, num_warps: int, interpret: bool, convert: str):
-    from . import msm as M
+@functools.partial(jax.jit, static_argnames=("curve_name", "window", "block", "num_warps", "interpret"))
+def _mul_bucket_program(curve_name: str, tab: C.Affine, scalars, window: int, block: int, num_warps: int,
+                        interpret: bool):
     from .pallas import affine as pa
     from .pallas import bucket as pk
 
@@ -494,43 +472,50 @@ def _mul_bucket_program(curve_name: str, tab: C.Affine, scalars, window: int, sc
     buckets = jnp.zeros((4 * Lc, n + 1), jnp.uint32)  # n outputs and the kernel's trash column
     _, _, buckets = pk.accumulate_bases(curve, jnp.int32(n * K), jnp.bool_(True), keys, vals, brows, buckets, seg=K,
                                         block=block, num_warps=num_warps, interpret=interpret, marked=True)
-    if convert == "kernel":
-        return pa.to_affine(curve, buckets, n, block=min(pa.DEFAULT_BLOCK, n), interpret=interpret)
-    with jax.enable_x64(True):
-        return _buckets_to_affine(_field_of(curve_name, schedule), M.rows_to_xyzz(curve, buckets, n), inv_chunk,
-                                  fermat_window)
+    return pa.to_affine(curve, buckets, n, block=min(pa.DEFAULT_BLOCK, n), interpret=interpret)
+
+
+def default_bucket_window(curve_name: str, platform: str | None = None) -> int:
+    """Window bits of :func:`mul_bucket` for a group on ``platform`` (default: JAX's default backend): 20 for G1
+    on a GPU -- 13 windows instead of 16, 13 * 2^20 table points (1.22 GiB of coordinates, held once more as the
+    kernel's point-major copy inside each call): 80.8M against 71.3M points/s at 16 on the H200 (2^22 G1 points,
+    first call 14.0 s against 10.6 s; bench/results/RESULTS.md, session 24); G2 (not measured at 20) and every
+    other platform keep :func:`default_window` (16; 8 on CPU, whose tests run the kernel interpreted)."""
+    if curve_name not in ("g1", "g2"):
+        raise ValueError(f"unknown group {curve_name!r}; expected g1 or g2")
+    platform = platform or jax.default_backend()
+    if platform == "gpu" and curve_name == "g1":
+        return 20
+    return 8 if platform == "cpu" else 16
 
 
 def mul_bucket(curve: C.Curve, scalars, *, window: int | None = None, chunk: int | None = None,
-               schedule: str = "platform", inv_chunk: int | None = None, fermat_window: int | None = None,
-               block: int | None = None, num_warps: int = 2, interpret: bool | None = None,
-               convert: str | None = None) -> C.Affine:
+               inv_chunk: int | None = None, fermat_window: int | None = None, block: int | None = None,
+               num_warps: int = 2, interpret: bool | None = None) -> C.Affine:
     """``scalars[:, i] * G`` (G the generator) by the bucket method (see the comment above): the window table of
-    :func:`affine_table`, the MSM's Pallas accumulation kernel, one batched inversion per call (``convert``:
-    :func:`default_convert`; ``schedule``, ``inv_chunk`` and ``fermat_window`` tune only its ``"xla"`` form).
+    :func:`affine_table`, the MSM's Pallas accumulation kernel, then the Pallas XYZZ -> affine kernel
+    (:func:`cuzk_jax.ops.pallas.affine.to_affine`: one batched inversion per lane).
 
     Same contract as :func:`mul_affine` (canonical Fr limbs ``(8, N)``, values ``>= r`` reduced first; a device
-    :class:`Affine` batch of ``N`` points, equal to :func:`mul`'s). ``chunk``: scalars per compiled call, a
-    multiple of ``block`` (default :func:`default_bucket_chunk`: one size, so one compile per group); ``block`` /
-    ``num_warps``: the kernel's lanes per program (default ``min(64, chunk)``) and warps; ``interpret``: run the
-    kernel under the Pallas interpreter (default: on a CPU, where Triton does not run -- the tests' path).
+    :class:`Affine` batch of ``N`` points, equal to :func:`mul`'s). ``window``: default
+    :func:`default_bucket_window` (per group and platform). ``chunk``: scalars per compiled call, a multiple of
+    ``block`` (default :func:`default_bucket_chunk`: one size, so one compile per group); ``block`` /
+    ``num_warps``: the kernel's lanes per program (default ``min(64, chunk)``) and warps; ``inv_chunk`` /
+    ``fermat_window``: the batched inversions of the window table's build (:func:`affine_table`) only;
+    ``interpret``: run the kernels under the Pallas interpreter (default: on a CPU, where Triton does not run --
+    the tests' path).
     """
     scalars = _canonical_limbs(scalars)
     if scalars.shape[1] == 0:
         return curve.affine_identity((0,))
-    chunk, tab, static = _bucket_args(curve, window, chunk, schedule, inv_chunk, fermat_window, block, num_warps,
-                                      interpret, convert)
+    chunk, tab, static = _bucket_args(curve, window, chunk, inv_chunk, fermat_window, block, num_warps, interpret)
     return _in_chunks(scalars, chunk, lambda part: _mul_bucket_program(curve.name, tab, part, *static))
 
 
-def _bucket_args(curve: C.Curve, window, chunk, schedule, inv_chunk, fermat_window, block, num_warps, interpret,
-                 convert):
+def _bucket_args(curve: C.Curve, window, chunk, inv_chunk, fermat_window, block, num_warps, interpret):
     """:func:`mul_bucket`'s defaults resolved: ``(chunk, table, the program's static arguments after the
     scalars)`` -- shared with :func:`precompile_bucket`, so both reach the same compiled program."""
-    convert = convert or default_convert()
-    if convert not in CONVERTS:
-        raise ValueError(f"convert must be one of {CONVERTS}, got {convert!r}")
-    window = window or default_window()
+    window = window or default_bucket_window(curve.name)
     inv_chunk = inv_chunk or default_inv_chunk()
     fermat_window = fermat_window or default_fermat_window()
     if interpret is None:
@@ -539,18 +524,16 @@ def _bucket_args(curve: C.Curve, window, chunk, schedule, inv_chunk, fermat_wind
     block = block or min(64, chunk)
     if chunk % block:
         raise ValueError(f"chunk {chunk} must be a multiple of block {block}")
-    tab = affine_table(curve, window, schedule, inv_chunk, fermat_window)
-    return chunk, tab, (window, schedule, inv_chunk, fermat_window, block, num_warps, interpret, convert)
+    tab = affine_table(curve, window, inv_chunk=inv_chunk, fermat_window=fermat_window)
+    return chunk, tab, (window, block, num_warps, interpret)
 
 
 def precompile_bucket(curve: C.Curve, *, window: int | None = None, chunk: int | None = None,
-                      schedule: str = "platform", inv_chunk: int | None = None, fermat_window: int | None = None,
-                      block: int | None = None, num_warps: int = 2, interpret: bool | None = None,
-                      convert: str | None = None) -> None:
+                      inv_chunk: int | None = None, fermat_window: int | None = None, block: int | None = None,
+                      num_warps: int = 2, interpret: bool | None = None) -> None:
     """Compile the program :func:`mul_bucket` runs with the same arguments, without running it (ahead-of-time
     lowering of a ``(8, chunk)`` scalar block; the window table is built). A later :func:`mul_bucket` call finds
     it compiled. Why: on a GPU each group's program takes minutes to compile; the device setup compiles both
     groups' in threads while it computes the scalars (:func:`cuzk_jax.groth16.generator.development_setup`)."""
-    chunk, tab, static = _bucket_args(curve, window, chunk, schedule, inv_chunk, fermat_window, block, num_warps,
-                                      interpret, convert)
+    chunk, tab, static = _bucket_args(curve, window, chunk, inv_chunk, fermat_window, block, num_warps, interpret)
     _mul_bucket_program.lower(curve.name, tab, jax.ShapeDtypeStruct((8, chunk), jnp.uint32), *static).compile()

@@ -567,7 +567,7 @@ def _pass_shape(curve, plan: Plan, M: int, config: MsmConfig) -> _PassShape:
     # or 256 buckets at c = 20, a G1 2^24 MSM, were no faster: REMOVED_VARIANTS.md)
     L1 = int(min(H, max(2, 1 << -(-(c - 1) // 3))))
     kopts = dict(block=block, num_warps=config.warps or max(1, block // 32),
-                 interpret=config.kernel == "pallas_interpret", g2_mul=config.g2_mul)
+                 interpret=config.kernel == "pallas_interpret")
     return _PassShape(block=block, seg=seg, nseg=nseg, L1=L1, K=H // L1, R1=NB // L1,
                       nbuf=pow2_ceil(max(2 * nseg, NB + 2, 2 * block)),
                       nrows=4 * (24 if curve.coord_ndim == 2 else 12), kopts=tuple(sorted(kopts.items())))

@@ -346,7 +346,7 @@ def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, na
 
             X = pntt.sub_transform(X, T, s=s, n=n, R_=R_, twiddle=twiddle, pre=pre if p == 0 else None,
                                    interpret=config.kernel == "pallas_interpret", block=config.block,
-                                   num_warps=config.warps, strides=config.strides)
+                                   num_warps=config.warps)
         x = X.reshape(LIMBS, B, n)
         R_ *= M
     if not natural:

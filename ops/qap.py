@@ -152,7 +152,7 @@ def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, 
     form here (``sqrt(n)`` entries), so that its Montgomery product leaves Montgomery form at no cost (``a R * b =
     a b R`` but ``a R * (b / R) = a b``); snarkjs's form converts ``P`` where it is put in natural order. Saves the
     separate conversion program over the whole batch."""
-    if config.finish == "kernel":  # one Pallas pass over the three inputs (PTX blocks; NttConfig.finish)
+    if config.finish_kind == "kernel":  # one Pallas pass over the three inputs (PTX blocks; NttConfig.finish)
         from cuzk_jax.ops.pallas import field_mul
 
         P = field_mul.mul_sub(ea, eb, ec, interpret=config.kernel == "pallas_interpret")

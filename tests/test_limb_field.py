@@ -184,15 +184,13 @@ def test_ptx_blocks_match_python(name, rng):
         assert _value(pf.emulate(sub, ops, n)) == (a - b) % p, (a, b)
 
 
-@pytest.mark.parametrize("split,split_redc", [(False, False), (True, False), (True, True), (False, True)])
-def test_ptx_fq2_block_matches_python(split, split_redc, rng):
-    """The one-block Fq2 product (Karatsuba with lazy reduction; ``split`` / ``split_redc``: its products / its
-    reductions with two chains per row)
-    against ``(a0 + a1 u)(b0 + b1 u) / R`` with ``u^2 = -1``, on random values and the extremes 0 / p - 1 in every
+def test_ptx_fq2_block_matches_python(rng):
+    """The one-block Fq2 product (Karatsuba with lazy reduction, its products and reductions with two chains per
+    row) against ``(a0 + a1 u)(b0 + b1 u) / R`` with ``u^2 = -1``, on random values and the extremes 0 / p - 1 in every
     position."""
     fld = F.fq
     p, n = fld.modulus, fld.limbs
-    text = pf.fq2_mul_asm(tuple(int(v) for v in fld.p_limbs), int(fld.pinv), split, split_redc)
+    text = pf.fq2_mul_asm(tuple(int(v) for v in fld.p_limbs), int(fld.pinv))
     r_inv = pow(1 << (32 * n), -1, p)
     vals = _edge_and_random(p, n, rng, 24)
     cases = [tuple(rng.choice(vals) for _ in range(4)) for _ in range(40)]
@@ -232,12 +230,12 @@ def test_ptx_emulator_catches_a_broken_block(rng):
                for a, b in zip(vals, vals[1:]))
 
 
-def test_ptx_fq2_emulator_catches_broken_split_blocks(rng):
-    """Negative twin of the split Fq2 block: dropping one carry -- inside a product row's odd-limb chain, or the
+def test_ptx_fq2_emulator_catches_broken_blocks(rng):
+    """Negative twin of the Fq2 block: dropping one carry -- inside a product row's odd-limb chain, or the
     fold of a reduction step into its odd-limb chain -- makes some product wrong on random operands."""
     fld = F.fq
     p, n = fld.modulus, fld.limbs
-    good = pf.fq2_mul_asm(tuple(int(v) for v in fld.p_limbs), int(fld.pinv), True, True)
+    good = pf.fq2_mul_asm(tuple(int(v) for v in fld.p_limbs), int(fld.pinv))
     r_inv = pow(1 << (32 * n), -1, p)
     cases = [tuple(rng.randrange(p) for _ in range(4)) for _ in range(12)]
     for fold in ("add.cc.u32 v5, v5, g5", "madc.lo.cc.u32 u6"):  # a reduction's fold; inside a product's odd chain

@@ -596,9 +596,9 @@ def test_kernels_lower_to_triton_with_the_split_products():
     """The NTT pass kernel, the H step's pointwise kernel, the field benchmark's chain kernel, the XYZZ -> affine
     kernel (both groups: G2's inversion is an Fq one) and the setup's marked kernel 1 lower for CUDA with the PTX
     product block (its
-    two-chain form: the fold of ``Y_0`` into ``X_0`` that a textbook CIOS block does not have); the G2 kernel with
-    ``g2_mul=split_redc`` carries the split Fq2 block (its odd-limb products ``u`` joined by an add chain, the
-    reduction's fold of ``g_1`` into word 1)."""
+    two-chain form: the fold of ``Y_0`` into ``X_0`` that a textbook CIOS block does not have); the G2 kernel
+    carries the two-chain Fq2 block (its odd-limb products ``u`` joined by an add chain, the reduction's fold of
+    ``g_1`` into word 1)."""
     import jax
 
     from cuzk_jax.ops.pallas import field_mul
@@ -613,7 +613,7 @@ def test_kernels_lower_to_triton_with_the_split_products():
     from cuzk_jax.ops.pallas import bucket as pk
 
     n = 4 * 64 * 8
-    g2 = (lambda *a: pk.accumulate_bases(cv.g2, *a, seg=8, block=64, num_warps=2, g2_mul="split_redc"),
+    g2 = (lambda *a: pk.accumulate_bases(cv.g2, *a, seg=8, block=64, num_warps=2),
           (S((), jnp.int32), S((), jnp.bool_), S((n,), jnp.int32), S((n,), jnp.int32), S((n, 48), jnp.uint32),
            S((96, 2 * n), jnp.uint32)))
     fold = ("add.cc.u32 x1, x1, y1",)

@@ -1,7 +1,6 @@
 """NTT over Fr: the ops layer and the host API against the Python-int reference (and the reference against the
 O(n^2) definition). Every test uses a partition batch of 2 at its size so the compiled programs are shared."""
 
-import dataclasses
 import random
 
 import jax
@@ -210,38 +209,6 @@ def test_pallas_ntt_interpret(log_n, sub, block):
     assert bool(jnp.all(N.coset_intt(N.coset_ntt(x, config=cfg), config=cfg) == x))
 
 
-@pytest.mark.slow  # the interpreted kernels (~30 s on 2 cores)
-@pytest.mark.usefixtures("no_persistent_cache")
-@isolated
-def test_pallas_ntt_interpret_runtime_strides():
-    """``NttConfig.strides="runtime"``: the pass kernel that reads its geometry from a parameter array (one kernel
-    for all passes of a size) end to end under the interpreter: 2^5 in a batch of 3 as 4 x 4 x 2 points, so its
-    index arithmetic meets column blocks of a wide pass, a pass whose columns fit one block, and several batch rows
-    per program where ``C = 1``; forward, inverse and both coset transforms (the coset scaling on the first pass's
-    load) against the reference, and every pass against the static kernel's."""
-    from cuzk_jax.ops.pallas import ntt as P
-
-    rng = random.Random(333)
-    vals = rows(rng, 1 << 5, count=3)
-    cfg = NttConfig("pallas_interpret", block=8, sub=2, strides="runtime")
-    x = to_arr(vals)
-    assert from_arr(N.ntt(x, config=cfg)) == [RN.ntt(v) for v in vals]
-    assert from_arr(N.intt(x, config=cfg)) == [RN.intt(v) for v in vals]
-    assert from_arr(N.coset_ntt(x, config=cfg)) == [RN.coset_ntt(v, 7) for v in vals]
-    assert from_arr(N.coset_intt(x, config=cfg)) == [RN.coset_intt(v, 7) for v in vals]
-    n, T = 1 << 5, jnp.asarray(encoding.random_limbs(16, "fr", np.random.default_rng(4), montgomery=True).T)
-    for R_, M, twiddle in ((1, 4, True), (4, 4, True), (16, 2, False)):
-        X = x.reshape(8, 3 * R_, M, n // (R_ * M))
-        with jax.enable_x64(True):
-            got, want = (P.sub_transform(X, T, s=M.bit_length() - 1, n=n, R_=R_, twiddle=twiddle, interpret=True,
-                                         block=8, strides=st) for st in ("runtime", "static"))
-        assert bool(jnp.all(got == want)) and not bool(jnp.all(got == X))
-    with pytest.raises(ValueError, match="strides=runtime needs"):
-        NttConfig("xla", strides="runtime")
-    with pytest.raises(ValueError, match="strides must be"):
-        NttConfig("pallas", strides="dynamic")
-
-
 @pytest.mark.usefixtures("no_persistent_cache")
 @isolated
 def test_pallas_pass_matches_xla_pass():
@@ -429,7 +396,7 @@ def test_identical_passes_of_one_program_share_one_triton_kernel(monkeypatch):
     """The H step's coset program lowers for CUDA with one Triton kernel per DISTINCT pass: its two transforms
     share every pass but the first (the second's first pass scales onto the coset), so a ``2^14`` domain in 5
     passes has 6 kernels, not 10 (each kernel is a Triton compile of its own); the finishing program's one transform
-    has 5. The twin: the same passes traced outside the shared jitted function are 10 kernels again."""
+    has 5, and its pointwise product one more. The twin: the same passes traced outside the shared jitted function are 10 kernels again."""
     from jax import export
 
     from cuzk_jax.ops import qap
@@ -462,12 +429,9 @@ def test_identical_passes_of_one_program_share_one_triton_kernel(monkeypatch):
                                                                  form="arkworks")
         x = S((8, 3, n), jnp.uint32)
         assert kernels(coset, x, tables) == 6
-        assert kernels(finish, *(S((8, 1, n), jnp.uint32),) * 3, tables) == 5
-        # strides="runtime": one kernel per (sub-transform size, twiddle, coset scaling) -- 3 and 2
-        flat = dataclasses.replace(cfg, strides="runtime")
-        assert kernels(lambda x, t: qap._coset_evaluations_impl(x, t, n=n, config=flat), x, tables) == 3
-        assert kernels(lambda a, b, c, t: qap._h_from_evaluations_impl(a, b, c, t, n=n, config=flat, form="arkworks"),
-                       *(S((8, 1, n), jnp.uint32),) * 3, tables) == 2
+        # one transform's 5 passes, and the pointwise A B - C as one Pallas pass (finish=kernel, the GPU default)
+        assert cfg.finish_kind == "kernel"
+        assert kernels(finish, *(S((8, 1, n), jnp.uint32),) * 3, tables) == 6
         monkeypatch.setattr(P, "_pass_program", shared.__wrapped__)  # a new jitted function per pass
         assert kernels(lambda x, t: coset(x, t), x, tables) == 10  # a new function: traced again
     finally:

@@ -6,17 +6,17 @@ Phases (``--modes``; default all three):
 
 * ``fixed_base`` -- :func:`cuzk_jax.ops.fixed_base.mul_affine` (``--impl=affine``, the batch-affine path),
   :func:`~cuzk_jax.ops.fixed_base.mul_bucket` (``--impl=bucket``: the MSM's Pallas accumulation kernel, with
-  ``block=`` / ``warps=`` besides the affine keys) and/or the older Jacobian method (``--impl=jacobian``) over
-  ``2^log_n`` random scalars per ``--group``: the first call (table build + compile) and the median of
-  ``--reps`` warm calls, as points/s; 4 random outputs are compared with the Python-int reference curve
-  (``ok``). The affine path takes tuning keys, one row per spec:
+  ``block=`` / ``warps=`` besides the affine keys except ``sched=``) and/or the older Jacobian method
+  (``--impl=jacobian``) over ``2^log_n`` random scalars per ``--group``: the first call (table build + compile)
+  and the median of ``--reps`` warm calls, as points/s; 4 random outputs are compared with the Python-int
+  reference curve (``ok``). The affine path takes tuning keys, one row per spec:
   ``affine:w=WINDOW_BITS:chunk=LOG2_SCALARS_PER_CALL:inv=INVERSION_RUN:fw=FERMAT_WINDOW`` (e.g.
   ``--impl=affine:w=16,affine:w=20:chunk=23:inv=256:fw=1``); omitted keys take the module's defaults;
-  ``sched=platform|rolled|unrolled`` picks the field multiplication schedule of the XLA part (the batched
-  inversions; the bucket kernel itself always runs the GPU's field), e.g. ``bucket:sched=rolled`` to compare its
-  compile time (``first_s``) and speed against the platform's schedule; ``bucket:conv=xla`` converts its sums to
-  affine in XLA instead of the Pallas kernel (``conv=kernel``, the default). The
-  ``setup`` phase uses the first spec (``jacobian`` / ``bucket``: the device setup with that fixed-base method).
+  ``affine:sched=platform|rolled|unrolled`` picks the field multiplication schedule of its XLA loops (the bucket
+  method has none: its additions and its conversion to affine are Pallas kernels on the GPU's field). The bucket
+  method's window defaults per group (:func:`cuzk_jax.ops.fixed_base.default_bucket_window`: 20 for G1 on a GPU).
+  The ``setup`` phase uses the first spec (``jacobian`` / ``bucket``: the device setup with that fixed-base
+  method).
 * ``setup`` -- :func:`cuzk_jax.groth16.generator.development_setup` on a synthetic R1CS with a ``2^log_n`` domain
   (``2^log_n - 2`` constraints, 2 / 1 / 1 nonzeros per row of A / B / C, random columns): the whole key (4 G1
   queries and the G2 query) and its points/s, twice (the second call is warm), with its phases' seconds
@@ -51,27 +51,19 @@ _SCHEDULES = ("platform", "rolled", "unrolled")
 def parse_impl(spec: str) -> tuple[str, dict]:
     """``"affine:w=16:chunk=22:inv=128"`` -> ``("affine", {"window": 16, "chunk": 2**22, "inv_chunk": 128})``;
     ``bucket`` (:func:`cuzk_jax.ops.fixed_base.mul_bucket`) takes the same keys plus ``block=`` and ``warps=``;
-    both take ``sched=platform|rolled|unrolled`` (``{"schedule": ...}``); ``bucket`` also ``conv=kernel|xla``
-    (``{"convert": ...}``: how its sums become affine points, :func:`cuzk_jax.ops.fixed_base.default_convert`)."""
+    ``affine`` also takes ``sched=platform|rolled|unrolled`` (``{"schedule": ...}``)."""
     kind, *opts = spec.split(":")
     if kind not in IMPLS or (opts and kind == "jacobian"):
         raise ValueError(f"unknown --impl {spec!r} for --op=setup; expected jacobian or affine|bucket[:w=..]"
-                         "[:chunk=..][:inv=..][:fw=..][:sched=..] (bucket also [:block=..][:warps=..][:conv=..])")
+                         "[:chunk=..][:inv=..][:fw=..] (affine also [:sched=..], bucket also [:block=..][:warps=..])")
     kw = {}
     for opt in opts:
         key, _, val = opt.partition("=")
         if key == "sched":
-            if val not in _SCHEDULES:
-                raise ValueError(f"bad option {opt!r} in --impl {spec!r}: sched= takes {', '.join(_SCHEDULES)}")
+            if kind != "affine" or val not in _SCHEDULES:
+                raise ValueError(f"bad option {opt!r} in --impl {spec!r}: sched= is an affine option taking "
+                                 f"{', '.join(_SCHEDULES)}")
             kw["schedule"] = val
-            continue
-        if key == "conv":
-            from cuzk_jax.ops.fixed_base import CONVERTS
-
-            if kind != "bucket" or val not in CONVERTS:
-                raise ValueError(f"bad option {opt!r} in --impl {spec!r}: conv= is a bucket option taking "
-                                 f"{', '.join(CONVERTS)}")
-            kw["convert"] = val
             continue
         if key not in _KEYS or not val.isdigit() or int(val) < 1 or (key in _BUCKET_ONLY and kind != "bucket"):
             raise ValueError(f"bad option {opt!r} in --impl {spec!r}: expected w=, chunk= (log2), inv=, fw= (or, for "
@@ -156,9 +148,10 @@ def _fixed_base_rows(cfg, rows, log_n):
                 times.append(time.perf_counter() - t0)
             med = statistics.median(times)
             idx = np.array(sorted(random.Random(log_n).sample(range(n), min(4, n))))
+            window = {"affine": fixed_base.default_window, "bucket": lambda: fixed_base.default_bucket_window(group),
+                      "jacobian": lambda: fixed_base.WINDOW}[kind]()
             bench.emit(rows, {"phase": "fixed_base", "impl": impl, "group": group, "log_n": log_n, "points": n,
-                              "window": kw.get("window", fixed_base.default_window()) if kind != "jacobian"
-                              else fixed_base.WINDOW,
+                              "window": kw.get("window", window),
                               "first_s": round(first, 3), "median_s": round(med, 4),
                               "points_per_s": round(n / med), "ok": _spot_check(curve, scalars, out, idx)})
             del out
@@ -173,12 +166,13 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
     from cuzk_jax.reference.constants import R
 
     kind, tuning = parse_impl(cfg.impl[0]) if cfg.impl else ("affine", {})
+    if "schedule" in tuning:
+        raise ValueError("--modes=setup takes no sched= (development_setup has no schedule argument)")
     if kind == "jacobian":
         tuning = {"points": "jacobian"}
     elif kind == "bucket":
-        if ({_KEYS[k] for k in _BUCKET_ONLY} | {"convert"}) & set(tuning):
-            raise ValueError("--modes=setup takes no block= / warps= / conv= (the device setup runs the kernels' "
-                             "defaults)")
+        if {_KEYS[k] for k in _BUCKET_ONLY} & set(tuning):
+            raise ValueError("--modes=setup takes no block= / warps= (the device setup runs the kernels' defaults)")
         tuning = {**tuning, "points": "bucket"}
     r1cs = synthetic_r1cs(log_n)
     toxic = generator.insecure_toxic_waste_for_tests(log_n)

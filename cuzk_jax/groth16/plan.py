@@ -60,8 +60,11 @@ STREAM_ORDER = ("msm_b2", "msm_h", "msm_l", "msm_a", "msm_b1")
 GROUPS = {"msm_a": "g1", "msm_b1": "g1", "msm_b2": "g2", "msm_l": "g1", "msm_h": "g1"}
 #: Fraction of a device's reported memory used as the default budget (the rest: allocator and XLA scratch).
 DEFAULT_DEVICE_FRACTION = 0.85
-#: Multiplier on the estimates (allocator fragmentation, XLA temporaries the formulas do not name).
-SAFETY = 1.15
+#: Multiplier on the estimates (allocator fragmentation, XLA temporaries the formulas do not name). The 2^27 sector
+#: on the H200 peaked within ~1 % of the unmultiplied estimate of its configuration (sessions 20-21: 108.9 / 102.1
+#: GiB measured against 107.8 / 106.3; session 24, with the MSM terms refitted: 99.38 GiB, the split B2 that ran
+#: ~12 GiB below the plain path the plan also allows for), so 1.10 leaves a ~9 % margin.
+SAFETY = 1.10
 #: Partitions a key's plan is made for when the caller names none (a PoRep sector).
 DEFAULT_PARTITIONS = 10
 #: Default points per streamed chunk (bounded above by the query size).
@@ -78,9 +81,12 @@ SPLIT_H_TEMP_BYTES = 96
 #: assignment on an H200 (the ones' sum and the classification over every base; G1: 31.6 GiB at 2^27 and 15.7 GiB
 #: at 2^26 points, sessions 13 and 15; G2: 2^22-point chunks, session 13, and 28.0 GiB at 2^26, session 15).
 SPLIT_BYTES_PER_BASE = {"g1": 261, "g2": 521}
-#: Plain-path MSM temporaries (XLA's buffer assignment on an H200, session 15; :func:`plain_msm_bytes`): copies
-#: of the bucket array, each ``4 x Lc`` uint32 words per bucket slot ...
-PLAIN_BUCKET_COPIES = 4
+#: Plain-path MSM temporaries (XLA's buffer assignment on an H200, refitted in session 24 on the straight-line
+#: Pallas pass; :func:`plain_msm_bytes`): copies of the bucket array, each ``4 x Lc`` uint32 words per bucket slot,
+#: when a partition's points take one pass ...
+PLAIN_BUCKET_COPIES = 7
+#: ... and when they take several (chunks whose bucket arrays are merged into a running one, then reduced once)
+PLAIN_CHUNKED_BUCKET_COPIES = 10
 #: ... and, per padded point, the point-major copy of the bases (shared by the batch) and per partition a scalar copy
 PLAIN_BASE_ROW_BYTES = {"g1": 96, "g2": 192}
 PLAIN_SCALAR_BYTES = 32
@@ -152,12 +158,14 @@ class Shape:
 def plain_msm_bytes(group: str, n: int, batch: int = 1, max_pairs: int | None = None) -> int:
     """Device temporaries of the plain MSM over ``n`` bases for ``batch`` partitions: the bucket array's copies
     (``nbuf`` slots: the buckets of one pass, the partitions per pass times ``W 2^(c-1)`` as
-    :func:`cuzk_jax.ops.msm.pass_shape` picks them, rounded up to a power of two) plus, per padded point, the
-    bases' point-major copy and each partition's scalars. Measured against XLA's buffer assignment (session 15): G1 2^27 and 2^26 points, one
-    partition: 22.1 / 14.1 GiB (model 22.0 / 14.0); 10 partitions of 2^20 / 2^19: 6.09 GiB both (model 6.4 /
-    6.2); G2 2^26: 26.1 GiB (model 26.0); 10 x 2^19: 12.1 GiB (model 12.3). ``max_pairs``: the MSM config's
-    bound on one pass (None: :func:`cuzk_jax.ops.msm.default_max_pairs`, as the MSM takes it); G1 2^27 at 2^29
-    pairs: 25.8 GiB measured (session 18), model 25.7 (:data:`PLAIN_PAIR_BYTES`)."""
+    :func:`cuzk_jax.ops.msm.pass_shape` picks them, rounded up to a power of two; :data:`PLAIN_BUCKET_COPIES`, or
+    :data:`PLAIN_CHUNKED_BUCKET_COPIES` when a partition's points take several passes) plus, per padded point, the
+    bases' point-major copy and each partition's scalars, plus the pairs of a pass longer than
+    :data:`PLAIN_PAIRS_IN_FIT`. Fitted against XLA's buffer assignment on an H200 (``bench --op=memory``, session
+    24; model in parentheses): G1 one partition of 2^24 / 2^26 / 2^27 points 12.16 / 26.70 / 34.70 GiB (12.5 /
+    26.66 / 34.66), 10 x 2^20 10.56 (10.91); G2 2^23 / 2^24 / 2^25 padded points 21.06 / 22.66 / 30.25 (22.75 / 24.5
+    / 31.66), 10 x 2^19 21.06 (21.25). ``max_pairs``: the MSM config's bound on one pass (None:
+    :func:`cuzk_jax.ops.msm.default_max_pairs`, as the MSM takes it)."""
     from cuzk_jax.ops import msm as ops_msm
 
     n = ops_msm.padded_size(max(int(n), 1))
@@ -165,7 +173,8 @@ def plain_msm_bytes(group: str, n: int, batch: int = 1, max_pairs: int | None = 
     lc = 12 if group == "g1" else 24
     nbuf = ops_msm.pow2_ceil(G * ops_msm.num_windows(c) * (1 << (c - 1)) + 2)
     pairs = G * chunk * ops_msm.num_windows(c)
-    return (PLAIN_BUCKET_COPIES * nbuf * 4 * lc * 4
+    copies = PLAIN_CHUNKED_BUCKET_COPIES if chunk < n else PLAIN_BUCKET_COPIES
+    return (copies * nbuf * 4 * lc * 4
             + (PLAIN_BASE_ROW_BYTES[group] + PLAIN_SCALAR_BYTES * batch) * n
             + PLAIN_PAIR_BYTES * max(0, pairs - PLAIN_PAIRS_IN_FIT))
 

@@ -82,17 +82,15 @@ DEFAULT_NUM_WARPS = 2
 
 class Rep:
     """How a kernel turns limb rows into field elements: ``"limb"`` (compiled: PTX fields on uint32 limb lists) or
-    ``"array"`` (interpret mode: stacked arrays). ``g2_mul``: the compiled Fq2 product (``MsmConfig.g2_mul``)."""
+    ``"array"`` (interpret mode: stacked arrays)."""
 
-    def __init__(self, curve, kind: str, g2_mul: str = "rows"):
+    def __init__(self, curve, kind: str):
         self.curve = curve
         self.kind = kind
         self.g2 = curve.coord_ndim == 2
         self.Lc = 24 if self.g2 else 12
         if kind == "limb":
-            g2 = {"split": ptx_field.fq2_lazy_loop_split,
-                  "split_redc": ptx_field.fq2_lazy_loop_split_redc}.get(g2_mul, ptx_field.fq2_lazy_loop)
-            self.F = g2 if self.g2 else ptx_field.fq_loop
+            self.F = ptx_field.fq2_lazy_loop if self.g2 else ptx_field.fq_loop
         elif kind == "array":
             self.F = limb_field.array_fq2 if self.g2 else limb_field.array_fq
         else:
@@ -406,7 +404,7 @@ ANY_SPEC = pl.BlockSpec(memory_space=pl.ANY)
 
 @x64
 def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, block=DEFAULT_BLOCK,
-                     num_warps=DEFAULT_NUM_WARPS, interpret=False, dbl_branch=False, g2_mul="rows", marked=False,
+                     num_warps=DEFAULT_NUM_WARPS, interpret=False, dbl_branch=False, marked=False,
                      width: int | None = None):
     """Level-1 accumulation (kernel 1).
 
@@ -417,14 +415,14 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
     few cache lines); ``buckets``: rows ``(4 Lc, NY)`` (last column trash), updated in place. Returns ``(partials (4 Lc, 2 nseg), partial keys (2 nseg,),
     buckets)``. ``dbl_branch``: the mixed addition without its
     doubling case (10 products instead of 11), the doubling computed in a branch taken only when a lane of the
-    program adds a point to itself (``MsmConfig.dbl_branch``; otherwise the unified mixed addition). ``g2_mul``:
-    the compiled Fq2 product (``MsmConfig.g2_mul``). ``marked``: a value of ``-1`` is a pair without a base, whose
-    operand is the point at infinity (the fixed-base method's zero digits, :mod:`cuzk_jax.ops.fixed_base`).
+    program adds a point to itself (``MsmConfig.dbl_branch``; otherwise the unified mixed addition). ``marked``: a
+    value of ``-1`` is a pair without a base, whose operand is the point at infinity (the fixed-base method's zero
+    digits, :mod:`cuzk_jax.ops.fixed_base`).
     ``width`` (>= ``2 nseg``, default ``2 nseg``): the partial arrays' length, so that a caller whose next level
     reads wider buffers gets them without a padded copy (entries past ``2 nseg`` are left unwritten: the next
     level reads only its live count).
     """
-    rep = Rep(curve, "array" if interpret else "limb", g2_mul)
+    rep = Rep(curve, "array" if interpret else "limb")
     nrows = 4 * rep.Lc
     size = keys.shape[0]
     if size % (seg * block):
@@ -456,15 +454,15 @@ def accumulate_bases(curve, count, final, keys, vals, bases, buckets, *, seg, bl
 
 @x64
 def general_step(curve, prm, keys, x, y, *, block=DEFAULT_BLOCK, num_warps=DEFAULT_NUM_WARPS, interpret=False,
-                 modes=MODES, g2_mul="rows"):
+                 modes=MODES):
     """One call of kernel 2 over buffers of ``N`` entries: ``keys`` (N,), ``x`` rows ``(4 Lc, N)``, ``y`` rows
     ``(4 Lc, N)`` (trash = last column), updated in place. Grid: ``N / 2`` lanes. Returns
     ``(partials (4 Lc, N), partial keys (N,), y)`` (partials are only meaningful in mode ACC). ``modes``: the
     branches compiled into this kernel, from :data:`MODES` (a kernel of one mode is a fraction of the code: see
-    :func:`cuzk_jax.ops.msm._pallas_pass`); ``g2_mul``: the compiled Fq2 product (``MsmConfig.g2_mul``)."""
+    :func:`cuzk_jax.ops.msm._pallas_pass`)."""
     if not modes or set(modes) - set(MODES):
         raise ValueError(f"modes must be a non-empty subset of {MODES}, got {modes!r}")
-    rep = Rep(curve, "array" if interpret else "limb", g2_mul)
+    rep = Rep(curve, "array" if interpret else "limb")
     nrows = 4 * rep.Lc
     N = x.shape[1]
     assert N % (2 * block) == 0

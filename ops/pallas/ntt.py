@@ -29,12 +29,10 @@ import math
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import triton as plt
 
 
 LIMBS = 8
 DEFAULT_BLOCK = 2048
-STRIDES = ("static", "runtime")  # NttConfig.strides: the pass geometry compiled in, or read at run time
 U32 = jnp.uint32
 
 
@@ -59,97 +57,42 @@ def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twid
     col0 = (pl.program_id(0) % nc) * Cb
     Rb = x_ref.shape[1]
     shape = (Rb, Cb)
+
+    def roots(idx):  # w^idx, idx < n/2 (a static int or an int32 lane array)
+        return [w_ref[idx, l].astype(f.dtype) for l in range(LIMBS)]
+
+    def signed_roots(e):  # w^e for uint32 exponents e < n: w^(e + n/2) = -w^e
+        r = roots((e & U32(n // 2 - 1)).astype(jnp.int32))
+        return f.select(e >= U32(n // 2), f.neg(r), r)
+
     rows = [[x_ref[l, :, k, :].astype(f.dtype) for l in range(LIMBS)] for k in range(M)]
     j = (jax.lax.broadcasted_iota(jnp.int32, (1, Cb), 1) + col0).astype(U32)  # global column, per lane
-    if pre:
+    if pre:  # x[k, j] * hi[i >> c] * lo[i mod 2^c], i = k C + j (the first pass: R_ = 1)
         lo_ref, hi_ref, o_ref = refs
-        rows = _pre_scale(f, rows, lo_ref, hi_ref, [U32(k * nc * Cb) + j for k in range(M)], shape)
+        c = lo_ref.shape[1].bit_length() - 1
+        for k in range(M):
+            i = U32(k * nc * Cb) + j
+            lo = [lo_ref[l, (i & U32((1 << c) - 1)).astype(jnp.int32)].astype(f.dtype) for l in range(LIMBS)]
+            hi = [hi_ref[l, (i >> U32(c)).astype(jnp.int32)].astype(f.dtype) for l in range(LIMBS)]
+            rows[k] = f.mul(rows[k], _bcast(f.mul(hi, lo), shape))
     else:
         (o_ref,) = refs
-    a = _transform(f, rows, w_ref, n=n, s=s, shape=shape)
-    if twiddle:
-        a = _twiddle(f, a, w_ref, [U32(k * R_) for k in range(M)], j, n=n, shape=shape)
-    for k in range(M):
-        for l in range(LIMBS):
-            o_ref[l, :, k, :] = a[k][l].astype(U32)
-
-
-def _roots(f, w_ref, idx):
-    """``w^idx``, ``idx < n/2`` (a static int or an int32 lane array), from the limb-minor table."""
-    return [w_ref[idx, l].astype(f.dtype) for l in range(LIMBS)]
-
-
-def _pre_scale(f, rows, lo_ref, hi_ref, index, shape):
-    """``rows[k] * hi[i >> c] * lo[i mod 2^c]`` with ``i = index[k]`` (uint32 lane arrays: each element's index in
-    the transform; the first pass's coset scaling, ``R_ = 1``)."""
-    c = lo_ref.shape[1].bit_length() - 1
-    out = []
-    for k, i in enumerate(index):
-        lo = [lo_ref[l, (i & U32((1 << c) - 1)).astype(jnp.int32)].astype(f.dtype) for l in range(LIMBS)]
-        hi = [hi_ref[l, (i >> U32(c)).astype(jnp.int32)].astype(f.dtype) for l in range(LIMBS)]
-        out.append(f.mul(rows[k], _bcast(f.mul(hi, lo), shape)))
-    return out
-
-
-def _transform(f, rows, w_ref, *, n: int, s: int, shape):
-    """The ``2^s``-point transform of the lane arrays ``rows`` (radix-2 DIT over the rows read in bit-reversed
-    order: natural order out); each butterfly column's twiddle ``w_(2h)^t = w_n^(t n / 2h)`` is one scalar."""
-    M = 1 << s
     a = [rows[bitrev_int(k, s)] for k in range(M)]
     for q in range(1, s + 1):
         h = 1 << (q - 1)
-        for t in range(h):
-            tw = None if t == 0 else _bcast(_roots(f, w_ref, t * (n // (2 * h))), shape)
+        for t in range(h):  # w_(2h)^t = w_n^(t n / 2h): one scalar per butterfly column
+            tw = None if t == 0 else _bcast(roots(t * (n // (2 * h))), shape)
             for b in range(0, M, 2 * h):
                 u, v = a[b + t], a[b + t + h]
                 if tw is not None:
                     v = f.mul(v, tw)
                 a[b + t], a[b + t + h] = f.add(u, v), f.sub(u, v)
-    return a
-
-
-def _twiddle(f, a, w_ref, kR, j, *, n: int, shape):
-    """The four-step factor: row ``k`` times ``w^((k R_ j) mod n)`` (``kR[k] = k R_`` as uint32, ``j`` the global
-    column per lane), ``w^(e + n/2) = -w^e``. One gather per element (cheaper on the H200 than one per lane and its
-    powers: REMOVED_VARIANTS.md)."""
-    out = [a[0]]
-    for k in range(1, len(a)):
-        e = (kR[k] * j) & U32(n - 1)
-        r = _roots(f, w_ref, (e & U32(n // 2 - 1)).astype(jnp.int32))
-        out.append(f.mul(a[k], _bcast(f.select(e >= U32(n // 2), f.neg(r), r), shape)))
-    return out
-
-
-def _flat_kernel(prm_ref, x_ref, w_ref, *refs, n: int, s: int, lanes: int, twiddle: bool, pre: bool,
-                 interpret: bool):
-    """The pass of :func:`_kernel` with its geometry read at run time (``strides="runtime"``): ``prm = (log2 C,
-    log2 Cb, log2 R_)``, ``x_ref`` the flat ``(8, BR M C)`` data. Program ``i`` takes column block ``i mod nc``
-    (``nc = C / Cb``) of row block ``i / nc``; lane ``l`` is row ``l >> log2 Cb`` of the block, column
-    ``l mod Cb``; element ``(row, k, col)`` lies at ``(row M + k) C + col``. Every pass of one ``s`` and ``n`` is
-    this one kernel (one Triton compile), all index arithmetic shifts and masks of the parameters."""
-    f = _field(interpret)
-    M = 1 << s
-    log_c, log_cb, log_r = prm_ref[0], prm_ref[1], prm_ref[2]
-    log_nc = log_c - log_cb
-    i = pl.program_id(0)
-    lane = jnp.arange(lanes, dtype=jnp.int32)
-    row = ((i >> log_nc) << (lanes.bit_length() - 1 - log_cb)) + (lane >> log_cb)
-    col = ((i & ((1 << log_nc) - 1)) << log_cb) + (lane & ((1 << log_cb) - 1))
-    idx = [(((row << s) + k) << log_c) + col for k in range(M)]
-    shape = (lanes,)
-    rows = [[x_ref[l, idx[k]].astype(f.dtype) for l in range(LIMBS)] for k in range(M)]
-    j = col.astype(U32)
-    if pre:
-        lo_ref, hi_ref, o_ref = refs
-        rows = _pre_scale(f, rows, lo_ref, hi_ref, [(U32(k) << log_c.astype(U32)) + j for k in range(M)], shape)
-    else:
-        (o_ref,) = refs
-    a = _transform(f, rows, w_ref, n=n, s=s, shape=shape)
-    if twiddle:
-        a = _twiddle(f, a, w_ref, [U32(k) << log_r.astype(U32) for k in range(M)], j, n=n, shape=shape)
+    if twiddle:  # one gather per element (cheaper on the H200 than one per lane and its powers: REMOVED_VARIANTS.md)
+        for k in range(1, M):
+            a[k] = f.mul(a[k], _bcast(signed_roots((U32(k * R_) * j) & U32(n - 1)), shape))
     for k in range(M):
         for l in range(LIMBS):
-            plt.store(o_ref.at[l, idx[k]], a[k][l].astype(U32))
+            o_ref[l, :, k, :] = a[k][l].astype(U32)
 
 
 def bitrev_int(k: int, bits: int) -> int:
@@ -168,8 +111,7 @@ def _compiler_params(num_warps, triton: bool | None):
 
 
 def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, interpret: bool = False,
-                  block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None,
-                  strides: str = "static"):
+                  block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None):
     """One pass on ``x`` ``(8, BR, M, C)`` (``M = 2^s``): the M-point NTT along axis 2 with root ``w_n^(n/M)``, then
     (``twiddle``) the four-step factor ``w_n^(k j R_)``; same shape out. See the module docstring.
 
@@ -181,11 +123,6 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
     lanes); ``triton`` forces (True) or omits (False) the Triton compiler parameters, default: on when the default
     backend is a GPU (used to lower for CUDA on a machine without one). Each element's four-step twiddle
     ``w^(k j R_)`` is gathered from ``w``.
-
-    ``strides``: ``"static"`` -- the pass's geometry (``C``, its column blocks, ``R_``) is compiled into its kernel
-    (a kernel per pass); ``"runtime"`` -- :func:`_flat_kernel` reads it from a parameter array, so all passes of one
-    ``s`` and ``n`` share one kernel (one Triton compile: the first call of a large transform is mostly these
-    compiles); a pass of fewer than ``block`` elements runs the static kernel. Same results.
     """
     _, BR, M, C = x.shape
     if M != 1 << s:
@@ -194,20 +131,9 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
         raise ValueError(f"block must be a power of two, got {block}")
     if pre is not None and (R_ != 1 or pre[0].shape[1] * pre[1].shape[1] != M * C):
         raise ValueError("sub_transform: pre-scaling applies to a first pass (R_ = 1, len(lo) len(hi) = M C)")
-    if strides not in STRIDES:
-        raise ValueError(f"strides must be one of {STRIDES}, got {strides!r}")
     tables = [w] + ([] if pre is None else list(pre))
-    _, BR, M, C = x.shape
-    total = BR * M * C
     with jax.enable_x64(True):
-        if strides == "static" or total < block:
-            return _pass_program(s, n, R_, twiddle, interpret, block, num_warps, triton)(x, *tables)
-        if total >= 1 << 31:  # the kernel's element indices are int32
-            raise ValueError(f"sub_transform: strides='runtime' takes fewer than 2^31 elements per limb, got {total}")
-        lanes = block // M
-        prm = jnp.array([C.bit_length() - 1, min(C, lanes).bit_length() - 1, R_.bit_length() - 1], jnp.int32)
-        program = _flat_program(s, n, twiddle, pre is not None, interpret, block, num_warps, triton)
-        return program(prm, x.reshape(LIMBS, total), *tables).reshape(x.shape)
+        return _pass_program(s, n, R_, twiddle, interpret, block, num_warps, triton)(x, *tables)
 
 
 @functools.lru_cache(maxsize=None)
@@ -236,29 +162,3 @@ def _pass_program(s: int, n: int, R_: int, twiddle: bool, interpret: bool, block
         )(x, *tables)
 
     return jax.jit(run)
-
-
-@functools.lru_cache(maxsize=None)
-def _flat_program(s: int, n: int, twiddle: bool, pre: bool, interpret: bool, block: int, num_warps, triton):
-    """The ``strides="runtime"`` pass as a jitted function of ``(prm, x (8, N), w[, lo, hi])`` (one lowering per
-    program and shape, as :func:`_pass_program`); ``N / block`` programs of ``block / 2^s`` lanes."""
-
-    def run(prm, x, *tables):
-        kernel = functools.partial(_flat_kernel, n=n, s=s, lanes=block >> s, twiddle=twiddle, pre=pre,
-                                   interpret=interpret)
-        return pl.pallas_call(
-            kernel,
-            out_shape=jax.ShapeDtypeStruct(x.shape, U32),
-            grid=(x.shape[1] // block,),
-            in_specs=[_whole(prm), _whole(x)] + [_whole(t) for t in tables],
-            out_specs=pl.BlockSpec(memory_space=pl.ANY),
-            interpret=interpret,
-            compiler_params=_compiler_params(num_warps, triton),
-        )(prm, x, *tables)
-
-    return jax.jit(run)
-
-
-def _whole(a):
-    """A block spec of the whole array (read with computed indices)."""
-    return pl.BlockSpec(tuple(a.shape), lambda i, nd=a.ndim: (0,) * nd)

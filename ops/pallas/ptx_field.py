@@ -63,20 +63,6 @@ def _cond_sub(vals: list[str], outs: list[str], n: int) -> list[str]:
     return body
 
 
-def _mac_row(acc: list[str], x: list[str], y: str) -> list[str]:
-    """``acc += x * y`` on the ``n + 1`` words ``acc`` (``n = len(x)``, ``y`` one word): the low halves into words
-    ``0..n-1`` (carry into word ``n``), then the high halves into words ``1..n``; callers guarantee the sum fits
-    in ``n + 1`` words, so no carry leaves word ``n``."""
-    n = len(x)
-    body = [f"mad.lo.cc.u32 {acc[0]}, {x[0]}, {y}, {acc[0]}"]
-    body += [f"madc.lo.cc.u32 {acc[j]}, {x[j]}, {y}, {acc[j]}" for j in range(1, n)]
-    body.append(f"addc.u32 {acc[n]}, {acc[n]}, 0")
-    body.append(f"mad.hi.cc.u32 {acc[1]}, {x[0]}, {y}, {acc[1]}")
-    body += [f"madc.hi.cc.u32 {acc[j + 1]}, {x[j]}, {y}, {acc[j + 1]}" for j in range(1, n - 1)]
-    body.append(f"madc.hi.u32 {acc[n]}, {x[n - 1]}, {y}, {acc[n]}")
-    return body
-
-
 def _mac_half(acc: list[str], xs: list[str], y: str, *, carry_in: bool = False, end: str = "top") -> list[str]:
     """``acc += sum_k xs[k] y W^(2k)``: the low and high halves of the products ``xs[k] y`` land on words ``2k``
     and ``2k + 1`` without overlapping, so the row is ONE carry chain (low, high, low, high, ...).
@@ -170,21 +156,12 @@ def sub_mod_asm(p_limbs: tuple) -> str:
     return _block([f".reg .u32 q<{n}>", f".reg .u32 d<{n}>", f".reg .u32 e<{n}>", ".reg .u32 bw"], body)
 
 
-def _wide_mul(x: list[str], y: list[str], acc: list[str]) -> list[str]:
-    """``acc (2n words, zeroed here) = x * y``: schoolbook rows, each a low-half and a high-half carry chain (the
-    partial sum after row ``i`` is below ``W^(n+i+1)``, so no carry leaves word ``n + i``)."""
-    n = len(x)
-    body = [f"mov.u32 {r}, 0" for r in acc]
-    for i in range(n):
-        body += _mac_row(acc[i : i + n + 1], x, y[i])
-    return body
-
-
-def _wide_mul_split(x: list[str], y: list[str], acc: list[str], aux: list[str]) -> list[str]:
-    """``acc (2n words) = x * y`` as :func:`_wide_mul`, with each row's products in two independent carry chains:
-    the even-indexed limbs of ``x`` into ``acc`` (words ``i..i+n-1``, carry into ``i+n``), the odd-indexed ones into
-    ``aux`` (words ``i+1..i+n``); both parts are at most the partial product ``< W^(n+i+1)``, so neither chain
-    carries out of word ``i + n``. One ``2n``-word add chain joins them (``aux_0`` stays zero)."""
+def _wide_mul(x: list[str], y: list[str], acc: list[str], aux: list[str]) -> list[str]:
+    """``acc (2n words) = x * y``, schoolbook rows with each row's products in two independent carry chains (like
+    :func:`mont_mul_asm`'s half steps): the even-indexed limbs of ``x`` into ``acc`` (words ``i..i+n-1``, carry into
+    ``i+n``), the odd-indexed ones into ``aux`` (words ``i+1..i+n``); both parts are at most the partial product
+    ``< W^(n+i+1)``, so neither chain carries out of word ``i + n``. One ``2n``-word add chain joins them (``aux_0``
+    stays zero)."""
     n = len(x)
     body = [f"mov.u32 {r}, 0" for r in acc + aux]
     for i in range(n):
@@ -203,31 +180,15 @@ def _chain(op: str, d: list[str], a: list[str], b: list[str]) -> list[str]:
     return body
 
 
-def _redc(X: list[str], outs: list[str], n: int, pinv: int) -> list[str]:
-    """``outs = X / R mod p`` for a ``2n``-word ``X < p R`` (Montgomery reduction, word by word): iteration ``i``
-    adds ``m p W^i`` with ``m = X_i (-1/p) mod W`` (word ``i`` becomes zero); the carries out of word ``i + n`` go
-    to a small register ``k`` that the next iteration adds into word ``i + n + 1``. The result ``X_n.. < 2p`` gets
-    one conditional subtraction."""
-    body = ["mov.u32 k, 0"]
-    for i in range(n):
-        body.append(f"mul.lo.u32 m, {X[i]}, {int(pinv)}")
-        body.append(f"mad.lo.cc.u32 {X[i]}, m, q0, {X[i]}")
-        body += [f"madc.lo.cc.u32 {X[i + j]}, m, q{j}, {X[i + j]}" for j in range(1, n)]
-        body.append(f"addc.cc.u32 {X[i + n]}, {X[i + n]}, k")
-        body.append("addc.u32 k, z, z")
-        body.append(f"mad.hi.cc.u32 {X[i + 1]}, m, q0, {X[i + 1]}")
-        body += [f"madc.hi.cc.u32 {X[i + j + 1]}, m, q{j}, {X[i + j + 1]}" for j in range(1, n)]
-        body.append("addc.u32 k, k, z")
-    return body + _cond_sub(X[n : 2 * n], outs, n)
-
-
-def _redc_split(X: list[str], Y: list[str], outs: list[str], n: int, pinv: int) -> list[str]:
-    """:func:`_redc` with each iteration's ``m p`` in two independent chains: the even-indexed limbs of ``p`` into
-    ``X`` (words ``i..i+n-1``; the carry out of word ``i + n`` deferred in ``k`` as there), the odd-indexed ones into
-    the ``2n``-word aux ``Y`` (words ``i+1..i+n``; ``Y`` only gathers ``m_j p_odd W^j`` terms and fold carries, so it
-    stays below ``W^(i+n+1)`` and its chain carries out of nothing). Iteration ``i`` first folds ``Y_i`` into ``X_i``
-    (its carry enters ``Y``'s chain at word ``i + 1``), so ``m = X_i (-1/p)`` sees the whole word ``i``. The result
-    ``(X + Y)_n.. < 2p``: one ``n``-word add chain, then the conditional subtraction."""
+def _redc(X: list[str], Y: list[str], outs: list[str], n: int, pinv: int) -> list[str]:
+    """``outs = X / R mod p`` for a ``2n``-word ``X < p R`` (Montgomery reduction, word by word; ``Y``: a ``2n``-word
+    aux, zeroed here): iteration ``i`` adds ``m p W^i`` with ``m = X_i (-1/p) mod W`` in two independent chains --
+    the even-indexed limbs of ``p`` into ``X`` (words ``i..i+n-1``; the carry out of word ``i + n`` goes to a small
+    register ``k`` that the next iteration adds into word ``i + n + 1``), the odd-indexed ones into ``Y`` (words
+    ``i+1..i+n``; ``Y`` only gathers ``m_j p_odd W^j`` terms and fold carries, so it stays below ``W^(i+n+1)`` and
+    its chain carries out of nothing). Iteration ``i`` first folds ``Y_i`` into ``X_i`` (its carry enters ``Y``'s
+    chain at word ``i + 1``), so ``m`` sees the whole word ``i``. The result ``(X + Y)_n.. < 2p``: one ``n``-word
+    add chain, then one conditional subtraction."""
     body = [f"mov.u32 {r}, 0" for r in Y] + ["mov.u32 k, 0"]
     for i in range(n):
         if i:
@@ -241,14 +202,17 @@ def _redc_split(X: list[str], Y: list[str], outs: list[str], n: int, pinv: int) 
 
 
 @functools.lru_cache(maxsize=None)
-def fq2_mul_asm(p_limbs: tuple, pinv: int, split: bool = False, split_redc: bool = False) -> str:
+def fq2_mul_asm(p_limbs: tuple, pinv: int) -> str:
     """PTX for one Fq2 product ``(c0, c1) = (a0 + a1 u)(b0 + b1 u)``, ``u^2 = -1``, Karatsuba with lazy reduction:
     three ``2n``-word products ``v0 = a0 b0``, ``v1 = a1 b1``, ``v2 = (a0 + a1)(b0 + b1)`` (the sums unreduced,
     ``< 2p``), then ``c0 = REDC(v0 + p^2 - v1)`` and ``c1 = REDC(v2 - v0 - v1)`` -- two Montgomery reductions
     instead of three (both arguments are in ``[0, 2 p^2)``, below ``p R``, so each reduction ends below ``2p``).
-    Operands: ``c0 = $0..``, ``c1 = $n..``, then ``a0, a1, b0, b1`` (``n`` words each, all ``< p``). ``split``: the
-    three products as :func:`_wide_mul_split` (two independent chains per row), else :func:`_wide_mul`;
-    ``split_redc``: the two reductions as :func:`_redc_split`, else :func:`_redc`."""
+    Operands: ``c0 = $0..``, ``c1 = $n..``, then ``a0, a1, b0, b1`` (``n`` words each, all ``< p``).
+
+    Both stages split the even- and odd-indexed limbs into two independent carry chains: each schoolbook row of
+    the products (:func:`_wide_mul`) and each iteration of the reductions (:func:`_redc`). Chosen by an H200 A/B
+    of the G2 MSM against single-chain rows ("rows") and split products with single-chain reductions ("split"):
+    2^20 points 148.5 / 134.9 / 130.3 ms, 2^24 points 1299 / 1205 / 1122 ms (rows / split / this form)."""
     n = len(p_limbs)
     op = lambda k: [f"${k * n + j}" for j in range(n)]  # noqa: E731
     c0, c1, a0, a1, b0, b1 = (op(k) for k in range(6))
@@ -258,20 +222,13 @@ def fq2_mul_asm(p_limbs: tuple, pinv: int, split: bool = False, split_redc: bool
     p2 = [str(((p * p) >> (32 * j)) & MASK) for j in range(2 * n)]
     sa, sb = [f"sa{j}" for j in range(n)], [f"sb{j}" for j in range(n)]
     v0, v1, v2 = ([f"{nm}{j}" for j in range(2 * n)] for nm in ("v", "w", "x"))
+    u, g = [f"u{j}" for j in range(2 * n)], [f"g{j}" for j in range(2 * n)]
     body = _consts(p_limbs) + ["mov.u32 z, 0"]
     body += _chain("add", sa, a0, a1) + _chain("add", sb, b0, b1)  # < 2p < W^n: no carry out
-    if split:
-        u = [f"u{j}" for j in range(2 * n)]
-        body += _wide_mul_split(a0, b0, v0, u) + _wide_mul_split(a1, b1, v1, u) + _wide_mul_split(sa, sb, v2, u)
-    else:
-        body += _wide_mul(a0, b0, v0) + _wide_mul(a1, b1, v1) + _wide_mul(sa, sb, v2)
+    body += _wide_mul(a0, b0, v0, u) + _wide_mul(a1, b1, v1, u) + _wide_mul(sa, sb, v2, u)
     body += _chain("sub", v2, v2, v0) + _chain("sub", v2, v2, v1)  # a0 b1 + a1 b0 >= 0
     body += _chain("add", v0, v0, p2) + _chain("sub", v0, v0, v1)  # v0 + p^2 - v1 > 0
-    if split_redc:
-        g = [f"g{j}" for j in range(2 * n)]
-        body += _redc_split(v0, g, c0, n, pinv) + _redc_split(v2, g, c1, n, pinv)
-    else:
-        body += _redc(v0, c0, n, pinv) + _redc(v2, c1, n, pinv)
+    body += _redc(v0, g, c0, n, pinv) + _redc(v2, g, c1, n, pinv)
     decls = [f".reg .u32 q<{n}>", f".reg .u32 sa<{n}>", f".reg .u32 sb<{n}>", f".reg .u32 v<{2 * n}>",
              f".reg .u32 w<{2 * n}>", f".reg .u32 x<{2 * n}>", f".reg .u32 u<{2 * n}>", f".reg .u32 g<{2 * n}>",
              f".reg .u32 r<{n}>", f".reg .u32 d<{n}>", ".reg .u32 m", ".reg .u32 k", ".reg .u32 z", ".reg .u32 bw",
@@ -448,21 +405,16 @@ class PtxField(LimbLists):
 
 class PtxFq2(LimbFq2):
     """Fq2 on :class:`PtxField` pairs whose product is ONE block, :func:`fq2_mul_asm` (Karatsuba with lazy
-    reduction: ~1,850 instructions against ~2,260 for three product blocks and five sum / difference blocks).
-    Everything else is :class:`~cuzk_jax.ops.pallas.limb_field.LimbFq2`'s. ``split``: the block's three products
-    with two independent chains per row (``fq2_mul_asm(split=True)``), ``split_redc``: its reductions too (A/B
-    switches, ``MsmConfig.g2_mul``)."""
-
-    def __init__(self, base: PtxField, split: bool = False, split_redc: bool = False):
-        super().__init__(base)
-        self.split, self.split_redc = split, split_redc
+    reduction, even / odd limbs in two carry chains in its products and reductions: ~2,040 instructions against
+    ~2,380 for three product blocks and five sum / difference blocks). Everything else is
+    :class:`~cuzk_jax.ops.pallas.limb_field.LimbFq2`'s."""
 
     def __repr__(self) -> str:
-        return f"PtxFq2({self.base!r}, split={self.split}, split_redc={self.split_redc})"
+        return f"PtxFq2({self.base!r})"
 
     def _mul1(self, a, b):
         f = self.base
-        out = _asm(fq2_mul_asm(f.p_limbs, f.pinv, self.split, self.split_redc), 2 * f.limbs, a[0], a[1], b[0], b[1])
+        out = _asm(fq2_mul_asm(f.p_limbs, f.pinv), 2 * f.limbs, a[0], a[1], b[0], b[1])
         return (out[: f.limbs], out[f.limbs :])
 
     def mul_many(self, pairs):
@@ -476,6 +428,4 @@ class PtxFq2(LimbFq2):
 # product) and the NTT kernel's (products in turn)
 fq_loop = PtxField(ops_field.fq, mul_loop=True)
 fq2_lazy_loop = PtxFq2(fq_loop)
-fq2_lazy_loop_split = PtxFq2(fq_loop, split=True)
-fq2_lazy_loop_split_redc = PtxFq2(fq_loop, split=True, split_redc=True)
 fr = PtxField(ops_field.fr)
