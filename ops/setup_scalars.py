@@ -207,7 +207,7 @@ def from_mont(x):
 
 
 def compile_jobs(lag_tables: tuple, h_tables: tuple, *, chunk: int, lag_width: int, nnz, num_coeffs: int,
-                 num_vars: int, num_inputs: int) -> dict:
+                 num_vars: int, num_inputs: int, lag_chunk: int | None = None) -> dict:
     """The scalar programs of a device setup as thunks that compile them without running them (ahead-of-time
     lowering on abstract shapes; a later call with the same shapes finds its program compiled), by name:
     ``lagrange``, ``column_sums`` (one per distinct :func:`column_chunk` of the matrices' ``nnz``), ``finish_sums``,
@@ -216,7 +216,8 @@ def compile_jobs(lag_tables: tuple, h_tables: tuple, *, chunk: int, lag_width: i
     GIL) while it works (:func:`cuzk_jax.groth16.generator.development_setup`).
 
     ``lag_tables``: ``(lo, hi, a, tau, k)`` of :func:`lagrange`; ``h_tables``: ``(lo, hi, a)`` of :func:`powers`
-    (the arrays themselves: small); ``chunk``: elements per call of those programs; ``lag_width``: the columns of
+    (the arrays themselves: small); ``chunk``: elements per call of those programs (``lag_chunk``: of
+    :func:`lagrange`, default ``chunk``); ``lag_width``: the columns of
     the Lagrange array the column sums read; ``nnz``: each matrix's nonzeros (its extra rows included);
     ``num_coeffs``: the rows of :func:`scaled_coeffs` (with its zero entry). Each thunk must run with x64 off in
     its thread (the setup's calls are made so; ``column_sums`` and ``finish_sums`` switch it on as their calls
@@ -243,7 +244,7 @@ def compile_jobs(lag_tables: tuple, h_tables: tuple, *, chunk: int, lag_width: i
         _query_scalars_chunk.lower(u, u, u, jnp.int32(0), c, c, c, c, width=min(chunk, num_vars),
                                    num_inputs=num_inputs).compile()
 
-    jobs = {"lagrange": lambda: lagrange.lower(lo, hi, 0, tau, k, chunk=chunk, a=a).compile()}
+    jobs = {"lagrange": lambda: lagrange.lower(lo, hi, 0, tau, k, chunk=lag_chunk or chunk, a=a).compile()}
     for size in sorted({column_chunk(int(x)) for x in nnz}):
         jobs[f"column_sums_{size}"] = sums_step(size)
     jobs["finish_sums"] = wide(lambda: _finish_sums.lower(spec((8, num_vars), jnp.uint64)).compile())

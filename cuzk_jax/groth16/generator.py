@@ -243,6 +243,10 @@ def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | No
 # ---------------------------------------------------------------------------------------------------------------
 
 
+#: Most Lagrange values per call of the device setup (one call up to a 2^27 domain: ~25 GiB of temporaries).
+LAGRANGE_CHUNK = 1 << 27
+
+
 def _next_pow2(n: int) -> int:
     return 1 << max(0, (max(n, 1) - 1).bit_length())
 
@@ -409,7 +413,8 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     exponentiation; None = that module's defaults; ``points``: ``"affine"``, ``"bucket"`` (the bucket method on
     the MSM's Pallas kernel) or ``"jacobian"`` for both groups -- same key whichever; None:
     :func:`default_fixed_base` per group). ``scalar_chunk``: elements per call of the scalar programs
-    (default ``min(domain, 2^22)``). The key's queries stay on the device (a prover can use them without a host
+    (default ``min(domain, 2^22)``; the Lagrange basis: ``min(domain, LAGRANGE_CHUNK)``, one call up to a sector's
+    domain). The key's queries stay on the device (a prover can use them without a host
     round trip); only the verifying key and the two fixed proving-key points come to the host. ``precompile``
     (default: on an accelerator): every program of the setup is compiled ahead, in background threads, instead of
     one after the other at its first use -- the scalar programs (:func:`cuzk_jax.ops.setup_scalars.compile_jobs`),
@@ -441,6 +446,11 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
         raise ValueError("tau lies in the evaluation domain; draw new toxic waste")
     ginv, dinv = pow(toxic.gamma, R - 2, R), pow(toxic.delta, R - 2, R)
     sc = scalar_chunk or min(_next_pow2(n), 1 << 22)
+    # the Lagrange basis in as few calls as the device holds: each call is ~500 dependent small steps (the batch
+    # inversion's two 64-step scans and its Fermat chain), so its time is launch latency, not arithmetic -- 32 calls
+    # took 44.5 s of a 2^27 setup on the H200 while the sector op's 16 witness workers kept the host busy (session
+    # 24), about what 16 calls took at 2^26 (session 19)
+    lc = scalar_chunk or min(_next_pow2(m), LAGRANGE_CHUNK)
     log.info("device setup: %d constraints, domain 2^%d, %d vars", r1cs.num_constraints, n.bit_length() - 1,
              num_vars)
 
@@ -461,7 +471,8 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
         precompile = jax.default_backend() != "cpu"
     if precompile:  # the scalar programs first: they are needed first (and each thread takes one job)
         jobs = S.compile_jobs(
-            (lag_lo, lag_hi, lag_a, tau_m, k_m), (h_lo, h_hi, h_a), chunk=sc, lag_width=-(-m // sc) * sc,
+            (lag_lo, lag_hi, lag_a, tau_m, k_m), (h_lo, h_hi, h_a), chunk=sc, lag_chunk=lc,
+            lag_width=-(-m // lc) * lc,
             nnz=[len(mat.cols) + len(tail.cols) for mat, tail in zip(r1cs.matrices(), inputs)],
             num_coeffs=coeffs.shape[1], num_vars=num_vars, num_inputs=num_inputs)
         jobs.update({c.name: functools.partial(fixed_base.precompile_bucket, c, window=window, chunk=chunk,
@@ -475,7 +486,7 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
 
     _await_compile(compiling, "lagrange")
     with _phase("device scalars: Lagrange basis", progress, timings, "scalars_lagrange"):
-        lag = [S.lagrange(lag_lo, lag_hi, s, tau_m, k_m, chunk=sc, a=lag_a) for s in range(0, m, sc)]
+        lag = [S.lagrange(lag_lo, lag_hi, s, tau_m, k_m, chunk=lc, a=lag_a) for s in range(0, m, lc)]
         lag = jax.block_until_ready(lag[0] if len(lag) == 1 else jnp.concatenate(lag, axis=1))
     _await_compile(compiling, "column_sums", "finish_sums")
     with _phase("device scalars: column sums", progress, timings, "scalars_column_sums"):
