@@ -170,9 +170,8 @@ class NttConfig:
     ``finish``: the H step's pointwise ``A B - C`` (:mod:`cuzk_jax.ops.qap`): ``"xla"`` -- the field's XLA product
     over windows of the domain; ``"kernel"`` -- one Pallas pass over the three inputs with the PTX blocks
     (:func:`cuzk_jax.ops.pallas.field_mul.mul_sub`; Pallas kernels only); None (default): ``"kernel"`` with the
-    compiled Pallas kernels (it won the split H step on the H200: 2^27 in 610.9 against 638.3 ms,
-    ``bench/results/RESULTS.md`` session 24), ``"xla"`` otherwise (the interpreter's twin stays the tests'
-    choice). Same results either way.
+    compiled Pallas kernels (it won the split H step at 2^27 on the H200, ``bench/results/RESULTS.md`` session
+    24), ``"xla"`` otherwise (the interpreter's twin stays the tests' choice). Same results either way.
     Not configurable: the passes' digit order becomes natural order by the blocked digit reversal
     (:func:`cuzk_jax.ops.ntt_network.digit_reverse`), and the H step's coset programs (:mod:`cuzk_jax.ops.qap`)
     multiply by ``shift^j / n`` on the load of the second transform's first pass (the Pallas kernel's ``pre``).

@@ -438,8 +438,8 @@ def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int
 # buckets then go to affine with one batched inversion -- one inversion chain per call instead of one per window in
 # the batch-affine path, and the additions run in a Pallas kernel instead of XLA loops. The conversion is a Pallas
 # kernel too (:mod:`cuzk_jax.ops.pallas.affine`, Montgomery's trick per lane; interpreted on a CPU). It replaced an XLA
-# conversion (one batched inversion on the platform's field products), which lost the session 24 A/B on the H200:
-# 2^22 G1 points at 44.2M/s against 71.3M/s, its program compiling for ~87 s (first call 90.2 s against 10.6 s).
+# conversion (one batched inversion on the platform's field products), which lost the session 24 A/B on the H200 in
+# speed and in compile time (bench/results/REMOVED_VARIANTS.md).
 
 
 def _bucket_pairs(scalars, window: int):
@@ -478,9 +478,9 @@ def _mul_bucket_program(curve_name: str, tab: C.Affine, scalars, window: int, bl
 def default_bucket_window(curve_name: str, platform: str | None = None) -> int:
     """Window bits of :func:`mul_bucket` for a group on ``platform`` (default: JAX's default backend): 20 for G1
     on a GPU -- 13 windows instead of 16, 13 * 2^20 table points (1.22 GiB of coordinates, held once more as the
-    kernel's point-major copy inside each call): 80.8M against 71.3M points/s at 16 on the H200 (2^22 G1 points,
-    first call 14.0 s against 10.6 s; bench/results/RESULTS.md, session 24); G2 (not measured at 20) and every
-    other platform keep :func:`default_window` (16; 8 on CPU, whose tests run the kernel interpreted)."""
+    kernel's point-major copy inside each call), faster than 16 on the H200 (bench/results/RESULTS.md, session
+    24); G2 (not measured at 20) and every other platform keep :func:`default_window` (16; 8 on CPU, whose tests
+    run the kernel interpreted)."""
     if curve_name not in ("g1", "g2"):
         raise ValueError(f"unknown group {curve_name!r}; expected g1 or g2")
     platform = platform or jax.default_backend()

@@ -557,8 +557,7 @@ def r1cs_layout(r1cs, layout: str = "auto"):
     bytes. A pattern -- the header, a group of blocks, the input rows -- is padded to the largest one, so with few
     blocks (PoRep's two-challenge presets) the tiled tables hold, and its steps evaluate, more than the flat layout
     (domain20: 0.20 against 0.06 GiB); with many (PoRep's 18 challenges: ~1.9 against ~8.5 GiB) far less. Where
-    both work on the H200 tiled won on time too (full SnapDeals: 8.09 against 8.44 s per partition, resident key
-    45.1 against 57.7 GiB; bench/results, session 17). ``tile`` appends bellman's input rows itself: no copy of
+    both work on the H200, tiled also evaluated faster (full SnapDeals; bench/results, session 17). ``tile`` appends bellman's input rows itself: no copy of
     the whole R1CS (~12 GB of host memory for a full WindowPoSt partition)."""
     if layout not in LAYOUTS:
         raise BadInput(f"layout must be one of {LAYOUTS}, got {layout!r}")

@@ -211,8 +211,8 @@ def fq2_mul_asm(p_limbs: tuple, pinv: int) -> str:
 
     Both stages split the even- and odd-indexed limbs into two independent carry chains: each schoolbook row of
     the products (:func:`_wide_mul`) and each iteration of the reductions (:func:`_redc`). Chosen by an H200 A/B
-    of the G2 MSM against single-chain rows ("rows") and split products with single-chain reductions ("split"):
-    2^20 points 148.5 / 134.9 / 130.3 ms, 2^24 points 1299 / 1205 / 1122 ms (rows / split / this form)."""
+    of the G2 MSM against single-chain rows ("rows") and split products with single-chain reductions ("split"),
+    which it beat at 2^20 and 2^24 points (bench/results/REMOVED_VARIANTS.md, session 24)."""
     n = len(p_limbs)
     op = lambda k: [f"${k * n + j}" for j in range(n)]  # noqa: E731
     c0, c1, a0, a1, b0, b1 = (op(k) for k in range(6))
