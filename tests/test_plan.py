@@ -37,6 +37,26 @@ def test_parse_bytes_refuses(text):
         memplan.parse_bytes(text)
 
 
+#: The full-size PoRep partition (sector32g, tiled R1CS) as the H200 sector run of session 24 recorded its plan's
+#: shape (bench/results/2026-12-05-s24-s32-h200-241a389.json), and the device peak that run measured.
+SECTOR32G = memplan.Shape(num_vars=130_139_186, num_rows=131_021_564, nnz=50_331_648, domain=1 << 27,
+                          bases={"msm_a": 119_887_034, "msm_b1": 43_401_222, "msm_b2": 43_401_222,
+                                 "msm_l": 130_138_912, "msm_h": (1 << 27) - 1},
+                          r1cs_bytes=2_074_115_632, eval_bytes=46_153_562_784)
+SECTOR32G_MEASURED_PEAK = 99.38 * GIB
+
+
+def test_sector_plan_matches_the_measured_sector():
+    """At the 128 GiB budget the 2^27 sector ran under (every query resident, late prefetch: 26.87 s), the plan
+    keeps every query resident and estimates at least the peak that run measured (it must not under-count), with
+    at most ~30 % of margin; at 120 GiB it streams B2 first."""
+    plan = memplan.make_plan_prefetch(SECTOR32G, 10, "late", device_budget=128 * GIB, host_budget=96 * GIB)
+    assert plan.streamed == () and plan.batch == 1 and plan.prefetch == "late"
+    assert SECTOR32G_MEASURED_PEAK <= plan.peak <= min(128 * GIB, 1.3 * SECTOR32G_MEASURED_PEAK)
+    tight = memplan.make_plan_prefetch(SECTOR32G, 10, "late", device_budget=120 * GIB, host_budget=96 * GIB)
+    assert tight.streamed == ("msm_b2",) and tight.peak <= 120 * GIB
+
+
 def test_unbounded_plan_keeps_everything_resident():
     plan = memplan.make_plan(sector_shape(20), 10, device_budget=None)
     assert (plan.batch, plan.streamed, plan.eval_chunk) == (10, (), None)
