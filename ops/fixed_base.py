@@ -391,11 +391,11 @@ def default_fermat_window() -> int:
     return 1 if jax.default_backend() == "cpu" else 4
 
 
-def default_window() -> int:
+def default_window(platform: str | None = None) -> int:
     """Window bits of the batch-affine path (and of the bucket path but for G1 on a GPU,
-    :func:`default_bucket_window`): 16 on an accelerator (16 windows, a 2^20-point table: 96 MiB for G1, 192 MiB
-    for G2); 8 on CPU (a table built in seconds)."""
-    return 8 if jax.default_backend() == "cpu" else 16
+    :func:`default_bucket_window`) on ``platform`` (default: JAX's default backend): 16 on an accelerator (16
+    windows, a 2^20-point table: 96 MiB for G1, 192 MiB for G2); 8 on CPU (a table built in seconds)."""
+    return 8 if (platform or jax.default_backend()) == "cpu" else 16
 
 
 def mul_affine(curve: C.Curve, scalars, *, window: int | None = None, chunk: int | None = None,
@@ -486,7 +486,7 @@ def default_bucket_window(curve_name: str, platform: str | None = None) -> int:
     platform = platform or jax.default_backend()
     if platform == "gpu" and curve_name == "g1":
         return 20
-    return 8 if platform == "cpu" else 16
+    return default_window(platform)
 
 
 def mul_bucket(curve: C.Curve, scalars, *, window: int | None = None, chunk: int | None = None,

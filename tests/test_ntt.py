@@ -396,7 +396,8 @@ def test_identical_passes_of_one_program_share_one_triton_kernel(monkeypatch):
     """The H step's coset program lowers for CUDA with one Triton kernel per DISTINCT pass: its two transforms
     share every pass but the first (the second's first pass scales onto the coset), so a ``2^14`` domain in 5
     passes has 6 kernels, not 10 (each kernel is a Triton compile of its own); the finishing program's one transform
-    has 5, and its pointwise product one more. The twin: the same passes traced outside the shared jitted function are 10 kernels again."""
+    has 5, and its pointwise product one more. The twin: the same passes traced outside the shared jitted function
+    are 10 kernels again."""
     from jax import export
 
     from cuzk_jax.ops import qap

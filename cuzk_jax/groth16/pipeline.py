@@ -557,8 +557,9 @@ def r1cs_layout(r1cs, layout: str = "auto"):
     bytes. A pattern -- the header, a group of blocks, the input rows -- is padded to the largest one, so with few
     blocks (PoRep's two-challenge presets) the tiled tables hold, and its steps evaluate, more than the flat layout
     (domain20: 0.20 against 0.06 GiB); with many (PoRep's 18 challenges: ~1.9 against ~8.5 GiB) far less. Where
-    both work on the H200, tiled also evaluated faster (full SnapDeals; bench/results, session 17). ``tile`` appends bellman's input rows itself: no copy of
-    the whole R1CS (~12 GB of host memory for a full WindowPoSt partition)."""
+    both work on the H200, tiled also evaluated faster (full SnapDeals; bench/results, session 17). ``tile``
+    appends bellman's input rows itself: no copy of the whole R1CS (~12 GB of host memory for a full WindowPoSt
+    partition)."""
     if layout not in LAYOUTS:
         raise BadInput(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if layout == "flat":
@@ -602,10 +603,8 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
     if consume:
         for f in fields.values():
             setattr(pk, f, None)
-    tiled = r1cs_layout(r1cs, as_config(config).layout)
-    if tiled is not None:
-        dr = tiled
-    else:
+    dr = r1cs_layout(r1cs, as_config(config).layout)
+    if dr is None:
         # size-bucketed R1CS tables: circuits of nearby sizes share the evaluation programs (stage pads z to
         # match); built on the host and uploaded once by build_resident, whole or in the plan's row chunks
         dr = ops_r1cs.to_device(r1cs.with_input_constraints(), bucket_steps=ops_r1cs.BUCKET_STEPS, upload=False)
