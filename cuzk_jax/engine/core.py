@@ -121,6 +121,14 @@ class EngineConfig:
     first use), compile the device programs of every batch shape now (:meth:`DeviceBackend.precompile
     <cuzk_jax.engine.backends.DeviceBackend.precompile>`), so the first batches do not wait for them; a backend
     without that method ignores it.
+
+    host_budget_bytes (None: no limit): the most witness bytes (``32 * num_vars`` per partition) the engine holds on
+    the host at once -- partitions in synthesis, ready ones and those of a batch until it is on the device. A
+    partition enters synthesis only when its bytes fit beside the others' (one always may, so work goes on); a job
+    whose single partition does not fit is refused at :meth:`Engine.submit` (BadInput). At sector scale (~4 GiB per
+    partition) this, not the worker count, is what bounds the host's memory. shared_z_min_bytes: a process
+    worker hands a partition at least this large back through a shared-memory file instead of the pool's pipe
+    (:func:`cuzk_jax.engine.synthesis.new_shared_file`).
     """
 
     max_batch: int = 10
@@ -139,6 +147,8 @@ class EngineConfig:
     timeline: bool = True
     timeline_limit: int = 200_000
     precompile: bool = False
+    host_budget_bytes: int | None = None
+    shared_z_min_bytes: int = 64 << 20
 
     def sizes(self, num_devices: int) -> tuple[int, ...]:
         """The allowed batch shapes, validated and rounded up to multiples of ``num_devices``."""
@@ -153,6 +163,12 @@ class EngineConfig:
             raise ValueError(f"prefetch must be an int >= 0, got {self.prefetch!r}")
         if self.fill not in FILL_MODES:
             raise ValueError(f"fill must be one of {FILL_MODES}, got {self.fill!r}")
+        if self.host_budget_bytes is not None and (isinstance(self.host_budget_bytes, bool) or not isinstance(
+                self.host_budget_bytes, int) or self.host_budget_bytes <= 0):
+            raise ValueError(f"host_budget_bytes must be a positive int or None, got {self.host_budget_bytes!r}")
+        if isinstance(self.shared_z_min_bytes, bool) or not isinstance(self.shared_z_min_bytes, int) \
+                or self.shared_z_min_bytes < 0:
+            raise ValueError(f"shared_z_min_bytes must be an int >= 0, got {self.shared_z_min_bytes!r}")
         self.delays()
         return tuple(sorted({-(-s // num_devices) * num_devices for s in sizes}))
 
@@ -252,6 +268,11 @@ class _Circuit:
     r1cs: object
     portable: object  # picklable copy sent to synthesis workers
 
+    @property
+    def z_bytes(self) -> int:
+        """Host bytes of one partition's witness limbs (``(8, num_vars)`` uint32)."""
+        return 32 * self.r1cs.num_vars
+
 
 @dataclasses.dataclass(eq=False)
 class _Job:
@@ -287,6 +308,7 @@ class _Slot:
     z: np.ndarray  # uint32 (8, num_vars): Montgomery form if ``montgomery``, else canonical
     ready: float
     montgomery: bool = True
+    token: object = None  # its _HostToken: released once z is on the device (or dropped)
 
 
 @dataclasses.dataclass(eq=False)
@@ -300,6 +322,25 @@ class _Batch:
     phases: dict = dataclasses.field(default_factory=dict)
 
 
+class _HostToken:
+    """One partition's share of the engine's host witness budget, from entering synthesis until its ``z`` is on
+    the device or dropped. :meth:`release` is idempotent; a token that is garbage collected unreleased releases
+    itself (a path that forgot it cannot leak the budget)."""
+
+    __slots__ = ("_engine", "nbytes", "__weakref__")
+
+    def __init__(self, engine, nbytes: int):
+        self._engine, self.nbytes = engine, nbytes
+
+    def release(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine._host_release(self.nbytes)
+
+    def __del__(self):
+        self.release()
+
+
 def _stack_slots(slots: Sequence[_Slot], size: int) -> tuple[np.ndarray, bool]:
     """``(z, montgomery)``: the batch ``(8, size, num_vars)`` uint32 of ``slots`` (padded with copies of the first)
     and its form (Montgomery if ``montgomery``, else canonical). One form per batch: the majority's (canonical on a
@@ -307,6 +348,8 @@ def _stack_slots(slots: Sequence[_Slot], size: int) -> tuple[np.ndarray, bool]:
     (:func:`cuzk_jax.engine.synthesis.convert_z`) -- a batch of one circuit normally has a single form."""
     mont = sum(1 for s in slots if s.montgomery)
     montgomery = 2 * mont > len(slots)
+    if size == 1:  # a batch of one: a view, not a copy (a sector-scale partition is ~4 GiB)
+        return slots[0].z[:, None, :], slots[0].montgomery
     zs = [s.z if s.montgomery == montgomery else synthesis.convert_z(s.z, s.montgomery) for s in slots]
     return np.stack(zs + [zs[0]] * (size - len(slots)), axis=1), montgomery
 
@@ -408,6 +451,13 @@ class Engine:
         self._inflight = 0  # tasks in the pool, under self._lock
         self._synth_limit = workers + 1
         self._pumping = threading.local()
+        # Host witness bytes held (partitions in synthesis, ready, or staging): config.host_budget_bytes bounds it.
+        # A leaf lock (never held while taking another), reentrant: a _HostToken collected by the garbage collector
+        # in the middle of an update releases itself through the same lock.
+        self._host_lock = threading.RLock()
+        self._host_bytes = 0
+        self._host_peak = 0
+        self._shared_out = config.synthesis == "process"  # a thread pool shares the parent's memory already
 
         self._lock = threading.Lock()
         self._cv = threading.Condition(self._lock)
@@ -491,10 +541,17 @@ class Engine:
         """The R1CS digest that identifies ``circuit``'s key (its structure is synthesized once, then cached)."""
         return self._entry(circuit).digest
 
-    def preload(self, circuit, pk=None) -> None:
-        """Make ``circuit``'s key resident now: ``pk`` if given, else through the key loader."""
+    def preload(self, circuit, pk=None, *, resident=None) -> None:
+        """Make ``circuit``'s key resident now: ``pk`` if given, else through the key loader. ``resident``: a key
+        the backend already placed (``backend.place(pk, r1cs)``, e.g. a
+        :class:`~cuzk_jax.groth16.pipeline.ResidentKey` made with ``make_resident(consume=True)``, whose full-size
+        proving key is gone), adopted as it is."""
         entry = self._entry(circuit)
-        if pk is not None:
+        if resident is not None:
+            if pk is not None:
+                raise ValueError("preload: give pk= or resident=, not both")
+            self.keys.adopt(resident, entry.digest)
+        elif pk is not None:
             self.keys.put(pk, entry.r1cs, entry.digest)
         else:
             self.keys.get(entry.digest, entry.circuit, entry.r1cs)
@@ -532,12 +589,13 @@ class Engine:
                          daemon=True).start()
         return True
 
-    def _synth_submit(self, entry: _Circuit, spec):
-        """Queue one synthesis task: ``(future, pool generation)``; a pool found broken is replaced once."""
+    def _synth_submit(self, entry: _Circuit, spec, out: str | None = None):
+        """Queue one synthesis task (``out``: its shared output file, or None): ``(future, pool generation)``; a
+        pool found broken is replaced once."""
         for attempt in range(2):
             pool, gen = self._current_pool()
             try:
-                return pool.submit(synthesis.synthesize_partition, entry.portable, spec), gen
+                return pool.submit(synthesis.synthesize_partition, entry.portable, spec, out), gen
             except cf.BrokenExecutor:
                 if attempt or not self._renew_pool(gen):
                     raise
@@ -592,24 +650,40 @@ class Engine:
                             return
                         item = None
                         while self._backlog:
-                            _, _, index, job = heapq.heappop(self._backlog)
-                            if job.active:
-                                item = (job, index)
+                            entry = heapq.heappop(self._backlog)
+                            if entry[3].active:
+                                item = entry
                                 break
                         if item is None:
                             return
+                        _, _, index, job = item
+                    token = self._host_take(job.entry.z_bytes)
+                    if token is None:  # the host budget is full: wait for a batch to reach the device
+                        if solo:
+                            self._suspects.appendleft((job, index))
+                            self._solo = None
+                        else:
+                            heapq.heappush(self._backlog, item)
+                        return
                     job.backlog_n -= 1  # in transit: neither in the backlog nor in the pool until registered
                     self._inflight += 1
+                out = None
                 try:
-                    fut, gen = self._synth_submit(job.entry, job.specs[index])
-                except RuntimeError as e:  # the pool is shut down (engine stopping) or broke again at once
+                    if self._shared_out and job.entry.z_bytes >= self.config.shared_z_min_bytes:
+                        out = synthesis.new_shared_file(job.entry.r1cs.num_vars)
+                    fut, gen = self._synth_submit(job.entry, job.specs[index], out)
+                except (RuntimeError, CuzkError, OSError) as e:
+                    # the pool is shut down (engine stopping) or broke again at once, or no room for the shared file
+                    synthesis.drop_shared(out)
+                    token.release()
                     with self._lock:
                         if solo:
                             self._solo = None
                         self._inflight -= 1
                         self._synthesizing[job.entry.digest] -= 1
                         self._cv.notify_all()
-                    self._fail(job, EngineShutdown(f"job {job.id}: synthesis pool unavailable: {e}"))
+                    self._fail(job, e if isinstance(e, CuzkError) else
+                               EngineShutdown(f"job {job.id}: synthesis pool unavailable: {e}"))
                     continue
                 with self._lock:
                     if solo:
@@ -622,8 +696,11 @@ class Engine:
                         self._synthesizing[job.entry.digest] -= 1
                         self._cv.notify_all()
                 if owned:  # before _task_done: a broken task is queued as a suspect before the pump runs again
-                    fut.add_done_callback(lambda f, job=job, index=index, g=gen, solo=solo:
-                                          self._on_synthesized(job, index, f, g, solo))
+                    fut.add_done_callback(lambda f, job=job, index=index, g=gen, solo=solo, token=token, out=out:
+                                          self._on_synthesized(job, index, f, g, solo, token, out))
+                else:
+                    fut.add_done_callback(lambda f, token=token, out=out: (synthesis.drop_shared(out),
+                                                                           token.release()))
                 fut.add_done_callback(self._task_done)
                 if not owned and self._cancel_tasks:
                     fut.cancel()
@@ -636,6 +713,31 @@ class Engine:
             if self._solo is fut:
                 self._solo = None
         self._pump()
+
+    # -- the host witness budget -------------------------------------------------------------------------------------
+    def _host_take(self, nbytes: int) -> _HostToken | None:
+        """A token for ``nbytes`` more host witness bytes, or None when they do not fit the budget beside what is
+        held (with nothing held, any partition may start: submit refused those larger than the budget)."""
+        limit = self.config.host_budget_bytes
+        with self._host_lock:
+            if limit is not None and self._host_bytes and self._host_bytes + nbytes > limit:
+                return None
+            self._host_bytes += nbytes
+            self._host_peak = max(self._host_peak, self._host_bytes)
+        return _HostToken(self, nbytes)
+
+    def _host_release(self, nbytes: int) -> None:
+        """Give back a token's bytes (:meth:`_HostToken.release`). Takes only the leaf lock: a token may be dropped
+        while the engine lock is held; whoever drops one calls :meth:`_pump` afterwards (the collector does after
+        each batch it forms, finished tasks do through :meth:`_task_done`)."""
+        with self._host_lock:
+            self._host_bytes -= nbytes
+
+    def _host_full(self, nbytes: int) -> bool:
+        """Whether a partition of ``nbytes`` would not be let into synthesis now (the budget is full)."""
+        limit = self.config.host_budget_bytes
+        with self._host_lock:
+            return limit is not None and self._host_bytes > 0 and self._host_bytes + nbytes > limit
 
     # -- submission --------------------------------------------------------------------------------------------------
     def submit(self, circuit, inputs: Sequence[dict] | None = None, *, witnesses: Sequence | None = None,
@@ -680,6 +782,11 @@ class Engine:
         if len(randomness) != P:
             raise ValueError(f"submit: {P} partitions but {len(randomness)} (r, s) pairs")
         entry = self._entry(circuit)
+        budget = self.config.host_budget_bytes
+        if budget is not None and entry.z_bytes > budget:
+            raise BadInput(f"submit: one partition of {circuit.name} holds {entry.z_bytes / 2**30:.2f} GiB of witness "
+                           f"on the host, more than the engine's host budget of {budget / 2**30:.2f} GiB "
+                           f"(host_budget_bytes)")
         with self._lock:
             if not self._accepting:
                 raise RuntimeError("engine is shut down")
@@ -769,15 +876,26 @@ class Engine:
         log.info("job %d failed: %s", job.id, exc)
         _settle(job.future, exc=exc)
 
-    def _on_synthesized(self, job: _Job, index: int, fut: cf.Future, gen: int = 0, solo: bool = False) -> None:
+    def _on_synthesized(self, job: _Job, index: int, fut: cf.Future, gen: int = 0, solo: bool = False,
+                        token: _HostToken | None = None, shared: str | None = None) -> None:
+        exc = None if fut.cancelled() else fut.exception()
+        out = None if fut.cancelled() or exc is not None else fut.result()
+        if out is not None and out.shared is not None:
+            try:
+                out = synthesis.claim_shared(out)  # maps the worker's file and unlinks it
+            except OSError as e:
+                out, exc = None, e
+        else:
+            synthesis.drop_shared(shared)  # the task failed or was cancelled: its file (if any) goes now
+        if out is None and token is not None:
+            token.release()  # no witness to hold (the partition, if retried, takes a new token)
+            token = None
         if fut.cancelled():
             return  # accounted for by whoever cancelled it (the release)
-        exc = fut.exception()
         if isinstance(exc, cf.BrokenExecutor):  # a worker process died: every task queued in its pool gets this
             exc = self._resynthesize(job, index, fut, gen, exc, solo)
             if exc is None:
                 return
-        out = None if exc is not None else fut.result()
         if out is not None:
             self.timeline.add(out.worker, "synthesis", out.t_start, out.t_end, job=job.id)
             r1cs = job.entry.r1cs
@@ -804,7 +922,10 @@ class Engine:
                 job.synth_s += out.t_end - out.t_start
                 self._phase_s["synthesis"] += out.t_end - out.t_start
                 self._phase_n["synthesis"] += 1
-                self._ready[job.entry.digest].append(_Slot(job, index, out.z, now, out.montgomery))
+                self._ready[job.entry.digest].append(_Slot(job, index, out.z, now, out.montgomery, token))
+                token = None
+        if token is not None:
+            token.release()  # a witness nobody will use (a bad shape, or its job is gone)
         if exc is not None:
             self._fail(job, exc)
 
@@ -871,7 +992,7 @@ class Engine:
             if not live:
                 continue
             live.sort(key=lambda s: (s.job.key, s.job.id, s.index))
-            idle = self._synthesizing[digest] <= 0 or self._stop
+            idle = self._synthesizing[digest] <= 0 or self._stop or self._starved(digest, live)
             if top is None or live[0].job.key < top[1][0].job.key:
                 top = (digest, live, idle)
             due = 0.0 if len(live) >= self.max_batch or idle else \
@@ -901,6 +1022,13 @@ class Engine:
         ids = {id(s) for s in chosen}
         self._ready[digest] = collections.deque(s for s in self._ready[digest] if id(s) not in ids)
         return (digest, chosen, size), 0.0
+
+    def _starved(self, digest: str, live: list) -> bool:
+        """Under the lock: nothing more of ``digest`` can arrive before a batch goes -- none of its tasks is in the
+        pool and the host budget lets no new one in (the ready partitions hold it): waiting would never fill."""
+        if self.config.host_budget_bytes is None or any(d == digest for d, _ in self._in_pool.values()):
+            return False
+        return self._host_full(live[0].job.entry.z_bytes)
 
     def _due(self, digest: str, k: int, oldest: float, now: float) -> float:
         """Under the lock: seconds until a batch of ``digest``'s ``k`` ready partitions (fewer than ``max_batch``,
@@ -952,6 +1080,7 @@ class Engine:
                 if choice is None:  # stopping and nothing left
                     self._device_q.put(None)
                     return
+            self._pump()  # _pick may have dropped the slots of withdrawn jobs: their host budget is free again
             digest, slots, size = choice
             batch = _Batch(id=next(self._batch_ids), entry=slots[0].job.entry, slots=slots, size=size)
             t0 = time.perf_counter()
@@ -969,7 +1098,11 @@ class Engine:
                 if on_device:
                     self._witness_gone()
                 self._credits.release()
+                self._drop_host_witnesses(slots)
                 continue
+            z = None
+            if isinstance(batch.staged, jax.Array):  # a device copy: the host witnesses and their budget go now
+                self._drop_host_witnesses(slots)  # (a batch kept on the host lets go when its run ends)
             self.timeline.add("collector", "stage", t0, time.perf_counter(), batch=batch.id)
             with self._lock:
                 self._phase_s["stage"] += time.perf_counter() - t0
@@ -977,6 +1110,15 @@ class Engine:
                 self._batch_hist[(len(slots), size)] += 1
                 self._stats["padded_slots"] += size - len(slots)
             self._device_q.put(batch)
+
+    def _drop_host_witnesses(self, slots) -> None:
+        """Forget the host ``z`` of ``slots`` and give back their host budget (then let more synthesis in)."""
+        for s in slots:
+            s.z = None
+            if s.token is not None:
+                s.token.release()
+                s.token = None
+        self._pump()
 
     def _wait_witness_room(self, resident) -> None:
         """Wait until one more batch's witness may go onto the device: at most ``1 + prefetch`` when the key's
@@ -1068,6 +1210,7 @@ class Engine:
                     self._stats["batches"] += 1
                     self._stats["device_s"] += time.perf_counter() - start
                 witness_done()  # (when the backend did not call it)
+                self._drop_host_witnesses(batch.slots)  # a batch the backend kept on the host: gone with its run
             if isinstance(out, Exception):
                 self._fail_batch(batch, out)
             else:
@@ -1150,6 +1293,9 @@ class Engine:
                          "batch_sizes": list(self.batch_sizes)}
         st["synthesis"] = {"kind": self.config.synthesis, "workers": self._workers,
                            "pool_restarts": self._stats["pool_restarts"], "resynthesized": self._stats["resynthesized"]}
+        with self._host_lock:
+            st["host_witness"] = {"bytes": self._host_bytes, "peak_bytes": self._host_peak,
+                                  "budget_bytes": self.config.host_budget_bytes}
         return st
 
     def _class_depths(self) -> dict:

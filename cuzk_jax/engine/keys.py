@@ -84,6 +84,15 @@ class KeyManager:
         self._insert(digest, resident)
         return resident
 
+    def adopt(self, resident, digest: str) -> object:
+        """Make an already placed key (what ``place`` returns) resident for ``digest``; ValueError when its proving
+        key was made for another circuit."""
+        made_for = getattr(resident, "digest", None) or getattr(getattr(resident, "pk", None), "circuit_digest", None)
+        if made_for is not None and made_for != digest:
+            raise ValueError("resident key was made for a different circuit (R1CS digest mismatch)")
+        self._insert(digest, resident)
+        return resident
+
     def get(self, digest: str, circuit=None, r1cs=None):
         """The resident entry for ``digest``, loading it (``loader(circuit, r1cs)``) if absent; marks it MRU."""
         while True:

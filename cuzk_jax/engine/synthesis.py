@@ -17,6 +17,14 @@ For a header-and-blocks circuit (WindowPoSt, SnapDeals: :func:`cuzk_jax.circuits
 first two run :func:`~cuzk_jax.circuits.block_witness.partition_z`: the partition is synthesized block range by
 block range straight into canonical limbs, so a full-size partition (~10^8 wires) never exists as Python ints.
 
+**Large witnesses go through shared memory** (``out=``): the parent creates a file of the partition's size
+(:func:`new_shared_file`, under :func:`cuzk_jax.circuits.zfile.shared_dir`), the worker writes the limbs straight
+into its mapping and returns ``z=None`` with ``shared`` set; the parent maps the file and unlinks it at once
+(:func:`claim_shared`: the mapping outlives the name, and the memory goes when the array does). A sector-scale
+partition is ~4 GiB: pickled through the pool's pipe it would cost seconds of the parent's CPU (under the GIL the
+engine's threads share) and twice the memory. The parent owns the file from creation to unlinking, whatever
+becomes of the task (:func:`drop_shared`), so a failed, cancelled or dropped task leaves nothing behind.
+
 The worker returns a :class:`SynthOutput`: ``z`` as Fr limbs ``(8, num_vars)`` uint32 (the layout of
 :func:`cuzk_jax.circuits.r1cs.stack_z`, converted in the worker so the parent only stacks) in the form that costs
 the host least, with ``montgomery`` saying which (as :func:`cuzk_jax.circuits.r1cs.stack_z_native`): canonical for
@@ -33,8 +41,10 @@ from __future__ import annotations
 import concurrent.futures as cf
 import copy
 import dataclasses
+import mmap
 import multiprocessing
 import os
+import tempfile
 import threading
 import time
 
@@ -56,6 +66,7 @@ class SynthOutput:
     t_end: float
     worker: str
     montgomery: bool = True  # the form of ``z``
+    shared: str | None = None  # the file ``z`` was written into (``z`` is None then): see claim_shared
 
 
 def portable_circuit(circuit):
@@ -65,8 +76,12 @@ def portable_circuit(circuit):
     return strip() if strip is not None else copy.copy(circuit)
 
 
-def synthesize_partition(circuit, spec) -> SynthOutput:
-    """Run one synthesis task (see the module docstring). Exceptions propagate to the job's future."""
+def synthesize_partition(circuit, spec, out: str | None = None) -> SynthOutput:
+    """Run one synthesis task (see the module docstring). Exceptions propagate to the job's future.
+
+    ``out``: the path of a file of ``32 * num_vars`` bytes (:func:`new_shared_file`) to write ``z`` into instead of
+    returning it; the result then has ``z=None`` and ``shared=out``. A witness of another size raises ValueError
+    (nothing is written)."""
     t0 = time.perf_counter()
     kind = spec[0]
     if kind in ("sample", "inputs"):
@@ -75,9 +90,11 @@ def synthesize_partition(circuit, spec) -> SynthOutput:
         if block_witness.supports(circuit):  # WindowPoSt, SnapDeals: limbs block range by block range
             z, public, t = (block_witness.partition_z(circuit, spec[1], spec[2]) if kind == "sample"
                             else block_witness.partition_z(circuit, 0, inputs=spec[1]))
-            return SynthOutput(z=z, public_inputs=public, num_inputs=t.ni_h + t.count * t.ni_b,
+            out_z = z if out is None else _write_shared(out, z.shape[1], lambda dst: np.copyto(dst, z))
+            return SynthOutput(z=out_z, public_inputs=public, num_inputs=t.ni_h + t.count * t.ni_b,
                                num_aux=t.na_h + t.count * t.na_b, num_constraints=t.m_h + t.count * t.m_b,
-                               t_start=t0, t_end=time.perf_counter(), worker=_worker_name(), montgomery=False)
+                               t_start=t0, t_end=time.perf_counter(), worker=_worker_name(), montgomery=False,
+                               shared=out)
     if kind == "sample":
         _, partition, seed = spec
         inputs = circuit.sample_inputs(partition, seed)
@@ -92,10 +109,76 @@ def synthesize_partition(circuit, spec) -> SynthOutput:
         public = list(witness.public_inputs)
     else:
         raise ValueError(f"unknown synthesis task kind {kind!r}")
-    z, montgomery = native_z(witness)
+    if out is None:
+        z, montgomery = native_z(witness)
+    else:  # the limbs straight into the shared file, in the form native_z would choose (no intermediate copy)
+        from cuzk_jax.circuits.r1cs import PackedWitness
+
+        montgomery = isinstance(witness, PackedWitness) and witness.montgomery
+        z = _write_shared(out, witness.num_vars, lambda dst: witness.z_limbs(montgomery, out=dst))
     return SynthOutput(z=z, public_inputs=public, num_inputs=len(witness.inputs), num_aux=len(witness.aux),
                        num_constraints=witness.num_constraints, t_start=t0, t_end=time.perf_counter(),
-                       worker=_worker_name(), montgomery=montgomery)
+                       worker=_worker_name(), montgomery=montgomery, shared=out)
+
+
+def new_shared_file(num_vars: int) -> str:
+    """The parent's side of a shared-memory hand-off: a new, empty (sparse) file sized for one partition's
+    ``(8, num_vars)`` uint32 limbs under :func:`cuzk_jax.circuits.zfile.shared_dir` (BadInput when no directory
+    has room). The caller owns it: :func:`claim_shared` or :func:`drop_shared` removes it."""
+    from cuzk_jax.circuits import zfile
+
+    nbytes = 32 * int(num_vars)
+    fd, path = tempfile.mkstemp(prefix=f"cuzk-z-{os.getpid()}-", suffix=".u32", dir=zfile.shared_dir(nbytes))
+    try:
+        os.ftruncate(fd, nbytes)
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
+    return path
+
+
+def _write_shared(path: str, num_vars: int, write) -> None:
+    """Worker: ``write(dst)`` into the ``(8, num_vars)`` uint32 mapping of the shared file ``path``; ValueError
+    when the file was sized for another shape (a circuit that does not match its R1CS)."""
+    size = os.path.getsize(path)
+    if size != 32 * num_vars:
+        raise ValueError(f"witness has {num_vars} wires, the shared output file holds {size // 32}: not the "
+                         f"circuit shape its R1CS was made for")
+    dst = np.memmap(path, np.uint32, "r+", shape=(8, num_vars))
+    write(dst)
+    dst.flush()
+    del dst
+    return None
+
+
+def claim_shared(out: SynthOutput) -> SynthOutput:
+    """Parent: ``out`` with ``z`` mapped from its shared file (``(8, num_vars)`` uint32), the file unlinked (the
+    mapping keeps the memory until the array is dropped). Results returned in-band pass through unchanged."""
+    if out.shared is None or out.z is not None:
+        return out
+    path = out.shared
+    try:
+        fd = os.open(path, os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            z = np.frombuffer(mmap.mmap(fd, size), np.uint32).reshape(8, size // 32)
+        finally:
+            os.close(fd)
+    finally:
+        drop_shared(path)
+    return dataclasses.replace(out, z=z, shared=None)
+
+
+def drop_shared(path: str | None) -> None:
+    """Remove a shared output file (already gone: nothing to do)."""
+    if path is None:
+        return
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _worker_name() -> str:

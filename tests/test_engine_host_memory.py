@@ -1,0 +1,170 @@
+"""The engine's host-memory side at sector scale, at test size: witnesses handed back through shared-memory files
+(no file left behind, whatever becomes of the task), the host witness budget (never exceeded; without it the same
+load holds more; a partition larger than the budget is refused at submit), batches that cannot fill under the
+budget go short instead of waiting, and a placed key adopted as it is.
+
+The host backend proves (Python-int Groth16, real proofs checked by pairing); the cube circuit's witness is a few
+wires, so ``shared_z_min_bytes=0`` forces the shared-file path and the budget is counted in cube partitions.
+"""
+
+import os
+import time
+
+import pytest
+
+from cuzk_jax.circuits import base
+from cuzk_jax.engine import Engine, HostBackend
+from cuzk_jax.engine import synthesis
+from cuzk_jax.engine.faults import FaultyCube
+from cuzk_jax.errors import BadInput
+from cuzk_jax.groth16 import generator, prover, verifier
+
+
+@pytest.fixture(scope="module")
+def cube():
+    circuit = base.get_circuit("cube")
+    r1cs = circuit.r1cs()
+    pk = generator.setup(r1cs, generator.insecure_toxic_waste_for_tests(5))
+    return circuit, r1cs, pk
+
+
+@pytest.fixture
+def shm(tmp_path, monkeypatch):
+    """The engine's shared witness files go to a directory of their own (so leftovers can be counted)."""
+    d = tmp_path / "shm"
+    d.mkdir()
+    monkeypatch.setenv("CUZK_JAX_SHM_DIR", str(d))
+    return d
+
+
+class _SleepyHost(HostBackend):
+    """The host backend taking ``seconds`` more per batch: ready partitions pile up behind it."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def run(self, resident, z, phase):
+        time.sleep(self.seconds)
+        return super().run(resident, z, phase)
+
+
+def _verified(pk, fut, timeout=180):
+    res = fut.result(timeout=timeout)
+    assert res.verified
+    assert all(verifier.verify(pk.vk, x, p) for x, p in zip(res.public_inputs, res.proofs))
+    return res
+
+
+def test_shared_memory_hand_off_proves_the_same_and_leaves_no_file(cube, shm):
+    """Process workers write each witness into a shared file; the proofs equal those of witnesses returned
+    through the pool's pipe (same randomness) and verify; no file is left. Twin: a task that raises and a worker
+    that dies leave no file either, and their jobs fail alone."""
+    from cuzk_jax.engine import WorkerDied
+
+    circuit, r1cs, pk = cube
+    inputs = [circuit.sample_inputs(p, 3) for p in range(4)]
+    rs = prover.insecure_randomness_for_tests(9, 4)
+    results = {}
+    for shared in (0, 1 << 40):  # every witness through a file / none
+        with Engine(backend=HostBackend(), max_batch=2, max_wait_s=0.05, synthesis="process",
+                    synthesis_workers=2, shared_z_min_bytes=shared) as eng:
+            eng.preload(circuit, pk)
+            results[shared] = _verified(pk, eng.submit(circuit, inputs, randomness=rs))
+            if shared == 0:
+                faulty = FaultyCube()
+                raises = eng.submit(faulty, [dict(inputs[0], fault=("raise", "boom"))])
+                dies = eng.submit(faulty, [dict(inputs[1], fault=("exit", None))])
+                after = eng.submit(circuit, inputs[2:], randomness=rs[2:])
+                with pytest.raises(RuntimeError, match="boom"):
+                    raises.result(timeout=180)
+                with pytest.raises(WorkerDied):
+                    dies.result(timeout=180)
+                _verified(pk, after)
+        assert not os.listdir(shm), os.listdir(shm)
+    a, b = results[0].proofs, results[1 << 40].proofs
+    assert [(p.a, p.b, p.c) for p in a] == [(p.a, p.b, p.c) for p in b]
+
+
+def test_claim_maps_the_file_and_removes_it(shm):
+    """The two halves of the hand-off directly: a worker-side write of a witness into a file sized by the parent,
+    claimed as the same limbs; a witness of another size is refused (nothing written) and its file dropped."""
+    circuit = base.get_circuit("cube")
+    w = circuit.witness(circuit.sample_inputs(0, 1))
+    path = synthesis.new_shared_file(w.num_vars)
+    out = synthesis.synthesize_partition(circuit, ("witness", w), out=path)
+    assert out.z is None and out.shared == path
+    claimed = synthesis.claim_shared(out)
+    assert not os.path.exists(path) and claimed.shared is None
+    inband = synthesis.synthesize_partition(circuit, ("witness", w))
+    assert claimed.montgomery == inband.montgomery and (claimed.z == inband.z).all()
+    wrong = synthesis.new_shared_file(w.num_vars + 1)
+    with pytest.raises(ValueError, match="shared output file"):
+        synthesis.synthesize_partition(circuit, ("witness", w), out=wrong)
+    synthesis.drop_shared(wrong)
+    assert not os.listdir(shm)
+
+
+def _peak_partitions(cube, budget_partitions):
+    """12 partitions (one job each) submitted at once, synthesized by 3 threads, behind a device taking 0.2 s per
+    batch of 2: the engine's peak of host witness bytes, in partitions."""
+    circuit, r1cs, pk = cube
+    zb = 32 * r1cs.num_vars
+    budget = None if budget_partitions is None else budget_partitions * zb
+    with Engine(backend=_SleepyHost(0.2), max_batch=2, synthesis="thread", synthesis_workers=3,
+                host_budget_bytes=budget) as eng:
+        eng.preload(circuit, pk)
+        futs = [eng.submit(circuit, [circuit.sample_inputs(p, 11)]) for p in range(12)]
+        for f in futs:
+            _verified(pk, f)
+        st = eng.status()["host_witness"]
+    assert st["bytes"] == 0  # every token given back
+    return st["peak_bytes"] / zb
+
+
+def test_host_budget_bounds_the_witnesses_held(cube):
+    """With a budget of 3 partitions the engine never holds more (all 12 proofs verify); the same load without a
+    budget holds more than 3 (the bound is what limits it)."""
+    assert _peak_partitions(cube, 3) <= 3
+    assert _peak_partitions(cube, None) > 3
+
+
+def test_batches_go_short_when_the_budget_cannot_fill_them(cube):
+    """max_batch 4 but room for 2 partitions: once 2 are ready nothing more can come, so the batch goes (short,
+    padded) at once rather than after max_wait_s (60 s here)."""
+    circuit, r1cs, pk = cube
+    t0 = time.perf_counter()
+    with Engine(backend=HostBackend(), max_batch=4, max_wait_s=60, synthesis="thread", synthesis_workers=2,
+                host_budget_bytes=2 * 32 * r1cs.num_vars) as eng:
+        eng.preload(circuit, pk)
+        _verified(pk, eng.submit(circuit, sector=4, partitions=6))
+        hist = eng.status()["batch_sizes"]
+    assert time.perf_counter() - t0 < 30
+    assert sum(int(k.split("/")[0]) * n for k, n in hist.items()) == 6 and "4/4" not in hist, hist
+
+
+def test_partition_larger_than_the_budget_is_refused(cube):
+    circuit, r1cs, pk = cube
+    with Engine(backend=HostBackend(), max_batch=2, synthesis="thread", synthesis_workers=1,
+                host_budget_bytes=32 * r1cs.num_vars - 1) as eng:
+        eng.preload(circuit, pk)
+        with pytest.raises(BadInput, match="host budget"):
+            eng.submit(circuit, sector=0, partitions=1)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="host_budget_bytes"):
+            Engine(backend=HostBackend(), host_budget_bytes=bad)
+
+
+def test_preload_adopts_a_placed_key(cube):
+    """A key placed by the backend beforehand is used as it is (proofs verify); one made for another circuit is
+    refused."""
+    circuit, r1cs, pk = cube
+    backend = HostBackend()
+    placed = backend.place(pk, r1cs)
+    with Engine(backend=backend, max_batch=2, max_wait_s=0.05, synthesis="thread", synthesis_workers=1) as eng:
+        eng.preload(circuit, resident=placed)
+        _verified(pk, eng.submit(circuit, sector=1, partitions=2))
+        assert eng.status()["keys"]["loads"] == 0
+        with pytest.raises(ValueError, match="different circuit"):
+            eng.preload(base.get_circuit("porep_like", "tiny"), resident=placed)
+        with pytest.raises(ValueError, match="not both"):
+            eng.preload(circuit, pk, resident=placed)
