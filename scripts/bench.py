@@ -51,7 +51,10 @@ flags.DEFINE_string("preset", None, "circuit preset (default: tiny; --op=synth: 
 flags.DEFINE_integer("partitions", 10, "partitions per sector / witnesses of one shape")
 cli.define_path("key_dir", "", "proving-key cache directory (default ~/.cache/cuzk_jax/keys)")
 # --op=engine
-flags.DEFINE_integer("sectors", 4, "engine: sectors proved in each run")
+flags.DEFINE_integer("sectors", 4, "engine: sectors proved in each run; sector --stream: sectors streamed (default 3)")
+flags.DEFINE_bool("stream", False, "sector: prove --sectors sectors through the engine (synthesis by --workers "
+                  "processes overlapped with proving, host witnesses within host_budget) instead of --reps over "
+                  "witnesses made ahead")
 flags.DEFINE_integer("first_sector", 0, "engine: seed of the first sector")
 flags.DEFINE_list("max_batch", [], "engine: batch sizes to compare, one engine run each (default 2 x partitions)")
 flags.DEFINE_enum("synthesis", "process", ["process", "thread"], "engine: synthesis worker kind")

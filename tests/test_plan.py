@@ -482,6 +482,36 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
     assert not (tmp_path / "bad.json").exists()
 
 
+@pytest.mark.slow  # a subprocess: setup, a warm-up partition and two streamed sectors of the smallest preset
+def test_sector_stream_bench_proves_through_the_engine(tmp_path):
+    """``bench --op=sector --stream``: sectors submitted at once to the engine over the resident key, synthesis by
+    worker processes; its row has every proof verified, a latency per sector, the interval between completions and
+    the host witness budget left by host_budget. Twin: --sectors=0 is a usage error (exit 2, no output file)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    out = tmp_path / "stream.json"
+    base = [sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny", "--partitions=2",
+            "--workers=2", "--stream", "--prover=host_budget=8GiB", "--cache_dir="]
+    r = subprocess.run(base + ["--sectors=2", f"--out={out}"], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["mode"] == "stream" and row["ok"] and row["proofs"] == 4 and row["sectors"] == 2
+    assert len(row["latency_s"]) == 2 and all(t > 0 for t in row["latency_s"]) and row["interval_s"] >= 0
+    assert row["warm_s"] > 0 and 0 < row["host_witness_budget_gib"] < 8 and row["synthesis_mean_s"] > 0
+    assert sum(int(k.split("/")[0]) * n for k, n in row["batch_sizes"].items()) == 4 + 1  # and the warm-up's
+    bad = tmp_path / "bad.json"
+    r = subprocess.run(base + ["--sectors=0", f"--out={bad}"], env=env, capture_output=True, text=True, timeout=300)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "--sectors" in lines[0], r.stderr
+    assert not bad.exists()
+
+
 def test_bench_memory_reports_each_programs_buffers():
     """bench --op=memory: the prove programs compiled on abstract shapes (nothing allocated), XLA's buffer sizes
     per program -- the outputs are exactly the arrays the prover gets back -- and the plan's term beside the

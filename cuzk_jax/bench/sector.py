@@ -31,6 +31,12 @@ Per run (one row each):
    carry the tracer's overhead) and its row gets ``profile``: the kernels per program and HLO op
    (:mod:`cuzk_jax.bench.profile`).
 
+With ``--stream``, steps 4 and 5 are replaced by a stream through the engine (:func:`stream`): ``--sectors``
+sectors submitted at once to a :class:`~cuzk_jax.engine.Engine` over the resident key, each partition synthesized
+by one of ``--workers`` processes and handed back through shared memory, batches of the plan's size proved while
+the next partitions are synthesized, the host's witnesses bounded by what ``host_budget`` leaves (rows
+``mode="stream"``; issue 19's end-to-end figure).
+
 The row records per-phase seconds, the plan, the shares of zero / one / other scalars per MSM (what the split MSM
 earns on), the device's peak memory (``memory_stats()['peak_bytes_in_use']``, where the device reports it) and
 the peak host RSS of this process and of the witness workers (``getrusage``); ``device_memory_gib``: bytes in use
@@ -49,7 +55,9 @@ import jax
 
 from cuzk_jax.errors import CuzkError
 
-DEFAULTS = {"preset": "domain20", "reps": 2, "warmup": 0, "circuit": "porep_like"}
+DEFAULTS = {"preset": "domain20", "reps": 2, "warmup": 0, "circuit": "porep_like", "sectors": 3}
+#: Host memory left aside beside the engine's witness budget in a stream (the process's own growth, staging).
+STREAM_HOST_MARGIN = 4 << 30
 log = logging.getLogger(__name__)
 
 
@@ -152,8 +160,11 @@ def run(cfg) -> list[dict]:
         z, _publics = porep_like.sampled_witness_batch(circuit, P, cfg.seed, workers=cfg.workers or None)
         return z, round(time.perf_counter() - t0, 3)
 
+    streaming = bool(getattr(cfg, "stream", False))
+    if streaming and (int(cfg.sectors) < 1 or P < 1):  # a usage error before minutes of setup
+        raise BadInput(f"--stream needs --sectors >= 1 and --partitions >= 1, got {cfg.sectors} and {P}")
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="witnesses")
-    witnesses = pool.submit(make_witnesses)
+    witnesses = None if streaming else pool.submit(make_witnesses)
     t = time.perf_counter()
     pk, source = _key(cfg, r1cs, row)
     jax.block_until_ready((pk.a_query, pk.b_g1_query, pk.b_g2_query, pk.l_query, pk.h_query))
@@ -169,6 +180,9 @@ def run(cfg) -> list[dict]:
                plan_text=rk.plan.describe() if rk.plan is not None else "no plan (host MSM)")
     memory["resident"] = _device_gib()
     _say(f"resident key {row['resident_s']} s, {row['key_device_gib']} GiB; {row['plan_text']}")
+    if streaming:
+        pool.shutdown()
+        return stream(cfg, circuit, rk, dict(row, device_memory_gib=memory))
     # the prove programs compile while the witnesses are still being made, for every step size prove_batch runs
     # the sector in (the plan's batch and the remainder: 10 partitions in batches of 3 run 3, 3, 3, 1) -- as the
     # engine does when it loads a key
@@ -253,4 +267,120 @@ def run(cfg) -> list[dict]:
         seen = f"; device GiB after each stage {memory}" if any(memory.values()) else ""
         _say(f"rep {rep} ({variant}): {out['prove_s']} s, phases {out['phases']}{seen}")
         bench.emit(rows, out)
+    return rows
+
+
+class _MemorySampler:
+    """The machine's memory in use (``MemTotal - MemAvailable`` of ``/proc/meminfo``: every process, and the shared
+    witness files, which ``getrusage`` does not count once) sampled every ``period`` seconds in a thread: ``peak``
+    and ``start`` in bytes (None where ``/proc/meminfo`` is missing)."""
+
+    def __init__(self, period: float = 0.25):
+        import threading
+
+        self.start = self.peak = self._used()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, args=(period,), name="meminfo", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _used() -> int | None:
+        try:
+            with open("/proc/meminfo") as f:
+                info = {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in f)}
+            return info["MemTotal"] - info["MemAvailable"]
+        except (OSError, KeyError, ValueError):
+            return None
+
+    def _loop(self, period: float) -> None:
+        while not self._stop.wait(period):
+            used = self._used()
+            if used is not None:
+                self.peak = max(self.peak or 0, used)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _rss() -> int:
+    """This process's resident bytes now (``/proc/self/statm``; 0 where it is missing)."""
+    import os
+
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def stream(cfg, circuit, rk, row: dict) -> list[dict]:
+    """``--stream``: ``--sectors`` sectors of ``--partitions`` partitions (sector ``k`` is seed ``--seed + k``)
+    through one :class:`~cuzk_jax.engine.Engine` over the resident key ``rk``: batches of the memory plan's size,
+    ``--workers`` synthesis processes (one partition each, handed back through shared memory), one batch staged
+    while the next runs (the plan's prefetch), every job's proofs pairing-checked before it completes.
+
+    The host's witnesses are bounded by ``host_budget`` less this process's resident memory at the start and
+    :data:`STREAM_HOST_MARGIN` (``host_witness_budget_gib``; no bound without a host budget). One partition is
+    proved first, untimed (``warm_s``): it compiles what the witnesses decide (the split MSMs) and starts a worker.
+    Then every sector is submitted at once: ``latency_s`` (per sector, submission to its verified proofs; the first
+    one is a sector's end-to-end time through a warm, idle engine), ``completed_s`` (from the submission),
+    ``interval_s`` (the mean time between completions after the first: seconds per sector in a continuous stream),
+    the engine's status (device busy fraction, mean synthesis and batch seconds, its peak of host witness bytes)
+    and the machine's memory in use at its peak (``/proc/meminfo``, every process and the shared files)."""
+    from cuzk_jax import bench
+    from cuzk_jax.engine import Engine
+
+    from cuzk_jax.errors import BadInput
+
+    P = int(cfg.partitions)
+    sectors = int(cfg.sectors)
+    if sectors < 1 or P < 1:
+        raise BadInput(f"--stream needs --sectors >= 1 and --partitions >= 1, got {sectors} and {P}")
+    batch = P if rk.plan is None else max(1, min(P, rk.plan.batch))
+    host = rk.config.host_budget
+    budget = None if host is None else max(32 * rk.num_vars, host - _rss() - STREAM_HOST_MARGIN)
+    row.update(mode="stream", sectors=sectors, batch=batch, workers=cfg.workers or None,
+               host_witness_budget_gib=None if budget is None else round(budget / 2**30, 3))
+    rows: list[dict] = []
+    memory = _MemorySampler()
+    try:
+        with Engine(max_batch=batch, synthesis="process", synthesis_workers=cfg.workers or None, prefetch=1,
+                    prover=rk.config, host_budget_bytes=budget, max_wait_s=None) as eng:
+            eng.preload(circuit, resident=rk)
+            t = time.perf_counter()
+            eng.submit(circuit, sector=cfg.seed + sectors, partitions=1).result()  # verified, or it raises
+            row.update(warm_s=round(time.perf_counter() - t, 3))
+            _say(f"stream: warm-up partition {row['warm_s']} s; {sectors} sectors of {P} partitions, batches of "
+                 f"{batch}, host witness budget {row['host_witness_budget_gib']} GiB")
+            t0 = time.perf_counter()
+            done: dict[int, float] = {}
+            futs = []
+            for k in range(sectors):
+                fut = eng.submit(circuit, sector=cfg.seed + k, partitions=P)
+                fut.add_done_callback(lambda f, k=k: done.setdefault(k, time.perf_counter() - t0))
+                futs.append(fut)
+            results = [f.result() for f in futs]  # raises the first failure (a proof that does not verify, ...)
+            wall = time.perf_counter() - t0
+            st = eng.status()
+    finally:
+        memory.close()
+    completed = [round(done[k], 3) for k in range(sectors)]
+    order = sorted(completed)
+    latency = [round(r.timings.total, 3) for r in results]
+    out = dict(row, rep=0, ok=all(r.verified for r in results), proofs=sum(len(r.proofs) for r in results),
+               wall_s=round(wall, 3), latency_s=latency, completed_s=completed,
+               interval_s=round((order[-1] - order[0]) / (sectors - 1), 3) if sectors > 1 else None,
+               per_partition_s=round(wall / (sectors * P), 3),
+               device_busy_fraction=round(st["device_busy_fraction"], 4), batch_sizes=st["batch_sizes"],
+               phase_mean_s={k: round(v, 4) for k, v in st["phase_mean_seconds"].items()},
+               synthesis_mean_s=round(st["phase_mean_seconds"].get("synthesis", 0.0), 3),
+               host_witness_peak_gib=round(st["host_witness"]["peak_bytes"] / 2**30, 3),
+               machine_memory_gib=None if memory.peak is None else {
+                   "start": round(memory.start / 2**30, 3), "peak": round(memory.peak / 2**30, 3)})
+    peak = _peak_device_bytes()
+    out.update(device_peak_gib=None if peak is None else round(peak / 2**30, 3), **bench.host_peak())
+    _say(f"stream: {sectors} sectors in {out['wall_s']} s; latency {latency} s; interval {out['interval_s']} s; "
+         f"device busy {out['device_busy_fraction']:.0%}; host witnesses peak {out['host_witness_peak_gib']} GiB")
+    bench.emit(rows, out)
     return rows
