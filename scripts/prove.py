@@ -63,6 +63,8 @@ cli.define_path("snarkjs_out", "", "also export every partition's proof for snar
 flags.DEFINE_enum("mode", "auto", ["auto", "sequential", "engine"], "how several sectors are proved (see above)")
 flags.DEFINE_integer("max_batch", 0, "engine: partitions per device batch (0 = 2 sectors' worth)")
 flags.DEFINE_integer("workers", 0, "engine: synthesis workers (0 = cores - 1)")
+flags.DEFINE_string("witness_budget", "", "engine: host memory for witnesses in synthesis, ready or staging, e.g. "
+                    "64GiB (empty: no bound); at sector scale a partition holds ~4 GiB")
 flags.DEFINE_string("devices", "", "local devices to prove on: comma-separated indices into jax.local_devices() "
                     "('' = all of them); with --coordinator and one process per GPU: the GPU(s) this process claims")
 flags.DEFINE_enum("device_mode", "per_device", ["per_device", "sharded"], "several devices: one engine per device "
@@ -149,8 +151,11 @@ def _engine(circuit, pk, sectors, config, devices):
     print(f"engine: {len(sectors)} sectors x {FLAGS.partitions} partitions, batches of up to {max_batch}, "
           f"{len(devices)} device(s) ({FLAGS.device_mode if len(devices) > 1 else 'one engine'})", flush=True)
     out = []
+    from cuzk_jax.groth16.plan import parse_bytes  # (checked in main)
+
     with MultiDeviceEngine(FLAGS.device_mode, devices, max_batch=max_batch, synthesis_workers=FLAGS.workers or None,
-                           prover=config, verify=FLAGS.verify) as eng:  # each sector verified before it returns
+                           prover=config, verify=FLAGS.verify,
+                           host_budget_bytes=parse_bytes(FLAGS.witness_budget)) as eng:  # each sector verified before it returns
         eng.preload(circuit, pk)
         futures = [eng.submit_sector(circuit, sector=k, partitions=FLAGS.partitions) for k in sectors]
         bar = tqdm.tqdm(total=len(futures), desc="sectors", unit="sector",
@@ -209,6 +214,9 @@ def main(argv):
     from cuzk_jax.groth16 import pipeline, prover
 
     config = pipeline.ProverConfig.parse(FLAGS.prover)  # a bad --prover fails before synthesis and setup
+    from cuzk_jax.groth16.plan import parse_bytes
+
+    parse_bytes(FLAGS.witness_budget)  # so does a bad --witness_budget
     from cuzk_jax.engine.multidevice import select_devices
 
     # a bad --devices fails before setup too; distributed: --devices named the local_device_ids this process

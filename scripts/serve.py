@@ -34,6 +34,7 @@ flags.DEFINE_enum("synthesis", None, ["process", "thread"], "synthesis workers")
 flags.DEFINE_integer("workers", None, "synthesis workers (0: cores - 1)")
 flags.DEFINE_integer("prefetch", None, "batches staged on the device while one runs")
 flags.DEFINE_integer("key_budget_bytes", None, "device budget for resident keys (0: none)")
+flags.DEFINE_integer("witness_budget_bytes", None, "host bytes of witnesses in synthesis, ready or staging (0: none)")
 flags.DEFINE_string("prover", None, "prove pipeline config text")
 flags.DEFINE_list("preload", None, "circuit[/preset] keys to load at start")
 flags.DEFINE_bool("precompile", None, "compile a resident key's device programs for every batch shape when it is "
@@ -46,6 +47,7 @@ FLAGS = flags.FLAGS
 
 _DIRECT = ("address", "journal", "key_dir", "input_dir", "tls_cert", "tls_key", "token_file", "metrics_address",
            "backend", "max_batch", "max_wait_s", "fill", "synthesis", "workers", "prefetch", "key_budget_bytes",
+           "witness_budget_bytes",
            "prover", "preload", "max_request_bytes", "max_partitions", "precompile")
 
 

@@ -302,7 +302,7 @@ def test_metrics_and_status(client):
     text = client.metrics()
     for name in ("cuzk_queue_depth{class=\"winning_post\"}", "cuzk_proofs_total", "cuzk_proofs_per_minute",
                  "cuzk_phase_seconds_bucket", "cuzk_job_latency_seconds_bucket", "cuzk_key_resident_bytes",
-                 "cuzk_jobs_finished_total{class=\"porep\",state=\"done\"}"):
+                 "cuzk_jobs_finished_total{class=\"porep\",state=\"done\"}", "cuzk_host_witness_bytes"):
         assert name in text, name
     proofs = next(float(line.split()[-1]) for line in text.splitlines() if line.startswith("cuzk_proofs_total "))
     assert proofs >= 1
@@ -450,3 +450,14 @@ def test_precompile_setting_reaches_the_engine():
     assert ServiceConfig().replace({"precompile": False}).engine_config().precompile is False
     with pytest.raises(BadInput, match="precompile"):
         ServiceConfig().replace({"precompile": "yes"})
+
+
+def test_witness_budget_setting_reaches_the_engine():
+    """``witness_budget_bytes`` is the engine's host witness budget (0: none); a negative one is one clear error."""
+    from cuzk_jax.errors import BadInput
+    from cuzk_jax.service.config import ServiceConfig
+
+    assert ServiceConfig().engine_config().host_budget_bytes is None
+    assert ServiceConfig().replace({"witness_budget_bytes": 64 << 30}).engine_config().host_budget_bytes == 64 << 30
+    with pytest.raises(BadInput, match="witness_budget_bytes"):
+        ServiceConfig().replace({"witness_budget_bytes": -1}).check()

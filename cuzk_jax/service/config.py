@@ -49,7 +49,8 @@ class ServiceConfig:
     Engine: ``backend`` (``device``: the prove pipeline on the local accelerators; ``host``: Python-int reference
     prover, tiny circuits only), ``max_batch``, ``batch_sizes``, ``max_wait_s`` (0 = the engine's default),
     ``fill``, ``synthesis``, ``workers`` (0 = cores - 1), ``prefetch``, ``key_budget_bytes`` (device budget for
-    resident keys, 0 = none), ``prover`` (the pipeline's config text), ``preload`` (``circuit[/preset]`` keys made
+    resident keys, 0 = none), ``witness_budget_bytes`` (host bytes of witnesses in synthesis, ready or staging; 0 =
+    none: :attr:`cuzk_jax.engine.EngineConfig.host_budget_bytes`), ``prover`` (the pipeline's config text), ``preload`` (``circuit[/preset]`` keys made
     resident at start), ``priority_delays_s``, ``precompile`` (default true: a key made resident -- at start or on
     first use -- also gets its device programs compiled for every batch shape then, so the first jobs do not wait
     for them; :attr:`cuzk_jax.engine.EngineConfig.precompile`).
@@ -77,6 +78,7 @@ class ServiceConfig:
     workers: int = 0
     prefetch: int = 1
     key_budget_bytes: int = 0
+    witness_budget_bytes: int = 0
     prover: str = ""
     preload: list = dataclasses.field(default_factory=list)
     priority_delays_s: dict = dataclasses.field(default_factory=dict)
@@ -139,7 +141,7 @@ class ServiceConfig:
         for name in ("rpc_threads", "max_request_bytes", "max_partitions", "max_queued_jobs", "max_batch"):
             if getattr(self, name) < 1:
                 raise BadInput(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("workers", "prefetch", "key_budget_bytes"):
+        for name in ("workers", "prefetch", "key_budget_bytes", "witness_budget_bytes"):
             if getattr(self, name) < 0:
                 raise BadInput(f"{name} must be >= 0, got {getattr(self, name)}")
         if not (math.isfinite(self.max_await_s) and self.max_await_s > 0):
@@ -174,6 +176,7 @@ class ServiceConfig:
                             max_wait_s=self.max_wait_s or None, fill=self.fill, synthesis=self.synthesis,
                             synthesis_workers=self.workers or None, prefetch=self.prefetch,
                             key_budget_bytes=self.key_budget_bytes or None, prover=self.prover or None,
+                            host_budget_bytes=self.witness_budget_bytes or None,
                             priority_delays_s=dict(self.priority_delays_s) or None, verify=True,
                             precompile=self.precompile)
 

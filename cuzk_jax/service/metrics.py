@@ -16,6 +16,8 @@ name                                type       meaning
                                                bytes_limit) where the device reports it
 ``cuzk_key_resident_bytes``         gauge      bytes of each resident proving key, label ``circuit``
 ``cuzk_key_budget_bytes``           gauge      the resident-key budget (absent without one)
+``cuzk_host_witness_bytes``         gauge      host bytes of witnesses in synthesis, ready or staging
+``cuzk_host_witness_budget_bytes``  gauge      the host witness budget (absent without one)
 ``cuzk_key_loads_total`` etc.       gauge      key manager counters: loads, hits, evictions
 ==================================  =========  ======================================================================
 
@@ -68,6 +70,11 @@ class _EngineCollector:
             yield GaugeMetricFamily("cuzk_key_budget_bytes", "resident key budget", value=st["keys"]["budget_bytes"])
         for name in ("loads", "hits", "evictions"):
             yield GaugeMetricFamily(f"cuzk_key_{name}_total", f"key manager {name}", value=st["keys"][name])
+        yield GaugeMetricFamily("cuzk_host_witness_bytes", "host bytes of witnesses in synthesis, ready or staging",
+                                value=st["host_witness"]["bytes"])
+        if st["host_witness"]["budget_bytes"]:
+            yield GaugeMetricFamily("cuzk_host_witness_budget_bytes", "host witness budget",
+                                    value=st["host_witness"]["budget_bytes"])
 
 
 class Metrics:
