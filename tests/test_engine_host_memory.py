@@ -12,7 +12,9 @@ import time
 
 import pytest
 
+from cuzk_jax import encoding
 from cuzk_jax.circuits import base
+from cuzk_jax.circuits.r1cs import PackedWitness
 from cuzk_jax.engine import Engine, HostBackend
 from cuzk_jax.engine import synthesis
 from cuzk_jax.engine.faults import FaultyCube
@@ -86,8 +88,8 @@ def test_shared_memory_hand_off_proves_the_same_and_leaves_no_file(cube, shm):
 
 
 def test_claim_maps_the_file_and_removes_it(shm):
-    """The two halves of the hand-off directly: a worker-side write of a witness into a file sized by the parent,
-    claimed as the same limbs; a witness of another size is refused (nothing written) and its file dropped."""
+    """The two halves of the hand-off directly: a worker-side write of a witness (Python ints; packed limbs) into a
+    file sized by the parent, claimed as the same limbs; a witness of another size is refused (nothing written) and its file dropped."""
     circuit = base.get_circuit("cube")
     w = circuit.witness(circuit.sample_inputs(0, 1))
     path = synthesis.new_shared_file(w.num_vars)
@@ -97,6 +99,11 @@ def test_claim_maps_the_file_and_removes_it(shm):
     assert not os.path.exists(path) and claimed.shared is None
     inband = synthesis.synthesize_partition(circuit, ("witness", w))
     assert claimed.montgomery == inband.montgomery and (claimed.z == inband.z).all()
+    # a packed witness (the porep_like batched path) goes in as its own limbs, written row by row (pwrite)
+    packed = PackedWitness(encoding.ints_to_limbs(w.z, "fr", montgomery=True), len(w.inputs), w.num_constraints)
+    path = synthesis.new_shared_file(w.num_vars)
+    got = synthesis.claim_shared(synthesis.synthesize_partition(circuit, ("witness", packed), out=path))
+    assert got.montgomery and (got.z == packed.limbs).all() and not os.path.exists(path)
     wrong = synthesis.new_shared_file(w.num_vars + 1)
     with pytest.raises(ValueError, match="shared output file"):
         synthesis.synthesize_partition(circuit, ("witness", w), out=wrong)
