@@ -477,8 +477,10 @@ def fill_instances(cs: BatchCS, counts: dict, out: np.ndarray, rows, chals, mont
     and private wires), so every column of a partition is written exactly once whichever way its challenges are
     split into batches.
 
-    Each challenge block's private wires are one contiguous column range: its bits are laid out as one uint8
-    vector and multiplied by the limbs of 1 in a single broadcast write, then the few field wires are scattered."""
+    Each challenge block's private wires are one contiguous column range, written in chunks of :data:`FILL_CHUNK`
+    columns: the chunk's bits scattered into a uint8 vector, multiplied by the limbs of 1, its field wires patched
+    in, then the chunk goes out -- by ``os.pwrite`` when ``out`` is a writable ``np.memmap`` (see
+    :func:`_file_writer`), else by a copy into ``out``."""
     C = counts["challenges"]
     ni_h, na_h, ni_b, na_b = counts["head_inputs"], counts["head_aux"], counts["block_inputs"], counts["block_aux"]
     n_in, V = counts["num_inputs"], counts["num_vars"]
@@ -494,35 +496,134 @@ def fill_instances(cs: BatchCS, counts: dict, out: np.ndarray, rows, chals, mont
     bit_aux, bits = cs.bit_aux, cs.bits
     nh = int(np.searchsorted(bit_aux, na_h))  # header bit rows come first (aux indices ascend)
     h_off, b_off = bit_aux[:nh], bit_aux[nh:] - na_h
-    bits_h, bits_b = bits[:nh], bits[nh:]
+    bits_h = bits[:nh]
     fr_aux = np.asarray(cs.fr_aux, np.int64)
     fr_head = np.flatnonzero(fr_aux < na_h).tolist()
-    fr_block = np.flatnonzero(fr_aux >= na_h).tolist()
+    fr_block = np.flatnonzero(fr_aux >= na_h)
     fh_cols = n_in + fr_aux[fr_head]
-    fb_off = fr_aux[fr_block] - na_h
+    fb_off = fr_aux[fr_block] - na_h  # ascending, like b_off
+    if len(b_off) + len(fb_off) != na_b:
+        raise AssertionError("fill_instances: a block's wires are not all bits or field elements")
     vec_h = np.zeros(na_h, np.uint8)
-    vec_b = np.zeros(na_b, np.uint8)
 
     def limbs(vals):
         return encoding.ints_to_limbs(vals, "fr", montgomery=montgomery)
 
-    for k in range(cs.n):
-        q, j = int(rows[k]), int(chals[k])
-        if j == 0:  # the partition's header: ONE and the header inputs, header bits, then header field wires
-            out[:, q, :ni_h] = limbs([int(cs.input_values[i][k]) for i in range(ni_h)])
-            vec_h[h_off] = bits_h[:, k]
-            np.multiply(one, vec_h[None, :], out=out[:, q, n_in:n_in + na_h])  # no temporary: written in place
-            if fr_head:
-                out[:, q, fh_cols] = limbs([int(cs.fr_values[i][k]) for i in fr_head])
-        if ni_b:
-            out[:, q, ni_h + j * ni_b:ni_h + (j + 1) * ni_b] = limbs(
-                [int(cs.input_values[i][k]) for i in range(ni_h, ni_h + ni_b)])
-        # bit wires (0 or the limbs of 1) over the block's whole range; its field wires are overwritten below
-        vec_b[b_off] = bits_b[:, k]
-        start = n_in + na_h + j * na_b
-        np.multiply(one, vec_b[None, :], out=out[:, q, start:start + na_b])
-        if fr_block:
-            out[:, q, start + fb_off] = limbs([int(cs.fr_values[i][k]) for i in fr_block])
+    # every instance's block field wires in one conversion: (8, n, F)
+    n, F = cs.n, len(fr_block)
+    fr_limbs = None
+    if F:
+        vals = np.stack([cs.fr_values[i] for i in fr_block.tolist()])  # (F, n) object
+        fr_limbs = _fr_limbs(vals.T.ravel().tolist(), montgomery).reshape(8, n, F)
+    # instance k's bits as one contiguous row (a column of the (rows, n) buffer is strided by n)
+    bits_t = _transpose_bits(bits[nh:])
+    bounds = list(range(0, na_b, FILL_CHUNK)) + [na_b]
+    b_cut = np.searchsorted(b_off, bounds).tolist()
+    f_cut = np.searchsorted(fb_off, bounds).tolist()
+    buf = np.empty((8, min(FILL_CHUNK, na_b)), np.uint32)
+    vec = np.empty(buf.shape[1], np.uint8)
+    write = _file_writer(out) or _array_writer(out)
+    try:
+        for k in range(n):
+            q, j = int(rows[k]), int(chals[k])
+            if j == 0:  # the partition's header: ONE and the header inputs, header bits, then header field wires
+                out[:, q, :ni_h] = limbs([int(cs.input_values[i][k]) for i in range(ni_h)])
+                vec_h[h_off] = bits_h[:, k]
+                np.multiply(one, vec_h[None, :], out=out[:, q, n_in:n_in + na_h])  # no temporary: written in place
+                if fr_head:
+                    out[:, q, fh_cols] = limbs([int(cs.fr_values[i][k]) for i in fr_head])
+            if ni_b:
+                out[:, q, ni_h + j * ni_b:ni_h + (j + 1) * ni_b] = limbs(
+                    [int(cs.input_values[i][k]) for i in range(ni_h, ni_h + ni_b)])
+            start = n_in + na_h + j * na_b
+            row = bits_t[k]
+            for c in range(len(bounds) - 1):
+                c0, m = bounds[c], bounds[c + 1] - bounds[c]
+                v, b = vec[:m], buf[:, :m]
+                ra, rb, fa, fb = b_cut[c], b_cut[c + 1], f_cut[c], f_cut[c + 1]
+                # bit and field wires partition the block: each position of v is set here or patched below
+                v[b_off[ra:rb] - c0] = row[ra:rb]
+                np.multiply(one, v[None, :], out=b)
+                if fb > fa:
+                    b[:, fb_off[fa:fb] - c0] = fr_limbs[:, k, fa:fb]
+                write(q, start + c0, b)
+    finally:
+        close = getattr(write, "close", None)
+        if close is not None:
+            close()
+
+
+def _fr_limbs(vals: list, montgomery: bool) -> np.ndarray:
+    """Field elements (Python ints in ``[0, r)``) -> ``(8, len(vals))`` uint32 limbs: :func:`encoding.ints_to_limbs`,
+    with the Montgomery form computed directly as ``(v << 256) mod r`` (``R = 2^256``) rather than from the
+    canonical limbs."""
+    if not (montgomery and vals and set(map(type, vals)) <= {int}):
+        return encoding.ints_to_limbs(vals, "fr", montgomery=montgomery)
+    if min(vals) < 0 or max(vals) >= R:
+        raise ValueError("fr element out of range [0, modulus)")
+    buf = b"".join([((v << 256) % R).to_bytes(32, "little") for v in vals])
+    return np.frombuffer(buf, "<u4").reshape(len(vals), 8).T
+
+
+# columns per chunk of fill_instances: its (8, FILL_CHUNK) uint32 buffer stays in cache between being computed and
+# being written out
+FILL_CHUNK = 1 << 16
+
+
+def _transpose_bits(bits: np.ndarray) -> np.ndarray:
+    """``(rows, n)`` uint8 -> ``(n, rows)`` contiguous, copied in row slabs (a cache-sized slab per step)."""
+    rows, n = bits.shape
+    if n == 1:
+        return bits.reshape(1, rows)
+    out = np.empty((n, rows), np.uint8)
+    step = 1 << 18
+    for r0 in range(0, rows, step):
+        out[:, r0:r0 + step] = bits[r0:r0 + step].T
+    return out
+
+
+class _FileWriter:
+    """Writes ``(8, m)`` chunks of columns of one row of a writable ``np.memmap`` through ``os.pwrite`` on its
+    file: a write into a fresh tmpfs file allocates its pages in the kernel's copy loop, cheaper than a page
+    fault per 4 KiB page of the mapping. The mapping sees the writes (one page cache)."""
+
+    def __init__(self, fd: int, pos0: int, strides):
+        self.fd, self.pos0, self.strides = fd, pos0, strides
+
+    def __call__(self, q: int, col: int, chunk: np.ndarray) -> None:
+        s0, s1, s2 = self.strides
+        base = self.pos0 + q * s1 + col * s2
+        for lim in range(chunk.shape[0]):
+            data = memoryview(chunk[lim]).cast("B")
+            pos = base + lim * s0
+            while len(data):
+                done = os.pwrite(self.fd, data, pos)
+                data, pos = data[done:], pos + done
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _file_writer(out: np.ndarray):
+    """A :class:`_FileWriter` for ``out`` when it is (a view of) a writable, file-backed ``np.memmap`` with
+    contiguous rows, else None."""
+    root = out
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not (isinstance(root, np.memmap) and getattr(root, "filename", None) and root.mode in ("r+", "w+")
+            and out.strides[2] == out.itemsize == 4 and out.dtype == np.uint32):
+        return None
+    try:
+        fd = os.open(root.filename, os.O_WRONLY)
+    except OSError:
+        return None
+    return _FileWriter(fd, int(root.offset) + (out.ctypes.data - root.ctypes.data), out.strides)
+
+
+def _array_writer(out: np.ndarray):
+    def write(q: int, col: int, chunk: np.ndarray) -> None:
+        out[:, q, col:col + chunk.shape[1]] = chunk
+    return write
 
 
 def _task(circuit, inputs_list, first, span, montgomery, path, shape):
