@@ -57,7 +57,8 @@ class BatchCS(ConstraintSystem):
 
     After synthesis: ``bit_aux`` (int64, aux indices of bit wires, ascending), ``bits`` (``(len(bit_aux), n)``
     uint8), ``fr_aux`` / ``fr_values`` (aux indices and object arrays of the field wires), ``input_values`` (one
-    object array per input, index 0 = ONE).
+    object array per input, index 0 = ONE); ``memo``: a dict the gadgets may use to reuse the values of an
+    operation they already ran on the same inputs in this run.
     """
 
     batched = True
@@ -75,6 +76,7 @@ class BatchCS(ConstraintSystem):
         self.fr_aux: list[int] = []
         self.fr_values: list[np.ndarray] = []
         self._fr_index: dict[int, int] = {}
+        self.memo: dict = {}  # gadgets' per-run cache of values by inputs (Poseidon permutations), dropped with the cs
 
     def _resolve(self, value, name: str, kind: str):
         if callable(value):

@@ -184,20 +184,16 @@ def _dense(t: int, capacity: int):
     return [split(sp) for sp in prog.sbox_inputs], [split(sp) for sp in prog.outputs]
 
 
-def _permutation_batched(cs, prog: Program, capacity: int, lane_terms, lane_vals) -> list:
-    """:func:`permutation_lanes` with array values over ``cs.n`` instances: each S-box input is two object-array
-    dot products (input lanes, earlier S-boxes) instead of one numpy call per term; wires in the same order."""
-    t, n = prog.t, cs.n
-    sboxes, outputs = _dense(t, capacity)
-    lanes = np.zeros((t, n), object)
-    for i in range(1, t):
-        lanes[i] = lane_vals[i]
-    outs = np.empty((len(sboxes), n), object)
-    out_var: list[int] = []
+def _permutation_values(sboxes, outputs, lanes: np.ndarray):
+    """The wire values of permutations over the columns of ``lanes`` (``(t, u)`` object, lane 0 unused): ``(W, O)``
+    with ``W`` ``(3 * S, u)`` object -- per S-box ``x^2, x^4, x^5`` -- and ``O`` the ``(t, u)`` output lanes."""
+    u = lanes.shape[1]
+    W = np.empty((3 * len(sboxes), u), object)
+    outs = W[2::3]  # the S-box outputs x^5, earlier S-boxes' inputs
 
     def value(spec):
         const, li, lc, ks, kc = spec
-        v = np.full(n, const, dtype=object) if const else np.zeros(n, dtype=object)
+        v = np.full(u, const, dtype=object) if const else np.zeros(u, dtype=object)
         if lc is not None:
             v = v + lc.dot(lanes[li])
         if kc is not None:
@@ -208,14 +204,56 @@ def _permutation_batched(cs, prog: Program, capacity: int, lane_terms, lane_vals
         x = value(spec)
         x2 = x * x % R
         x4 = x2 * x2 % R
-        y = x4 * x % R
-        cs.alloc_raw(x2)
-        cs.alloc_raw(x4)
-        out_var.append(cs.alloc_raw(y))
-        outs[s_i] = y
+        W[3 * s_i] = x2
+        W[3 * s_i + 1] = x4
+        W[3 * s_i + 2] = x4 * x % R
+    O = np.empty((len(outputs), u), object)
+    for i, ospec in enumerate(outputs):
+        O[i] = value(ospec)
+    return W, O
+
+
+def _permutation_batched(cs, prog: Program, capacity: int, lane_terms, lane_vals) -> list:
+    """:func:`permutation_lanes` with array values over ``cs.n`` instances: each S-box input is two object-array
+    dot products (input lanes, earlier S-boxes) instead of one numpy call per term; wires in the same order.
+
+    Instances whose inputs were already permuted in this run (``cs.memo``, e.g. the upper levels that a sector's
+    Merkle paths share) or that repeat within the batch reuse those values instead of recomputing them."""
+    t, n = prog.t, cs.n
+    sboxes, outputs = _dense(t, capacity)
+    memo = getattr(cs, "memo", None)
+    cols = [np.broadcast_to(np.asarray(lane_vals[i], dtype=object), (n,)) for i in range(1, t)]
+    keys = list(zip(*[c.tolist() for c in cols])) if memo is not None else None
+    todo: dict = {}
+    if memo is not None:
+        for k, key in enumerate(keys):
+            if (t, capacity, key) not in memo and key not in todo:
+                todo[key] = k
+        pick = list(todo.values())
+    else:
+        pick = list(range(n))
+    if pick:
+        lanes = np.zeros((t, len(pick)), object)
+        for i in range(1, t):
+            lanes[i] = cols[i - 1][pick]
+        W_new, O_new = _permutation_values(sboxes, outputs, lanes)
+    if memo is None:
+        W, O = W_new, O_new
+    else:
+        for c, key in enumerate(todo):
+            memo[(t, capacity, key)] = (W_new[:, c], O_new[:, c])
+        W = np.empty((3 * len(sboxes), n), object)
+        O = np.empty((t, n), object)
+        for k, key in enumerate(keys):
+            W[:, k], O[:, k] = memo[(t, capacity, key)]
+    out_var: list[int] = []
+    for s_i in range(len(sboxes)):
+        cs.alloc_raw(W[3 * s_i])
+        cs.alloc_raw(W[3 * s_i + 1])
+        out_var.append(cs.alloc_raw(W[3 * s_i + 2]))
         cs.num_constraints += 3
     result = []
-    for spec, ospec in zip(prog.outputs, outputs):
+    for o_i, spec in enumerate(prog.outputs):
         d: dict = {}
         for k, c in spec:
             if k >= 0:
@@ -225,6 +263,5 @@ def _permutation_batched(cs, prog: Program, capacity: int, lane_terms, lane_vals
             else:
                 for v, w in lane_terms[-2 - k]:
                     d[v] = (d.get(v, 0) + w * c) % R
-        result.append(Num(LinearCombination({k: v for k, v in d.items() if v}), value(ospec)))
+        result.append(Num(LinearCombination({k: v for k, v in d.items() if v}), O[o_i]))
     return result
-

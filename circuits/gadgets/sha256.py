@@ -252,27 +252,19 @@ def _shape(state: list, block: list, n: int):
         else:
             return None
     zero, one = np.zeros(n, np.uint8), np.ones(n, np.uint8)
-    rows = []
-    bvar, bneg, bconst = [], [], []
-    for bit in block:
-        v = bit.value
-        if bit.var is None:
-            bconst.append(True)
-            bvar.append(0)
-            bneg.append(False)
-            rows.append(one if v else zero)
-        else:
-            if not (isinstance(v, np.ndarray) and v.dtype == np.uint8):
-                return None
-            bconst.append(False)
-            bvar.append(bit.var)
-            bneg.append(bool(bit.neg))
-            rows.append(v)
-            any_array = True
-    if not any_array:
+    bvar = [b.var for b in block]
+    bconst = [v is None for v in bvar]
+    values = [b.value for b in block]
+    if not any_array and all(bconst):
         return None
-    bm = np.stack(rows)  # (512, n) message bits, each word most significant first
-    const[256:], var[256:], neg[256:] = bconst, bvar, bneg
+    nd = np.ndarray
+    bm = np.stack([v if v.__class__ is nd else (one if v else zero) for v in values])  # (512, n), words MSB first
+    u8 = np.dtype(np.uint8)
+    if bm.shape != (512, n) or not all((v.__class__ is nd and v.dtype == u8) != c for v, c in zip(values, bconst)):
+        return None  # variable bits carry uint8 arrays, constants plain ints (what the probes reproduce)
+    const[256:] = bconst
+    var[256:] = [0 if c else v for v, c in zip(bvar, bconst)]
+    neg[256:] = [b.neg for b in block]
     cval[256:] = np.where(const[256:], bm[:, 0], 0)
     pb = np.packbits(bm.reshape(16, 32, n), axis=1)  # (16, 4, n), big-endian bytes
     le = np.zeros((16, n, 8), np.uint8)
@@ -412,17 +404,17 @@ def _build_plan(key: bytes) -> _Plan:
     words = _intermediates(slanes, blanes, P)
     table = _bit_table(words, P)
     packed = np.packbits(table, axis=1)
-    by_bits: dict = {}
-    for k in range(len(words)):
-        if not _is_total(k):
-            for b in range(32):
-                r = k * _NB + b
-                by_bits.setdefault(packed[r].tobytes(), (r, 0))
-                by_bits.setdefault((~packed[r]).tobytes(), (r, 1))
+    # candidate keys: bits 0..31 of the non-sum words, plain then negated; a stable sort keeps the first of equal keys
+    cand = np.array([k * _NB + b for k in range(len(words)) if not _is_total(k) for b in range(32)], np.int64)
+    keys = np.concatenate([packed[cand], ~packed[cand]]).view(f"V{packed.shape[1]}").ravel()
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
     totals = [k for k in range(len(words)) if _is_total(k)]
     mpacked = np.packbits(mat, axis=1)
-    src = np.empty(len(mat), np.int64)
-    flip = []
+    mkeys = np.ascontiguousarray(mpacked).view(f"V{mpacked.shape[1]}").ravel()
+    src = np.full(len(mat), -1, np.int64)
+    flip = np.zeros(len(mat), bool)
+    single = np.zeros(len(mat), bool)
     ti = 0
     ends = [ev[2] for ev in pcs.events[1:]] + [pcs.num_constraints]
     for (r0, k, c0), c1 in zip(pcs.events, ends):
@@ -437,17 +429,19 @@ def _build_plan(key: bytes) -> _Plan:
             src[r0:r0 + k] = totals[ti] * _NB + np.arange(k)
             ti += 1
         elif c1 - c0 == k:
-            for r in range(r0, r0 + k):
-                hit = by_bits.get(mpacked[r].tobytes())
-                if hit is None:
-                    raise _NoPlan("a wire matches no intermediate bit")
-                src[r] = hit[0]
-                if hit[1]:
-                    flip.append(r)
+            single[r0:r0 + k] = True
         else:
             raise _NoPlan("an allocation with an unexpected constraint count")
+    rows = np.flatnonzero(single)
+    at = np.minimum(np.searchsorted(sorted_keys, mkeys[rows]), len(sorted_keys) - 1)
+    if (sorted_keys[at] != mkeys[rows]).any():
+        raise _NoPlan("a wire matches no intermediate bit")
+    hit = order[at]
+    src[rows] = cand[hit % len(cand)]
+    flip[rows] = hit >= len(cand)
+    flip = np.flatnonzero(flip)
     plan = _Plan()
-    plan.src, plan.flip, plan.constraints = src, np.asarray(flip, np.int64), pcs.num_constraints
+    plan.src, plan.flip, plan.constraints = src, flip, pcs.num_constraints
     if not all(isinstance(o, BatchedWord) for o in outs):
         raise _NoPlan("a constant output word")
     ovar = np.concatenate([o.var for o in outs])
