@@ -161,66 +161,126 @@ def constraints_per_hash(arity: int) -> int:
 # -- batched witness (vector_witness.BatchCS) ----------------------------------------------------------------------
 
 
+def _mat_inv(m: list) -> list:
+    """The inverse of a square matrix mod r (Gauss-Jordan)."""
+    n = len(m)
+    a = [[x % R for x in row] + [int(i == j) for j in range(n)] for i, row in enumerate(m)]
+    for c in range(n):
+        p = next(r for r in range(c, n) if a[r][c])
+        a[c], a[p] = a[p], a[c]
+        iv = pow(a[c][c], -1, R)
+        a[c] = [x * iv % R for x in a[c]]
+        for r in range(n):
+            if r != c and a[r][c]:
+                f = a[r][c]
+                a[r] = [(x - f * y) % R for x, y in zip(a[r], a[c])]
+    return [row[n:] for row in a]
+
+
+def _mat_mul(a: list, b: list) -> list:
+    return [[sum(x * y for x, y in zip(row, col)) % R for col in zip(*b)] for row in a]
+
+
+def _mat_vec(a: list, v) -> list:
+    return [sum(x * y for x, y in zip(row, v)) % R for row in a]
+
+
 @functools.lru_cache(maxsize=None)
-def _dense(t: int, capacity: int):
-    """The program as index / coefficient arrays: per S-box (and per output lane) ``(const, lane ids, lane coeffs,
-    S-box ids, S-box coeffs)`` with the coefficients as object arrays (Python ints), for np.dot over a batch."""
-    prog = program(t, capacity)
+def _rounds(t: int, capacity: int) -> dict:
+    """The permutation of width ``t`` in the form :func:`_permutation_values` evaluates (object arrays of Python
+    ints): the MDS ``M = [[m00, w^T], [v, Mh]]`` and round constants, per round the lanes whose S-box is a wire
+    (the capacity lane's first one is constant and folded, as in :func:`program`), and for partial round ``k`` the
+    vectors ``H_k = (Mh^k)^T w``, ``E_k = Mh^-k c_k[1:]``, ``G_k = Mh^-(k+1) v`` of the basis in which the lanes that
+    skip the S-box stand still (``state[1:] = Mh^k u_k``, ``u_k+1 = u_k + E_k + G_k y_k``), and ``Mh^R_P``."""
+    prm = native.params(t)
+    M = [list(row) for row in prm.mds]
+    half, rp = prm.r_f // 2, prm.r_p
+    w, v = M[0][1:], [M[i][0] for i in range(1, t)]
+    mh = [row[1:] for row in M[1:]]
+    mh_inv = _mat_inv(mh)
+    p = pi = [[int(i == j) for j in range(t - 1)] for i in range(t - 1)]  # Mh^k, Mh^-k
+    H, E, G = [], [], []
+    for k in range(rp):
+        H.append([sum(p[i][j] * w[i] for i in range(t - 1)) % R for j in range(t - 1)])
+        E.append(_mat_vec(pi, prm.round_constants[half + k][1:]))
+        pi = _mat_mul(mh_inv, pi)
+        G.append(_mat_vec(pi, v))
+        p = _mat_mul(mh, p)
+    const = [True] + [False] * (t - 1)  # lanes with a constant value (the capacity until the first mixing)
+    slots = []
+    for r in range(prm.num_rounds):
+        slots.append([i for i in (range(t) if prm.is_full_round(r) else (0,)) if not const[i]])
+        const = [all(const[j] for j in range(t) if M[i][j]) for i in range(t)]
+    if sum(map(len, slots)) != len(program(t, capacity).sbox_inputs):
+        raise AssertionError(f"poseidon t={t}: the S-box wires differ from the symbolic program's")
 
-    def split(spec):
-        const, lanes, lc, ks, kc = 0, [], [], [], []
-        for k, c in spec:
-            if k >= 0:
-                ks.append(k)
-                kc.append(c)
-            elif k == CONST:
-                const = c
-            else:
-                lanes.append(-2 - k)
-                lc.append(c)
-        obj = lambda xs: np.array(xs, dtype=object) if xs else None  # noqa: E731
-        return const, np.array(lanes, np.int64), obj(lc), np.array(ks, np.int64), obj(kc)
+    def obj(x, col=False):
+        a = np.empty(len(x), object)
+        a[:] = list(x)
+        return a[:, None] if col else a
 
-    return [split(sp) for sp in prog.sbox_inputs], [split(sp) for sp in prog.outputs]
+    return {"M": np.array([obj(row) for row in M], object), "half": half, "rp": rp, "m00": M[0][0],
+            "rc": [obj(c, True) for c in prm.round_constants], "slots": slots, "H": [obj(h) for h in H],
+            "E": [obj(e, True) for e in E], "G": [obj(g, True) for g in G],
+            "mh_rp": np.array([obj(row) for row in p], object), "rounds": prm.num_rounds}
 
 
-def _permutation_values(sboxes, outputs, lanes: np.ndarray):
+def _permutation_values(t: int, capacity: int, lanes: np.ndarray):
     """The wire values of permutations over the columns of ``lanes`` (``(t, u)`` object, lane 0 unused): ``(W, O)``
-    with ``W`` ``(3 * S, u)`` object -- per S-box ``x^2, x^4, x^5`` -- and ``O`` the ``(t, u)`` output lanes."""
+    with ``W`` ``(3 * S, u)`` object -- per S-box wire ``x^2, x^4, x^5``, in :func:`program`'s order -- and ``O``
+    the ``(t, u)`` output lanes. Full rounds mix all lanes with ``M``; partial rounds run in the basis of
+    :func:`_rounds`, about ``2 t`` products each instead of the ``t + k`` terms of the ``k``-th partial S-box's
+    input in :func:`program`."""
+    sp = _rounds(t, capacity)
     u = lanes.shape[1]
-    W = np.empty((3 * len(sboxes), u), object)
-    outs = W[2::3]  # the S-box outputs x^5, earlier S-boxes' inputs
+    W = np.empty((3 * sum(map(len, sp["slots"])), u), object)
+    at = 0
+    s = lanes.copy()
+    s[0] = capacity % R
 
-    def value(spec):
-        const, li, lc, ks, kc = spec
-        v = np.full(u, const, dtype=object) if const else np.zeros(u, dtype=object)
-        if lc is not None:
-            v = v + lc.dot(lanes[li])
-        if kc is not None:
-            v = v + kc.dot(outs[ks])
-        return v % R
-
-    for s_i, spec in enumerate(sboxes):
-        x = value(spec)
+    def full(r, s):
+        nonlocal at
+        x = (s + sp["rc"][r]) % R
         x2 = x * x % R
         x4 = x2 * x2 % R
-        W[3 * s_i] = x2
-        W[3 * s_i + 1] = x4
-        W[3 * s_i + 2] = x4 * x % R
-    O = np.empty((len(outputs), u), object)
-    for i, ospec in enumerate(outputs):
-        O[i] = value(ospec)
-    return W, O
+        y = x4 * x % R
+        for i in sp["slots"][r]:
+            W[at], W[at + 1], W[at + 2] = x2[i], x4[i], y[i]
+            at += 3
+        return sp["M"].dot(y) % R
+
+    half, rp = sp["half"], sp["rp"]
+    for r in range(half):
+        s = full(r, s)
+    s0, v = s[0], s[1:]
+    for k in range(rp):
+        x = (s0 + sp["rc"][half + k][0, 0]) % R
+        x2 = x * x % R
+        x4 = x2 * x2 % R
+        y = x4 * x % R
+        W[at], W[at + 1], W[at + 2] = x2, x4, y
+        at += 3
+        ve = v + sp["E"][k]
+        s0 = (sp["m00"] * y + sp["H"][k].dot(ve)) % R
+        v = ve + sp["G"][k] * y
+        if k % 8 == 7:  # reduced now and then: the sums stay a few bits above r^2 between reductions
+            v %= R
+    s = np.empty((t, u), object)
+    s[0] = s0
+    s[1:] = sp["mh_rp"].dot(v % R) % R
+    for r in range(half + rp, sp["rounds"]):
+        s = full(r, s)
+    return W, s
 
 
 def _permutation_batched(cs, prog: Program, capacity: int, lane_terms, lane_vals) -> list:
-    """:func:`permutation_lanes` with array values over ``cs.n`` instances: each S-box input is two object-array
-    dot products (input lanes, earlier S-boxes) instead of one numpy call per term; wires in the same order.
+    """:func:`permutation_lanes` with array values over ``cs.n`` instances: the values from
+    :func:`_permutation_values` (object-array operations over the instances), the wires in the same order.
 
     Instances whose inputs were already permuted in this run (``cs.memo``, e.g. the upper levels that a sector's
     Merkle paths share) or that repeat within the batch reuse those values instead of recomputing them."""
     t, n = prog.t, cs.n
-    sboxes, outputs = _dense(t, capacity)
+    nsbox = len(prog.sbox_inputs)
     memo = getattr(cs, "memo", None)
     cols = [np.broadcast_to(np.asarray(lane_vals[i], dtype=object), (n,)) for i in range(1, t)]
     keys = list(zip(*[c.tolist() for c in cols])) if memo is not None else None
@@ -236,18 +296,18 @@ def _permutation_batched(cs, prog: Program, capacity: int, lane_terms, lane_vals
         lanes = np.zeros((t, len(pick)), object)
         for i in range(1, t):
             lanes[i] = cols[i - 1][pick]
-        W_new, O_new = _permutation_values(sboxes, outputs, lanes)
+        W_new, O_new = _permutation_values(t, capacity, lanes)
     if memo is None:
         W, O = W_new, O_new
     else:
         for c, key in enumerate(todo):
             memo[(t, capacity, key)] = (W_new[:, c], O_new[:, c])
-        W = np.empty((3 * len(sboxes), n), object)
+        W = np.empty((3 * nsbox, n), object)
         O = np.empty((t, n), object)
         for k, key in enumerate(keys):
             W[:, k], O[:, k] = memo[(t, capacity, key)]
     out_var: list[int] = []
-    for s_i in range(len(sboxes)):
+    for s_i in range(nsbox):
         cs.alloc_raw(W[3 * s_i])
         cs.alloc_raw(W[3 * s_i + 1])
         out_var.append(cs.alloc_raw(W[3 * s_i + 2]))
