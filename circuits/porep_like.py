@@ -515,8 +515,7 @@ def fill_instances(cs: BatchCS, counts: dict, out: np.ndarray, rows, chals, mont
     if F:
         vals = np.stack([cs.fr_values[i] for i in fr_block.tolist()])  # (F, n) object
         fr_limbs = _fr_limbs(vals.T.ravel().tolist(), montgomery).reshape(8, n, F)
-    # instance k's bits as one contiguous row (a column of the (rows, n) buffer is strided by n)
-    bits_t = _transpose_bits(bits[nh:])
+    bits_b = bits[nh:]
     bounds = list(range(0, na_b, FILL_CHUNK)) + [na_b]
     b_cut = np.searchsorted(b_off, bounds).tolist()
     f_cut = np.searchsorted(fb_off, bounds).tolist()
@@ -535,18 +534,22 @@ def fill_instances(cs: BatchCS, counts: dict, out: np.ndarray, rows, chals, mont
             if ni_b:
                 out[:, q, ni_h + j * ni_b:ni_h + (j + 1) * ni_b] = limbs(
                     [int(cs.input_values[i][k]) for i in range(ni_h, ni_h + ni_b)])
-            start = n_in + na_h + j * na_b
-            row = bits_t[k]
-            for c in range(len(bounds) - 1):
-                c0, m = bounds[c], bounds[c + 1] - bounds[c]
-                v, b = vec[:m], buf[:, :m]
-                ra, rb, fa, fb = b_cut[c], b_cut[c + 1], f_cut[c], f_cut[c + 1]
+        starts = [n_in + na_h + int(j) * na_b for j in chals]
+        # chunk by chunk, every instance: a chunk's bit rows (all instances, contiguous) stay in cache while each
+        # instance's column is read out of them
+        for c in range(len(bounds) - 1):
+            c0, m = bounds[c], bounds[c + 1] - bounds[c]
+            v, b = vec[:m], buf[:, :m]
+            ra, rb, fa, fb = b_cut[c], b_cut[c + 1], f_cut[c], f_cut[c + 1]
+            pos, sub = b_off[ra:rb] - c0, bits_b[ra:rb]
+            fpos = fb_off[fa:fb] - c0
+            for k in range(n):
                 # bit and field wires partition the block: each position of v is set here or patched below
-                v[b_off[ra:rb] - c0] = row[ra:rb]
+                v[pos] = sub[:, k]
                 np.multiply(one, v[None, :], out=b)
                 if fb > fa:
-                    b[:, fb_off[fa:fb] - c0] = fr_limbs[:, k, fa:fb]
-                write(q, start + c0, b)
+                    b[:, fpos] = fr_limbs[:, k, fa:fb]
+                write(int(rows[k]), starts[k] + c0, b)
     finally:
         close = getattr(write, "close", None)
         if close is not None:
@@ -568,18 +571,6 @@ def _fr_limbs(vals: list, montgomery: bool) -> np.ndarray:
 # columns per chunk of fill_instances: its (8, FILL_CHUNK) uint32 buffer stays in cache between being computed and
 # being written out
 FILL_CHUNK = 1 << 16
-
-
-def _transpose_bits(bits: np.ndarray) -> np.ndarray:
-    """``(rows, n)`` uint8 -> ``(n, rows)`` contiguous, copied in row slabs (a cache-sized slab per step)."""
-    rows, n = bits.shape
-    if n == 1:
-        return bits.reshape(1, rows)
-    out = np.empty((n, rows), np.uint8)
-    step = 1 << 18
-    for r0 in range(0, rows, step):
-        out[:, r0:r0 + step] = bits[r0:r0 + step].T
-    return out
 
 
 class _FileWriter:
