@@ -269,17 +269,25 @@ class PorepLike(Circuit):
     # a batch this small costs more than the builder's Python ints)
     BATCH_MIN_CHALLENGES = 4
 
-    def witness(self, inputs, check_shape: bool = True, batched: bool | None = None):
+    def witness(self, inputs, check_shape: bool = True, batched: bool | None = None, out=None):
         """The assignment for ``inputs``: batched over the challenges (:func:`witness_batch`, a
         :class:`~.r1cs.PackedWitness`) when ``batched`` (default: at least ``BATCH_MIN_CHALLENGES`` challenges and
-        :meth:`synthesize` not overridden by a subclass), else the Python builder's. Both are equal wire for wire."""
+        :meth:`synthesize` not overridden by a subclass), else the Python builder's. Both are equal wire for wire.
+
+        ``out``: an ``(8, 1, num_vars)`` uint32 array (e.g. the engine's shared-file mapping) the batched path builds
+        the limbs in -- the PackedWitness is then a view of it, no private copy -- ValueError when its shape is not
+        this circuit's; the builder's path ignores it."""
         if batched is None:
             batched = (self.params["challenges"] >= self.BATCH_MIN_CHALLENGES
                        and type(self).synthesize is PorepLike.synthesize)
         if not batched:
             return super().witness(inputs, check_shape)
+        if out is not None:
+            n = block_counts(self)["num_vars"]
+            if out.shape != (8, 1, n) or out.dtype != np.uint32:
+                raise ValueError(f"porep_like witness: out must be uint32 (8, 1, {n}), got {out.dtype} {out.shape}")
         cs, counts = synthesize_batch(self, [inputs])
-        z = alloc_z((8, 1, counts["num_vars"]))
+        z = alloc_z((8, 1, counts["num_vars"])) if out is None else out
         fill_z(cs, counts, 1, z)
         w = PackedWitness(z[:, 0, :], counts["num_inputs"], counts["num_constraints"])
         if check_shape and self._r1cs is not None:
