@@ -14,6 +14,7 @@ import pytest
 
 from cuzk_jax import encoding
 from cuzk_jax.circuits import base
+from cuzk_jax.circuits import porep_like as pl
 from cuzk_jax.circuits.r1cs import PackedWitness
 from cuzk_jax.engine import Engine, HostBackend
 from cuzk_jax.engine import synthesis
@@ -175,3 +176,28 @@ def test_preload_adopts_a_placed_key(cube):
             eng.preload(base.get_circuit("porep_like", "tiny"), resident=placed)
         with pytest.raises(ValueError, match="not both"):
             eng.preload(circuit, pk, resident=placed)
+
+
+def test_porep_worker_builds_its_witness_in_the_shared_file(shm, monkeypatch):
+    """A porep_like partition on the batched path (>= 4 challenges) is built straight in the shared file (the
+    worker keeps no private copy): the claimed limbs equal the in-band witness; a file of another size is
+    refused."""
+    circuit = base.get_circuit("porep_like", "mini", challenges=4, depth=3)
+    n = pl.block_counts(circuit)["num_vars"]
+    inband = synthesis.synthesize_partition(circuit, ("sample", 1, 5))
+    path = synthesis.new_shared_file(n)
+
+    def copied(*a, **kw):
+        raise AssertionError("the witness was copied into the file, not built in it")
+
+    with monkeypatch.context() as m:
+        m.setattr(synthesis, "_write_shared", copied)
+        out = synthesis.synthesize_partition(circuit, ("sample", 1, 5), out=path)
+    got = synthesis.claim_shared(out)
+    assert got.montgomery and inband.montgomery and (got.z == inband.z).all()
+    assert got.public_inputs == inband.public_inputs
+    wrong = synthesis.new_shared_file(n - 1)
+    with pytest.raises(ValueError, match="porep_like witness: out must be"):
+        synthesis.synthesize_partition(circuit, ("sample", 1, 5), out=wrong)
+    synthesis.drop_shared(wrong)
+    assert not os.listdir(shm)

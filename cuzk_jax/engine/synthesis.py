@@ -41,6 +41,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import copy
 import dataclasses
+import inspect
 import mmap
 import multiprocessing
 import os
@@ -95,14 +96,15 @@ def synthesize_partition(circuit, spec, out: str | None = None) -> SynthOutput:
                                num_aux=t.na_h + t.count * t.na_b, num_constraints=t.m_h + t.count * t.m_b,
                                t_start=t0, t_end=time.perf_counter(), worker=_worker_name(), montgomery=False,
                                shared=out)
+    direct = None
     if kind == "sample":
         _, partition, seed = spec
         inputs = circuit.sample_inputs(partition, seed)
-        witness = circuit.witness(inputs, check_shape=False)
+        witness, direct = _witness(circuit, inputs, out)
         public = list(circuit.public_inputs(inputs))
     elif kind == "inputs":
         inputs = spec[1]
-        witness = circuit.witness(inputs, check_shape=False)
+        witness, direct = _witness(circuit, inputs, out)
         public = list(circuit.public_inputs(inputs))
     elif kind == "witness":
         witness = spec[1]
@@ -114,7 +116,10 @@ def synthesize_partition(circuit, spec, out: str | None = None) -> SynthOutput:
     else:  # the limbs straight into the shared file, in the form native_z would choose (no intermediate copy)
         from cuzk_jax.circuits.r1cs import PackedWitness
 
-        if isinstance(witness, PackedWitness):  # its limbs as they are
+        if isinstance(witness, PackedWitness) and direct is not None and np.shares_memory(witness.limbs, direct):
+            montgomery, z = witness.montgomery, None  # already in the file (the circuit wrote it there)
+            direct.flush()
+        elif isinstance(witness, PackedWitness):  # its limbs as they are
             montgomery = witness.montgomery
             z = _write_shared(out, witness.limbs)
         else:
@@ -123,6 +128,17 @@ def synthesize_partition(circuit, spec, out: str | None = None) -> SynthOutput:
     return SynthOutput(z=z, public_inputs=public, num_inputs=len(witness.inputs), num_aux=len(witness.aux),
                        num_constraints=witness.num_constraints, t_start=t0, t_end=time.perf_counter(),
                        worker=_worker_name(), montgomery=montgomery, shared=out)
+
+
+def _witness(circuit, inputs, out: str | None):
+    """``(witness, mapping)``: ``circuit.witness(inputs)``; with a shared output file ``out`` and a circuit whose
+    ``witness`` takes ``out=`` (an ``(8, 1, num_vars)`` uint32 array to build its limbs in: porep_like's batched
+    path), built straight in the file's mapping (returned, to flush), so the worker holds no private copy of a
+    ~4 GiB partition beside the file."""
+    if out is not None and "out" in inspect.signature(circuit.witness).parameters:
+        dst = np.memmap(out, np.uint32, "r+", shape=(8, 1, os.path.getsize(out) // 32))
+        return circuit.witness(inputs, check_shape=False, out=dst), dst
+    return circuit.witness(inputs, check_shape=False), None
 
 
 def new_shared_file(num_vars: int) -> str:
