@@ -107,6 +107,19 @@ class BatchCS(ConstraintSystem):
             self.fr_values.append(value)
         return -1 - j
 
+    def alloc_fr_rows(self, rows) -> int:
+        """Allocate ``len(rows)`` consecutive private field wires with the object arrays ``rows`` (each ``n`` Python
+        ints in ``[0, r)``) as values; returns the first one's aux index (what ``alloc_raw`` does per wire)."""
+        rows = list(rows)
+        k = len(rows)
+        j0 = self.num_aux
+        self.num_aux = j0 + k
+        base = len(self.fr_values)
+        self.fr_aux.extend(range(j0, j0 + k))
+        self.fr_values.extend(rows)
+        self._fr_index.update(zip(range(j0, j0 + k), range(base, base + k)))
+        return j0
+
     def alloc_bits_block(self, mat: np.ndarray) -> int:
         """Allocate ``len(mat)`` consecutive private bit wires with the rows of ``mat`` (``(k, n)`` uint8 0/1) as
         values; returns the first one's aux index (the gadgets' word-level fast paths; constraints are counted by

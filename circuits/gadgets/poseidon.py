@@ -306,12 +306,18 @@ def _permutation_batched(cs, prog: Program, capacity: int, lane_terms, lane_vals
         O = np.empty((t, n), object)
         for k, key in enumerate(keys):
             W[:, k], O[:, k] = memo[(t, capacity, key)]
-    out_var: list[int] = []
-    for s_i in range(nsbox):
-        cs.alloc_raw(W[3 * s_i])
-        cs.alloc_raw(W[3 * s_i + 1])
-        out_var.append(cs.alloc_raw(W[3 * s_i + 2]))
-        cs.num_constraints += 3
+    alloc_rows = getattr(cs, "alloc_fr_rows", None)
+    if alloc_rows is not None:  # one call for the whole permutation's wires
+        j0 = alloc_rows(W)
+        out_var = [-1 - (j0 + 3 * s_i + 2) for s_i in range(nsbox)]
+        cs.num_constraints += 3 * nsbox
+    else:
+        out_var = []
+        for s_i in range(nsbox):
+            cs.alloc_raw(W[3 * s_i])
+            cs.alloc_raw(W[3 * s_i + 1])
+            out_var.append(cs.alloc_raw(W[3 * s_i + 2]))
+            cs.num_constraints += 3
     result = []
     for o_i, spec in enumerate(prog.outputs):
         d: dict = {}
