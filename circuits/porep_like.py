@@ -294,6 +294,16 @@ class PorepLike(Circuit):
             self._r1cs.check_shape(w)
         return w
 
+    def warm_worker(self) -> None:
+        """Build what a worker process keeps between witnesses of this shape (the counting run's Poseidon parameters
+        and programs, the batched gadgets' per-shape tables) from the header and one challenge of partition 0:
+        an engine warms its workers with this rather than with a whole partition (~4 GiB each at sector scale)."""
+        block_counts(self)
+        if self.params["challenges"] >= self.BATCH_MIN_CHALLENGES and type(self).synthesize is PorepLike.synthesize:
+            synthesize_batch(self, [self.sample_inputs(0, 0)], ([0], [0]))
+        else:
+            self.witness(self.sample_inputs(0, 0), check_shape=False)
+
     def _blocks(self):
         """``(header, block0, challenges, "challenge")`` in structure mode when :meth:`synthesize` is this class's
         and there is more than one challenge, else None: the base class then tiles the structure from one
@@ -565,13 +575,11 @@ def fill_instances(cs: BatchCS, counts: dict, out: np.ndarray, rows, chals, mont
 
 
 def _fr_limbs(vals: list, montgomery: bool) -> np.ndarray:
-    """Field elements (Python ints in ``[0, r)``) -> ``(8, len(vals))`` uint32 limbs: :func:`encoding.ints_to_limbs`,
-    with the Montgomery form computed directly as ``(v << 256) mod r`` (``R = 2^256``) rather than from the
-    canonical limbs."""
+    """Field elements -> ``(8, len(vals))`` uint32 limbs: :func:`encoding.ints_to_limbs`, or for Python ints in
+    Montgomery form ``(v << 256) mod r`` directly (``R = 2^256``). The values are a BatchCS's field wires, canonical
+    by ``alloc_raw``'s contract, so the direct path does not re-check their range."""
     if not (montgomery and vals and set(map(type, vals)) <= {int}):
         return encoding.ints_to_limbs(vals, "fr", montgomery=montgomery)
-    if min(vals) < 0 or max(vals) >= R:
-        raise ValueError("fr element out of range [0, modulus)")
     buf = b"".join([((v << 256) % R).to_bytes(32, "little") for v in vals])
     return np.frombuffer(buf, "<u4").reshape(len(vals), 8).T
 

@@ -201,3 +201,20 @@ def test_porep_worker_builds_its_witness_in_the_shared_file(shm, monkeypatch):
         synthesis.synthesize_partition(circuit, ("sample", 1, 5), out=wrong)
     synthesis.drop_shared(wrong)
     assert not os.listdir(shm)
+
+
+def test_worker_warm_up_builds_one_challenge_not_a_partition(monkeypatch):
+    """An engine warms a porep_like worker with its header and one challenge (``warm_worker``), never a whole
+    partition's witness (~4 GiB per worker at sector scale)."""
+    batched = base.get_circuit("porep_like", "mini", challenges=4, depth=3)
+    calls = []
+    monkeypatch.setattr(type(batched), "witness", lambda self, *a, **kw: calls.append("witness"))
+    real = pl.synthesize_batch
+
+    def counted(c, inputs, instances=None):
+        calls.append(instances)
+        return real(c, inputs, instances)
+
+    monkeypatch.setattr(pl, "synthesize_batch", counted)
+    synthesis._warm([batched])
+    assert calls == [([0], [0])]

@@ -245,13 +245,16 @@ def convert_z(z: np.ndarray, montgomery: bool) -> np.ndarray:
 def _warm(circuits=()):
     """Warm-up task for a worker process: import the circuit registry and synthesize one partition of each circuit
     (of a header-and-blocks circuit, its header and one block), so per-process lazy tables (e.g. Poseidon round
-    constants: seconds for porep_like) are built before real work."""
+    constants: seconds for porep_like) are built before real work. A circuit with a ``warm_worker()`` method does
+    that instead (porep_like: one challenge of its batched path, not a whole ~4 GiB partition per worker)."""
     from cuzk_jax.circuits import base, block_witness
 
     base.list_circuits()
     for c in circuits:
         if block_witness.supports(c):  # the header and one block build the same tables as a whole partition
             block_witness.layout(c)
+        elif hasattr(c, "warm_worker"):
+            c.warm_worker()
         else:
             synthesize_partition(c, ("sample", 0, 0))
     time.sleep(0.2)  # keep this worker busy a moment so the other warm-up tasks go to the other workers
