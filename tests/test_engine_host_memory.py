@@ -90,7 +90,8 @@ def test_shared_memory_hand_off_proves_the_same_and_leaves_no_file(cube, shm):
 
 def test_claim_maps_the_file_and_removes_it(shm):
     """The two halves of the hand-off directly: a worker-side write of a witness (Python ints; packed limbs) into a
-    file sized by the parent, claimed as the same limbs; a witness of another size is refused (nothing written) and its file dropped."""
+    file sized by the parent, claimed as the same limbs; a witness of another size is refused (nothing written)
+    and its file dropped."""
     circuit = base.get_circuit("cube")
     w = circuit.witness(circuit.sample_inputs(0, 1))
     path = synthesis.new_shared_file(w.num_vars)
