@@ -20,6 +20,18 @@ def rng():
     return random.Random(0x5EED)
 
 
+@pytest.fixture(scope="session")
+def cube_key():
+    """``(circuit, r1cs, pk)`` of the cube circuit with test_groth16's known toxic waste (its compiled prover is
+    shared): the engine tests' key."""
+    from cuzk_jax.circuits import base
+    from cuzk_jax.groth16 import generator
+
+    circuit = base.get_circuit("cube")
+    r1cs = circuit.r1cs()
+    return circuit, r1cs, generator.setup(r1cs, generator.insecure_toxic_waste_for_tests(11))
+
+
 @pytest.fixture
 def no_persistent_cache():
     """Compile without writing the persistent cache. Twice in a full CPU run (jax/jaxlib 0.10.2), serializing the

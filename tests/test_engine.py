@@ -34,14 +34,6 @@ SEED = 7
 
 
 @pytest.fixture(scope="session")
-def cube_key():
-    circuit = base.get_circuit("cube")
-    r1cs = circuit.r1cs()
-    pk = generator.setup(r1cs, generator.insecure_toxic_waste_for_tests(11))
-    return circuit, r1cs, pk
-
-
-@pytest.fixture(scope="session")
 def sequential(cube_key):
     """Four partitions proved by prover.prove (two batches of P) with fixed test randomness."""
     circuit, r1cs, pk = cube_key

@@ -20,15 +20,12 @@ from cuzk_jax.engine import Engine, HostBackend
 from cuzk_jax.engine import synthesis
 from cuzk_jax.engine.faults import FaultyCube
 from cuzk_jax.errors import BadInput
-from cuzk_jax.groth16 import generator, prover, verifier
+from cuzk_jax.groth16 import prover, verifier
 
 
-@pytest.fixture(scope="module")
-def cube():
-    circuit = base.get_circuit("cube")
-    r1cs = circuit.r1cs()
-    pk = generator.setup(r1cs, generator.insecure_toxic_waste_for_tests(5))
-    return circuit, r1cs, pk
+@pytest.fixture
+def cube(cube_key):
+    return cube_key
 
 
 @pytest.fixture
@@ -38,17 +35,6 @@ def shm(tmp_path, monkeypatch):
     d.mkdir()
     monkeypatch.setenv("CUZK_JAX_SHM_DIR", str(d))
     return d
-
-
-class _SleepyHost(HostBackend):
-    """The host backend taking ``seconds`` more per batch: ready partitions pile up behind it."""
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-
-    def run(self, resident, z, phase):
-        time.sleep(self.seconds)
-        return super().run(resident, z, phase)
 
 
 def _verified(pk, fut, timeout=180):
@@ -113,28 +99,39 @@ def test_claim_maps_the_file_and_removes_it(shm):
     assert not os.listdir(shm)
 
 
-def _peak_partitions(cube, budget_partitions):
-    """12 partitions (one job each) submitted at once, synthesized by 3 threads, behind a device taking 0.2 s per
-    batch of 2: the engine's peak of host witness bytes, in partitions."""
+def _held_while_paused(cube, budget_partitions):
+    """12 partitions (one job each) submitted to a paused engine (no batch forms, so every synthesized partition
+    stays on the host), synthesized by 3 threads: how many partitions it holds once synthesis stops, and its peak;
+    then resumed, every proof verifies and every byte is given back."""
     circuit, r1cs, pk = cube
     zb = 32 * r1cs.num_vars
     budget = None if budget_partitions is None else budget_partitions * zb
-    with Engine(backend=_SleepyHost(0.2), max_batch=2, synthesis="thread", synthesis_workers=3,
+    with Engine(backend=HostBackend(), max_batch=2, synthesis="thread", synthesis_workers=3,
                 host_budget_bytes=budget) as eng:
         eng.preload(circuit, pk)
+        eng.pause()
         futs = [eng.submit(circuit, [circuit.sample_inputs(p, 11)]) for p in range(12)]
+        want = 12 if budget_partitions is None else budget_partitions
+        t0 = time.time()
+        while eng.status()["queue"]["ready"] < want:
+            assert time.time() - t0 < 60, eng.status()
+            time.sleep(0.02)
+        time.sleep(0.3)  # nothing more may start: the budget is full (or every partition is done)
+        st = eng.status()
+        held = (st["queue"]["ready"], st["host_witness"]["bytes"] / zb)
+        eng.resume()
         for f in futs:
             _verified(pk, f)
-        st = eng.status()["host_witness"]
-    assert st["bytes"] == 0  # every token given back
-    return st["peak_bytes"] / zb
+        end = eng.status()["host_witness"]
+    assert end["bytes"] == 0  # every token given back
+    return held, end["peak_bytes"] / zb
 
 
 def test_host_budget_bounds_the_witnesses_held(cube):
-    """With a budget of 3 partitions the engine never holds more (all 12 proofs verify); the same load without a
-    budget holds more than 3 (the bound is what limits it)."""
-    assert _peak_partitions(cube, 3) <= 3
-    assert _peak_partitions(cube, None) > 3
+    """With a budget of 3 partitions a paused engine synthesizes 3 and holds no more (peak 3 after all 12 proved
+    and verified); without a budget it holds all 12."""
+    assert _held_while_paused(cube, 3) == ((3, 3), 3)
+    assert _held_while_paused(cube, None) == ((12, 12), 12)
 
 
 def test_batches_go_short_when_the_budget_cannot_fill_them(cube):
