@@ -437,7 +437,12 @@ def synthesize_batch(circuit: PorepLike, inputs_list, instances=None):
         out[:] = vals
         return out
 
-    cs = BatchCS(N)
+    cached = getattr(circuit, "_block_counts", None)
+    if cached is not None and cached[0] == sorted(circuit.params.items()):
+        # the header's and one block's wires bound the bit rows: no regrowth of the (rows, N) buffer
+        cs = BatchCS(N, capacity=max(1, cached[1]["head_aux"] + cached[1]["block_aux"]))
+    else:
+        cs = BatchCS(N)
     shared = circuit.synthesize_header(cs, get)
     head = (cs.num_inputs, cs.num_aux, cs.num_constraints)
     with cs.namespace("challenge_0"):

@@ -120,6 +120,19 @@ class BatchCS(ConstraintSystem):
         self._fr_index.update(zip(range(j0, j0 + k), range(base, base + k)))
         return j0
 
+    def reserve_bits(self, k: int) -> tuple[int, np.ndarray]:
+        """Allocate ``k`` consecutive private bit wires whose values the caller writes into the returned ``(k, n)``
+        uint8 view of the buffer (before any further allocation); returns ``(first aux index, view)``."""
+        j0 = self.num_aux
+        self.num_aux = j0 + k
+        nb = self._nb
+        while nb + k > len(self._bit_aux):
+            self._bits = np.concatenate([self._bits, np.empty_like(self._bits)])
+            self._bit_aux = np.concatenate([self._bit_aux, np.empty_like(self._bit_aux)])
+        self._bit_aux[nb:nb + k] = np.arange(j0, j0 + k)
+        self._nb = nb + k
+        return j0, self._bits[nb:nb + k]
+
     def alloc_bits_block(self, mat: np.ndarray) -> int:
         """Allocate ``len(mat)`` consecutive private bit wires with the rows of ``mat`` (``(k, n)`` uint8 0/1) as
         values; returns the first one's aux index (the gadgets' word-level fast paths; constraints are counted by

@@ -283,10 +283,17 @@ def _shape(state: list, block: list, n: int):
 
 def _replay(cs, plan: _Plan, slanes: list, blanes: list, var: np.ndarray, n: int) -> list:
     words = _intermediates(slanes, blanes, n)
-    mat = _bit_table(words, n)[plan.src]
+    table = _bit_table(words, n)
+    reserve = getattr(cs, "reserve_bits", None)
+    if reserve is not None:  # gathered straight into the wire buffer
+        j0, mat = reserve(len(plan.src))
+        np.take(table, plan.src, axis=0, out=mat)
+    else:
+        mat = table[plan.src]
     if len(plan.flip):
         mat[plan.flip] ^= 1
-    j0 = cs.alloc_bits_block(mat)
+    if reserve is None:
+        j0 = cs.alloc_bits_block(mat)
     cs.num_constraints += plan.constraints
     ovar = np.where(plan.new, -1 - (j0 + plan.off), var[np.where(plan.new, 0, plan.off)])
     vals = _words_of(words[-8:], n) & MASK32
