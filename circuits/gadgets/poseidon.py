@@ -191,7 +191,8 @@ def _rounds(t: int, capacity: int) -> dict:
     ints): the MDS ``M = [[m00, w^T], [v, Mh]]`` and round constants, per round the lanes whose S-box is a wire
     (the capacity lane's first one is constant and folded, as in :func:`program`), and for partial round ``k`` the
     vectors ``H_k = (Mh^k)^T w``, ``E_k = Mh^-k c_k[1:]``, ``G_k = Mh^-(k+1) v`` of the basis in which the lanes that
-    skip the S-box stand still (``state[1:] = Mh^k u_k``, ``u_k+1 = u_k + E_k + G_k y_k``), and ``Mh^R_P``."""
+    skip the S-box stand still (``state[1:] = Mh^k u_k``, ``u_k+1 = u_k + E_k + G_k y_k``; the constants ``E_k``
+    folded into ``K_k`` and ``C``, see below), and ``Mh^R_P``."""
     prm = native.params(t)
     M = [list(row) for row in prm.mds]
     half, rp = prm.r_f // 2, prm.r_p
@@ -206,6 +207,12 @@ def _rounds(t: int, capacity: int) -> dict:
         pi = _mat_mul(mh_inv, pi)
         G.append(_mat_vec(pi, v))
         p = _mat_mul(mh, p)
+    # u_k = w_k + C_k with C_k = E_0 + ... + E_k-1: the lanes w_k+1 = w_k + G_k y_k carry no constants, and
+    # state[0] = m00 y_k + H_k . w_k + K_k with K_k = H_k . (C_k + E_k)
+    K, C = [], [0] * (t - 1)
+    for k in range(rp):
+        C = [(c + e) % R for c, e in zip(C, E[k])]
+        K.append(sum(h * c for h, c in zip(H[k], C)) % R)
     const = [True] + [False] * (t - 1)  # lanes with a constant value (the capacity until the first mixing)
     slots = []
     for r in range(prm.num_rounds):
@@ -221,7 +228,7 @@ def _rounds(t: int, capacity: int) -> dict:
 
     return {"M": np.array([obj(row) for row in M], object), "half": half, "rp": rp, "m00": M[0][0],
             "rc": [obj(c, True) for c in prm.round_constants], "slots": slots, "H": [obj(h) for h in H],
-            "E": [obj(e, True) for e in E], "G": [obj(g, True) for g in G],
+            "K": K, "C": obj(C, True), "G": [obj(g, True) for g in G],
             "mh_rp": np.array([obj(row) for row in p], object), "rounds": prm.num_rounds}
 
 
@@ -260,14 +267,13 @@ def _permutation_values(t: int, capacity: int, lanes: np.ndarray):
         y = x4 * x % R
         W[at], W[at + 1], W[at + 2] = x2, x4, y
         at += 3
-        ve = v + sp["E"][k]
-        s0 = (sp["m00"] * y + sp["H"][k].dot(ve)) % R
-        v = ve + sp["G"][k] * y
+        s0 = (sp["m00"] * y + sp["H"][k].dot(v) + sp["K"][k]) % R
+        v = v + sp["G"][k] * y
         if k % 8 == 7:  # reduced now and then: the sums stay a few bits above r^2 between reductions
             v %= R
     s = np.empty((t, u), object)
     s[0] = s0
-    s[1:] = sp["mh_rp"].dot(v % R) % R
+    s[1:] = sp["mh_rp"].dot((v + sp["C"]) % R) % R
     for r in range(half + rp, sp["rounds"]):
         s = full(r, s)
     return W, s
