@@ -12,9 +12,10 @@ wires in the same order), so the witness equals the builder's wire for wire; tes
 bit wires in one growing ``(rows, N)`` uint8 buffer (no Python object per wire is kept) and field wires as object
 arrays (about 1 % of a SHA-256-heavy circuit's wires).
 
-:func:`fill_z` turns a batch into the prover's layout: Fr limbs ``(8, num_vars)`` uint32 in Montgomery form per
-partition (:func:`cuzk_jax.circuits.r1cs.stack_z`'s layout); bits become 0 or the limbs of ``R mod r`` with numpy,
-field wires go through :func:`cuzk_jax.encoding.ints_to_limbs`.
+:func:`~.porep_like.fill_z` turns a batch into the prover's layout: Fr limbs ``(8, num_vars)`` uint32 in Montgomery
+form per partition (:func:`cuzk_jax.circuits.r1cs.stack_z`'s layout); bits become 0 or the limbs of ``R mod r``
+with numpy, field wires their limbs (Montgomery form as ``(v << 256) mod r``), written chunk by chunk (through
+``os.pwrite`` into a file-backed memmap).
 """
 
 from __future__ import annotations
