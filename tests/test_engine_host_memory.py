@@ -134,6 +134,33 @@ def test_host_budget_bounds_the_witnesses_held(cube):
     assert _held_while_paused(cube, None) == ((12, 12), 12)
 
 
+def test_cancelled_job_gives_its_budget_back_at_once(cube):
+    """A cancelled job's ready partitions leave the ready queue and free their budget at once: the next job's
+    partition is synthesized while the engine is still paused (no batch ever formed), and it then proves."""
+    circuit, r1cs, pk = cube
+    with Engine(backend=HostBackend(), max_batch=2, synthesis="thread", synthesis_workers=2,
+                host_budget_bytes=2 * 32 * r1cs.num_vars) as eng:
+        eng.preload(circuit, pk)
+        eng.pause()
+        first = eng.submit(circuit, sector=1, partitions=2)
+        _wait(lambda: eng.status()["queue"]["ready"] == 2)
+        second = eng.submit(circuit, sector=2, partitions=1)
+        time.sleep(0.3)
+        assert eng.status()["queue"]["ready"] == 2  # the budget is full: the second job waits
+        assert first.cancel()
+        one = 32 * r1cs.num_vars
+        _wait(lambda: eng.status()["queue"]["ready"] == 1 and eng.status()["host_witness"]["bytes"] == one)
+        eng.resume()
+        _verified(pk, second)
+
+
+def _wait(cond, timeout=60):
+    t0 = time.time()
+    while not cond():
+        assert time.time() - t0 < timeout
+        time.sleep(0.02)
+
+
 def test_batches_go_short_when_the_budget_cannot_fill_them(cube):
     """max_batch 4 but room for 2 partitions: once 2 are ready nothing more can come, so the batch goes (short,
     padded) at once rather than after max_wait_s (60 s here)."""

@@ -844,6 +844,17 @@ class Engine:
         job.backlog_n = 0
         return tasks
 
+    def _drop_ready(self, job: _Job) -> list:
+        """Under the lock: take the job's ready partitions out of the ready queue (its host witnesses are freed by
+        the caller, outside the lock, with :meth:`_drop_host_witnesses`)."""
+        dq = self._ready.get(job.entry.digest)
+        if not dq:
+            return []
+        mine = [s for s in dq if s.job is job]
+        if mine:
+            self._ready[job.entry.digest] = collections.deque(s for s in dq if s.job is not job)
+        return mine
+
     def _retire(self, job: _Job, state: str) -> bool:
         """Under the lock: move an active job to its final ``state`` ("done", "failed", "cancelled": counted in
         the stats of that name) and forget it; False if it had already left the active state."""
@@ -861,18 +872,22 @@ class Engine:
             if not self._retire(job, "cancelled"):
                 return
             tasks = self._release_synthesis(job)
+            slots = self._drop_ready(job)
             self._cv.notify_all()
         for f in tasks:
             f.cancel()
+        self._drop_host_witnesses(slots)
 
     def _fail(self, job: _Job, exc: BaseException) -> None:
         with self._lock:
             if not self._retire(job, "failed"):
                 return
             tasks = self._release_synthesis(job)
+            slots = self._drop_ready(job)
             self._cv.notify_all()
         for f in tasks:
             f.cancel()
+        self._drop_host_witnesses(slots)
         log.info("job %d failed: %s", job.id, exc)
         _settle(job.future, exc=exc)
 
