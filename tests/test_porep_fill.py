@@ -74,3 +74,17 @@ def test_fill_memmap_equals_array(tmp_path, montgomery):
     pl.fill_instances(cs, counts, mm2[:, 1:, :], [r - 1 for r in rows], chals, montgomery)
     mm2.flush()
     assert np.array_equal(np.fromfile(tmp_path / "z2.u32", np.uint32).reshape(8, 3, V), ref)
+
+
+def test_witness_into_memmap_equals_private(tmp_path):
+    """PorepLike.witness(out=) into a file-backed memmap (the engine's shared file) takes the os.pwrite path and
+    gives the private array's limbs."""
+    c = get_circuit("porep_like", "sha_min", challenges=3, depth=2)
+    inp = c.sample_inputs(0, seed=2)
+    ref = c.witness(inp, batched=True, check_shape=False)
+    n = pl.block_counts(c)["num_vars"]
+    mm = np.memmap(tmp_path / "w.u32", np.uint32, "w+", shape=(8, 1, n))
+    w = c.witness(inp, batched=True, check_shape=False, out=mm)
+    mm.flush()
+    assert np.array_equal(np.fromfile(tmp_path / "w.u32", np.uint32).reshape(8, n), ref.limbs)
+    assert np.array_equal(w.limbs, ref.limbs)
