@@ -130,7 +130,7 @@ class BatchCS(ConstraintSystem):
         while nb + k > len(self._bit_aux):
             self._bits = np.concatenate([self._bits, np.empty_like(self._bits)])
             self._bit_aux = np.concatenate([self._bit_aux, np.empty_like(self._bit_aux)])
-        self._bit_aux[nb:nb + k] = np.arange(j0, j0 + k)
+        self._bit_aux[nb:nb + k] = _ARANGE[:k] + j0 if k <= len(_ARANGE) else np.arange(j0, j0 + k)
         self._nb = nb + k
         return j0, self._bits[nb:nb + k]
 
@@ -138,16 +138,8 @@ class BatchCS(ConstraintSystem):
         """Allocate ``len(mat)`` consecutive private bit wires with the rows of ``mat`` (``(k, n)`` uint8 0/1) as
         values; returns the first one's aux index (the gadgets' word-level fast paths; constraints are counted by
         the caller)."""
-        k = mat.shape[0]
-        j0 = self.num_aux
-        self.num_aux = j0 + k
-        nb = self._nb
-        while nb + k > len(self._bit_aux):
-            self._bits = np.concatenate([self._bits, np.empty_like(self._bits)])
-            self._bit_aux = np.concatenate([self._bit_aux, np.empty_like(self._bit_aux)])
-        self._bits[nb:nb + k] = mat
-        self._bit_aux[nb:nb + k] = _ARANGE[:k] + j0 if k <= len(_ARANGE) else np.arange(j0, j0 + k)
-        self._nb = nb + k
+        j0, view = self.reserve_bits(mat.shape[0])
+        view[...] = mat
         return j0
 
     @property
