@@ -243,3 +243,15 @@ def test_worker_warm_up_builds_one_challenge_not_a_partition(monkeypatch):
     monkeypatch.setattr(pl, "synthesize_batch", counted)
     synthesis._warm([batched])
     assert calls == [([0], [0])]
+
+
+def test_synth_worker_bench_row(shm):
+    """``bench --op=synth --impl=worker``: per partition, an engine worker's sample / witness / claim seconds (the
+    batched porep_like path into a shared file), and nothing left in the shared directory."""
+    from cuzk_jax.bench import synth as synth_bench
+
+    circuit = base.get_circuit("porep_like", "mini", challenges=4, depth=3)
+    row = synth_bench.worker(circuit, partitions=2, seed=3, warmup=1)
+    assert row["impl"] == "worker" and row["partitions"] == 2 and len(row["witness_s_list"]) == 2
+    assert row["num_vars"] == pl.block_counts(circuit)["num_vars"] and row["witness_s"] > 0 and row["sample_s"] > 0
+    assert row["total_s"] >= row["witness_s"] and not os.listdir(shm)

@@ -4,6 +4,9 @@ One row per preset (``--preset`` takes a comma-separated list, e.g. ``--preset=m
 results of :func:`cuzk_jax.circuits.bench.run` (what is timed is documented there) -- structure and witness
 constraints/s, builder vs batched witness on the same inputs where the preset is small enough, peak host memory,
 worker count (``--workers``, 0 = one per CPU); the per-partition lists go to the JSON only.
+
+``--impl=worker``: instead, what one engine synthesis worker costs per partition (:func:`worker`): no structure,
+no device -- the figure that decides whether a sector stream is synthesis- or device-bound.
 """
 
 from __future__ import annotations
@@ -18,9 +21,59 @@ def run(cfg) -> list[dict]:
 
     presets = [p for p in (cfg.preset or "").split(",") if p] or [get_circuit(cfg.circuit).preset]
     rows: list[dict] = []
+    if list(getattr(cfg, "impl", None) or []) == ["worker"]:
+        for preset in presets:
+            emit(rows, worker(get_circuit(cfg.circuit, preset), cfg.partitions, cfg.seed, cfg.warmup))
+        return rows
     for preset in presets:
         result = synth_bench.run(cfg.circuit, preset, cfg.partitions, cfg.seed, cfg.reps, cfg.warmup,
                                  cfg.device_eval, cfg.reference_check_max, cfg.partition_chunk or None,
                                  workers=getattr(cfg, "workers", 0) or None)
         emit(rows, {"circuit": cfg.circuit, "preset": preset, **result})
     return rows
+
+
+def worker(circuit, partitions: int, seed: int, warmup: int) -> dict:
+    """Per partition, in this process, what an engine synthesis worker does for ``("sample", p, seed)``
+    (:func:`cuzk_jax.engine.synthesis.synthesize_partition` with a shared output file): ``sample_s`` (the inputs),
+    ``witness_s`` (the witness, built in or written to the file), ``claim_s`` (the engine's mapping of it); medians
+    over partitions ``0 .. partitions - 1`` after ``warmup`` untimed ones and the circuit's ``warm_worker``, and
+    the lists. ``partition_gib``: the file's size; peak RSS of this process."""
+    import statistics
+    import time
+
+    from cuzk_jax.bench import host_peak
+    from cuzk_jax.engine import synthesis
+
+    from cuzk_jax.circuits import porep_like
+
+    num_vars = (porep_like.block_counts(circuit)["num_vars"] if isinstance(circuit, porep_like.PorepLike)
+                else circuit.r1cs().num_vars)  # porep_like's counting run: no structure at sector scale
+    t = time.perf_counter()
+    if hasattr(circuit, "warm_worker"):
+        circuit.warm_worker()
+    warm_s = time.perf_counter() - t
+    times = {"sample_s": [], "witness_s": [], "claim_s": []}
+    for k in range(max(0, warmup) + max(1, partitions)):
+        p = k - max(0, warmup)
+        t0 = time.perf_counter()
+        inputs = circuit.sample_inputs(max(p, 0), seed + (1 if p < 0 else 0))
+        t1 = time.perf_counter()
+        path = synthesis.new_shared_file(num_vars)
+        try:
+            out = synthesis.synthesize_partition(circuit, ("inputs", inputs), out=path)
+            t2 = time.perf_counter()
+            z = synthesis.claim_shared(out).z
+        finally:
+            synthesis.drop_shared(path)
+        t3 = time.perf_counter()
+        del z
+        if p >= 0:
+            for name, sec in (("sample_s", t1 - t0), ("witness_s", t2 - t1), ("claim_s", t3 - t2)):
+                times[name].append(round(sec, 3))
+    row = {"circuit": circuit.name, "preset": circuit.preset, "impl": "worker", "partitions": max(1, partitions),
+           "num_vars": num_vars, "partition_gib": round(32 * num_vars / 2**30, 3), "warm_worker_s": round(warm_s, 3)}
+    row.update({name: statistics.median(v) for name, v in times.items()})
+    row["total_s"] = round(row["sample_s"] + row["witness_s"] + row["claim_s"], 3)
+    row.update({f"{name}_list": v for name, v in times.items()}, **host_peak())
+    return row
