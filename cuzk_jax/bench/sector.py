@@ -321,7 +321,8 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
     while the next runs (the plan's prefetch), every job's proofs pairing-checked before it completes.
 
     The host's witnesses are bounded by ``host_budget`` less this process's resident memory at the start and
-    :data:`STREAM_HOST_MARGIN` (``host_witness_budget_gib``; no bound without a host budget). One partition is
+    :data:`STREAM_HOST_MARGIN`, and by two sectors' witnesses (``host_witness_budget_gib``; no bound without a host
+    budget). One partition is
     proved first, untimed (``warm_s``): it compiles what the witnesses decide (the split MSMs) and starts a worker.
     Then every sector is submitted at once: ``latency_s`` (per sector, submission to its verified proofs; the first
     one is a sector's end-to-end time through a warm, idle engine), ``completed_s`` (from the submission),
@@ -339,7 +340,10 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
         raise BadInput(f"--stream needs --sectors >= 1 and --partitions >= 1, got {sectors} and {P}")
     batch = P if rk.plan is None else max(1, min(P, rk.plan.batch))
     host = rk.config.host_budget
-    budget = None if host is None else max(32 * rk.num_vars, host - _rss() - STREAM_HOST_MARGIN)
+    # at most two sectors' witnesses: one being proved while the next is synthesized keeps the device fed, and more
+    # in flight only adds the workers' own memory beside them
+    budget = None if host is None else max(32 * rk.num_vars, min(host - _rss() - STREAM_HOST_MARGIN,
+                                                                 2 * P * 32 * rk.num_vars))
     row.update(mode="stream", sectors=sectors, batch=batch, workers=cfg.workers or None,
                host_witness_budget_gib=None if budget is None else round(budget / 2**30, 3))
     rows: list[dict] = []
