@@ -345,7 +345,8 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
     budget = None if host is None else max(32 * rk.num_vars, min(host - _rss() - STREAM_HOST_MARGIN,
                                                                  2 * P * 32 * rk.num_vars))
     row.update(mode="stream", sectors=sectors, batch=batch, workers=cfg.workers or None,
-               host_witness_budget_gib=None if budget is None else round(budget / 2**30, 3))
+               host_witness_budget_gib=None if budget is None else round(budget / 2**30, 3),
+               host_witness_budget_bytes=budget)
     rows: list[dict] = []
     memory = _MemorySampler()
     try:
