@@ -506,6 +506,9 @@ def test_sector_stream_bench_proves_through_the_engine(tmp_path):
     assert row["warm_s"] > 0 and row["synthesis_mean_s"] > 0
     assert row["host_witness_budget_bytes"] == 2 * 2 * 32 * row["num_vars"]  # two sectors' witnesses, within 8 GiB
     assert sum(int(k.split("/")[0]) * n for k, n in row["batch_sizes"].items()) == 4 + 1  # and the warm-up's
+    lanes = {e[0] for e in row["events"]}
+    assert "device" in lanes and any(e[1] == "synthesis" for e in row["events"])
+    assert all(e[3] >= e[2] and e[3] > 0 for e in row["events"])
     bad = tmp_path / "bad.json"
     r = subprocess.run(base + ["--sectors=0", f"--out={bad}"], env=env, capture_output=True, text=True, timeout=300)
     lines = r.stderr.strip().splitlines()

@@ -327,8 +327,10 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
     Then every sector is submitted at once: ``latency_s`` (per sector, submission to its verified proofs; the first
     one is a sector's end-to-end time through a warm, idle engine), ``completed_s`` (from the submission),
     ``interval_s`` (the mean time between completions after the first: seconds per sector in a continuous stream),
-    the engine's status (device busy fraction, mean synthesis and batch seconds, its peak of host witness bytes)
-    and the machine's memory in use at its peak (``/proc/meminfo``, every process and the shared files)."""
+    the engine's status (device busy fraction, mean synthesis and batch seconds, its peak of host witness bytes),
+    the machine's memory in use at its peak (``/proc/meminfo``, every process and the shared files) and the
+    engine's timeline from the submissions on (``events``: ``[lane, name, start, end, batch, job]``, seconds since
+    the submissions; :mod:`cuzk_jax.engine.timeline`)."""
     from cuzk_jax import bench
     from cuzk_jax.engine import Engine
 
@@ -368,6 +370,9 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
             results = [f.result() for f in futs]  # raises the first failure (a proof that does not verify, ...)
             wall = time.perf_counter() - t0
             st = eng.status()
+            off = t0 - eng.t0  # the timeline's clock starts with the engine; the row's with the submissions
+            events = [[e.lane, e.name, round(e.start - off, 4), round(e.end - off, 4), e.batch, e.job]
+                      for e in eng.events() if e.end > off]
     finally:
         memory.close()
     completed = [round(done[k], 3) for k in range(sectors)]
@@ -380,7 +385,7 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
                device_busy_fraction=round(st["device_busy_fraction"], 4), batch_sizes=st["batch_sizes"],
                phase_mean_s={k: round(v, 4) for k, v in st["phase_mean_seconds"].items()},
                synthesis_mean_s=round(st["phase_mean_seconds"].get("synthesis", 0.0), 3),
-               host_witness_peak_gib=round(st["host_witness"]["peak_bytes"] / 2**30, 3),
+               host_witness_peak_gib=round(st["host_witness"]["peak_bytes"] / 2**30, 3), events=events,
                machine_memory_gib=None if memory.peak is None else {
                    "start": round(memory.start / 2**30, 3), "peak": round(memory.peak / 2**30, 3)})
     peak = _peak_device_bytes()
