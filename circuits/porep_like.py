@@ -223,7 +223,7 @@ class PorepLike(Circuit):
                           for layer in range(L)]
         data = {c: rng.randrange(bound) for c in challenges}
         comm_d_tree = merkle.SparseMerkleTree(dh, 2, p["depth"], data, rng)
-        col_hash = {n: native_poseidon.hash(col) for n, col in columns.items()}
+        col_hash = dict(zip(columns, native_poseidon.hash_many(columns.values())))
         comm_c_tree = merkle.SparseMerkleTree("poseidon", p["tree_arity"], self.tree_levels, col_hash, rng)
         replica = {c: (data[c] + columns[c][-1]) % R for c in challenges}
         comm_r_last_tree = merkle.SparseMerkleTree("poseidon", p["tree_arity"], self.tree_levels, replica, rng)

@@ -32,6 +32,9 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from operator import add, mul
+
+import numpy as np
 
 from cuzk_jax.reference.constants import R
 
@@ -444,12 +447,198 @@ def permute(state, prm: PoseidonParams | None = None) -> list[int]:
     return state
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Fast native permutation (same outputs as ``permute``)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _mat_inv(m, p=R):
+    """The inverse of a square matrix mod ``p`` (Gauss-Jordan; ``m`` invertible)."""
+    n = len(m)
+    a = [[x % p for x in row] + [int(i == j) for j in range(n)] for i, row in enumerate(m)]
+    for c in range(n):
+        piv = next(r for r in range(c, n) if a[r][c])
+        a[c], a[piv] = a[piv], a[c]
+        iv = pow(a[c][c], -1, p)
+        a[c] = [x * iv % p for x in a[c]]
+        for r in range(n):
+            if r != c and a[r][c]:
+                f = a[r][c]
+                a[r] = [(x - f * y) % p for x, y in zip(a[r], a[c])]
+    return [row[n:] for row in a]
+
+
+@dataclass(frozen=True)
+class FastTables:
+    """:func:`permute_fast`'s precomputed form of one :class:`PoseidonParams` (all entries canonical Fr ints).
+
+    Write ``M = [[m00, w^T], [v, Mh]]`` (``Mh`` the ``(t-1) x (t-1)`` lower-right block) and ``c_r`` for round
+    ``r``'s constants. The ``R_P`` partial rounds run in the basis in which the lanes that skip the S-box stand
+    still -- the derivation of :func:`cuzk_jax.circuits.gadgets.poseidon._rounds`, re-done here on lists: entering
+    partial round ``k`` (``0 <= k < R_P``), ``state[1:] = Mh^k (w_k + C_k)`` with ``w_0 = state[1:]`` and
+    ``C_k = E_0 + ... + E_{k-1}``, ``E_k = Mh^-k c_{R_F/2+k}[1:]``. With ``y_k`` the round's S-box output:
+
+    * ``state[0] <- m00 y_k + H_k . w_k + K_k``, ``H_k = (Mh^k)^T w``, ``K_k = H_k . (C_k + E_k)``;
+    * ``w_{k+1} = w_k + G_k y_k``, ``G_k = Mh^-(k+1) v``;
+    * after the last one, ``state[1:] = Mh^R_P w_R_P + Mh^R_P C_R_P``.
+
+    ``partial[k] = (H_k, G_k, K_k')`` where ``K_k'`` also carries the next partial round's lane-0 constant (the
+    S-box input of round ``k + 1`` is then ``state[0]`` as computed), and ``c0`` is the first partial round's
+    (0 without partial rounds); ``mh_rp`` is ``Mh^R_P`` and ``tail`` is ``Mh^R_P C_R_P``. That is ``2 t - 1`` products per partial round instead of ``t^2``."""
+
+    t: int
+    half: int
+    mds: tuple
+    round_constants: tuple
+    m00: int
+    c0: int
+    partial: tuple
+    mh_rp: tuple
+    tail: tuple
+
+
+def _fast_tables_uncached(prm: PoseidonParams) -> FastTables:
+    t, half, rp = prm.t, prm.r_f // 2, prm.r_p
+    m = [list(row) for row in prm.mds]
+    w, v = m[0][1:], [m[i][0] for i in range(1, t)]
+    mh = [row[1:] for row in m[1:]]
+    mh_inv = _mat_inv(mh)
+    pk, pk_inv = _identity(t - 1), _identity(t - 1)  # Mh^k, Mh^-k
+    c = [0] * (t - 1)  # C_k
+    partial = []
+    for k in range(rp):
+        h = [sum(pk[i][j] * w[i] for i in range(t - 1)) % R for j in range(t - 1)]
+        e = _mat_vec(pk_inv, prm.round_constants[half + k][1:])
+        c = [(x + y) % R for x, y in zip(c, e)]  # C_k + E_k = C_{k+1}
+        kk = sum(x * y for x, y in zip(h, c)) % R
+        if k + 1 < rp:
+            kk = (kk + prm.round_constants[half + k + 1][0]) % R
+        pk_inv = _mat_mul(mh_inv, pk_inv)
+        partial.append((tuple(h), tuple(_mat_vec(pk_inv, v)), kk))
+        pk = _mat_mul(mh, pk)
+    return FastTables(t=t, half=half, mds=prm.mds, round_constants=prm.round_constants, m00=m[0][0],
+                      c0=prm.round_constants[half][0] if rp else 0, partial=tuple(partial), mh_rp=tuple(tuple(row) for row in pk), tail=tuple(_mat_vec(pk, c)))
+
+
+# id(params) -> (params, tables): keyed by identity (hashing a PoseidonParams hashes all its constants), the params
+# object kept alive in the value so that its id is never reused for another one
+_FAST_TABLES: dict = {}
+
+
+def fast_tables(prm: PoseidonParams) -> FastTables:
+    """The cached :class:`FastTables` of ``prm``."""
+    hit = _FAST_TABLES.get(id(prm))
+    if hit is None or hit[0] is not prm:
+        hit = _FAST_TABLES[id(prm)] = (prm, _fast_tables_uncached(prm))
+    return hit[1]
+
+
+def _permute_fast(state: list, tab: FastTables, first_only: bool = False) -> list:
+    """:func:`permute_fast` on ``t`` ints; ``first_only``: the last round mixes only lane 0 (``hash``'s output).
+
+    Between reductions values are unreduced sums of products (a few bits above ``r^2``): ``pow(x, 5, r)`` reduces
+    its base first, so the S-box inputs need no ``% r`` of their own, and the still lanes ``w`` of the partial
+    rounds only grow by one product per round."""
+    mds, rcs, half = tab.mds, tab.round_constants, tab.half
+    s = state
+    for r in range(half):
+        y = [pow(a + c, 5, R) for a, c in zip(s, rcs[r])]
+        s = [sum(map(mul, row, y)) for row in mds]
+    s0, w = s[0] + tab.c0, s[1:]
+    m00 = tab.m00
+    for h, g, kk in tab.partial:
+        y = pow(s0, 5, R)
+        s0 = m00 * y + sum(map(mul, h, w)) + kk
+        w = list(map(add, w, map(y.__mul__, g)))
+    s = [s0] + [sum(map(mul, row, w)) + c for row, c in zip(tab.mh_rp, tab.tail)]
+    last = len(rcs) - 1
+    for r in range(half + len(tab.partial), last):
+        y = [pow(a + c, 5, R) for a, c in zip(s, rcs[r])]
+        s = [sum(map(mul, row, y)) for row in mds]
+    y = [pow(a + c, 5, R) for a, c in zip(s, rcs[last])]
+    if first_only:
+        return [sum(map(mul, mds[0], y)) % R]
+    return [sum(map(mul, row, y)) % R for row in mds]
+
+
+def permute_fast(state, prm: PoseidonParams | None = None) -> list[int]:
+    """:func:`permute` (the reference, round by round as the paper writes it) computed with the partial rounds in
+    the sparse form of :class:`FastTables` and reductions deferred; equal output for every input."""
+    state = [int(x) % R for x in state]
+    prm = prm or params(len(state))
+    if len(state) != prm.t:
+        raise ValueError(f"permute: state has {len(state)} lanes, the parameters width {prm.t}")
+    return _permute_fast(state, fast_tables(prm))
+
+
+# below this many hashes, hash_many's per-round numpy overhead costs more than the scalar path's interpreted loop
+HASH_MANY_MIN = 8
+
+_POW = np.frompyfunc(pow, 3, 1)  # pow(x, 5, r) elementwise over object arrays (numpy has no modular power)
+_BATCH_TABLES: dict = {}  # id(FastTables) -> (tables, their object-array form)
+
+
+def _obj(x, col: bool = False) -> np.ndarray:
+    a = np.empty(len(x), object)
+    a[:] = list(x)
+    return a[:, None] if col else a
+
+
+def _batch_tables(tab: FastTables) -> tuple:
+    hit = _BATCH_TABLES.get(id(tab))
+    if hit is None or hit[0] is not tab:
+        mds = np.array([_obj(row) for row in tab.mds], object)
+        mh_rp = np.array([_obj(row) for row in tab.mh_rp], object)
+        hit = _BATCH_TABLES[id(tab)] = (tab, (mds, [_obj(c, True) for c in tab.round_constants],
+                                              [(_obj(h), _obj(g, True), kk) for h, g, kk in tab.partial],
+                                              mh_rp, _obj(tab.tail, True)))
+    return hit[1]
+
+
+def hash_many(rows) -> list[int]:
+    """``[hash(row) for row in rows]`` (every row of one length ``a``; the same checks as :func:`hash`): the
+    permutations run side by side as the columns of ``(t, n)`` object arrays of Python ints, each round a few
+    array expressions over all of them (:func:`_permute_fast`'s schedule); fewer than ``HASH_MANY_MIN`` rows take
+    the scalar path."""
+    rows = [list(r) for r in rows]
+    if len(rows) < HASH_MANY_MIN:
+        return [hash(r) for r in rows]
+    a = len(rows[0])
+    if a < 1 or any(len(r) != a for r in rows):
+        raise ValueError("hash_many: every row needs the same number (>= 1) of inputs")
+    for r in rows:
+        for x in r:
+            if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < R:
+                raise ValueError(f"Poseidon inputs must be Fr elements (ints in [0, r)), got {x!r}")
+    tab = fast_tables(params(a + 1))
+    mds, rcs, partial, mh_rp, tail = _batch_tables(tab)
+    t, n, half = a + 1, len(rows), tab.half
+    s = np.empty((t, n), object)
+    s[0] = 0
+    s[1:] = np.array(rows, object).T
+    for r in range(half):
+        s = mds.dot(_POW(s + rcs[r], 5, R))
+    s0, w = s[0] + tab.c0, s[1:]
+    m00 = tab.m00
+    for h, g, kk in partial:
+        y = _POW(s0, 5, R)
+        s0 = m00 * y + h.dot(w) + kk
+        w = w + g * y
+    s = np.empty((t, n), object)
+    s[0] = s0
+    s[1:] = mh_rp.dot(w) + tail
+    last = len(rcs) - 1
+    for r in range(half + len(partial), last):
+        s = mds.dot(_POW(s + rcs[r], 5, R))
+    return (mds[0].dot(_POW(s + rcs[last], 5, R)) % R).tolist()
+
+
 def hash(inputs) -> int:  # noqa: A001 - the natural name, module-scoped
-    """``permute([0, *inputs])[0]`` with width ``len(inputs) + 1``."""
+    """``permute([0, *inputs])[0]`` with width ``len(inputs) + 1`` (computed by :func:`permute_fast`)."""
     inputs = list(inputs)
     if not inputs:
         raise ValueError("Poseidon hash needs at least one input")
     for x in inputs:
         if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < R:
             raise ValueError(f"Poseidon inputs must be Fr elements (ints in [0, r)), got {x!r}")
-    return permute([0] + inputs, params(len(inputs) + 1))[0]
+    return _permute_fast([0] + inputs, fast_tables(params(len(inputs) + 1)), first_only=True)[0]

@@ -53,6 +53,14 @@ def node_native(hash_name: str, children) -> int:
     return poseidon_node_native(children)
 
 
+def nodes_native(hash_name: str, rows) -> list[int]:
+    """``[node_native(hash_name, row) for row in rows]``; Poseidon rows hashed together
+    (:func:`cuzk_jax.circuits.poseidon.hash_many`)."""
+    if hash_name == "poseidon":
+        return native_poseidon.hash_many(rows)
+    return [node_native(hash_name, row) for row in rows]
+
+
 def check_tree_args(hash_name: str, arity: int, levels: int) -> int:
     """Validate a Merkle tree's shape (``ValueError`` naming the problem); returns ``log2(arity)``, the index bits
     per level."""
@@ -84,15 +92,15 @@ class SparseMerkleTree:
         self.nodes = [dict(leaves)]
         for _ in range(levels):
             cur = self.nodes[-1]
-            parents = {}
-            for p in sorted({i // arity for i in cur}):
+            keys, rows = sorted({i // arity for i in cur}), []
+            for p in keys:  # the random fill draws from rng in this order (parents ascending, children in order)
                 kids = []
                 for j in range(p * arity, (p + 1) * arity):
                     if j not in cur:
                         cur[j] = rng.randrange(bound)
                     kids.append(cur[j])
-                parents[p] = node_native(hash_name, kids)
-            self.nodes.append(parents)
+                rows.append(kids)
+            self.nodes.append(dict(zip(keys, nodes_native(hash_name, rows))))
         self.root = self.nodes[-1][0]
 
     def path(self, index: int) -> list[list[int]]:
