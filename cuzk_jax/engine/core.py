@@ -728,8 +728,8 @@ class Engine:
 
     def _host_release(self, nbytes: int) -> None:
         """Give back a token's bytes (:meth:`_HostToken.release`). Takes only the leaf lock: a token may be dropped
-        while the engine lock is held; whoever drops one calls :meth:`_pump` afterwards (the collector does after
-        each batch it forms, finished tasks do through :meth:`_task_done`)."""
+        while the engine lock is held; whoever releases one calls :meth:`_pump` afterwards
+        (:meth:`_drop_host_witnesses` does; a finished task's release is followed by :meth:`_task_done`'s)."""
         with self._host_lock:
             self._host_bytes -= nbytes
 
@@ -1095,7 +1095,6 @@ class Engine:
                 if choice is None:  # stopping and nothing left
                     self._device_q.put(None)
                     return
-            self._pump()  # _pick may have dropped the slots of withdrawn jobs: their host budget is free again
             digest, slots, size = choice
             batch = _Batch(id=next(self._batch_ids), entry=slots[0].job.entry, slots=slots, size=size)
             t0 = time.perf_counter()
