@@ -18,8 +18,9 @@ first two run :func:`~cuzk_jax.circuits.block_witness.partition_z`: the partitio
 block range straight into canonical limbs, so a full-size partition (~10^8 wires) never exists as Python ints.
 
 **Large witnesses go through shared memory** (``out=``): the parent creates a file of the partition's size
-(:func:`new_shared_file`, under :func:`cuzk_jax.circuits.zfile.shared_dir`), the worker writes the limbs straight
-into its mapping and returns ``z=None`` with ``shared`` set; the parent maps the file and unlinks it at once
+(:func:`new_shared_file`, under :func:`cuzk_jax.circuits.zfile.shared_dir`), the worker builds the limbs in it (a
+circuit whose ``witness`` takes ``out=``: porep_like) or writes them there, and returns ``z=None`` with ``shared``
+set; the parent maps the file and unlinks it at once
 (:func:`claim_shared`: the mapping outlives the name, and the memory goes when the array does). A sector-scale
 partition is ~4 GiB: pickled through the pool's pipe it would cost seconds of the parent's CPU (under the GIL the
 engine's threads share) and twice the memory. The parent owns the file from creation to unlinking, whatever
