@@ -49,27 +49,13 @@ def poseidon_many(columns) -> np.ndarray:
     if not cols:
         raise ValueError("poseidon_many: need at least one input column")
     shape = cols[0].shape
-    t = len(cols) + 1
-    prm = native_poseidon.params(t)
-    state = np.empty((t,) + shape, dtype=object)
-    state[0] = np.zeros(shape, dtype=object)
     for i, c in enumerate(cols):
         if c.shape != shape:
             raise ValueError(f"poseidon_many: column {i} has shape {c.shape}, column 0 {shape}")
-        state[i + 1] = c
-    mds = np.array(prm.mds, dtype=object)
-    flat = state.reshape(t, -1)
-    for r in range(prm.num_rounds):
-        flat = flat + np.array(prm.round_constants[r], dtype=object)[:, None]
-        if prm.is_full_round(r):
-            x2 = flat * flat % R
-            flat = x2 * x2 % R * flat % R
-        else:
-            x = flat[0] % R
-            x2 = x * x % R
-            flat[0] = x2 * x2 % R * x % R
-        flat = mds.dot(flat) % R
-    return flat[0].reshape(shape)
+    rows = np.stack([c.reshape(-1) for c in cols], axis=1).tolist()
+    out = np.empty(len(rows), dtype=object)
+    out[:] = native_poseidon.hash_many(rows) if rows else []
+    return out.reshape(shape)
 
 
 def hash_nodes(hash_name: str, children: np.ndarray) -> np.ndarray:

@@ -452,8 +452,8 @@ def permute(state, prm: PoseidonParams | None = None) -> list[int]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _mat_inv(m, p=R):
-    """The inverse of a square matrix mod ``p`` (Gauss-Jordan; ``m`` invertible)."""
+def mat_inv(m, p=R):
+    """The inverse of a square matrix mod ``p`` (Gauss-Jordan; ``m`` invertible; lists of ints)."""
     n = len(m)
     a = [[x % p for x in row] + [int(i == j) for j in range(n)] for i, row in enumerate(m)]
     for c in range(n):
@@ -502,7 +502,7 @@ def _fast_tables_uncached(prm: PoseidonParams) -> FastTables:
     m = [list(row) for row in prm.mds]
     w, v = m[0][1:], [m[i][0] for i in range(1, t)]
     mh = [row[1:] for row in m[1:]]
-    mh_inv = _mat_inv(mh)
+    mh_inv = mat_inv(mh)
     pk, pk_inv = _identity(t - 1), _identity(t - 1)  # Mh^k, Mh^-k
     c = [0] * (t - 1)  # C_k
     partial = []

@@ -161,22 +161,6 @@ def constraints_per_hash(arity: int) -> int:
 # -- batched witness (vector_witness.BatchCS) ----------------------------------------------------------------------
 
 
-def _mat_inv(m: list) -> list:
-    """The inverse of a square matrix mod r (Gauss-Jordan)."""
-    n = len(m)
-    a = [[x % R for x in row] + [int(i == j) for j in range(n)] for i, row in enumerate(m)]
-    for c in range(n):
-        p = next(r for r in range(c, n) if a[r][c])
-        a[c], a[p] = a[p], a[c]
-        iv = pow(a[c][c], -1, R)
-        a[c] = [x * iv % R for x in a[c]]
-        for r in range(n):
-            if r != c and a[r][c]:
-                f = a[r][c]
-                a[r] = [(x - f * y) % R for x, y in zip(a[r], a[c])]
-    return [row[n:] for row in a]
-
-
 def _mat_mul(a: list, b: list) -> list:
     return [[sum(x * y for x, y in zip(row, col)) % R for col in zip(*b)] for row in a]
 
@@ -198,7 +182,7 @@ def _rounds(t: int, capacity: int) -> dict:
     half, rp = prm.r_f // 2, prm.r_p
     w, v = M[0][1:], [M[i][0] for i in range(1, t)]
     mh = [row[1:] for row in M[1:]]
-    mh_inv = _mat_inv(mh)
+    mh_inv = native.mat_inv(mh)
     p = pi = [[int(i == j) for j in range(t - 1)] for i in range(t - 1)]  # Mh^k, Mh^-k
     H, E, G = [], [], []
     for k in range(rp):
