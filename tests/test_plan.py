@@ -503,9 +503,10 @@ def test_sector_stream_bench_proves_through_the_engine(tmp_path):
     (row,) = json.loads(out.read_text())["rows"]
     assert row["mode"] == "stream" and row["ok"] and row["proofs"] == 4 and row["sectors"] == 2
     assert len(row["latency_s"]) == 2 and all(t > 0 for t in row["latency_s"]) and row["interval_s"] >= 0
-    assert row["warm_s"] > 0 and row["warm_workers_s"] > 0 and row["synthesis_mean_s"] > 0
+    assert row["warm_s"] > 0 and row["warm_workers_s"] > 0 and row["synthesis_mean_s"] > 0 and row["lone_latency_s"] > 0
     assert row["host_witness_budget_bytes"] == 2 * 2 * 32 * row["num_vars"]  # two sectors' witnesses, within 8 GiB
-    assert sum(int(k.split("/")[0]) * n for k, n in row["batch_sizes"].items()) == 4 + 1  # and the warm-up's
+    # and the warm-up partition, and the lone sector before the stream
+    assert sum(int(k.split("/")[0]) * n for k, n in row["batch_sizes"].items()) == 4 + 1 + 2
     lanes = {e[0] for e in row["events"]}
     assert "device" in lanes and any(e[1] == "synthesis" for e in row["events"])
     assert all(e[3] >= e[2] and e[3] > 0 for e in row["events"])

@@ -322,16 +322,15 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
 
     The host's witnesses are bounded by ``host_budget`` less this process's resident memory at the start and
     :data:`STREAM_HOST_MARGIN`, and by two sectors' witnesses (``host_witness_budget_gib``; no bound without a host
-    budget). One partition is
-    proved first, untimed (``warm_s``), after every worker is started and warmed (``warm_workers_s``): it compiles
-    what the witnesses decide (the split MSMs).
-    Then every sector is submitted at once: ``latency_s`` (per sector, submission to its verified proofs; the first
-    one is a sector's end-to-end time through a warm, idle engine), ``completed_s`` (from the submission),
-    ``interval_s`` (the mean time between completions after the first: seconds per sector in a continuous stream),
-    the engine's status (device busy fraction, mean synthesis and batch seconds, its peak of host witness bytes),
-    the machine's memory in use at its peak (``/proc/meminfo``, every process and the shared files) and the
-    engine's timeline from the submissions on (``events``: ``[lane, name, start, end, batch, job]``, seconds since
-    the submissions; :mod:`cuzk_jax.engine.timeline`)."""
+    budget). Every worker is started and warmed first (``warm_workers_s``), then one partition is proved, untimed
+    (``warm_s``: it compiles what the witnesses decide, the split MSMs), then one sector alone (``lone_latency_s``:
+    a sector end to end, submission to verified proofs, through a warm, idle engine), then every sector at once:
+    ``latency_s`` (per sector, submission to its verified proofs), ``completed_s`` (from the submission),
+    ``interval_s`` (the mean time between completions after the first: seconds per sector in a continuous
+    stream), the engine's status (device busy fraction, mean synthesis and batch seconds, its peak of host witness
+    bytes), the machine's memory in use at its peak (``/proc/meminfo``, every process and the shared files) and
+    the engine's timeline from the submissions on (``events``: ``[lane, name, start, end, batch, job]``, seconds
+    since the submissions; :mod:`cuzk_jax.engine.timeline`)."""
     from cuzk_jax import bench
     from cuzk_jax.engine import Engine
 
@@ -362,6 +361,10 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
             t = time.perf_counter()
             eng.submit(circuit, sector=cfg.seed + sectors, partitions=1).result()  # verified, or it raises
             row.update(warm_s=round(time.perf_counter() - t, 3))
+            t = time.perf_counter()
+            eng.submit(circuit, sector=cfg.seed + sectors + 1, partitions=P).result()
+            row.update(lone_latency_s=round(time.perf_counter() - t, 3))  # one sector, nothing else in flight
+            _say(f"stream: one sector alone through the warm engine: {row['lone_latency_s']} s")
             _say(f"stream: warm-up partition {row['warm_s']} s; {sectors} sectors of {P} partitions, batches of "
                  f"{batch}, host witness budget {row['host_witness_budget_gib']} GiB")
             t0 = time.perf_counter()
