@@ -507,6 +507,7 @@ def test_sector_stream_bench_proves_through_the_engine(tmp_path):
     assert row["host_witness_budget_bytes"] == 2 * 2 * 32 * row["num_vars"]  # two sectors' witnesses, within 8 GiB
     # and the warm-up partition, and the lone sector before the stream
     assert sum(int(k.split("/")[0]) * n for k, n in row["batch_sizes"].items()) == 4 + 1 + 2
+    assert {"synthesis", "evaluate", "msm_h"} <= set(row["phase_mean_s"]) and 0 < row["device_busy_fraction"] <= 1
     lanes = {e[0] for e in row["events"]}
     assert "device" in lanes and any(e[1] == "synthesis" for e in row["events"])
     assert all(e[3] >= e[2] and e[3] > 0 for e in row["events"])
