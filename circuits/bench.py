@@ -43,9 +43,10 @@ def _workers(workers: int | None) -> int:
     return workers if workers and workers > 0 else (os.cpu_count() or 1)
 
 
-class _PeakMemory:
+class PeakMemory:
     """Peak host memory in use (``MemTotal - MemAvailable`` of /proc/meminfo, so worker processes and shared
-    files count) above its value on entry, sampled every 50 ms by a thread; 0 where /proc/meminfo is missing."""
+    files count) above its value on entry (``base``), sampled every 50 ms by a thread while the ``with`` block runs;
+    0 where /proc/meminfo is missing."""
 
     def __init__(self, period: float = 0.05):
         self.period, self.peak, self._stop = period, 0, threading.Event()
@@ -146,7 +147,7 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
         if res["workers"] > 1 and partitions > 1:  # start and warm the worker pool (a service keeps it warm)
             started, wall, _ = _timed(warm_pool, circuit, min(res["workers"], partitions))
             res.update({"pool_warmup_s": wall, "pool_workers_started": started})
-        with _PeakMemory() as mem:
+        with PeakMemory() as mem:
             (z, _), wall, cpu = _timed(witness_batch, circuit, inputs_list, min(res["workers"], partitions))
         res.update({"witness_mode": "batched", "witness_total_s": wall, "witness_parent_cpu_s": cpu,
                     "witness_constraints_per_s": m * partitions / wall, "peak_host_used_bytes": mem.peak,
@@ -161,7 +162,7 @@ def run(circuit_name: str, preset: str, partitions: int = 10, seed: int = 0, rep
         if not device_eval and not reference_check_max:
             # the sector path as groth16.sector.synthesize runs it: each worker samples its partitions too
             del z
-            with _PeakMemory() as mem2:
+            with PeakMemory() as mem2:
                 (ws, _), wall2, _ = _timed(sector_witnesses, circuit, partitions, seed,
                                            min(res["workers"], partitions))
             del ws

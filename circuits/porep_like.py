@@ -83,7 +83,8 @@ from .base import Circuit
 from .cs import ConstraintSystem
 from .r1cs import PackedWitness
 from .vector_witness import BatchCS, one_limbs
-from .zfile import SHARED_DIR_ENV, alloc_z, map_shared, shared_z  # noqa: F401  (SHARED_DIR_ENV: re-exported)
+from .zfile import SHARED_DIR_ENV  # noqa: F401  (re-exported)
+from .zfile import alloc_z, map_shared, pwrite_all, shared_z
 from .gadgets import boolean as B
 from .gadgets import merkle
 from .gadgets.num import Num, alloc_input_num, alloc_num, enforce_equal, from_bits_le, to_bits_le
@@ -606,11 +607,7 @@ class _FileWriter:
         s0, s1, s2 = self.strides
         base = self.pos0 + q * s1 + col * s2
         for lim in range(chunk.shape[0]):
-            data = memoryview(chunk[lim]).cast("B")
-            pos = base + lim * s0
-            while len(data):
-                done = os.pwrite(self.fd, data, pos)
-                data, pos = data[done:], pos + done
+            pwrite_all(self.fd, chunk[lim], base + lim * s0)
 
     def close(self) -> None:
         os.close(self.fd)

@@ -56,16 +56,36 @@ def map_shared(path: str, shape, fd: int | None = None) -> np.ndarray:
     return np.frombuffer(mmap.mmap(fd, 0), np.uint32).reshape(tuple(shape))
 
 
+def new_file(nbytes: int, prefix: str = "cuzk-z-") -> tuple[int, str]:
+    """``(fd, path)`` of a new, empty (sparse) file of ``nbytes`` bytes under :func:`shared_dir` (BadInput when
+    no directory has room); the caller closes and removes it."""
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=".u32", dir=shared_dir(nbytes))
+    try:
+        os.ftruncate(fd, nbytes)
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    return fd, path
+
+
+def pwrite_all(fd: int, data, pos: int) -> None:
+    """Write all of the bytes-like ``data`` at offset ``pos`` of ``fd`` (``os.pwrite`` may write less than asked:
+    at most ~2 GiB per call on Linux)."""
+    data = memoryview(data).cast("B")
+    while len(data):
+        done = os.pwrite(fd, data[:1 << 30], pos)
+        data, pos = data[done:], pos + done
+
+
 @contextlib.contextmanager
 def shared_z(shape):
     """A file of ``shape`` uint32 values under :func:`shared_dir` for worker processes to write into (each maps it
     with ``map_shared(path, shape)``): yields ``(path, mapped)``, where ``mapped()`` (called inside the block, once
     the workers are done) is the parent's array over it. The file is unlinked on leaving the block; the mapping
     outlives it."""
-    nbytes = 4 * int(np.prod(shape))
-    fd, path = tempfile.mkstemp(prefix="cuzk-z-", suffix=".u32", dir=shared_dir(nbytes))
+    fd, path = new_file(4 * int(np.prod(shape)))
     try:
-        os.ftruncate(fd, nbytes)
         yield path, lambda: map_shared(path, shape, fd=fd)
     finally:
         os.close(fd)

@@ -270,39 +270,6 @@ def run(cfg) -> list[dict]:
     return rows
 
 
-class _MemorySampler:
-    """The machine's memory in use (``MemTotal - MemAvailable`` of ``/proc/meminfo``: every process, and the shared
-    witness files, which ``getrusage`` does not count once) sampled every ``period`` seconds in a thread: ``peak``
-    and ``start`` in bytes (None where ``/proc/meminfo`` is missing)."""
-
-    def __init__(self, period: float = 0.25):
-        import threading
-
-        self.start = self.peak = self._used()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, args=(period,), name="meminfo", daemon=True)
-        self._thread.start()
-
-    @staticmethod
-    def _used() -> int | None:
-        try:
-            with open("/proc/meminfo") as f:
-                info = {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in f)}
-            return info["MemTotal"] - info["MemAvailable"]
-        except (OSError, KeyError, ValueError):
-            return None
-
-    def _loop(self, period: float) -> None:
-        while not self._stop.wait(period):
-            used = self._used()
-            if used is not None:
-                self.peak = max(self.peak or 0, used)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def _rss() -> int:
     """This process's resident bytes now (``/proc/self/statm``; 0 where it is missing)."""
     import os
@@ -351,8 +318,9 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
                host_witness_budget_gib=None if budget is None else round(budget / 2**30, 3),
                host_witness_budget_bytes=budget)
     rows: list[dict] = []
-    memory = _MemorySampler()
-    try:
+    from cuzk_jax.circuits.bench import PeakMemory
+
+    with PeakMemory() as memory:
         with Engine(max_batch=batch, synthesis="process", synthesis_workers=cfg.workers or None, prefetch=1,
                     prover=rk.config, host_budget_bytes=budget, max_wait_s=None) as eng:
             eng.preload(circuit, resident=rk)
@@ -381,8 +349,6 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
             off = t0 - eng.t0  # the timeline's clock starts with the engine; the row's with the submissions
             events = [[e.lane, e.name, round(e.start - off, 4), round(e.end - off, 4), e.batch, e.job]
                       for e in eng.events() if e.end > off]
-    finally:
-        memory.close()
     completed = [round(done[k], 3) for k in range(sectors)]
     order = sorted(completed)
     # the stream's own figures, from the events that began after the submissions (the engine's status also counts
@@ -402,8 +368,8 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
                phase_mean_s={k: round(sum(v) / len(v), 4) for k, v in by_phase.items()},
                synthesis_mean_s=round(sum(by_phase.get("synthesis", [0.0])) / len(by_phase.get("synthesis", [1])), 3),
                host_witness_peak_gib=round(st["host_witness"]["peak_bytes"] / 2**30, 3), events=events,
-               machine_memory_gib=None if memory.peak is None else {
-                   "start": round(memory.start / 2**30, 3), "peak": round(memory.peak / 2**30, 3)})
+               machine_memory_gib=None if not memory.base else {
+                   "start": round(memory.base / 2**30, 3), "peak": round((memory.base + memory.peak) / 2**30, 3)})
     peak = _peak_device_bytes()
     out.update(device_peak_gib=None if peak is None else round(peak / 2**30, 3), **bench.host_peak())
     _say(f"stream: {sectors} sectors in {out['wall_s']} s; latency {latency} s; interval {out['interval_s']} s; "

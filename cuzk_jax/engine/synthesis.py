@@ -43,10 +43,8 @@ import concurrent.futures as cf
 import copy
 import dataclasses
 import inspect
-import mmap
 import multiprocessing
 import os
-import tempfile
 import threading
 import time
 
@@ -137,7 +135,9 @@ def _witness(circuit, inputs, out: str | None):
     path), built straight in the file's mapping (returned, to flush), so the worker holds no private copy of a
     ~4 GiB partition beside the file."""
     if out is not None and "out" in inspect.signature(circuit.witness).parameters:
-        dst = np.memmap(out, np.uint32, "r+", shape=(8, 1, os.path.getsize(out) // 32))
+        from cuzk_jax.circuits import zfile
+
+        dst = zfile.map_shared(out, (8, 1, os.path.getsize(out) // 32))
         return circuit.witness(inputs, check_shape=False, out=dst), dst
     return circuit.witness(inputs, check_shape=False), None
 
@@ -148,14 +148,7 @@ def new_shared_file(num_vars: int) -> str:
     has room). The caller owns it: :func:`claim_shared` or :func:`drop_shared` removes it."""
     from cuzk_jax.circuits import zfile
 
-    nbytes = 32 * int(num_vars)
-    fd, path = tempfile.mkstemp(prefix=f"cuzk-z-{os.getpid()}-", suffix=".u32", dir=zfile.shared_dir(nbytes))
-    try:
-        os.ftruncate(fd, nbytes)
-    except BaseException:
-        os.close(fd)
-        os.unlink(path)
-        raise
+    fd, path = zfile.new_file(32 * int(num_vars), prefix=f"cuzk-z-{os.getpid()}-")
     os.close(fd)
     return path
 
@@ -173,18 +166,17 @@ def _write_shared(path: str, z, write=None) -> None:
     if size != 32 * num_vars:
         raise ValueError(f"witness has {num_vars} wires, the shared output file holds {size // 32}: not the "
                          f"circuit shape its R1CS was made for")
+    from cuzk_jax.circuits import zfile
+
     if write is None:
         fd = os.open(path, os.O_WRONLY)
         try:
             for limb in range(z.shape[0]):
-                row = memoryview(np.ascontiguousarray(z[limb], dtype=np.uint32)).cast("B")
-                done, base = 0, limb * 4 * num_vars
-                while done < len(row):  # pwrite may write less than asked (at most ~2 GiB per call on Linux)
-                    done += os.pwrite(fd, row[done:done + (1 << 30)], base + done)
+                zfile.pwrite_all(fd, np.ascontiguousarray(z[limb], dtype=np.uint32), limb * 4 * num_vars)
         finally:
             os.close(fd)
         return None
-    dst = np.memmap(path, np.uint32, "r+", shape=(8, num_vars))
+    dst = zfile.map_shared(path, (8, num_vars))
     write(dst)
     dst.flush()
     del dst
@@ -196,12 +188,13 @@ def claim_shared(out: SynthOutput) -> SynthOutput:
     mapping keeps the memory until the array is dropped). Results returned in-band pass through unchanged."""
     if out.shared is None or out.z is not None:
         return out
+    from cuzk_jax.circuits import zfile
+
     path = out.shared
     try:
         fd = os.open(path, os.O_RDWR)
         try:
-            size = os.fstat(fd).st_size
-            z = np.frombuffer(mmap.mmap(fd, size), np.uint32).reshape(8, size // 32)
+            z = zfile.map_shared(path, (8, os.fstat(fd).st_size // 32), fd=fd)
         finally:
             os.close(fd)
     finally:
