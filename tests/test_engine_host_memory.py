@@ -9,6 +9,7 @@ wires, so ``shared_z_min_bytes=0`` forces the shared-file path and the budget is
 
 import os
 import time
+import types
 
 import pytest
 
@@ -255,3 +256,6 @@ def test_synth_worker_bench_row(shm):
     assert row["impl"] == "worker" and row["partitions"] == 2 and len(row["witness_s_list"]) == 2
     assert row["num_vars"] == pl.block_counts(circuit)["num_vars"] and row["witness_s"] > 0 and row["sample_s"] > 0
     assert row["total_s"] >= row["witness_s"] and not os.listdir(shm)
+    cfg = types.SimpleNamespace(impl=["bogus"], preset="mini", circuit="porep_like")
+    with pytest.raises(BadInput, match="--impl takes 'worker'"):
+        synth_bench.run(cfg)

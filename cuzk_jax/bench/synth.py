@@ -21,7 +21,12 @@ def run(cfg) -> list[dict]:
 
     presets = [p for p in (cfg.preset or "").split(",") if p] or [get_circuit(cfg.circuit).preset]
     rows: list[dict] = []
-    if list(getattr(cfg, "impl", None) or []) == ["worker"]:
+    impl = list(getattr(cfg, "impl", None) or [])
+    if impl not in ([], ["worker"]):
+        from cuzk_jax.errors import BadInput
+
+        raise BadInput(f"--op=synth: --impl takes 'worker' or nothing, got {','.join(impl)!r}")
+    if impl == ["worker"]:
         for preset in presets:
             emit(rows, worker(get_circuit(cfg.circuit, preset), cfg.partitions, cfg.seed, cfg.warmup))
         return rows

@@ -51,6 +51,7 @@ import time
 import numpy as np
 
 from cuzk_jax import encoding
+from cuzk_jax.circuits import zfile
 
 KINDS = ("process", "thread")
 
@@ -123,7 +124,7 @@ def synthesize_partition(circuit, spec, out: str | None = None) -> SynthOutput:
             z = _write_shared(out, witness.limbs)
         else:
             montgomery = False
-            z = _write_shared(out, witness.num_vars, lambda dst: witness.z_limbs(False, out=dst))
+            z = _write_mapped(out, witness.num_vars, lambda dst: witness.z_limbs(False, out=dst))
     return SynthOutput(z=z, public_inputs=public, num_inputs=len(witness.inputs), num_aux=len(witness.aux),
                        num_constraints=witness.num_constraints, t_start=t0, t_end=time.perf_counter(),
                        worker=_worker_name(), montgomery=montgomery, shared=out)
@@ -135,8 +136,6 @@ def _witness(circuit, inputs, out: str | None):
     path), built straight in the file's mapping (returned, to flush), so the worker holds no private copy of a
     ~4 GiB partition beside the file."""
     if out is not None and "out" in inspect.signature(circuit.witness).parameters:
-        from cuzk_jax.circuits import zfile
-
         dst = zfile.map_shared(out, (8, 1, os.path.getsize(out) // 32))
         return circuit.witness(inputs, check_shape=False, out=dst), dst
     return circuit.witness(inputs, check_shape=False), None
@@ -146,41 +145,40 @@ def new_shared_file(num_vars: int) -> str:
     """The parent's side of a shared-memory hand-off: a new, empty (sparse) file sized for one partition's
     ``(8, num_vars)`` uint32 limbs under :func:`cuzk_jax.circuits.zfile.shared_dir` (BadInput when no directory
     has room). The caller owns it: :func:`claim_shared` or :func:`drop_shared` removes it."""
-    from cuzk_jax.circuits import zfile
-
     fd, path = zfile.new_file(32 * int(num_vars), prefix=f"cuzk-z-{os.getpid()}-")
     os.close(fd)
     return path
 
 
-def _write_shared(path: str, z, write=None) -> None:
-    """Worker: ``z`` (``(8, num_vars)`` uint32 limbs) into the shared file ``path``, or, with ``z`` a wire count,
-    ``write(dst)`` into the file's ``(8, z)`` uint32 mapping. ValueError when the file was sized for another shape
-    (a circuit that does not match its R1CS).
-
-    An array is written row by row with ``os.pwrite``: the kernel fills the new file's pages as it copies, about
-    twice as fast as storing through a fresh shared mapping, whose every 4 KiB page faults on first touch (a
-    sector-scale partition is ~10^6 pages)."""
-    num_vars = int(z) if write is not None else z.shape[1]
+def _check_shared(path: str, num_vars: int) -> None:
+    """ValueError unless the shared file ``path`` was sized for ``num_vars`` wires (else the circuit does not match
+    the R1CS the engine sized it by)."""
     size = os.path.getsize(path)
     if size != 32 * num_vars:
         raise ValueError(f"witness has {num_vars} wires, the shared output file holds {size // 32}: not the "
                          f"circuit shape its R1CS was made for")
-    from cuzk_jax.circuits import zfile
 
-    if write is None:
-        fd = os.open(path, os.O_WRONLY)
-        try:
-            for limb in range(z.shape[0]):
-                zfile.pwrite_all(fd, np.ascontiguousarray(z[limb], dtype=np.uint32), limb * 4 * num_vars)
-        finally:
-            os.close(fd)
-        return None
+
+def _write_shared(path: str, z: np.ndarray) -> None:
+    """Worker: ``z`` (``(8, num_vars)`` uint32 limbs) into the shared file ``path``, row by row with ``os.pwrite``:
+    the kernel fills the new file's pages as it copies, about twice as fast as storing through a fresh shared
+    mapping, whose every 4 KiB page faults on first touch (a sector-scale partition is ~10^6 pages)."""
+    _check_shared(path, z.shape[1])
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for limb in range(z.shape[0]):
+            zfile.pwrite_all(fd, np.ascontiguousarray(z[limb], dtype=np.uint32), limb * 4 * z.shape[1])
+    finally:
+        os.close(fd)
+
+
+def _write_mapped(path: str, num_vars: int, write) -> None:
+    """Worker: ``write(dst)`` into the shared file's ``(8, num_vars)`` uint32 mapping (a witness that computes its
+    limbs as it writes them)."""
+    _check_shared(path, num_vars)
     dst = zfile.map_shared(path, (8, num_vars))
     write(dst)
     dst.flush()
-    del dst
-    return None
 
 
 def claim_shared(out: SynthOutput) -> SynthOutput:
@@ -188,8 +186,6 @@ def claim_shared(out: SynthOutput) -> SynthOutput:
     mapping keeps the memory until the array is dropped). Results returned in-band pass through unchanged."""
     if out.shared is None or out.z is not None:
         return out
-    from cuzk_jax.circuits import zfile
-
     path = out.shared
     try:
         fd = os.open(path, os.O_RDWR)
