@@ -295,6 +295,28 @@ class PorepLike(Circuit):
             self._r1cs.check_shape(w)
         return w
 
+    def span_units(self) -> int:
+        """How many spans a partition's witness can be split into for :meth:`witness_span` (its challenges; 0 for
+        one challenge, or for a subclass with its own ``synthesize``, whose layout the batched path does not know).
+        The engine splits a partition over idle workers with it (``engine.synthesis.SplitSynthesis``)."""
+        C = self.params["challenges"]
+        return C if C > 1 and type(self).synthesize is PorepLike.synthesize else 0
+
+    def witness_span(self, inputs, lo: int, hi: int, out: str) -> dict:
+        """Challenges ``lo .. hi - 1`` of the partition with ``inputs`` into the shared file ``out`` (``(8, 1,
+        num_vars)`` uint32 Fr limbs, Montgomery form, as ``witness(out=)`` writes): their public inputs and block
+        wires, and the header's columns when ``lo == 0`` (:func:`fill_instances`), so spans that cover ``[0,
+        challenges)`` once write every column once and together equal :meth:`witness`. Returns the sizes of
+        :func:`block_counts`. ValueError for an empty or out-of-range span or a file of another size."""
+        C = self.params["challenges"]
+        if not (0 <= lo < hi <= C):
+            raise ValueError(f"porep_like witness_span: [{lo}, {hi}) is not a span of [0, {C})")
+        n = block_counts(self)["num_vars"]
+        if os.path.getsize(out) != 32 * n:
+            raise ValueError(f"porep_like witness_span: {out} holds {os.path.getsize(out) // 32} wires, the "
+                             f"witness has {n}")
+        return _task(self, [inputs], 0, (lo, hi), True, out, (8, 1, n))
+
     def warm_worker(self) -> None:
         """Build what a worker process keeps between witnesses of this shape (the counting run's Poseidon parameters
         and programs, the batched gadgets' per-shape tables) from the header and one challenge of partition 0:

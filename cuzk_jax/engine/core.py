@@ -3,7 +3,7 @@ finisher threads (cuzk's engine: keep the device busy).
 
 Data flow (one arrow = one hand-off; every stage runs concurrently with the others)::
 
-    submit(job) --> synthesis pool (processes or threads; one task per partition)
+    submit(job) --> synthesis pool (processes or threads; one task per partition, or spans of one over idle workers)
                       --> ready partitions, per circuit
                             --> collector thread: forms a batch (max size / max wait), gets the resident key,
                                 stacks z and copies it to the device(s)      [batch k+1 staged while k runs]
@@ -31,7 +31,8 @@ Data flow (one arrow = one hand-off; every stage runs concurrently with the othe
   (``priority_delays_s``; default WinningPoSt 0 s, WindowPoSt 60 s, PoRep 600 s, SnapDeals 1200 s): a lower key is
   more urgent. Synthesis takes backlog partitions in key order, and at each batch boundary the collector forms the
   batch of the circuit whose most urgent ready partition has the lowest key, taking that circuit's partitions in key
-  order (a more urgent class whose batch would wait to fill goes short rather than lose the boundary) -- so a WinningPoSt job overtakes queued bulk work at the next batch boundary (the batch running and the
+  order (a more urgent class whose batch would wait to fill goes short rather than lose the boundary) -- so a
+  WinningPoSt job overtakes queued bulk work at the next batch boundary (the batch running and the
   ``prefetch`` staged ones finish first), batches still hold one circuit's partitions, and bulk work is never
   starved: a PoRep job waits at most 600 s (its delay) behind a stream of newer WinningPoSt jobs (aging).
 * **Faults**: a partition whose synthesis raises fails its job with that exception; a witness that does not
@@ -128,7 +129,11 @@ class EngineConfig:
     whose single partition does not fit is refused at :meth:`Engine.submit` (BadInput). At sector scale (~4 GiB per
     partition) this, not the worker count, is what bounds the host's memory. shared_z_min_bytes: a process
     worker hands a partition at least this large back through a shared-memory file instead of the pool's pipe
-    (:func:`cuzk_jax.engine.synthesis.new_shared_file`).
+    (:func:`cuzk_jax.engine.synthesis.new_shared_file`). split_synthesis (default True): a partition handed back
+    that way, of a circuit whose witness comes in spans (``span_units()``: porep_like's challenges), entering the
+    pool while workers would otherwise sit idle (the backlog holds fewer partitions than there are free workers:
+    a lone sector's first partition) is synthesized by up to ``1 + idle`` workers at once
+    (:class:`~cuzk_jax.engine.synthesis.SplitSynthesis`), which shortens the wait for the first batch.
     """
 
     max_batch: int = 10
@@ -149,6 +154,7 @@ class EngineConfig:
     precompile: bool = False
     host_budget_bytes: int | None = None
     shared_z_min_bytes: int = 64 << 20
+    split_synthesis: bool = True
 
     def sizes(self, num_devices: int) -> tuple[int, ...]:
         """The allowed batch shapes, validated and rounded up to multiples of ``num_devices``."""
@@ -267,6 +273,7 @@ class _Circuit:
     circuit: object
     r1cs: object
     portable: object  # picklable copy sent to synthesis workers
+    span_units: int = 0  # circuit.span_units(): > 1 when a partition's synthesis can be split (SplitSynthesis)
 
     @property
     def z_bytes(self) -> int:
@@ -448,7 +455,8 @@ class Engine:
         # WorkerDied; the others (innocent bystanders) complete. Under self._lock.
         self._suspects: collections.deque = collections.deque()
         self._solo = None  # None, "reserved" or the future of the suspect running alone
-        self._inflight = 0  # tasks in the pool, under self._lock
+        self._inflight = 0  # tasks in the pool, under self._lock (a split partition counts its span tasks)
+        self._weights: dict[cf.Future, int] = {}  # split partitions' futures -> their span tasks, under self._lock
         self._synth_limit = workers + 1
         self._pumping = threading.local()
         # Host witness bytes held (partitions in synthesis, ready, or staging): config.host_budget_bytes bounds it.
@@ -516,8 +524,9 @@ class Engine:
             entry = self._circuits.get(key)
         if entry is None:
             r1cs = circuit.r1cs()  # structure synthesis: once per circuit shape, in the caller's thread
+            units = getattr(circuit, "span_units", None)
             entry = _Circuit(digest=r1cs.digest(), circuit=circuit, r1cs=r1cs,
-                             portable=synthesis.portable_circuit(circuit))
+                             portable=synthesis.portable_circuit(circuit), span_units=int(units()) if units else 0)
             with self._lock:
                 entry = self._circuits.setdefault(key, entry)
         return entry
@@ -589,16 +598,32 @@ class Engine:
                          daemon=True).start()
         return True
 
-    def _synth_submit(self, entry: _Circuit, spec, out: str | None = None):
-        """Queue one synthesis task (``out``: its shared output file, or None): ``(future, pool generation)``; a
+    def _synth_submit(self, entry: _Circuit, spec, out: str | None = None, ways: int = 1, alive=None):
+        """Queue one partition's synthesis (``out``: its shared output file, or None): ``(future, pool
+        generation)``; with ``ways`` > 1, split over that many span tasks (:class:`~.synthesis.SplitSynthesis`). A
         pool found broken is replaced once."""
         for attempt in range(2):
             pool, gen = self._current_pool()
             try:
+                if ways > 1:
+                    return synthesis.SplitSynthesis(pool.submit, entry.portable, spec, out, ways, alive,
+                                                    self._cancel_tasks).start(), gen
                 return pool.submit(synthesis.synthesize_partition, entry.portable, spec, out), gen
             except cf.BrokenExecutor:
                 if attempt or not self._renew_pool(gen):
                     raise
+
+    def _split_ways(self, job: _Job, index: int) -> int:
+        """Under the lock: how many workers synthesize this partition (see ``EngineConfig.split_synthesis``): one,
+        or with workers left idle by the backlog -- those beside the pool's tasks and one each for the backlog's
+        other partitions -- up to ``1 + idle`` span tasks."""
+        entry = job.entry
+        if (entry.span_units < 2 or not self.config.split_synthesis or not self._shared_out
+                or entry.z_bytes < self.config.shared_z_min_bytes or job.specs[index][0] not in ("sample", "inputs")):
+            return 1
+        waiting = sum(1 for item in self._backlog if item[3].active)
+        idle = self._workers - self._inflight - waiting - 1
+        return max(1, min(entry.span_units, idle + 1))
 
     def _resynthesize(self, job: _Job, index: int, old: cf.Future, gen: int, exc: BaseException, solo: bool):
         """Task ``old`` of ``job`` died with its pool (generation ``gen``): replace the pool and queue the partition
@@ -666,12 +691,13 @@ class Engine:
                             heapq.heappush(self._backlog, item)
                         return
                     job.backlog_n -= 1  # in transit: neither in the backlog nor in the pool until registered
-                    self._inflight += 1
+                    ways = 1 if solo else self._split_ways(job, index)
+                    self._inflight += ways  # a split partition counts as the workers it takes
                 out = None
                 try:
                     if self._shared_out and job.entry.z_bytes >= self.config.shared_z_min_bytes:
                         out = synthesis.new_shared_file(job.entry.r1cs.num_vars)
-                    fut, gen = self._synth_submit(job.entry, job.specs[index], out)
+                    fut, gen = self._synth_submit(job.entry, job.specs[index], out, ways, lambda job=job: job.active)
                 except (RuntimeError, CuzkError, OSError) as e:
                     # the pool is shut down (engine stopping) or broke again at once, or no room for the shared file
                     synthesis.drop_shared(out)
@@ -679,13 +705,16 @@ class Engine:
                     with self._lock:
                         if solo:
                             self._solo = None
-                        self._inflight -= 1
+                        self._inflight -= ways
                         self._synthesizing[job.entry.digest] -= 1
                         self._cv.notify_all()
                     self._fail(job, e if isinstance(e, CuzkError) else
                                EngineShutdown(f"job {job.id}: synthesis pool unavailable: {e}"))
                     continue
                 with self._lock:
+                    if ways > 1:
+                        self._weights[fut] = ways
+                        self._stats["split"] += 1
                     if solo:
                         self._solo = fut
                     owned = job.active
@@ -709,7 +738,7 @@ class Engine:
 
     def _task_done(self, fut: cf.Future) -> None:
         with self._lock:
-            self._inflight -= 1
+            self._inflight -= self._weights.pop(fut, 1)
             if self._solo is fut:
                 self._solo = None
         self._pump()
@@ -912,7 +941,8 @@ class Engine:
             if exc is None:
                 return
         if out is not None:
-            self.timeline.add(out.worker, "synthesis", out.t_start, out.t_end, job=job.id)
+            for worker, t0, t1 in out.parts or [(out.worker, out.t_start, out.t_end)]:
+                self.timeline.add(worker, "synthesis", t0, t1, job=job.id)
             r1cs = job.entry.r1cs
             if (out.num_inputs, out.num_aux) != (r1cs.num_inputs, r1cs.num_aux):
                 exc = ValueError(f"partition {index}: witness shape (inputs={out.num_inputs}, aux={out.num_aux}) "
@@ -930,7 +960,7 @@ class Engine:
                 self._in_pool.pop(fut, None)
                 self._synthesizing[job.entry.digest] -= 1
                 self._cv.notify_all()
-            if out is not None:
+            if out is not None and not out.parts:  # the mean is one worker's time per partition (split ones: less)
                 _ema(self._synth_mean, job.entry.digest, out.t_end - out.t_start)
             if exc is None and job.active and owned:
                 job.publics[index] = out.public_inputs
@@ -1153,7 +1183,8 @@ class Engine:
 
     @property
     def threads(self) -> tuple[threading.Thread, ...]:
-        """The engine's own threads (collector, device, finisher): all ended once :meth:`shutdown` returns (each is given 30 s)."""
+        """The engine's own threads (collector, device, finisher): all ended once :meth:`shutdown` returns (each is
+        given 30 s)."""
         return tuple(self._thread.values())
 
     def _device_alive(self) -> bool:
@@ -1306,7 +1337,8 @@ class Engine:
         st["backend"] = {"name": self.backend.name, "devices": self.backend.num_devices,
                          "batch_sizes": list(self.batch_sizes)}
         st["synthesis"] = {"kind": self.config.synthesis, "workers": self._workers,
-                           "pool_restarts": self._stats["pool_restarts"], "resynthesized": self._stats["resynthesized"]}
+                           "pool_restarts": self._stats["pool_restarts"], "resynthesized": self._stats["resynthesized"],
+                           "split_partitions": self._stats["split"], "in_pool": self._inflight}
         with self._host_lock:
             st["host_witness"] = {"bytes": self._host_bytes, "peak_bytes": self._host_peak,
                                   "budget_bytes": self.config.host_budget_bytes}

@@ -10,6 +10,10 @@ carry a ``"fault"`` entry, acted on during witness synthesis -- in the synthesis
 * ``("raise", message)`` -- synthesis raises ``RuntimeError(message)``.
 
 An exit is only ever taken in a worker *process*; under thread synthesis (the caller's process) it raises instead.
+
+:class:`FaultySpans` is ``porep_like`` with the same directives, acted on only by the span tasks after the first
+of a partition the engine splits over several workers (``witness_span`` with ``lo > 0``): the unsplit path ignores
+them, so a partition retried alone (as the engine retries after a worker died) synthesizes normally.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import multiprocessing
 import os
 
 from cuzk_jax.circuits.cube import Cube
+from cuzk_jax.circuits.porep_like import PorepLike
 
 FAULTS = ("exit_once", "exit", "raise")
 
@@ -59,3 +64,14 @@ class FaultyCube(Cube):
         if inputs is not None and inputs.get("fault"):
             inject(inputs["fault"])
         super().synthesize(cs, inputs)
+
+
+class FaultySpans(PorepLike):
+    """``porep_like`` with fault injection in a split partition's later spans (see the module docstring)."""
+
+    name = "faulty_spans"
+
+    def witness_span(self, inputs, lo: int, hi: int, out: str) -> dict:
+        if lo > 0 and inputs.get("fault"):
+            inject(inputs["fault"])
+        return super().witness_span(inputs, lo, hi, out)

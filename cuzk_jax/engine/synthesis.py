@@ -13,6 +13,13 @@ A task is one partition: ``(circuit, spec)`` with ``spec`` one of
   ``p`` of sector ``k`` is ``sample_inputs(p, seed=k)``, as :mod:`cuzk_jax.groth16.sector`);
 * ``("witness", Witness)`` -- already synthesized (only the limb conversion runs).
 
+**A partition split over several workers** (:class:`SplitSynthesis`): a circuit whose witness comes in spans
+(``circuit.span_units()`` > 1 and ``circuit.witness_span(inputs, lo, hi, path)``: porep_like, a span being a range
+of challenges) can be synthesized by one sampling task (:func:`sample_task`) and then ``ways`` span tasks
+(:func:`span_task`) writing disjoint columns of the same shared file. The engine does this only with idle
+workers (a lone sector's first partition), where it cuts that partition's latency; in a full stream each
+partition stays one task.
+
 For a header-and-blocks circuit (WindowPoSt, SnapDeals: :func:`cuzk_jax.circuits.block_witness.supports`) the
 first two run :func:`~cuzk_jax.circuits.block_witness.partition_z`: the partition is synthesized block range by
 block range straight into canonical limbs, so a full-size partition (~10^8 wires) never exists as Python ints.
@@ -68,6 +75,7 @@ class SynthOutput:
     worker: str
     montgomery: bool = True  # the form of ``z``
     shared: str | None = None  # the file ``z`` was written into (``z`` is None then): see claim_shared
+    parts: tuple = ()  # a split partition's tasks: ``(worker, t_start, t_end)`` each (see SplitSynthesis)
 
 
 def portable_circuit(circuit):
@@ -206,6 +214,145 @@ def drop_shared(path: str | None) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def span_bounds(units: int, ways: int) -> list[tuple[int, int]]:
+    """``min(ways, units)`` contiguous, near-equal ranges ``(lo, hi)`` covering ``[0, units)`` in order."""
+    ways = max(1, min(int(ways), int(units)))
+    q, r = divmod(int(units), ways)
+    cuts = [0]
+    for k in range(ways):
+        cuts.append(cuts[-1] + q + (k < r))
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def sample_task(circuit, spec) -> tuple:
+    """Worker: the inputs of a split partition (``("sample", partition, seed)``: sampled here) and
+    ``(t_start, t_end, worker)``."""
+    t0 = time.perf_counter()
+    if spec[0] != "sample":
+        raise ValueError(f"sample_task: expected a ('sample', partition, seed) spec, got kind {spec[0]!r}")
+    inputs = circuit.sample_inputs(spec[1], spec[2])
+    return inputs, (_worker_name(), t0, time.perf_counter())
+
+
+def span_task(circuit, inputs, lo: int, hi: int, out: str) -> tuple:
+    """Worker: span ``[lo, hi)`` of the partition with ``inputs`` written into the shared file ``out``
+    (``circuit.witness_span``, which returns the witness's sizes) and ``(t_start, t_end, worker)``."""
+    t0 = time.perf_counter()
+    counts = circuit.witness_span(inputs, lo, hi, out)
+    return counts, (_worker_name(), t0, time.perf_counter())
+
+
+class SplitSynthesis(cf.Future):
+    """One partition synthesized by several tasks of a pool: ``("sample", p, seed)`` first sampled by one task
+    (``("inputs", x)`` needs none), then ``ways`` span tasks (:func:`span_bounds` of ``circuit.span_units()``)
+    writing disjoint columns of the shared file ``out``, which together hold the whole witness in the limbs and
+    Montgomery form of the unsplit porep_like path. The future completes with the same :class:`SynthOutput` as
+    :func:`synthesize_partition` with ``out`` (``z=None``, ``shared=out``; ``parts`` lists every task) or with the
+    first task's exception (a broken pool's ``BrokenExecutor`` included, so the engine's retry path sees what it
+    sees for one task). ``submit(fn, *args)`` is the pool's submit; :meth:`start` raises what the first submit
+    raises. ``alive()``: checked before the span tasks go in (a withdrawn job's partition stops after sampling).
+    ``cancel_tasks``: :meth:`cancel` also cancels the tasks still queued (only where that is safe: see the
+    engine's ``_cancel_tasks``). The future never enters the running state, so it can be cancelled until it ends;
+    tasks already running then finish and their writes go to the (unlinked) file."""
+
+    def __init__(self, submit, circuit, spec, out: str, ways: int, alive=None, cancel_tasks: bool = False):
+        super().__init__()
+        if spec[0] not in ("sample", "inputs"):
+            raise ValueError(f"SplitSynthesis: cannot split a {spec[0]!r} task")
+        self._submit, self._circuit, self._spec, self._out = submit, circuit, spec, out
+        self._bounds = span_bounds(circuit.span_units(), ways)
+        self._alive = alive or (lambda: True)
+        self._cancel_tasks = cancel_tasks
+        self._mu = threading.Lock()
+        self._tasks: list = []
+        self._parts: list = []
+        self._left = len(self._bounds)
+        self._counts = None
+        self._public = None
+        self._t0 = time.perf_counter()
+
+    @property
+    def ways(self) -> int:
+        return len(self._bounds)
+
+    def start(self) -> "SplitSynthesis":
+        if self._spec[0] == "inputs":
+            self._spans(self._spec[1], raise_=True)
+        else:
+            self._track(self._submit(sample_task, self._circuit, self._spec), self._sampled)
+        return self
+
+    def _track(self, fut: cf.Future, then) -> None:
+        with self._mu:
+            self._tasks.append(fut)
+        fut.add_done_callback(then)
+
+    def _sampled(self, fut: cf.Future) -> None:
+        try:
+            inputs, part = fut.result()
+        except BaseException as e:  # noqa: BLE001 -- the task's error (or the broken pool) is this future's
+            return self._settle(exc=e)
+        with self._mu:
+            self._parts.append(part)
+        if self.done():
+            return  # cancelled meanwhile
+        if not self._alive():
+            return self._settle(exc=RuntimeError("split synthesis: the job was withdrawn after sampling"))
+        self._spans(inputs)
+
+    def _spans(self, inputs, raise_: bool = False) -> None:
+        try:
+            self._public = list(self._circuit.public_inputs(inputs))
+            for lo, hi in self._bounds:
+                self._track(self._submit(span_task, self._circuit, inputs, lo, hi, self._out), self._span_done)
+        except BaseException as e:  # noqa: BLE001 -- a pool shut down or broken under us
+            if raise_ and not self._tasks:
+                raise
+            self._settle(exc=e)
+
+    def _span_done(self, fut: cf.Future) -> None:
+        try:
+            counts, part = fut.result()
+        except BaseException as e:  # noqa: BLE001
+            return self._settle(exc=e)
+        with self._mu:
+            self._parts.append(part)
+            self._counts = counts
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            c = self._counts
+            self._settle(SynthOutput(
+                z=None, public_inputs=self._public, num_inputs=c["num_inputs"], num_aux=c["num_aux"],
+                num_constraints=c["num_constraints"], t_start=self._t0, t_end=max(p[2] for p in self._parts),
+                worker=f"{self.ways} workers", montgomery=True, shared=self._out, parts=tuple(self._parts)))
+
+    def _settle(self, result=None, exc: BaseException | None = None) -> None:
+        try:
+            if exc is None:
+                self.set_result(result)
+            else:
+                self.set_exception(exc)
+        except cf.InvalidStateError:
+            return  # already settled or cancelled: the first outcome stands
+        if exc is not None:
+            self._cancel_queued()
+
+    def cancel(self) -> bool:
+        ok = super().cancel()
+        if ok:
+            self._cancel_queued()
+        return ok
+
+    def _cancel_queued(self) -> None:
+        if not self._cancel_tasks:
+            return
+        with self._mu:
+            tasks = list(self._tasks)
+        for f in tasks:
+            f.cancel()
 
 
 def _worker_name() -> str:

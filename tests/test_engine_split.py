@@ -1,0 +1,161 @@
+"""A partition split over idle synthesis workers (``EngineConfig.split_synthesis``, ``synthesis.SplitSynthesis``):
+porep_like's spans of challenges written by several workers into one shared file equal the unsplit witness limb
+for limb; the engine splits only when workers would otherwise sit idle; a span that raises fails its job alone, a
+span whose worker dies is retried unsplit, and no shared file is left behind.
+
+The backend here records the staged limbs instead of proving (what is checked is the witness that reaches the
+device; the proofs of the engine's witnesses are checked by pairing in test_engine*.py)."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from cuzk_jax.circuits import get_circuit
+from cuzk_jax.engine import Engine
+from cuzk_jax.engine import synthesis
+from cuzk_jax.engine.faults import FaultySpans
+from cuzk_jax.groth16.pipeline import BatchOutput
+
+SHAPE = {"challenges": 6, "depth": 3}  # porep_like "tiny" (Poseidon everywhere) with six challenges
+
+
+class _Recording:
+    """A backend whose "proof" of a slot is its staged ``(8, num_vars)`` limbs and their form."""
+
+    name = "recording"
+    num_devices = 1
+
+    def place(self, pk, r1cs, headroom=None):
+        return "resident"
+
+    @staticmethod
+    def size(resident):
+        return 1
+
+    def stage(self, resident, z, montgomery=True):
+        return np.array(z), montgomery
+
+    def run(self, resident, staged, phase):
+        z, montgomery = staged
+        n = z.shape[1]
+        return BatchOutput(ok=np.ones(n, bool), first=np.full(n, -1), points={}, host={"z": z, "m": montgomery})
+
+    def finish(self, resident, out, i, r, s):
+        return out.host["z"][:, i, :].copy(), out.host["m"]
+
+
+@pytest.fixture
+def shm(tmp_path, monkeypatch):
+    d = tmp_path / "shm"
+    d.mkdir()
+    monkeypatch.setenv("CUZK_JAX_SHM_DIR", str(d))
+    return d
+
+
+def _engine(circuits, workers=3, **kw):
+    eng = Engine(backend=_Recording(), max_batch=1, synthesis="process", synthesis_workers=workers,
+                 shared_z_min_bytes=0, verify=False, **kw)
+    for c in circuits:
+        eng.preload(c, resident="resident")
+    return eng
+
+
+def _idle(eng):
+    """Wait until the engine's pool holds no task (the last job's futures may resolve before its tasks' own
+    bookkeeping has run), so the next submission sees idle workers."""
+    t0 = time.time()
+    while eng.status()["synthesis"]["in_pool"]:
+        assert time.time() - t0 < 60, eng.status()["synthesis"]
+        time.sleep(0.01)
+
+
+def _limbs(circuit, inputs):
+    return circuit.witness(inputs).z_limbs(True)
+
+
+def _check(circuit, res, inputs_list):
+    for (z, montgomery), inputs in zip(res.proofs, inputs_list):
+        assert montgomery and np.array_equal(z, _limbs(circuit, inputs))
+
+
+def test_span_bounds():
+    assert synthesis.span_bounds(18, 6) == [(0, 3), (3, 6), (6, 9), (9, 12), (12, 15), (15, 18)]
+    assert synthesis.span_bounds(7, 3) == [(0, 3), (3, 5), (5, 7)]
+    assert synthesis.span_bounds(2, 5) == [(0, 1), (1, 2)]  # no more spans than units
+    assert synthesis.span_bounds(4, 0) == [(0, 4)]
+
+
+def test_witness_spans_equal_the_witness(shm):
+    """Spans written into one file in any order equal the batched witness; a bad span or a file of another size
+    is refused before anything is written. A one-challenge circuit has no spans."""
+    c = get_circuit("porep_like", "tiny", **SHAPE)
+    assert c.span_units() == 6 and get_circuit("porep_like", "tiny").span_units() == 0
+    inputs = c.sample_inputs(1, 4)
+    n = c.r1cs().num_vars
+    path = synthesis.new_shared_file(n)
+    try:
+        for lo, hi in [(3, 6), (0, 1), (1, 3)]:
+            counts = c.witness_span(inputs, lo, hi, path)
+        assert counts["num_vars"] == n
+        with open(path, "rb") as f:
+            got = np.frombuffer(f.read(), np.uint32).reshape(8, n)
+        assert np.array_equal(got, _limbs(c, inputs))
+        for lo, hi in [(2, 2), (0, 7), (-1, 2)]:
+            with pytest.raises(ValueError, match="not a span"):
+                c.witness_span(inputs, lo, hi, path)
+    finally:
+        synthesis.drop_shared(path)
+    wrong = synthesis.new_shared_file(n + 1)
+    with pytest.raises(ValueError, match="wires"):
+        c.witness_span(inputs, 0, 2, wrong)
+    synthesis.drop_shared(wrong)
+    assert not os.listdir(shm)
+
+
+def test_engine_splits_only_with_idle_workers(shm):
+    """Three workers: a job of two partitions splits its first (one worker would idle), witness equal to the
+    unsplit one, synthesis recorded on two workers; a sector job too (sampled first); a job of five partitions
+    fills the pool and splits nothing. Twin: split_synthesis=False never splits, same witnesses."""
+    c = get_circuit("porep_like", "tiny", **SHAPE)
+    two = [c.sample_inputs(p, 7) for p in range(2)]
+    five = [c.sample_inputs(p, 8) for p in range(5)]
+    with _engine([c]) as eng:
+        res = eng.submit(c, two).result(timeout=300)
+        assert eng.status()["synthesis"]["split_partitions"] == 1
+        _check(c, res, two)
+        workers = {e.lane for e in eng.events() if e.name == "synthesis" and e.job == res.job_id}
+        assert len(workers) >= 2, workers
+        _idle(eng)
+        sec = eng.submit(c, sector=5, partitions=2).result(timeout=300)
+        assert eng.status()["synthesis"]["split_partitions"] == 2
+        _check(c, sec, [c.sample_inputs(p, 5) for p in range(2)])
+        full = eng.submit(c, five).result(timeout=300)
+        assert eng.status()["synthesis"]["split_partitions"] == 2
+        _check(c, full, five)
+    with _engine([c], split_synthesis=False) as eng:
+        res = eng.submit(c, two).result(timeout=300)
+        assert eng.status()["synthesis"]["split_partitions"] == 0
+        _check(c, res, two)
+    assert not os.listdir(shm)
+
+
+def test_split_faults(shm, tmp_path):
+    """A later span that raises fails its job with that error (the next job completes); one whose worker dies is
+    retried alone, unsplit (the span faults are not taken there), and its witness is right. No file is left."""
+    c = FaultySpans("tiny", **SHAPE)
+    inputs = [c.sample_inputs(p, 9) for p in range(2)]
+    with _engine([c]) as eng:
+        bad = eng.submit(c, [dict(inputs[0], fault=("raise", "span boom")), inputs[1]])
+        with pytest.raises(RuntimeError, match="span boom"):
+            bad.result(timeout=300)
+        good = eng.submit(c, inputs).result(timeout=300)
+        _check(c, good, inputs)
+        _idle(eng)
+        once = [dict(inputs[0], fault=("exit_once", str(tmp_path / "died"))), inputs[1]]
+        res = eng.submit(c, once).result(timeout=300)
+        st = eng.status()["synthesis"]
+        assert (tmp_path / "died").exists() and st["resynthesized"] >= 1 and st["pool_restarts"] >= 1
+        _check(c, res, inputs)  # (the marker and the "span boom" show the faulty partitions were split)
+    assert not os.listdir(shm)
