@@ -291,7 +291,9 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
     :data:`STREAM_HOST_MARGIN`, and by two sectors' witnesses (``host_witness_budget_gib``; no bound without a host
     budget). Every worker is started and warmed first (``warm_workers_s``), then one partition is proved, untimed
     (``warm_s``: it compiles what the witnesses decide, the split MSMs), then one sector alone (``lone_latency_s``:
-    a sector end to end, submission to verified proofs, through a warm, idle engine), then every sector at once:
+    a sector end to end, submission to verified proofs, through a warm, idle engine; ``lone_first_batch_s``: when its
+first device phase began, after the first partition's synthesis -- split over the idle workers,
+``lone_split_partitions``), then every sector at once:
     ``latency_s`` (per sector, submission to its verified proofs), ``completed_s`` (from the submission),
     ``interval_s`` (the mean time between completions after the first: seconds per sector in a continuous
     stream); from the events that began after the submissions, the device's busy fraction and the mean seconds
@@ -332,10 +334,17 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
             row.update(warm_s=round(time.perf_counter() - t, 3))
             _say(f"stream: warm-up partition {row['warm_s']} s; {sectors} sectors of {P} partitions, batches of "
                  f"{batch}, host witness budget {row['host_witness_budget_gib']} GiB")
+            split0 = eng.status()["synthesis"]["split_partitions"]
             t = time.perf_counter()
             eng.submit(circuit, sector=cfg.seed + sectors + 1, partitions=P).result()
             row.update(lone_latency_s=round(time.perf_counter() - t, 3))  # one sector, nothing else in flight
-            _say(f"stream: one sector alone through the warm engine: {row['lone_latency_s']} s")
+            first = min((e.start for e in eng.events() if e.lane == "device" and e.start >= t - eng.t0),
+                        default=None)
+            row.update(lone_first_batch_s=None if first is None else round(first - (t - eng.t0), 3),
+                       lone_split_partitions=eng.status()["synthesis"]["split_partitions"] - split0)
+            _say(f"stream: one sector alone through the warm engine: {row['lone_latency_s']} s (first device phase "
+                 f"after {row['lone_first_batch_s']} s; {row['lone_split_partitions']} partition(s) split over "
+                 f"idle workers)")
             t0 = time.perf_counter()
             done: dict[int, float] = {}
             futs = []
