@@ -671,7 +671,9 @@ class Engine:
                         job, index = self._suspects.popleft()
                         self._solo = "reserved"
                     else:
-                        if self._inflight >= self._synth_limit:
+                        # no task queued beyond the workers while a split partition is in flight: its span tasks,
+                        # submitted once it is sampled, would wait behind it in the pool's FIFO queue
+                        if self._inflight >= self._synth_limit - (1 if self._weights else 0):
                             return
                         item = None
                         while self._backlog:
