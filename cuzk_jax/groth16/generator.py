@@ -243,8 +243,11 @@ def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | No
 # ---------------------------------------------------------------------------------------------------------------
 
 
-#: Most Lagrange values per call of the device setup (one call up to a 2^27 domain: ~25 GiB of temporaries).
-LAGRANGE_CHUNK = 1 << 27
+#: Most Lagrange values per call of the device setup: four calls at a 2^27 domain, each ~6 GiB of temporaries.
+#: One call of 2^27 (~25 GiB of temporaries, one block) preceded the sector op's only device OOM at 2^27 (session
+#: 26: a 32 GiB block for the A MSM did not fit under a plan that fitted the engine's stream on the same machine):
+#: suspected fragmentation of the device allocator's pool, not confirmed.
+LAGRANGE_CHUNK = 1 << 25
 
 
 def _next_pow2(n: int) -> int:
@@ -413,7 +416,7 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     exponentiation; None = that module's defaults; ``points``: ``"affine"``, ``"bucket"`` (the bucket method on
     the MSM's Pallas kernel) or ``"jacobian"`` for both groups -- same key whichever; None:
     :func:`default_fixed_base` per group). ``scalar_chunk``: elements per call of the scalar programs
-    (default ``min(domain, 2^22)``; the Lagrange basis: ``min(domain, LAGRANGE_CHUNK)``, one call up to a sector's
+    (default ``min(domain, 2^22)``; the Lagrange basis: ``min(domain, LAGRANGE_CHUNK)``, a few calls at a sector's
     domain). The key's queries stay on the device (a prover can use them without a host
     round trip); only the verifying key and the two fixed proving-key points come to the host. ``precompile``
     (default: on an accelerator): every program of the setup is compiled ahead, in background threads, instead of
@@ -446,7 +449,7 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
         raise ValueError("tau lies in the evaluation domain; draw new toxic waste")
     ginv, dinv = pow(toxic.gamma, R - 2, R), pow(toxic.delta, R - 2, R)
     sc = scalar_chunk or min(_next_pow2(n), 1 << 22)
-    # the Lagrange basis in as few calls as the device holds: each call is ~500 dependent small steps (the batch
+    # the Lagrange basis in a few large calls, not many small ones: each call is ~500 dependent small steps (the batch
     # inversion's two 64-step scans and its Fermat chain), so its time is launch latency, not arithmetic -- 32 calls
     # took 44.5 s of a 2^27 setup on the H200 while the sector op's 16 witness workers kept the host busy (session
     # 24), about what 16 calls took at 2^26 (session 19)
