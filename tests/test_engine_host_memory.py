@@ -257,5 +257,5 @@ def test_synth_worker_bench_row(shm):
     assert row["num_vars"] == pl.block_counts(circuit)["num_vars"] and row["witness_s"] > 0 and row["sample_s"] > 0
     assert row["total_s"] >= row["witness_s"] and not os.listdir(shm)
     cfg = types.SimpleNamespace(impl=["bogus"], preset="mini", circuit="porep_like")
-    with pytest.raises(BadInput, match="--impl takes 'worker'"):
+    with pytest.raises(BadInput, match="--impl takes worker, split or nothing"):
         synth_bench.run(cfg)

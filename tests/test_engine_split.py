@@ -159,3 +159,17 @@ def test_split_faults(shm, tmp_path):
         assert (tmp_path / "died").exists() and st["resynthesized"] >= 1 and st["pool_restarts"] >= 1
         _check(c, res, inputs)  # (the marker and the "span boom" show the faulty partitions were split)
     assert not os.listdir(shm)
+
+
+def test_split_bench_row(shm):
+    """``bench --op=synth --impl=split``: one partition as one task and split over the pool's workers, the two
+    witnesses equal; a circuit without spans (one challenge) is a usage error before any pool starts."""
+    from cuzk_jax.bench import synth as synth_bench
+    from cuzk_jax.errors import BadInput
+
+    c = get_circuit("porep_like", "tiny", **SHAPE)
+    row = synth_bench.split(c, partitions=1, seed=3, warmup=0, workers=2)
+    assert row["impl"] == "split" and row["ways"] == 2 and row["equal"] is True
+    assert row["unsplit_s"] > 0 and row["split_s"] > 0 and row["speedup"] > 0 and not os.listdir(shm)
+    with pytest.raises(BadInput, match="challenge spans"):
+        synth_bench.split(get_circuit("porep_like", "tiny"), partitions=1, seed=3, warmup=0, workers=2)
