@@ -33,6 +33,15 @@ def cube_key():
 
 
 @pytest.fixture
+def shm(tmp_path, monkeypatch):
+    """The engine's shared witness files go to a directory of their own (so leftovers can be counted)."""
+    d = tmp_path / "shm"
+    d.mkdir()
+    monkeypatch.setenv("CUZK_JAX_SHM_DIR", str(d))
+    return d
+
+
+@pytest.fixture
 def no_persistent_cache():
     """Compile without writing the persistent cache. Twice in a full CPU run (jax/jaxlib 0.10.2), serializing the
     executable of the NTT's interpreted Pallas pass for the cache crashed the process (a segfault inside

@@ -29,15 +29,6 @@ def cube(cube_key):
     return cube_key
 
 
-@pytest.fixture
-def shm(tmp_path, monkeypatch):
-    """The engine's shared witness files go to a directory of their own (so leftovers can be counted)."""
-    d = tmp_path / "shm"
-    d.mkdir()
-    monkeypatch.setenv("CUZK_JAX_SHM_DIR", str(d))
-    return d
-
-
 def _verified(pk, fut, timeout=180):
     res = fut.result(timeout=timeout)
     assert res.verified

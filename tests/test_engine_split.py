@@ -46,14 +46,6 @@ class _Recording:
         return out.host["z"][:, i, :].copy(), out.host["m"]
 
 
-@pytest.fixture
-def shm(tmp_path, monkeypatch):
-    d = tmp_path / "shm"
-    d.mkdir()
-    monkeypatch.setenv("CUZK_JAX_SHM_DIR", str(d))
-    return d
-
-
 def _engine(circuits, workers=3, **kw):
     eng = Engine(backend=_Recording(), max_batch=1, synthesis="process", synthesis_workers=workers,
                  shared_z_min_bytes=0, verify=False, **kw)
