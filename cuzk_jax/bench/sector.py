@@ -293,7 +293,8 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
     (``warm_s``: it compiles what the witnesses decide, the split MSMs), then one sector alone (``lone_latency_s``:
     a sector end to end, submission to verified proofs, through a warm, idle engine; ``lone_first_batch_s``: when its
 first device phase began, after the first partition's synthesis -- split over the idle workers,
-``lone_split_partitions``), then every sector at once:
+``lone_split_partitions``; ``lone_events``: its timeline, as ``events`` below, in seconds since its submission),
+then every sector at once:
     ``latency_s`` (per sector, submission to its verified proofs), ``completed_s`` (from the submission),
     ``interval_s`` (the mean time between completions after the first: seconds per sector in a continuous
     stream); from the events that began after the submissions, the device's busy fraction and the mean seconds
@@ -338,9 +339,11 @@ first device phase began, after the first partition's synthesis -- split over th
             t = time.perf_counter()
             eng.submit(circuit, sector=cfg.seed + sectors + 1, partitions=P).result()
             row.update(lone_latency_s=round(time.perf_counter() - t, 3))  # one sector, nothing else in flight
-            first = min((e.start for e in eng.events() if e.lane == "device" and e.start >= t - eng.t0),
-                        default=None)
-            row.update(lone_first_batch_s=None if first is None else round(first - (t - eng.t0), 3),
+            lone_off = t - eng.t0
+            lone = [[e.lane, e.name, round(e.start - lone_off, 4), round(e.end - lone_off, 4), e.batch, e.job]
+                    for e in eng.events() if e.start >= lone_off]
+            first = min((e[2] for e in lone if e[0] == "device"), default=None)
+            row.update(lone_first_batch_s=first, lone_events=lone,
                        lone_split_partitions=eng.status()["synthesis"]["split_partitions"] - split0)
             _say(f"stream: one sector alone through the warm engine: {row['lone_latency_s']} s (first device phase "
                  f"after {row['lone_first_batch_s']} s; {row['lone_split_partitions']} partition(s) split over "
