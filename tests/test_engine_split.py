@@ -165,3 +165,20 @@ def test_split_bench_row(shm):
     assert row["unsplit_s"] > 0 and row["split_s"] > 0 and row["speedup"] > 0 and not os.listdir(shm)
     with pytest.raises(BadInput, match="challenge spans"):
         synth_bench.split(get_circuit("porep_like", "tiny"), partitions=1, seed=3, warmup=0, workers=2)
+
+
+def test_cancelled_split_partition_leaves_nothing(shm):
+    """A job cancelled while its split partition is sampling or writing: the job ends cancelled, its tasks'
+    results are dropped (the file goes with them), and the next job's split partition is right."""
+    c = get_circuit("porep_like", "tiny", **SHAPE)
+    inputs = [c.sample_inputs(p, 12) for p in range(2)]
+    with _engine([c]) as eng:
+        eng.pause()  # nothing reaches a batch: the cancel finds the job in synthesis or ready
+        fut = eng.submit(c, sector=12, partitions=2)
+        assert eng.cancel(fut)
+        eng.resume()
+        _idle(eng)
+        res = eng.submit(c, inputs).result(timeout=300)
+        _check(c, res, inputs)
+        assert eng.status()["synthesis"]["split_partitions"] == 2 and fut.cancelled()
+    assert not os.listdir(shm)
