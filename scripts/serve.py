@@ -39,6 +39,8 @@ flags.DEFINE_string("prover", None, "prove pipeline config text")
 flags.DEFINE_list("preload", None, "circuit[/preset] keys to load at start")
 flags.DEFINE_bool("precompile", None, "compile a resident key's device programs for every batch shape when it is "
                   "placed (default: on)")
+flags.DEFINE_bool("split_synthesis", None, "split a partition over synthesis workers that would otherwise idle "
+                  "(default: on)")
 flags.DEFINE_list("priority_delays", None, "class=seconds urgency delays, e.g. porep=300,snap_deals=900")
 flags.DEFINE_integer("max_request_bytes", None, "largest request accepted")
 flags.DEFINE_integer("max_partitions", None, "most partitions per job")
@@ -48,7 +50,7 @@ FLAGS = flags.FLAGS
 _DIRECT = ("address", "journal", "key_dir", "input_dir", "tls_cert", "tls_key", "token_file", "metrics_address",
            "backend", "max_batch", "max_wait_s", "fill", "synthesis", "workers", "prefetch", "key_budget_bytes",
            "witness_budget_bytes",
-           "prover", "preload", "max_request_bytes", "max_partitions", "precompile")
+           "prover", "preload", "max_request_bytes", "max_partitions", "precompile", "split_synthesis")
 
 
 def config_from_flags():

@@ -302,7 +302,8 @@ def test_metrics_and_status(client):
     text = client.metrics()
     for name in ("cuzk_queue_depth{class=\"winning_post\"}", "cuzk_proofs_total", "cuzk_proofs_per_minute",
                  "cuzk_phase_seconds_bucket", "cuzk_job_latency_seconds_bucket", "cuzk_key_resident_bytes",
-                 "cuzk_jobs_finished_total{class=\"porep\",state=\"done\"}", "cuzk_host_witness_bytes"):
+                 "cuzk_jobs_finished_total{class=\"porep\",state=\"done\"}", "cuzk_host_witness_bytes",
+                 "cuzk_split_partitions_total"):
         assert name in text, name
     proofs = next(float(line.split()[-1]) for line in text.splitlines() if line.startswith("cuzk_proofs_total "))
     assert proofs >= 1
@@ -459,5 +460,9 @@ def test_witness_budget_setting_reaches_the_engine():
 
     assert ServiceConfig().engine_config().host_budget_bytes is None
     assert ServiceConfig().replace({"witness_budget_bytes": 64 << 30}).engine_config().host_budget_bytes == 64 << 30
+    assert ServiceConfig().engine_config().split_synthesis is True
+    assert ServiceConfig().replace({"split_synthesis": False}).engine_config().split_synthesis is False
+    with pytest.raises(BadInput, match="split_synthesis must be a bool"):
+        ServiceConfig().replace({"split_synthesis": "no"})
     with pytest.raises(BadInput, match="witness_budget_bytes"):
         ServiceConfig().replace({"witness_budget_bytes": -1}).check()

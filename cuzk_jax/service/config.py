@@ -53,7 +53,9 @@ class ServiceConfig:
     none: :attr:`cuzk_jax.engine.EngineConfig.host_budget_bytes`), ``prover`` (the pipeline's config text), ``preload`` (``circuit[/preset]`` keys made
     resident at start), ``priority_delays_s``, ``precompile`` (default true: a key made resident -- at start or on
     first use -- also gets its device programs compiled for every batch shape then, so the first jobs do not wait
-    for them; :attr:`cuzk_jax.engine.EngineConfig.precompile`).
+    for them; :attr:`cuzk_jax.engine.EngineConfig.precompile`), ``split_synthesis`` (default true: a partition
+    entering synthesis while workers would idle is split over them; false where concurrent writers of one shared
+    file are slow on the host: :attr:`cuzk_jax.engine.EngineConfig.split_synthesis`).
     """
 
     address: str = DEFAULT_ADDRESS
@@ -83,6 +85,7 @@ class ServiceConfig:
     preload: list = dataclasses.field(default_factory=list)
     priority_delays_s: dict = dataclasses.field(default_factory=dict)
     precompile: bool = True
+    split_synthesis: bool = True
 
     # -- reading ---------------------------------------------------------------------------------------------------
     @classmethod
@@ -178,7 +181,7 @@ class ServiceConfig:
                             key_budget_bytes=self.key_budget_bytes or None, prover=self.prover or None,
                             host_budget_bytes=self.witness_budget_bytes or None,
                             priority_delays_s=dict(self.priority_delays_s) or None, verify=True,
-                            precompile=self.precompile)
+                            precompile=self.precompile, split_synthesis=self.split_synthesis)
 
 
 def parse_address(address: str) -> tuple[str, str]:

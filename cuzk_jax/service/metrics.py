@@ -19,6 +19,7 @@ name                                type       meaning
 ``cuzk_host_witness_bytes``         gauge      host bytes of witnesses in synthesis, ready or staging
 ``cuzk_host_witness_budget_bytes``  gauge      the host witness budget (absent without one)
 ``cuzk_key_loads_total`` etc.       gauge      key manager counters: loads, hits, evictions
+``cuzk_split_partitions_total``     gauge      partitions synthesized by several workers at once (split synthesis)
 ==================================  =========  ======================================================================
 
 Gauges are read from the engine when scraped (:class:`_EngineCollector`), so they are never stale.
@@ -75,6 +76,8 @@ class _EngineCollector:
         if st["host_witness"]["budget_bytes"]:
             yield GaugeMetricFamily("cuzk_host_witness_budget_bytes", "host witness budget",
                                     value=st["host_witness"]["budget_bytes"])
+        yield GaugeMetricFamily("cuzk_split_partitions_total", "partitions synthesized by several workers at once",
+                                value=st["synthesis"]["split_partitions"])
 
 
 class Metrics:
