@@ -270,6 +270,13 @@ def run(cfg) -> list[dict]:
     return rows
 
 
+def _timeline(eng, off: float, keep) -> list[list]:
+    """The engine's timeline events ``e`` with ``keep(e, off)``, as ``[lane, name, start, end, batch, job]`` in
+    seconds since ``off`` (seconds on the engine's clock, which starts with the engine)."""
+    return [[e.lane, e.name, round(e.start - off, 4), round(e.end - off, 4), e.batch, e.job]
+            for e in eng.events() if keep(e, off)]
+
+
 def _rss() -> int:
     """This process's resident bytes now (``/proc/self/statm``; 0 where it is missing)."""
     import os
@@ -339,9 +346,7 @@ then every sector at once:
             t = time.perf_counter()
             eng.submit(circuit, sector=cfg.seed + sectors + 1, partitions=P).result()
             row.update(lone_latency_s=round(time.perf_counter() - t, 3))  # one sector, nothing else in flight
-            lone_off = t - eng.t0
-            lone = [[e.lane, e.name, round(e.start - lone_off, 4), round(e.end - lone_off, 4), e.batch, e.job]
-                    for e in eng.events() if e.start >= lone_off]
+            lone = _timeline(eng, t - eng.t0, lambda e, off: e.start >= off)
             first = min((e[2] for e in lone if e[0] == "device"), default=None)
             row.update(lone_first_batch_s=first, lone_events=lone,
                        lone_split_partitions=eng.status()["synthesis"]["split_partitions"] - split0)
@@ -358,9 +363,7 @@ then every sector at once:
             results = [f.result() for f in futs]  # raises the first failure (a proof that does not verify, ...)
             wall = time.perf_counter() - t0
             st = eng.status()
-            off = t0 - eng.t0  # the timeline's clock starts with the engine; the row's with the submissions
-            events = [[e.lane, e.name, round(e.start - off, 4), round(e.end - off, 4), e.batch, e.job]
-                      for e in eng.events() if e.end > off]
+            events = _timeline(eng, t0 - eng.t0, lambda e, off: e.end > off)
     completed = [round(done[k], 3) for k in range(sectors)]
     order = sorted(completed)
     # the stream's own figures, from the events that began after the submissions (the engine's status also counts

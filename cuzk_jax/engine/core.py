@@ -613,13 +613,18 @@ class Engine:
                 if attempt or not self._renew_pool(gen):
                     raise
 
+    def _hands_off_shared(self, entry: _Circuit) -> bool:
+        """Whether ``entry``'s partitions come back through a shared file (see ``EngineConfig.shared_z_min_bytes``):
+        process workers and partitions of at least that size."""
+        return self._shared_out and entry.z_bytes >= self.config.shared_z_min_bytes
+
     def _split_ways(self, job: _Job, index: int) -> int:
         """Under the lock: how many workers synthesize this partition (see ``EngineConfig.split_synthesis``): one,
         or with workers left idle by the backlog -- those beside the pool's tasks and one each for the backlog's
         other partitions -- up to ``1 + idle`` span tasks."""
         entry = job.entry
-        if (entry.span_units < 2 or not self.config.split_synthesis or not self._shared_out
-                or entry.z_bytes < self.config.shared_z_min_bytes or job.specs[index][0] not in ("sample", "inputs")):
+        if (entry.span_units < 2 or not self.config.split_synthesis or not self._hands_off_shared(entry)
+                or job.specs[index][0] not in ("sample", "inputs")):
             return 1
         waiting = sum(1 for item in self._backlog if item[3].active)
         idle = self._workers - self._inflight - waiting - 1
@@ -697,7 +702,7 @@ class Engine:
                     self._inflight += ways  # a split partition counts as the workers it takes
                 out = None
                 try:
-                    if self._shared_out and job.entry.z_bytes >= self.config.shared_z_min_bytes:
+                    if self._hands_off_shared(job.entry):
                         out = synthesis.new_shared_file(job.entry.r1cs.num_vars)
                     fut, gen = self._synth_submit(job.entry, job.specs[index], out, ways, lambda job=job: job.active)
                 except (RuntimeError, CuzkError, OSError) as e:

@@ -269,7 +269,6 @@ class SplitSynthesis(cf.Future):
         self._tasks: list = []
         self._parts: list = []
         self._left = len(self._bounds)
-        self._counts = None
         self._public = None
         self._t0 = time.perf_counter()
 
@@ -319,14 +318,12 @@ class SplitSynthesis(cf.Future):
             return self._settle(exc=e)
         with self._mu:
             self._parts.append(part)
-            self._counts = counts
             self._left -= 1
             last = self._left == 0
-        if last:
-            c = self._counts
+        if last:  # every span reports the whole witness's sizes (block_counts): the last one's will do
             self._settle(SynthOutput(
-                z=None, public_inputs=self._public, num_inputs=c["num_inputs"], num_aux=c["num_aux"],
-                num_constraints=c["num_constraints"], t_start=self._t0, t_end=max(p[2] for p in self._parts),
+                z=None, public_inputs=self._public, num_inputs=counts["num_inputs"], num_aux=counts["num_aux"],
+                num_constraints=counts["num_constraints"], t_start=self._t0, t_end=max(p[2] for p in self._parts),
                 worker=f"{self.ways} workers", montgomery=True, shared=self._out, parts=tuple(self._parts)))
 
     def _settle(self, result=None, exc: BaseException | None = None) -> None:
