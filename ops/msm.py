@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -95,6 +96,70 @@ def rolled(curve: curve_mod.Curve) -> curve_mod.Curve:
     step machine's one addition, the final XYZZ -> Jacobian conversion, the window tables): unrolled, the addition
     takes minutes to compile on a GPU (BUILD.md), and on GPU the hot work is in the Pallas kernels."""
     return curve.with_schedule("rolled")
+
+
+class BaseRows(NamedTuple):
+    """Bases already in the layout the Pallas kernels gather from: ``rows`` uint32 ``(N, 2 Lc)``, point-major --
+    row ``i`` holds base ``i``'s x limbs then its y limbs (``Lc = 12`` for G1; 24 for G2, c0 limbs then c1 limbs of
+    each coordinate), Montgomery form, one base set shared by every partition.
+
+    Invariant: no base is the point at infinity (the layout has no place for the flag; a key's resident queries
+    drop those columns first, :func:`cuzk_jax.groth16.pipeline.build_resident`). ``N`` need not be a power of two.
+
+    Why: :func:`msm` and :func:`cuzk_jax.ops.msm_split.msm_split` given an :class:`Affine` pad it to a power of two
+    and transpose it into this layout on every call -- two copies of the bases (96 B per G1 point each), made and
+    dropped per MSM. A prover that keeps its queries resident converts them once (:func:`base_rows`) and every
+    MSM reads them in place; chunks of a long MSM index into the same array."""
+
+    rows: jax.Array
+
+
+def base_rows(group, bases: Affine) -> BaseRows:
+    """``bases`` (:class:`Affine`, coordinates ``(*coord, N)``, shared) -> :class:`BaseRows` (one copy). Raises
+    :class:`~cuzk_jax.errors.BadInput` for per-partition bases or, when the mask is concrete, a base at infinity."""
+    curve = curve_of(group)
+    nd = curve.coord_ndim
+    if bases.x.ndim != nd + 1:
+        raise BadInput(f"ops.msm.base_rows: {curve.name} bases must be one shared set (*coord, N), got "
+                       f"{tuple(bases.x.shape)}")
+    try:
+        at_inf = bool(np.asarray(bases.inf).any())
+    except jax.errors.TracerArrayConversionError:  # traced: the caller keeps the invariant
+        at_inf = False
+    if at_inf:
+        raise BadInput("ops.msm.base_rows: bases at infinity have no row layout; drop them (and their scalars) first")
+    return BaseRows(_rows_jit(bases.x, bases.y))
+
+
+def _rows(x, y):
+    """Coordinates ``(*coord, N)`` -> point-major rows ``(N, 2 Lc)`` (x limbs then y limbs of each point)."""
+    lc = x.size // x.shape[-1]
+    return jnp.concatenate([x.reshape((lc, -1)), y.reshape((lc, -1))], axis=0).T
+
+
+_rows_jit = jax.jit(_rows)
+
+
+def rows_affine(group, bases: BaseRows) -> Affine:
+    """:class:`BaseRows` -> the :class:`Affine` it holds (every ``inf`` False): the XLA kernels' layout."""
+    curve = curve_of(group)
+    lc = 24 if curve.coord_ndim == 2 else 12
+    r = bases.rows
+    shape = (2, 12, r.shape[0]) if curve.coord_ndim == 2 else (12, r.shape[0])
+    return Affine(r[:, :lc].T.reshape(shape), r[:, lc:].T.reshape(shape), jnp.zeros((r.shape[0],), bool))
+
+
+def num_bases(bases) -> int:
+    """The number of bases ``N`` of an :class:`Affine` (last axis) or :class:`BaseRows` (first axis)."""
+    return int(bases.rows.shape[0]) if isinstance(bases, BaseRows) else int(np.shape(bases.inf)[-1])
+
+
+def _check_rows(curve, bases: BaseRows, N: int, where: str) -> None:
+    want = (N, 48 if curve.coord_ndim == 2 else 24)
+    r = bases.rows
+    if tuple(getattr(r, "shape", ())) != want or r.dtype != jnp.uint32:
+        raise BadInput(f"{where}: {curve.name} BaseRows must be uint32 {want} for {N} scalars, got "
+                       f"{getattr(r, 'dtype', type(r).__name__)}{tuple(getattr(r, 'shape', ()))}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -203,11 +268,12 @@ def signed_digits(scalars, c: int):
     return digits
 
 
-def bucket_keys(digits, plan: Plan):
+def bucket_keys(digits, plan: Plan, base0=0):
     """Digits ``(W, G, n)`` -> (keys, values) ``(M,)`` int32 in (partition, window, point) order, unsorted.
 
-    key = ``(g W + w) H + |d| - 1`` for ``d != 0``, else the sentinel ``NB``; value = base index (``i`` for shared
-    bases, ``g n + i`` otherwise) with bit 31 set when ``d < 0``.
+    key = ``(g W + w) H + |d| - 1`` for ``d != 0``, else the sentinel ``NB``; value = base index (``base0 + i``
+    for shared bases -- ``base0``, possibly traced, is where a chunk starts in a :class:`BaseRows` array --, ``g n +
+    i`` otherwise) with bit 31 set when ``d < 0``.
     """
     W, G, n = digits.shape
     H = plan.H
@@ -216,7 +282,7 @@ def bucket_keys(digits, plan: Plan):
     w = jnp.arange(W, dtype=jnp.int32)[None, :, None]
     i = jnp.arange(n, dtype=jnp.int32)[None, None, :]
     key = jnp.where(d != 0, (g * W + w) * H + jnp.abs(d) - 1, plan.NB)
-    base = i if plan.shared_bases else g * n + i
+    base = i + jnp.int32(base0) if plan.shared_bases else g * n + i
     val = jnp.where(d < 0, base | jnp.int32(-(1 << 31)), base)
     val = jnp.broadcast_to(val, key.shape)
     return key.reshape(-1), val.reshape(-1)
@@ -229,9 +295,10 @@ def sort_pairs(keys, vals, plan: Plan):
     return keys, vals, count
 
 
-def sorted_pairs(scalars, plan: Plan):
-    """Scalars ``(8, G, n)`` -> sorted (keys, values) ``(M,)`` and the live count (pairs with a non-zero digit)."""
-    return sort_pairs(*bucket_keys(signed_digits(scalars, plan.c), plan), plan)
+def sorted_pairs(scalars, plan: Plan, base0=0):
+    """Scalars ``(8, G, n)`` -> sorted (keys, values) ``(M,)`` and the live count (pairs with a non-zero digit);
+    ``base0`` as :func:`bucket_keys`."""
+    return sort_pairs(*bucket_keys(signed_digits(scalars, plan.c), plan, base0), plan)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -593,11 +660,6 @@ def _accumulate_levels(curve, sh: _PassShape, acc_seg: int, E, EK, Y, cnt):
     return lax.while_loop(lambda carry: ~carry[1], body, carry)[4]
 
 
-def _point_major(curve, bases: Affine):
-    """The bases as point-major rows ``(n, 2 Lc)`` uint32 (x limbs then y limbs; G2: c0 limbs then c1 limbs of
-    each): a gathered base is ``2 Lc`` consecutive words (the layout the Pallas kernels read bases in)."""
-    Lc = 24 if curve.coord_ndim == 2 else 12
-    return jnp.concatenate([bases.x.reshape((Lc, -1)), bases.y.reshape((Lc, -1))], axis=0).T
 
 
 def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config: MsmConfig):
@@ -609,7 +671,8 @@ def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config:
     Mp = sh.nseg * sh.seg
     keys = jnp.concatenate([jnp.where(keys < plan.NB, keys, pk.SENT), jnp.full((Mp - M,), pk.SENT, jnp.int32)])
     vals = jnp.concatenate([vals, jnp.zeros((Mp - M,), jnp.int32)])
-    brows = _point_major(curve, bases)
+    # point-major rows: a gathered base is 2 Lc consecutive words (the layout the Pallas kernels read)
+    brows = bases.rows if isinstance(bases, BaseRows) else _rows(bases.x, bases.y)
     final1 = count <= sh.seg
     # the partials come out as wide as the level buffers (no padded copy: a level reads only its live count)
     E, EK, Y = pk.accumulate_bases(curve, count, final1, keys, vals, brows,
@@ -760,7 +823,7 @@ def check_args(config: MsmConfig | str | None, scalars):
 
 @x64
 def msm(
-    bases: Affine,
+    bases: Affine | BaseRows,
     scalars,
     group="g1",
     *,
@@ -772,94 +835,132 @@ def msm(
     """``sum_i scalars[..., i] * bases[..., i]`` (see the module docstring for layouts and the algorithm).
 
     ``bases``: :class:`Affine` in Montgomery form, coordinates ``(*coord, N)`` (shared) or ``(*coord, P, N)``;
-    ``inf`` marks points at infinity (their coordinates are ignored). ``scalars``: canonical uint32 ``(8, N)`` or
+    ``inf`` marks points at infinity (their coordinates are ignored) -- or a shared :class:`BaseRows` (no copy of
+    the bases is made on the Pallas path; the XLA path converts it). ``scalars``: canonical uint32 ``(8, N)`` or
     ``(8, P, N)``; every value must be ``< r`` (traced values cannot be checked here; the digit recoding is exact
     for values below ``2^(c W - 1)``, which covers ``[0, r)``; :func:`cuzk_jax.msm` checks its inputs).
     ``config``: the :class:`~cuzk_jax.ops.config.MsmConfig` (None: its platform default). ``window`` overrides the
     window rule; ``max_pairs`` bounds the (key, value) pairs per pass (memory: about 8 bytes per pair plus the
     sort's scratch; None: :func:`default_max_pairs`); when a partition alone exceeds it, the points are chunked
-    and the window is chosen for the chunk size. ``lanes`` overrides the XLA machine width. Traceable (jit it with the keyword arguments static:
-    :func:`msm_jit`); shapes are padded to :func:`padded_size` inside, but callers that want one compiled
-    program per size bucket should pad before calling a jitted function (as :func:`cuzk_jax.msm` does).
+    and the window is chosen for the chunk size. ``lanes`` overrides the XLA machine width. Traceable (jit it with
+    the keyword arguments static: :func:`msm_jit`); shapes are padded to :func:`padded_size` inside, but callers
+    that want one compiled program per size bucket should pad before calling a jitted function (as
+    :func:`cuzk_jax.msm` does).
     """
     curve = curve_of(group)
     F = curve.field
-    nd = curve.coord_ndim
-    curve._check_point("msm", bases, "Affine", where=f"ops.msm.msm ({curve.name} bases)")
     config, scalars, batched = check_args(config, scalars)
     _, P, N = scalars.shape
-    shared = bases_shared(bases, nd, P, N, batched, "ops.msm.msm")
+    bases, rows = resolve_bases(curve, config, bases, N, "ops.msm.msm")
+    shared = rows or bases_shared(bases, curve.coord_ndim, P, N, batched, "ops.msm.msm")
     if N == 0:
         res = curve.jacobian_identity((P,))
         return res if batched else type(res)(*[c[..., 0] for c in res])
 
-    # Bases at infinity get scalar zero (they contribute nothing and never reach a bucket).
-    scalars = jnp.where(jnp.broadcast_to(bases.inf, (P, N))[None], jnp.uint32(0), scalars)
     n = padded_size(N)
     # the config's bound wins over the argument, which wins over the size rule
     max_pairs = config.max_pairs or max_pairs or default_max_pairs(n, window)
-    pad = n - N
-    if pad:
-        scalars = jnp.pad(scalars, ((0, 0), (0, 0), (0, pad)))
-        padc = [(0, 0)] * nd + [(0, 0)] * (0 if shared else 1) + [(0, pad)]
-        bases = Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc),
-                       jnp.pad(bases.inf, padc[nd:], constant_values=True))
+    bases, scalars = pad_inputs(curve, bases, scalars, rows, shared, n)
     c, G, chunk = pass_shape(P, n, max_pairs, window)
     n_chunks = n // chunk
     plan = Plan(G=G, n=chunk, c=c, shared_bases=shared)
 
-    def one_pass(bx, by, sc, prev):
-        """bx, by: (*coord, num_bases) flat; sc: (8, G, chunk); prev: XYZZ (G,) -> XYZZ (G,)."""
-        keys, vals, count = sorted_pairs(sc, plan)
-        return run_pass(curve, plan, config, Affine(bx, by, None), keys, vals, count, prev, lanes=lanes)
-
-    def run_group(args):
-        bx, by, sc = args  # bx (*coord, [G,] n); sc (8, G, n)
+    def run_group(gb, sc):
+        """gb: the group's bases (flat Affine, or the BaseRows); sc: (8, G, n) -> XYZZ (G,)."""
 
         def chunk_args(j):
             lo = j * chunk
             scj = lax.dynamic_slice_in_dim(sc, lo, chunk, axis=2)
-            bxj = lax.dynamic_slice_in_dim(bx, lo, chunk, axis=bx.ndim - 1)
-            byj = lax.dynamic_slice_in_dim(by, lo, chunk, axis=by.ndim - 1)
-            if not shared:
-                bxj = bxj.reshape(bxj.shape[:nd] + (-1,))
-                byj = byj.reshape(byj.shape[:nd] + (-1,))
-            return bxj, byj, scj
+            if rows:  # the pairs index into the whole array: no slice of the bases
+                return gb, scj, lo
+            return chunk_bases(curve, gb, lo, chunk, shared), scj, 0
 
         prev = _ident(F, (G,))
         if n_chunks == 1:
-            return one_pass(*chunk_args(0), prev)
+            b, scj, base0 = chunk_args(0)
+            keys, vals, count = sorted_pairs(scj, plan, base0)
+            return run_pass(curve, plan, config, b, keys, vals, count, prev, lanes=lanes)
         if config.kernel == "xla":
-            return lax.fori_loop(0, n_chunks, lambda j, prev: one_pass(*chunk_args(j), prev), prev)
+            def xla_body(j, prev):
+                b, scj, _ = chunk_args(j)
+                return run_pass(curve, plan, config, b, *sorted_pairs(scj, plan), prev, lanes=lanes)
+
+            return lax.fori_loop(0, n_chunks, xla_body, prev)
 
         # Pallas: the chunks share the window plan, so their bucket arrays add up (mode MERGE) and the buckets are
         # reduced once, not once per chunk (the reduction stages were ~10 % of a 2^25-point chunk on the H200)
         def bucket_body(j, total):
-            bxj, byj, scj = chunk_args(j)
-            keys, vals, count = sorted_pairs(scj, plan)
-            Y = _pallas_buckets(curve, plan, Affine(bxj, byj, None), keys, vals, count, config)
+            b, scj, base0 = chunk_args(j)
+            keys, vals, count = sorted_pairs(scj, plan, base0)
+            Y = _pallas_buckets(curve, plan, b, keys, vals, count, config)
             return _merge_buckets(curve, plan, plan.M, config, total, Y)
 
         sh = _pass_shape(curve, plan, plan.M, config)
         total = lax.fori_loop(0, n_chunks, bucket_body, jnp.zeros((sh.nrows, sh.nbuf), jnp.uint32))
         return _pallas_reduce(curve, plan, plan.M, config, total, prev)
 
+    nd = curve.coord_ndim
     n_groups = P // G
     if n_groups == 1:
-        res = run_group((bases.x, bases.y, scalars))
+        res = run_group(bases, scalars)
         res = XYZZ(*[r[..., None, :] for r in res])  # (…, 1, G)
     else:
         sc_g = jnp.moveaxis(scalars.reshape(8, n_groups, G, n), 1, 0)
         if shared:
-            res = lax.map(lambda s: run_group((bases.x, bases.y, s)), sc_g)
+            res = lax.map(lambda s: run_group(bases, s), sc_g)
         else:
             bx_g = jnp.moveaxis(bases.x.reshape(bases.x.shape[:nd] + (n_groups, G, n)), nd, 0)
             by_g = jnp.moveaxis(bases.y.reshape(bases.y.shape[:nd] + (n_groups, G, n)), nd, 0)
-            res = lax.map(run_group, (bx_g, by_g, sc_g))
+            res = lax.map(lambda a: run_group(Affine(a[0], a[1], None), a[2]), (bx_g, by_g, sc_g))
         res = XYZZ(*[jnp.moveaxis(r, 0, nd) for r in res])  # (*coord, n_groups, G)
     res = XYZZ(*[r.reshape(r.shape[:nd] + (P,)) for r in res])
     jac = rolled(curve).xyzz_to_jacobian(res)
     return jac if batched else Jacobian(*[c[..., 0] for c in jac])
+
+
+def resolve_bases(curve, config: MsmConfig, bases, N: int, where: str):
+    """-> (bases, whether they are :class:`BaseRows` the pass reads in place). An :class:`Affine` is checked; a
+    :class:`BaseRows` is checked against ``N`` and, for the XLA kernels (which gather coordinates), converted to
+    an :class:`Affine` (one copy). Shared by :func:`msm` and :func:`cuzk_jax.ops.msm_split.msm_split`."""
+    if isinstance(bases, BaseRows):
+        _check_rows(curve, bases, N, where)
+        if config.kernel != "xla":
+            return bases, True
+        return rows_affine(curve, bases), False
+    curve._check_point("msm", bases, "Affine", where=f"{where} ({curve.name} bases)")
+    return bases, False
+
+
+def pad_inputs(curve, bases, scalars, rows: bool, shared: bool, n: int):
+    """Scalars ``(8, P, N)`` zero-padded to ``n`` points, zeroed where an :class:`Affine` base is at infinity (its
+    point contributes nothing and never reaches a bucket), and the Affine padded likewise (``inf`` True); a
+    :class:`BaseRows` stays as it is (padded points have zero scalars, so no pair ever indexes past ``N``)."""
+    P, N = scalars.shape[1:]
+    if not rows:
+        scalars = jnp.where(jnp.broadcast_to(bases.inf, (P, N))[None], jnp.uint32(0), scalars)
+    pad = n - N
+    if not pad:
+        return bases, scalars
+    scalars = jnp.pad(scalars, ((0, 0), (0, 0), (0, pad)))
+    if rows:
+        return bases, scalars
+    nd = curve.coord_ndim
+    padc = [(0, 0)] * nd + [(0, 0)] * (0 if shared else 1) + [(0, pad)]
+    return Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc),
+                  jnp.pad(bases.inf, padc[nd:], constant_values=True)), scalars
+
+
+def chunk_bases(curve, bases: Affine, lo, chunk: int, shared: bool) -> Affine:
+    """Points ``[lo, lo + chunk)`` of padded Affine bases (``lo`` may be traced), flat: ``(*coord, chunk)`` shared,
+    ``(*coord, G chunk)`` per partition (the pass's base index ``g chunk + i``); ``inf`` dropped (the scalars of
+    bases at infinity are already zero)."""
+    nd = curve.coord_ndim
+    bx = lax.dynamic_slice_in_dim(bases.x, lo, chunk, axis=bases.x.ndim - 1)
+    by = lax.dynamic_slice_in_dim(bases.y, lo, chunk, axis=bases.y.ndim - 1)
+    if not shared:
+        bx = bx.reshape(bx.shape[:nd] + (-1,))
+        by = by.reshape(by.shape[:nd] + (-1,))
+    return Affine(bx, by, None)
 
 
 def msm_jit(group: str = "g1", config: MsmConfig | str | None = None, **static):

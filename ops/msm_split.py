@@ -148,11 +148,12 @@ def _excl_cumsum(x):
     return jnp.cumsum(x) - x
 
 
-def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, bases: Affine, sc, prev: XYZZ,
-                lanes=None) -> XYZZ:
-    """One chunk: bases flat (``(*coord, n)`` shared or ``(*coord, G n)``), canonical scalars ``(8, G, n)`` (zeros
-    where the base is at infinity), ``prev`` XYZZ ``(G,)`` -> ``prev + sum s_i B_i`` per partition (module
-    docstring, steps 1-5; rounds of ``capacity`` "other" scalars until none is left)."""
+def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, bases, sc, prev: XYZZ,
+                lanes=None, base0=0) -> XYZZ:
+    """One chunk: bases flat (``(*coord, n)`` shared or ``(*coord, G n)``; or a whole :class:`~cuzk_jax.ops.msm.
+    BaseRows` whose point ``base0 + i`` is the chunk's ``i``), canonical scalars ``(8, G, n)`` (zeros where the base
+    is at infinity), ``prev`` XYZZ ``(G,)`` -> ``prev + sum s_i B_i`` per partition (module docstring, steps 1-5;
+    rounds of ``capacity`` "other" scalars until none is left)."""
     _, G, n = sc.shape
     W, H = M.num_windows(c), 1 << (c - 1)
     NB = G * W * H
@@ -160,7 +161,7 @@ def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, b
     plan = M.Plan(G=G, n=-(-L // (G * W)), c=c, shared_bases=shared)
     g_ix = jnp.arange(G, dtype=jnp.int32)[:, None]
     i_ix = jnp.arange(n, dtype=jnp.int32)[None, :]
-    base_ix = i_ix if shared else g_ix * n + i_ix  # (G|1, n): index of the base in the flat base array
+    base_ix = i_ix + base0 if shared else g_ix * n + i_ix  # (G|1, n): index of the base in the flat base array
     base_ix = jnp.broadcast_to(base_ix, (G, n))
 
     one, other = _kind_masks(sc)
@@ -179,7 +180,7 @@ def _split_pass(curve, config: MsmConfig, c: int, capacity: int, shared: bool, b
         rows = jnp.broadcast_to(g_ix, (G, n))
         src = jnp.zeros((G, capacity), jnp.int32).at[rows, slot].set(jnp.broadcast_to(i_ix, (G, n)), mode="drop")
         live = jnp.arange(capacity, dtype=jnp.int32)[None, :] < jnp.clip(q_all - lo, 0, capacity)[:, None]
-        idx = src if shared else g_ix * n + src
+        idx = src + base0 if shared else g_ix * n + src
         sc_c = jnp.where(live[None], jnp.take_along_axis(sc, src[None], axis=2), jnp.uint32(0))
         d = jnp.transpose(M.signed_digits(sc_c, c), (1, 0, 2))  # (G, W, capacity)
         w_ix = jnp.arange(W, dtype=jnp.int32)[None, :, None]
@@ -239,7 +240,7 @@ def split_chunk(P: int, n: int, capacity: int, max_pairs: int, window: int | Non
 
 @x64
 def msm_split(
-    bases: Affine,
+    bases: Affine | M.BaseRows,
     scalars,
     group="g1",
     *,
@@ -260,43 +261,32 @@ def msm_split(
     Traceable; jit with the keyword arguments static (:func:`msm_split_jit`).
     """
     curve = M.curve_of(group)
-    nd = curve.coord_ndim
-    curve._check_point("msm", bases, "Affine", where=f"ops.msm_split.msm_split ({curve.name} bases)")
     config, scalars, batched = M.check_args(config, scalars)
     max_pairs = config.max_pairs or max_pairs  # the config's bound wins over the default argument
     if not isinstance(capacity, int) or capacity <= 0:
         raise BadInput(f"ops.msm_split.msm_split: capacity must be a positive int, got {capacity!r}")
     _, P, N = scalars.shape
-    shared = M.bases_shared(bases, nd, P, N, batched, "ops.msm_split.msm_split")
+    bases, rows = M.resolve_bases(curve, config, bases, N, "ops.msm_split.msm_split")
+    shared = rows or M.bases_shared(bases, curve.coord_ndim, P, N, batched, "ops.msm_split.msm_split")
     if N == 0:
         res = curve.jacobian_identity((P,))
         return res if batched else Jacobian(*[x[..., 0] for x in res])
 
-    scalars = jnp.where(jnp.broadcast_to(bases.inf, (P, N))[None], jnp.uint32(0), scalars)
     n = M.padded_size(N)
-    pad = n - N
-    if pad:
-        scalars = jnp.pad(scalars, ((0, 0), (0, 0), (0, pad)))
-        padc = [(0, 0)] * nd + [(0, 0)] * (0 if shared else 1) + [(0, pad)]
-        bases = Affine(jnp.pad(bases.x, padc), jnp.pad(bases.y, padc), jnp.pad(bases.inf, padc[nd:],
-                                                                                 constant_values=True))
+    bases, scalars = M.pad_inputs(curve, bases, scalars, rows, shared, n)
     chunk, cap, c = split_chunk(P, n, capacity, max_pairs, window)
-    rcurve = M.rolled(curve)
-    F = curve.field
 
     def chunk_body(j, prev):
         lo = j * chunk
         scj = lax.dynamic_slice_in_dim(scalars, lo, chunk, axis=2)
-        bxj = lax.dynamic_slice_in_dim(bases.x, lo, chunk, axis=bases.x.ndim - 1)
-        byj = lax.dynamic_slice_in_dim(bases.y, lo, chunk, axis=bases.y.ndim - 1)
-        if not shared:
-            bxj = bxj.reshape(bxj.shape[:nd] + (-1,))
-            byj = byj.reshape(byj.shape[:nd] + (-1,))
-        return _split_pass(curve, config, c, cap, shared, Affine(bxj, byj, None), scj, prev, lanes)
+        if rows:  # the pairs index into the whole array: no slice of the bases
+            return _split_pass(curve, config, c, cap, True, bases, scj, prev, lanes, base0=lo)
+        return _split_pass(curve, config, c, cap, shared, M.chunk_bases(curve, bases, lo, chunk, shared), scj, prev,
+                           lanes)
 
-    prev = M._ident(F, (P,))
+    prev = M._ident(curve.field, (P,))
     res = chunk_body(0, prev) if chunk == n else lax.fori_loop(0, n // chunk, chunk_body, prev)
-    jac = rcurve.xyzz_to_jacobian(res)
+    jac = M.rolled(curve).xyzz_to_jacobian(res)
     return jac if batched else Jacobian(*[x[..., 0] for x in jac])
 
 
@@ -311,10 +301,16 @@ def _msm_split_jit(group, config: MsmConfig, static):
     return jax.jit(functools.partial(msm_split, group=group, config=config, **dict(static)))
 
 
+def inf_mask(bases):
+    """The ``inf`` mask of an Affine; None for :class:`~cuzk_jax.ops.msm.BaseRows` (which hold no point at
+    infinity)."""
+    return None if isinstance(bases, M.BaseRows) else bases.inf
+
+
 def msm_split_auto(bases: Affine, scalars, group="g1", *, config: MsmConfig | str | None = None, **static):
     """Host entry: :func:`classify` on the device, :func:`capacity_for` on the host, then the jitted
     :func:`msm_split`. Returns ``(Jacobian, fractions dict)`` (see :func:`fractions`)."""
-    counts = np.asarray(classify_jit(scalars, bases.inf))
+    counts = np.asarray(classify_jit(scalars, inf_mask(bases)))
     cap = capacity_for(counts)
     return msm_split_jit(group, config, capacity=cap, **static)(bases, scalars), fractions(counts)
 
@@ -328,7 +324,7 @@ def msm_auto(bases: Affine, scalars, group="g1", *, config: MsmConfig | str | No
     at least ``sparse_share`` of the scalars are zero or one (the A / B / L MSMs of a PoRep witness), else the plain
     :func:`cuzk_jax.ops.msm.msm` (the dense H MSM). Returns ``(Jacobian, fractions dict)`` with ``"path"`` and
     ``"capacity"`` added to :func:`fractions`' report. ``static``: ``window`` / ``max_pairs`` / ``lanes``."""
-    counts = np.asarray(classify_jit(scalars, bases.inf))
+    counts = np.asarray(classify_jit(scalars, inf_mask(bases)))
     fr = fractions(counts)
     if fr["zero"] + fr["one"] >= sparse_share:
         cap = capacity_for(counts)

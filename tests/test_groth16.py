@@ -143,6 +143,26 @@ def test_resident_key_leaves_out_points_at_infinity(cube):
     assert rk.h_tables.nbytes == qap.table_bytes(rk.domain_size)
 
 
+@pytest.mark.slow
+def test_pallas_kernels_read_resident_rows_and_prove_the_same_bits(cube, cube_proofs):
+    """With the Pallas MSM kernels (under the interpreter here) the resident key holds its queries as
+    ``ops.msm.BaseRows`` (point-major, converted once) and every MSM -- plain and split -- reads them in place: the
+    proofs are the reference prover's bits. The XLA kernels keep the Affine layout; a mesh too."""
+    from cuzk_jax.ops import msm as ops_msm
+
+    proofs, rs, _ = cube_proofs
+    cfg = "msm=pallas_interpret,split=on,tables=off"
+    rk = pipeline.make_resident(cube["pk"], cube["r1cs"], cfg)
+    assert all(isinstance(q, ops_msm.BaseRows) for q in rk.queries.values())
+    assert ops_msm.num_bases(rk.queries["msm_b2"]) == int((~np.asarray(cube["pk"].b_g2_query.inf)).sum())
+    got, _ = prover.prove(cube["pk"], cube["r1cs"], cube["witnesses"], randomness=rs, config=cfg)
+    assert got == proofs
+    xla = pipeline.as_config("msm=xla")
+    assert not pipeline.rows_layout(xla) and not pipeline.rows_layout(pipeline.as_config(cfg), mesh=object())
+    tampered = [Proof(p.c, p.b, p.a) for p in got]  # negative twin: the verifier refuses a tampered proof
+    assert not any(verifier.verify(cube["pk"].vk, w.public_inputs, p) for w, p in zip(cube["witnesses"], tampered))
+
+
 def test_make_resident_consume_frees_the_setup_queries(cube, cube_proofs):
     """``consume=True`` moves the queries out of the key and frees each full-size device query once its compact
     copy exists (the device setup's case at sector scale); the proofs are the same bits as without it. Negative

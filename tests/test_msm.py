@@ -16,6 +16,7 @@ import pytest
 
 import cuzk_jax
 from cuzk_jax import encoding as enc
+from cuzk_jax.errors import BadInput
 from cuzk_jax.ops import curve as cv
 from cuzk_jax.ops import msm as M
 from cuzk_jax.ops.config import MsmConfig
@@ -358,6 +359,33 @@ def test_pallas_interpret_chunks_merge_their_buckets(rng):
     assert want[0] == _expected("g1", a + d, sa + sd) != _expected("g1", d, sd)  # -a cancels one a
 
 
+def test_base_rows_read_in_place(rng):
+    """Bases held as ``BaseRows`` (the kernels' point-major layout, made once): 45 points -- not a power of two,
+    so only the scalars are padded -- in four 16-point chunks that index into the one array (``base0``), through
+    the interpreted Pallas kernels and the XLA path (which converts them back), equal to arkworks; the layout
+    round-trips. Negative twins: bases at infinity, per-partition bases and a row count that does not match the
+    scalars are refused with BadInput."""
+    n, k = 45, 16
+    pts, refs, scalars = random_case("g1", n, rng)
+    bases = affine_arrays("g1", refs)
+    rows = M.base_rows("g1", bases)
+    assert rows.rows.shape == (n, 24) and M.num_bases(rows) == M.num_bases(bases) == n
+    back = M.rows_affine("g1", rows)
+    assert np.array_equal(back.x, bases.x) and np.array_equal(back.y, bases.y) and not np.asarray(back.inf).any()
+    sc = scalar_limbs(scalars)
+    want = ark_msm("g1", pts, scalars)
+    mp = k * M.num_windows(M.window_bits(k))
+    assert M.pass_shape(1, M.padded_size(n), mp)[1:] == (1, k)
+    assert jac_to_ref("g1", M.msm_jit("g1", _INTERPRET, max_pairs=mp)(rows, sc)) == want
+    assert jac_to_ref("g1", _XLA["g1"](rows, sc)) == want
+    with pytest.raises(BadInput, match="infinity"):
+        M.base_rows("g1", affine_arrays("g1", refs[:3] + [None]))
+    with pytest.raises(BadInput, match="shared set"):
+        M.base_rows("g1", cv.Affine(bases.x[:, None], bases.y[:, None], bases.inf[None]))
+    with pytest.raises(BadInput, match="BaseRows must be uint32"):
+        M.msm(rows, sc[:, :-1], "g1", config=_INTERPRET)
+
+
 @pytest.mark.slow  # the interpreted G2 kernels (~25 s on 2 cores)
 def test_pallas_interpret_level1_dbl_branch_g2():
     """The addition without its doubling case (not G2's default) on G2 (the Fq2 field in the kernel), with
@@ -590,6 +618,14 @@ def test_pallas_pass_lowers_without_conditionals():
     assert M.pass_shape(1, n, chunked.max_pairs)[1:] == (1, n // 4)
     text = _cuda_mlir(lambda b, s: M.msm(b, s, "g1", config=chunked), *args)
     assert text.count("xla.gpu.triton") == 5 and text.count("stablehlo.case") == 0
+    # bases as BaseRows of a row count that is not a power of two (the resident key's layout): the same kernels,
+    # with no transpose of the bases left in the program
+    m = n - 3
+    rows_args = (M.BaseRows(S((m, 24), jnp.uint32)), S((8, m), jnp.uint32))
+    affine_text = text
+    text = _cuda_mlir(lambda b, s: M.msm(b, s, "g1", config=chunked), *rows_args)
+    assert text.count("xla.gpu.triton") == 5
+    assert affine_text.count("stablehlo.transpose") == text.count("stablehlo.transpose") + 1  # the per-call copy
 
 
 def test_kernels_lower_to_triton_with_the_split_products():

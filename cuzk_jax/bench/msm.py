@@ -28,6 +28,12 @@ also ``resident_vs`` / ``resident_speedup`` against the resident ``split:`` row;
 :func:`~cuzk_jax.ops.msm_split.msm_device_bytes` for the row's path. ``split-ab`` expands to the platform kernel
 ``K`` as ``K, split:K`` on dense and porep scalars plus ``stream:K`` and ``stream_split:K`` on porep scalars.
 
+Layout options (plain and split): ``rows=1`` converts the bases to :class:`~cuzk_jax.ops.msm.BaseRows` once
+before timing (the resident key's layout on the Pallas path: no per-call copy into the kernels' layout);
+``short=K`` drops the last ``K`` points (``N = 2^log_n - K``: the H query has ``n - 1`` bases, the witness queries
+whatever their used columns number), so an :class:`~cuzk_jax.ops.curve.Affine` row pays the MSM's padding copy as
+the prover's did. Rows of these options are compared (``ab_vs``) with the spec without them.
+
 Inputs: ``2^min(log_n, 14)`` distinct points ``k_i G`` (random ``k_i``, computed on the host with
 py_arkworks_bls12381 if installed, else with the reference curve for a smaller set) are tiled to ``2^log_n`` bases
 on the device; scalars are uniform random 255-bit values below r drawn on the device (``jax.random``, benchmark
@@ -87,7 +93,7 @@ def parse_variant(spec: str) -> dict:
     kind = parts[0] if parts[0] in VARIANTS else "plain"
     if kind != "plain":
         parts = parts[1:]
-    out = {"kind": kind, "dist": "dense", "chunk": None, "host_scalars": False}
+    out = {"kind": kind, "dist": "dense", "chunk": None, "host_scalars": False, "rows": False, "short": 0}
     rest = []
     for part in parts:
         key, _, val = part.partition("=")
@@ -101,8 +107,16 @@ def parse_variant(spec: str) -> dict:
             out["chunk"] = int(val)
         elif key == "host_scalars":
             out["host_scalars"] = val not in ("0", "false", "")
+        elif key == "rows":
+            out["rows"] = val not in ("0", "false", "")
+        elif key == "short":
+            if not val.isdigit():
+                raise ValueError(f"bad short {part!r} in {spec!r}: expected a number of points")
+            out["short"] = int(val)
         else:
             rest.append(part)
+    if (out["rows"] or out["short"]) and kind not in ("plain", "split"):
+        raise ValueError(f"rows= / short= apply to plain and split MSMs, not {kind!r} ({spec!r})")
     out["plain"] = ":".join(rest) or "xla"
     out["config"], out["window"] = parse_spec(out["plain"])
     return out
@@ -232,6 +246,26 @@ def _precomputed(group: str, log_n: int, spec: str, bases, tables: dict):
     return fn, tables[c], c, secs
 
 
+def _layout(group: str, v: dict, bases, scalars):
+    """(bases, scalars) of a ``rows=`` / ``short=`` row: the last ``short`` points dropped (copies made once, before
+    timing), the bases as :class:`~cuzk_jax.ops.msm.BaseRows` with ``rows``."""
+    k = v["short"]
+    if k:
+        n = int(bases.inf.shape[-1]) - k
+        if n <= 0:
+            raise ValueError(f"short={k} leaves no points")
+        bases = cv.Affine(bases.x[..., :n], bases.y[..., :n], bases.inf[..., :n])
+        scalars = scalars[..., :n]
+    if v["rows"]:
+        bases = M.base_rows(group, bases)
+    return jax.block_until_ready((bases, scalars))
+
+
+def _layout_partner(spec: str) -> str:
+    """The spec a ``rows=1`` row is compared with: the same without ``rows=`` (``short=`` kept)."""
+    return ":".join(p for p in spec.split(":") if not p.startswith("rows="))
+
+
 def _same_point(curve, a, b) -> bool:
     """Equal as points, compared on the host (no extra Fq program to compile on the device)."""
     from cuzk_jax.groth16 import host_curve
@@ -258,7 +292,7 @@ def _variant(group: str, log_n: int, batch: int, spec: str, v: dict, bases, scal
     kw = {} if v["window"] is None else {"window": v["window"]}
     n = 1 << log_n
     t0 = time.perf_counter()
-    counts = np.asarray(S.classify_jit(scalars, bases.inf))
+    counts = np.asarray(S.classify_jit(scalars, S.inf_mask(bases)))
     row["classify_ms"] = (time.perf_counter() - t0) * 1e3  # first call: includes its (small) compile
     fr = S.fractions(counts.reshape(3, -1))
     row.update({f"frac_{k}": round(fr[k], 4) for k in S.KINDS})
@@ -269,7 +303,7 @@ def _variant(group: str, log_n: int, batch: int, spec: str, v: dict, bases, scal
                                                    config=v["config"]) / 2**30
         t0 = time.perf_counter()
         for _ in range(3):
-            jax.block_until_ready(S.classify_jit(scalars, bases.inf))
+            jax.block_until_ready(S.classify_jit(scalars, S.inf_mask(bases)))
         row["classify_ms"] = (time.perf_counter() - t0) / 3 * 1e3  # warm, as the pipeline pays it
         return S.msm_split_jit(group, v["config"], capacity=cap, **kw), (bases, scalars), True
     chunk = 1 << (v["chunk"] if v["chunk"] is not None else max(6, log_n - 2))
@@ -315,6 +349,11 @@ def run(cfg) -> list[dict]:
                     scalars = inputs[v["dist"]]
                     row["dist"] = v["dist"]
                     args = (bases, scalars)
+                    if v.get("short") or v.get("rows"):
+                        args, partner = _layout(group, v, bases, scalars), _layout_partner(spec)
+                        row.update(n=M.num_bases(args[0]), layout="rows" if v["rows"] else "affine")
+                        if partner != spec and partner in specs:
+                            row["ab_vs"] = partner
                     compiled_path = True
                     if spec == "sort":
                         fn = _sort_jit(batch, log_n)
@@ -329,7 +368,7 @@ def run(cfg) -> list[dict]:
                         row["est_device_gib"] = S.msm_device_bytes(1 << log_n, batch, group, "plain",
                                                                    config=v["config"]) / 2**30
                     else:
-                        fn, args, compiled_path = _variant(group, log_n, batch, spec, v, bases, scalars, row)
+                        fn, args, compiled_path = _variant(group, log_n, batch, spec, v, *args, row)
                     if compiled_path:
                         compiled, compile_s = bench.compile_timed(fn, *args)
                         out = compiled(*args)
@@ -366,7 +405,11 @@ def run(cfg) -> list[dict]:
                 if row["target_ms"] is not None:
                     row["meets_target"] = ms / batch <= row["target_ms"]
                 row.update(bench.profile_of(t))
-                if v["kind"] != "plain":  # A/B against the plain spec on the same scalars, when it ran first
+                partner = row.get("ab_vs")
+                if partner is not None and (v["dist"], partner) in times:  # the same MSM in the other layout
+                    row["ab_speedup"] = times[(v["dist"], partner)] / ms
+                    row["matches_plain"] = _same_point(curve, out, outs[partner])
+                elif v["kind"] != "plain":  # A/B against the plain spec on the same scalars, when it ran first
                     partner = v["plain"] if v["dist"] == "dense" else f"{v['plain']}:dist={v['dist']}"
                     if (v["dist"], partner) in times:
                         row["ab_vs"] = partner

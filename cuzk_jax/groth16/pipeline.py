@@ -267,9 +267,10 @@ class FinishPoints:
 class ResidentKey:
     """A proving key resident on the device with everything derived from it (cuzk's resident SRS entry).
 
-    * ``queries``: MSM phase name (:data:`MSMS`) -> bases, :class:`~cuzk_jax.ops.curve.Affine` of Montgomery limbs
-      on the device (``msm_l``'s bases cover the columns from ``num_inputs`` on; ``msm_h``'s as many points as
-      the H scalars);
+    * ``queries``: MSM phase name (:data:`MSMS`) -> bases on the device, Montgomery limbs: with the Pallas MSM
+      kernels on one device (:func:`rows_layout`) :class:`~cuzk_jax.ops.msm.BaseRows` (point-major, made once
+      here), else :class:`~cuzk_jax.ops.curve.Affine` (``msm_l``'s bases cover the columns from ``num_inputs`` on;
+      ``msm_h``'s as many points as the H scalars; :func:`cuzk_jax.ops.msm.num_bases` counts either);
     * ``tables``: MSM phase name -> :class:`WindowTable` (empty: plain MSMs);
     * ``r1cs``: the evaluator's :class:`~cuzk_jax.ops.r1cs.DeviceR1CS` (bellman form: the R1CS extended with the
       input constraints; snarkjs form: the zkey's A and B rows, no C);
@@ -516,6 +517,9 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
             c = config.window or ops_pre.window_bits(int(bases.inf.shape[-1]))
             pts = ops_pre.precompute(bases, MSMS[name], c=c, config=config.msm)
             tables[name] = WindowTable(c, jax.block_until_ready(pts))
+    if rows_layout(config, mesh):  # once per key, so no MSM copies its bases into the kernels' layout again
+        for name in list(queries):
+            queries[name] = ops_msm.base_rows(MSMS[name], queries.pop(name))  # the Affine is freed if unshared
     host_bases = None
     if config.msm == HOST_MSM:  # arkworks points, converted once per key (host memory, not device)
         host_bases = {name: [host_curve.to_arkworks(ref_g2 if MSMS[name] == "g2" else ref_g1, p) for p in
@@ -526,6 +530,16 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
                        constraint_name=constraint_name, verifier=verifier, mesh=mesh, device=device,
                        host_bases=host_bases, columns=columns, plan=plan, streamed=streamed, z_width=z_width,
                        eval_rows=eval_rows, h_tables=h_tables)
+
+
+def rows_layout(config: ProverConfig, mesh=None) -> bool:
+    """Whether a resident key holds its device queries as :class:`~cuzk_jax.ops.msm.BaseRows` (the Pallas MSM
+    kernels' point-major layout, read in place by every MSM) rather than as :class:`~cuzk_jax.ops.curve.Affine`
+    (which each Pallas MSM would copy into that layout, padded, per call): with the Pallas kernels on one device.
+    The XLA kernels gather coordinates (the Affine layout); a mesh keeps the Affine form its programs were written
+    for."""
+    return mesh is None and config.msm != HOST_MSM and getattr(config.msm, "kernel", None) in ("pallas",
+                                                                                               "pallas_interpret")
 
 
 def finish_points(pk) -> FinishPoints:
@@ -812,7 +826,7 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
         for name, group in MSMS.items():
             if name in rk.streamed or rk.tables.get(name) is not None:
                 continue
-            scalars = spec(8, P, int(np.shape(rk.queries[name].inf)[-1]))
+            scalars = spec(8, P, ops_msm.num_bases(rk.queries[name]))
             if _may_split(rk.config) and name in SPLIT_QUERIES:  # B1 and B2 share a shape: one compile
                 jobs.append((name, ("classify", scalars.shape),
                              lambda s=scalars: ops_split.classify_jit.lower(s).compile()))
