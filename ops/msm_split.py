@@ -53,7 +53,6 @@ N)``, scalars canonical uint32 ``(8, N)`` / ``(8, P, N)``, results :class:`Jacob
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import jax
