@@ -12,7 +12,8 @@ and it is what the plan's measured constants (:data:`cuzk_jax.groth16.plan.SPLIT
 
 Shapes: per partition, ``rows`` evaluations and ``vars`` witness values, and the bases of each query, as fractions
 of the domain taken from the ``porep_like/sector32g`` circuit (:data:`SECTOR_SHAPE`), every query at its full
-size (resident); the split MSM's capacity for "other" scalars is 1 % of its bases (the measured share), rounded up
+size (resident, in the layout the prover holds: :class:`~cuzk_jax.ops.msm.BaseRows` with the Pallas kernels,
+:func:`cuzk_jax.groth16.pipeline.rows_layout`); the split MSM's capacity for "other" scalars is 1 % of its bases (the measured share), rounded up
 to a power of two. The programs are the default prover configuration's (``MsmConfig`` / ``NttConfig`` of the
 platform). ``--impl`` restricts the programs (names or prefixes: ``h``, ``msm_h``, ``msm_l.split``).
 
@@ -59,7 +60,11 @@ def programs(log_n: int, batch: int, prover: str | None = None) -> list[tuple[st
     progs = pipeline.device_programs(None, "arkworks", n, ntt, msm)
     u32 = lambda *s: jax.ShapeDtypeStruct(s, jnp.uint32)  # noqa: E731
 
+    as_rows = pipeline.rows_layout(config)  # the layout the prover's resident key holds the bases in
+
     def bases(group, count):
+        if as_rows:
+            return ops_msm.BaseRows(u32(count, 24 if group == "g1" else 48))
         sh = (12, count) if group == "g1" else (2, 12, count)
         return curve.Affine(u32(*sh), u32(*sh), jax.ShapeDtypeStruct((count,), jnp.bool_))
 
