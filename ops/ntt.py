@@ -270,6 +270,30 @@ def scale_parts(n: int, first: int, ratio: int, *, eager: bool = True, cache: bo
     return cached(("geo", n, first % R, ratio % R), build, eager) if cache else build()
 
 
+def layout_scale_parts(n: int, first: int, ratio: int, digits: tuple, *, eager: bool = True):
+    """``(lo, hi_a, hi_b)`` of ``first ratio^e`` where ``e`` is the NATURAL index of each position of the pass-order
+    (digit-reversed) layout of a transform with ``digits`` (:func:`cuzk_jax.ops.ntt_network.plan`): position ``i =
+    r M_P + k`` (``k`` the last digit) holds natural index ``e = nat(r) + (n / M_P) k``, so ``first ratio^e =
+    hi_a[u] hi_b[v] lo[k]`` with ``r = u len(hi_b) + v`` -- ``lo[k] = ratio^((n/M_P) k)``, and ``hi_a`` / ``hi_b``
+    the powers over the leading digits' two halves in their reversed order (:func:`_transposed_impl`'s ``pre``).
+    Small tables (about ``2 sqrt(n / M_P) + M_P`` entries), made on the device (``eager=False``: in the trace)."""
+    del eager  # tiny tables: made in the caller's trace or eagerly alike
+    P = len(digits)
+    if P < 2:
+        raise ValueError("layout_scale_parts: a transform of one pass needs no layout scaling (use scale_parts)")
+    lead = digits[:-1]
+    a = (len(lead) + 1) // 2
+    top, bot = lead[:a], lead[a:]
+    Ma = 1 << sum(top)
+    with jax.enable_x64(True):
+        lo = _table_jit(_roots(1, pow(ratio, n >> digits[-1], R), digits[-1]), log_count=digits[-1])
+        ha = digit_reverse(_table_jit(_roots(first, ratio, sum(top)), log_count=sum(top))[:, None],
+                           tuple(reversed(top)))[:, 0]
+        hb = (digit_reverse(_table_jit(_roots(1, pow(ratio, Ma, R), sum(bot)), log_count=sum(bot))[:, None],
+                            tuple(reversed(bot)))[:, 0] if bot else constant(1))
+    return lo, ha, hb
+
+
 def constant(v: int) -> jax.Array:
     """``(8, 1)`` Montgomery form of ``v`` (a 32-byte constant)."""
     return _mont([v])
@@ -286,10 +310,23 @@ def gather(a, idx, axis: int = -1):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _xla_pass(X, T, *, s: int, n: int, R_: int, twiddle: bool, schedule: str):
+def _fourstep(X, T, *, n: int, R_: int, f):
+    """``X`` ``(8, BR, M, C)`` times the four-step twiddle ``w_n^(k j R_)`` (``T`` the ``(8, n/2)`` root table)."""
+    _, _, M, C = X.shape
+    ex = fourstep_exponents(M, C, R_, n)
+    half = n // 2
+    tw = gather(T, (ex & U32(half - 1)).reshape(-1)).reshape(LIMBS, 1, M, C)
+    Y = f.mul(X, jnp.broadcast_to(tw, X.shape))
+    return jnp.where((ex >= U32(half))[None, None], f.neg(Y), Y)  # w^(e + n/2) = -w^e
+
+
+def _xla_pass(X, T, *, s: int, n: int, R_: int, twiddle: bool, schedule: str, transposed: bool = False):
     """One pass on ``X`` ``(8, BR, M, C)``: M-point NTT along axis 2 (natural order in and out), then the four-step
-    twiddle if ``twiddle``. ``T`` is the ``(8, n/2)`` root table."""
+    twiddle if ``twiddle`` (``transposed``: the twiddle first, the pass's transpose). ``T`` is the ``(8, n/2)`` root
+    table."""
     f = fr.with_schedule(schedule)
+    if twiddle and transposed:
+        X = _fourstep(X, T, n=n, R_=R_, f=f)
     _, BR, M, C = X.shape
     h = M // 2
     stride = n // M  # w_M = w_n^stride
@@ -309,13 +346,56 @@ def _xla_pass(X, T, *, s: int, n: int, R_: int, twiddle: bool, schedule: str):
         return jnp.concatenate([f.add(e, p), f.sub(e, p)], axis=2)
 
     X = lax.fori_loop(1, s, stage, X)
-    if twiddle:
-        ex = fourstep_exponents(M, C, R_, n)
-        half = n // 2
-        tw = gather(T, (ex & U32(half - 1)).reshape(-1)).reshape(LIMBS, 1, M, C)
-        Y = f.mul(X, jnp.broadcast_to(tw, X.shape))
-        X = jnp.where((ex >= U32(half))[None, None], f.neg(Y), Y)  # w^(e + n/2) = -w^e
+    if twiddle and not transposed:
+        X = _fourstep(X, T, n=n, R_=R_, f=f)
     return X
+
+
+def _transposed_impl(x, T, pre=None, *, log_n: int, config: NttConfig):
+    """The transform of ``x`` ``(8, B, n)`` given in PASS order (the digit-reversed layout :func:`_passes_impl`
+    leaves with ``natural=False``), natural order out, without a digit reversal: the DFT matrix is symmetric, so
+    with ``F = Rev P_P ... P_1`` (the passes, then the reversal) ``F Rev = P_1^T ... P_P^T``, and each pass's
+    transpose is its twiddle then its sub-transform (:func:`cuzk_jax.ops.pallas.ntt.sub_transform`,
+    ``transposed``). ``pre = (lo, hi_a, hi_b)``: :func:`layout_scale_parts`' factors, applied on the load of the
+    first pass run (the last digit's); for a transform of one pass, :func:`scale_parts`' pair. ``T`` in the
+    kernel's layout (:func:`kernel_table`)."""
+    n = 1 << log_n
+    B = x.shape[1]
+    digits = plan(log_n, config.sub_log())
+    if len(digits) <= 1:  # one pass: pass order is natural order (``pre``: scale_parts' pair)
+        return _passes_impl(x, T, pre, log_n=log_n, config=config, kernel_layout=True)
+    Rs = [1]
+    for s in digits[:-1]:
+        Rs.append(Rs[-1] << s)
+    for p in reversed(range(len(digits))):
+        s, R_ = digits[p], Rs[p]
+        M = 1 << s
+        C = n // (R_ * M)
+        X = x.reshape(LIMBS, B * R_, M, C)
+        first = p == len(digits) - 1
+        if config.kernel == "xla":
+            if first and pre is not None:
+                X = _scale_rows(X, *pre, R_=R_, schedule=config.schedule)
+            X = _xla_pass(X, T, s=s, n=n, R_=R_, twiddle=C > 1, schedule=config.schedule, transposed=True)
+        else:
+            from cuzk_jax.ops.pallas import ntt as pntt
+
+            X = pntt.sub_transform(X, T, s=s, n=n, R_=R_, twiddle=C > 1, pre=pre if first else None,
+                                   interpret=config.kernel == "pallas_interpret", block=config.block,
+                                   num_warps=config.warps, transposed=True)
+        x = X.reshape(LIMBS, B, n)
+    return x
+
+
+def _scale_rows(X, lo, hi_a, hi_b, *, R_: int, schedule: str):
+    """``X`` ``(8, B R_, M, 1)`` times ``hi_a[u] hi_b[v] lo[k]`` at row ``r`` (``r mod R_ = u len(hi_b) + v``), row
+    ``k``: the XLA twin of the kernel's row pre-scaling."""
+    f = fr.with_schedule(schedule)
+    _, BR, M, _ = X.shape
+    h = f.mul(jnp.repeat(hi_a, hi_b.shape[-1], axis=-1), jnp.tile(hi_b, (1, hi_a.shape[-1])))  # (8, R_)
+    fac = f.mul(jnp.broadcast_to(h[:, :, None], (LIMBS, R_, M)), jnp.broadcast_to(lo[:, None, :], (LIMBS, R_, M)))
+    Y = X.reshape(LIMBS, BR // R_, R_, M)
+    return f.mul(Y, jnp.broadcast_to(fac[:, None], Y.shape)).reshape(X.shape)
 
 
 def _passes_impl(x, T, pre=None, post=None, *, log_n: int, config: NttConfig, natural: bool = True,

@@ -29,11 +29,13 @@ config, form) whose tables (roots, coset powers) are arguments (:mod:`cuzk_jax.o
     c are the evaluations in snarkjs's domain order (``a[i]`` at ``w_n^i`` with the generator-5 root), as snarkjs
     builds them from the zkey's coefficient section (``c = a * b`` pointwise for a satisfied witness).
 
-Fusion: the coset NTTs leave their evaluations in pass order (:func:`cuzk_jax.ops.ntt.passes` with
-``natural=False``): the pointwise step ``A B - C`` does not care about order, so it runs first and only ``P`` (a
-third of the data) goes through the digit reversal; the ``1/n`` of the first iNTT and the coset powers
-are one pointwise scaling fused into the first pass of the coset NTT (in the kernel on the Pallas path), and
-``1/n``, ``1/Z_H(g)`` and ``g^-k`` of the last iNTT one more (XLA fuses it with that iNTT's digit reversal).
+Order and fusion: one digit reversal per step, not five. Each coset program's first transform leaves the
+coefficients in pass order (digit-reversed, :func:`cuzk_jax.ops.ntt.passes` with ``natural=False``) and its second
+runs the passes' transposes, which take pass order to natural order (:func:`cuzk_jax.ops.ntt._transposed_impl`:
+the DFT matrix is symmetric), so the coset evaluations come out natural with no reversal in between; the ``1/n``
+of the first iNTT and the coset powers are one pointwise scaling by layout position fused into the load of the
+second transform's first pass (in the kernel on the Pallas path). The pointwise ``A B - C`` then reads natural
+order, and only the last iNTT's output is digit-reversed, with its ``1/n``, ``1/Z_H(g)`` and ``g^-k`` fused in.
 
 Tables (:class:`HTables`, :func:`h_tables`): the H step needs ONE root table, the forward one: an inverse
 transform is a forward one of the index-negated input, ``iNTT(x)[i] = NTT(x')[i] / n`` with ``x'[j] = x[-j mod n]``
@@ -87,8 +89,10 @@ class HTables(NamedTuple):
     * ``roots``: ``w^e`` for ``e < n/2`` (Montgomery), the FORWARD root table of the form's generator, in the
       kernel's layout (:func:`cuzk_jax.ops.ntt.kernel_table`); every transform of the step is a forward one (module
       doc);
-    * ``shift``: ``(lo, hi)`` scaling parts (:func:`cuzk_jax.ops.ntt.scale_parts`) of ``(1/n) g^j``: the first
-      transform's ``n`` and the coset shift, applied in the coset transform's first pass;
+    * ``shift``: the scaling parts of ``(1/n) g^j`` (the first transform's ``n`` and the coset shift), applied on
+      the load of the coset transform's first pass: for a transform of several passes ``(lo, hi_a, hi_b)`` by
+      layout position (:func:`cuzk_jax.ops.ntt.layout_scale_parts`: the coefficients arrive in pass order), for
+      one pass ``(lo, hi)`` (:func:`cuzk_jax.ops.ntt.scale_parts`);
     * ``out``: ``(lo, hi)`` of ``(1/n) / Z_H(g) * g^-j`` (arkworks form: the last transform's scaling); for
       snarkjs's form a dummy pair of length 1 (its step ends before that transform).
     """
@@ -102,13 +106,21 @@ class HTables(NamedTuple):
         return int(sum(leaf.nbytes for leaf in jax.tree_util.tree_leaves(self)))
 
 
-def table_bytes(n: int, form: str = "arkworks") -> int:
-    """Device bytes of :func:`h_tables` for a domain of ``n``: the ``n/2``-entry root table (32 B an entry) and
-    the scaling parts (two of ``~sqrt(n)`` entries each; snarkjs's output pair is two constants)."""
+def table_bytes(n: int, form: str = "arkworks", config: NttConfig | None = None) -> int:
+    """Device bytes of :func:`h_tables` for a domain of ``n`` and the NTT ``config`` (None: an upper bound for any):
+    the ``n/2``-entry root table (32 B an entry) and the scaling parts -- the output's two of ``~sqrt(n)`` entries
+    (snarkjs's form: two constants), the coset shift's the same for a one-pass transform, else three by layout
+    position (:func:`cuzk_jax.ops.ntt.layout_scale_parts`: fewer entries)."""
     log_n = N.log2_size(n)
     c = (log_n + 1) // 2
     parts = 32 * ((1 << c) + (1 << (log_n - c)))
-    return 32 * max(n // 2, 1) + parts + (parts if form == "arkworks" else 64)
+    shift = parts
+    digits = N.plan(log_n, NttConfig.coerce(config).sub_log()) if config is not None else ()
+    if config is not None and _layout_shift(n, NttConfig.coerce(config)):
+        lead = digits[:-1]
+        a = (len(lead) + 1) // 2
+        shift = 32 * ((1 << digits[-1]) + (1 << sum(lead[:a])) + (1 << sum(lead[a:])))
+    return 32 * max(n // 2, 1) + shift + (parts if form == "arkworks" else 64)
 
 
 def h_tables(n: int, *, form: str = "arkworks", g: int = COSET_GENERATOR, config: NttConfig | None = None,
@@ -118,7 +130,11 @@ def h_tables(n: int, *, form: str = "arkworks", g: int = COSET_GENERATOR, config
     config = NttConfig.coerce(config)
     generator, shift, out = _form_roots(n, form, g)
     roots = N.kernel_table(N.twiddles(n, False, generator, eager=eager, cache=False), config)
-    shift_parts = N.scale_parts(n, N.inv_mod_r(n), shift, eager=eager, cache=False)
+    digits = N.plan(N.log2_size(n), config.sub_log())
+    if _layout_shift(n, config):  # the coset transform reads the coefficients in pass order: by layout position
+        shift_parts = N.layout_scale_parts(n, N.inv_mod_r(n), shift, digits, eager=eager)
+    else:
+        shift_parts = N.scale_parts(n, N.inv_mod_r(n), shift, eager=eager, cache=False)
     out_parts = (N.scale_parts(n, *out, eager=eager, cache=False) if out is not None
                  else (N.constant(1), N.constant(1)))
     return HTables(roots, shift_parts, out_parts)
@@ -132,20 +148,24 @@ def _negate_index(x, n: int):
 
 
 def _coset_body(x, tables: HTables, *, log_n: int, config: NttConfig):
-    """The coset evaluations of ``x`` ``(8, B, m)`` (``m <= n``, zero-padded), in pass order: the forward transform
-    of the index-negated input (``n`` times the coefficients, module doc), ``* (1/n) shift^j`` (onto the coset,
-    fused into the first pass of the second transform: on the H200 far cheaper than fusing it into the first
-    transform's digit reversal, REMOVED_VARIANTS.md), the forward transform."""
+    """The coset evaluations of ``x`` ``(8, B, m)`` (``m <= n``, zero-padded), in natural order, with no digit
+    reversal: the forward transform of the index-negated input left in pass order (``n`` times the coefficients,
+    digit-reversed; module doc), ``* (1/n) shift^j`` by layout position (fused into the load of the second
+    transform's first pass), the second transform run as the passes' transposes from that order to natural order
+    (:func:`cuzk_jax.ops.ntt._transposed_impl`)."""
     n = 1 << log_n
     x = _negate_index(x, n)
-    coef = N._passes_impl(x, tables.roots, log_n=log_n, config=config, kernel_layout=True)  # n * coefficients
-    return N._passes_impl(coef, tables.roots, tables.shift, log_n=log_n, config=config, natural=False,
-                          kernel_layout=True)
+    if config.coset == "reversed":  # NttConfig.coset: natural coefficients, evaluations left in pass order
+        coef = N._passes_impl(x, tables.roots, log_n=log_n, config=config, kernel_layout=True)
+        return N._passes_impl(coef, tables.roots, tables.shift, log_n=log_n, config=config, natural=False,
+                              kernel_layout=True)
+    coef = N._passes_impl(x, tables.roots, log_n=log_n, config=config, natural=False, kernel_layout=True)
+    return N._transposed_impl(coef, tables.roots, tables.shift, log_n=log_n, config=config)
 
 
 def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, form: str, scalars: bool = False):
-    """``P = A B - C`` pointwise on the coset evaluations (pass order), natural order; for ``form == "arkworks"``
-    then the inverse transform (the forward one of the index-negated ``P``) and ``* tables.out``.
+    """``P = A B - C`` pointwise on the coset evaluations (natural order); for ``form == "arkworks"`` then the
+    inverse transform (the forward one of the index-negated ``P``) and ``* tables.out``.
 
     ``scalars``: return what the H MSM takes instead -- canonical limbs (not Montgomery) and, for arkworks' form,
     the first ``n - 1`` coefficients (bellman): the last scaling's small ``lo`` table is taken out of Montgomery
@@ -160,7 +180,8 @@ def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, 
         f = F.fr.with_schedule(config.schedule)
         # in windows (ops.field.map_last_axis): over a whole 2^27 domain this product held 64 GiB of temporaries
         P = F.map_last_axis(lambda a, b, c: f.sub(f.mul(a, b), c), ea, eb, ec)
-    P = N.digit_reverse(P, N.plan(log_n, config.sub_log()))
+    if config.coset == "reversed":  # the coset evaluations came in pass order
+        P = N.digit_reverse(P, N.plan(log_n, config.sub_log()))
     if form == "snarkjs":
         return F.map_last_axis(F.fr.with_schedule(config.schedule).from_mont, P) if scalars else P
     lo, hi = tables.out
@@ -181,6 +202,12 @@ def _h_impl(abc, tables: HTables, *, log_n: int, nb: int, config: NttConfig, for
 _h_jit = jax.jit(_h_impl, static_argnames=("log_n", "nb", "config", "form"))
 
 
+def _layout_shift(n: int, config: NttConfig) -> bool:
+    """Whether the coset shift is scaled by layout position (:func:`h_tables`): transposed coset programs of
+    several passes."""
+    return config.coset == "transposed" and len(N.plan(N.log2_size(n), config.sub_log())) > 1
+
+
 def _tables_for(tables, n: int, form: str, g: int, config: NttConfig, eager: bool) -> HTables:
     """The caller's tables, or (None) ones made here: cached device arrays when called eagerly (freed by
     :func:`cuzk_jax.ops.ntt.clear_cache`), a build inside the trace otherwise."""
@@ -188,11 +215,13 @@ def _tables_for(tables, n: int, form: str, g: int, config: NttConfig, eager: boo
         half = max(n // 2, 1)
         want = (LIMBS, half) if config.kernel == "xla" else (half, LIMBS)
         got = tuple(getattr(getattr(tables, "roots", None), "shape", ()))
-        if not isinstance(tables, HTables) or got != want:
-            raise BadInput(f"ops.qap: tables must be h_tables(n={n}, config={config}) (root table of shape {want}), "
-                           f"got {type(tables).__name__} with roots {got}")
+        parts = 3 if _layout_shift(n, config) else 2  # the shift's form for these passes
+        if not isinstance(tables, HTables) or got != want or len(tables.shift) != parts:
+            raise BadInput(f"ops.qap: tables must be h_tables(n={n}, config={config}) (root table of shape {want}, "
+                           f"{parts} shift parts), got {type(tables).__name__} with roots {got}")
         return tables
-    return N.cached(("h", n, form, g % R, config.kernel != "xla"),
+    return N.cached(("h", n, form, g % R, config.kernel != "xla", N.plan(N.log2_size(n), config.sub_log()),
+                     config.coset),
                     lambda: h_tables(n, form=form, g=g, config=config, eager=eager), eager)
 
 
@@ -264,7 +293,7 @@ _finish_jit = jax.jit(_h_from_evaluations_impl, static_argnames=("n", "config", 
 def coset_evaluations(x, n: int, *, config: NttConfig | None = None, form: str = "arkworks",
                       tables: HTables | None = None):
     """One of a, b, c (Montgomery ``(8, *batch, m)``, ``m <= n``; zero-padded to ``n`` inside the program) -> its
-    evaluations on the form's coset, ``(8, *batch, n)`` in the transform's pass order (only
+    evaluations on the form's coset, ``(8, *batch, n)`` in natural order (only
     :func:`h_from_evaluations` reads them). ``tables``: :func:`h_tables` of ``(n, form, config)`` (None: cached
     ones made here)."""
     config = NttConfig.coerce(config)

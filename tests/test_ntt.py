@@ -230,6 +230,42 @@ def test_pallas_pass_matches_xla_pass():
     assert not bool(jnp.all(got == x))
 
 
+@pytest.mark.parametrize("kernel", ["xla", pytest.param("pallas_interpret", marks=pytest.mark.slow)])
+@pytest.mark.usefixtures("no_persistent_cache")
+@isolated
+def test_transposed_passes_take_pass_order_to_natural(kernel):
+    """The passes' transposes, last digit first (``_transposed_impl``), turn a transform's input given in PASS
+    order (what ``passes(..., natural=False)`` leaves: digit-reversed) into natural-order output with no digit
+    reversal, and ``layout_scale_parts`` scales it by natural index on the way in: ``NTT(first ratio^i c_i)`` of
+    the natural-order ``c``, for 2^7 as 3 + 2 + 2 bits (three passes; the kernel with 2-column tiles and several
+    rows per program) and 2^5 as 3 + 2. Negative twins: the scaling refused on a transform of one pass, a table
+    of the wrong length refused by the kernel."""
+    rng = random.Random(77)
+    for log_n, block in ((7, 16), (5, 8)):
+        n = 1 << log_n
+        cfg = NttConfig.coerce(NttConfig(kernel, sub=3, block=block))
+        digits = N.plan(log_n, 3)
+        vals = rows(rng, n)
+        first, ratio = rng.randrange(1, R), rng.randrange(1, R)
+        T = N.kernel_table(N.twiddles(n), cfg)
+        with jax.enable_x64(True):
+            layout = N._passes_impl(to_arr(vals), T, log_n=log_n, config=cfg, natural=False, kernel_layout=True)
+            assert from_arr(N.digit_reverse(layout, digits)) == [RN.ntt(v) for v in vals]  # pass order indeed
+            pre = N.layout_scale_parts(n, first, ratio, digits)
+            got = from_arr(N._transposed_impl(layout, T, pre, log_n=log_n, config=cfg))
+        want = [RN.ntt([c * first * pow(ratio, i, R) % R for i, c in enumerate(RN.ntt(v))]) for v in vals]
+        assert got == want, (log_n, kernel)
+    with pytest.raises(ValueError, match="one pass"):
+        N.layout_scale_parts(8, 1, 3, (3,))
+    if kernel != "xla":
+        from cuzk_jax.ops.pallas import ntt as P
+
+        lo, ha, hb = N.layout_scale_parts(32, 1, 3, (3, 2))
+        with pytest.raises(ValueError, match="row pre-scaling"):
+            P.sub_transform(jnp.zeros((8, 8, 8, 1), jnp.uint32), T, s=3, n=32, R_=4, twiddle=False, interpret=True,
+                            pre=(lo[:, :4], ha, hb), transposed=True)
+
+
 @pytest.mark.parametrize("s,C,twiddle", [(3, 64, True), (3, 1, False)])
 def test_pallas_kernel_lowers_to_triton(s, C, twiddle):
     """Lower the kernel (the PTX field of the GPU schedule) for CUDA on this GPU-less machine (Pallas -> Triton IR), so a
@@ -256,6 +292,33 @@ def test_pallas_kernel_lowers_to_triton(s, C, twiddle):
             jax.ShapeDtypeStruct((n // 2, 8), jnp.uint32))
     text = exp.mlir_module()
     assert "xla.gpu.triton" in text and "madc.hi.cc.u32" in text
+
+
+def test_transposed_pass_kernels_lower_to_triton():
+    """The transposed pass (twiddle on load) and its row pre-scaling lower for CUDA with the PTX field (the run is
+    the interpreter twin's, above; on a GPU ``bench --op=h``)."""
+    from jax import export
+
+    from cuzk_jax.ops.pallas import ntt as P
+
+    try:
+        from jax.experimental.pallas import triton  # noqa: F401
+    except ImportError:
+        pytest.skip("Pallas Triton backend not available")
+    n = 1 << 12
+    S = jax.ShapeDtypeStruct
+    u32 = jnp.uint32
+    cases = ((lambda x, w, lo, ha, hb: P.sub_transform(x, w, s=3, n=n, R_=n // 8, twiddle=False, triton=True,
+                                                         pre=(lo, ha, hb), transposed=True),
+              (S((8, 2 * n // 8, 8, 1), u32), S((n // 2, 8), u32), S((8, 8), u32), S((8, 32), u32), S((8, 16), u32))),
+             (lambda x, w: P.sub_transform(x, w, s=3, n=n, R_=8, twiddle=True, triton=True, transposed=True),
+              (S((8, 16, 8, n // 64), u32), S((n // 2, 8), u32))))
+    for fn, args in cases:
+        with jax.enable_x64(True):
+            exp = export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=[
+                export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
+        text = exp.mlir_module()
+        assert "xla.gpu.triton" in text and "madc.hi.cc.u32" in text
 
 
 def test_snarkjs_roots():

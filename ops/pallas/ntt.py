@@ -49,9 +49,11 @@ def _bcast(a, shape):
     return [jnp.broadcast_to(v, shape) for v in a]
 
 
-def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twiddle: bool, pre: bool,
-            interpret: bool):
-    """One ``(Rb, M, Cb)`` tile as ``M`` lane arrays (module docstring); ``w_ref`` the limb-minor root table."""
+def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twiddle: bool, pre: str | None,
+            interpret: bool, transposed: bool = False):
+    """One ``(Rb, M, Cb)`` tile as ``M`` lane arrays (module docstring); ``w_ref`` the limb-minor root table.
+    ``pre``: None, ``"cols"`` (a first pass's scaling by transform index) or ``"rows"`` (a transposed last pass's
+    scaling by layout position, :func:`sub_transform`); ``transposed``: the four-step twiddle on load."""
     f = _field(interpret)
     M = 1 << s
     col0 = (pl.program_id(0) % nc) * Cb
@@ -67,7 +69,18 @@ def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twid
 
     rows = [[x_ref[l, :, k, :].astype(f.dtype) for l in range(LIMBS)] for k in range(M)]
     j = (jax.lax.broadcasted_iota(jnp.int32, (1, Cb), 1) + col0).astype(U32)  # global column, per lane
-    if pre:  # x[k, j] * hi[i >> c] * lo[i mod 2^c], i = k C + j (the first pass: R_ = 1)
+    if pre == "rows":  # x[r, k] * hi_a[u] hi_b[v] lo[k], (r mod R_) = u 2^vb + v (C = 1: one lane per row r)
+        lo_ref, ha_ref, hb_ref, o_ref = refs
+        vb = hb_ref.shape[1].bit_length() - 1
+        row0 = (pl.program_id(0) // nc) * Rb
+        r = (jax.lax.broadcasted_iota(jnp.int32, shape, 0) + row0).astype(U32) & U32(R_ - 1)
+        ha = [ha_ref[l, (r >> U32(vb)).astype(jnp.int32)].astype(f.dtype) for l in range(LIMBS)]
+        hb = [hb_ref[l, (r & U32((1 << vb) - 1)).astype(jnp.int32)].astype(f.dtype) for l in range(LIMBS)]
+        h = f.mul(ha, hb)
+        for k in range(M):
+            lo = [lo_ref[l, k].astype(f.dtype) for l in range(LIMBS)]
+            rows[k] = f.mul(rows[k], f.mul(h, _bcast(lo, shape)))
+    elif pre == "cols":  # x[k, j] * hi[i >> c] * lo[i mod 2^c], i = k C + j (the first pass: R_ = 1)
         lo_ref, hi_ref, o_ref = refs
         c = lo_ref.shape[1].bit_length() - 1
         for k in range(M):
@@ -77,6 +90,9 @@ def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twid
             rows[k] = f.mul(rows[k], _bcast(f.mul(hi, lo), shape))
     else:
         (o_ref,) = refs
+    if twiddle and transposed:  # the transposed pass: the four-step factor on the input rows (module docstring)
+        for k in range(1, M):
+            rows[k] = f.mul(rows[k], _bcast(signed_roots((U32(k * R_) * j) & U32(n - 1)), shape))
     a = [rows[bitrev_int(k, s)] for k in range(M)]
     for q in range(1, s + 1):
         h = 1 << (q - 1)
@@ -87,7 +103,7 @@ def _kernel(x_ref, w_ref, *refs, n: int, s: int, R_: int, Cb: int, nc: int, twid
                 if tw is not None:
                     v = f.mul(v, tw)
                 a[b + t], a[b + t + h] = f.add(u, v), f.sub(u, v)
-    if twiddle:  # one gather per element (cheaper on the H200 than one per lane and its powers: REMOVED_VARIANTS.md)
+    if twiddle and not transposed:  # one gather per element (cheaper on the H200 than one per lane and its powers)
         for k in range(1, M):
             a[k] = f.mul(a[k], _bcast(signed_roots((U32(k * R_) * j) & U32(n - 1)), shape))
     for k in range(M):
@@ -111,7 +127,8 @@ def _compiler_params(num_warps, triton: bool | None):
 
 
 def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, interpret: bool = False,
-                  block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None):
+                  block: int = DEFAULT_BLOCK, num_warps: int | None = 8, triton: bool | None = None,
+                  transposed: bool = False):
     """One pass on ``x`` ``(8, BR, M, C)`` (``M = 2^s``): the M-point NTT along axis 2 with root ``w_n^(n/M)``, then
     (``twiddle``) the four-step factor ``w_n^(k j R_)``; same shape out. See the module docstring.
 
@@ -123,21 +140,37 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
     lanes); ``triton`` forces (True) or omits (False) the Triton compiler parameters, default: on when the default
     backend is a GPU (used to lower for CUDA on a machine without one). Each element's four-step twiddle
     ``w^(k j R_)`` is gathered from ``w``.
+
+    ``transposed``: the pass's transpose instead -- the four-step factor ``w_n^(k j R_)`` multiplies input row
+    ``k`` BEFORE the M-point NTT (both factors are symmetric matrices, so the transpose of "NTT then twiddle" is
+    "twiddle then NTT"): :func:`cuzk_jax.ops.ntt.passes` with ``transposed=True`` runs the passes so, last to
+    first, to take digit-reversed input to natural output. Its first pass (the last digit, ``C = 1``) may scale by
+    layout position: ``pre = (lo, hi_a, hi_b)`` multiplies row ``k`` of batch row ``r`` by ``hi_a[u] hi_b[v]
+    lo[k]`` with ``r mod R_ = u len(hi_b) + v`` (``len(lo) = M``, ``len(hi_a) len(hi_b) = R_``).
     """
     _, BR, M, C = x.shape
     if M != 1 << s:
         raise ValueError(f"sub_transform: axis 2 has {M} points, expected 2^{s}")
     if block <= 0 or block & (block - 1):
         raise ValueError(f"block must be a power of two, got {block}")
-    if pre is not None and (R_ != 1 or pre[0].shape[1] * pre[1].shape[1] != M * C):
-        raise ValueError("sub_transform: pre-scaling applies to a first pass (R_ = 1, len(lo) len(hi) = M C)")
+    kind = None
+    if pre is not None and len(pre) == 3:
+        kind = "rows"
+        if C != 1 or pre[0].shape[1] != M or pre[1].shape[1] * pre[2].shape[1] != R_:
+            raise ValueError("sub_transform: row pre-scaling applies to a last pass (C = 1, len(lo) = M, "
+                             "len(hi_a) len(hi_b) = R_)")
+    elif pre is not None:
+        kind = "cols"
+        if R_ != 1 or pre[0].shape[1] * pre[1].shape[1] != M * C:
+            raise ValueError("sub_transform: pre-scaling applies to a first pass (R_ = 1, len(lo) len(hi) = M C)")
     tables = [w] + ([] if pre is None else list(pre))
     with jax.enable_x64(True):
-        return _pass_program(s, n, R_, twiddle, interpret, block, num_warps, triton)(x, *tables)
+        return _pass_program(s, n, R_, twiddle, interpret, block, num_warps, triton, kind, transposed)(x, *tables)
 
 
 @functools.lru_cache(maxsize=None)
-def _pass_program(s: int, n: int, R_: int, twiddle: bool, interpret: bool, block: int, num_warps, triton):
+def _pass_program(s: int, n: int, R_: int, twiddle: bool, interpret: bool, block: int, num_warps, triton,
+                  pre: str | None = None, transposed: bool = False):
     """One pass as a jitted function of ``(x, w[, lo, hi])``: JAX lowers a jitted function once per program for
     each input shape, so identical passes of one program (the coset step's two transforms share all but their
     first pass) share one Triton compile instead of one each."""
@@ -148,8 +181,8 @@ def _pass_program(s: int, n: int, R_: int, twiddle: bool, interpret: bool, block
         Cb = min(C, lanes)
         nc = C // Cb
         Rb = math.gcd(BR, lanes // Cb)  # a power of two (lanes // Cb is one) dividing the batch-row count
-        kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, pre=len(tables) > 1,
-                                   interpret=interpret)
+        kernel = functools.partial(_kernel, n=n, s=s, R_=R_, Cb=Cb, nc=nc, twiddle=twiddle, pre=pre,
+                                   interpret=interpret, transposed=transposed)
         spec = pl.BlockSpec((LIMBS, Rb, M, Cb), lambda i: (0, i // nc, 0, i % nc))
         return pl.pallas_call(
             kernel,
