@@ -23,6 +23,7 @@ plan's estimate of the same program's temporaries, where it has one), fits (``pl
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 #: porep_like/sector32g per domain point (2^27): 131,021,290 rows, 130,139,186 variables; bases kept per query;
@@ -60,7 +61,8 @@ def programs(log_n: int, batch: int, prover: str | None = None) -> list[tuple[st
     progs = pipeline.device_programs(None, "arkworks", n, ntt, msm)
     u32 = lambda *s: jax.ShapeDtypeStruct(s, jnp.uint32)  # noqa: E731
 
-    as_rows = pipeline.rows_layout(config)  # the layout the prover's resident key holds the bases in
+    # the layout the prover's resident key holds the bases in (the resolved MSM config's kernel decides)
+    as_rows = pipeline.rows_layout(dataclasses.replace(config, msm=msm))
 
     def bases(group, count):
         if as_rows:
