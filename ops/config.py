@@ -172,13 +172,9 @@ class NttConfig:
     (:func:`cuzk_jax.ops.pallas.field_mul.mul_sub`; Pallas kernels only); None (default): ``"kernel"`` with the
     compiled Pallas kernels (it won the split H step at 2^27 on the H200, ``bench/results/RESULTS.md`` session
     24), ``"xla"`` otherwise (the interpreter's twin stays the tests' choice). Same results either way.
-    ``coset``: how the H step's coset programs (:mod:`cuzk_jax.ops.qap`) order their two transforms:
-    ``"transposed"`` (default) -- the first leaves the coefficients in pass order and the second runs the passes'
-    transposes, so no digit reversal is needed before the pointwise step; ``"reversed"`` -- the first is digit
-    reversed to natural order and the second leaves pass order, which the finishing program reverses (two
-    reversals per vector more). Both multiply by ``shift^j / n`` on the load of the second transform's first pass.
     Not configurable: a natural-order transform's digit order becomes natural order by the blocked digit reversal
-    (:func:`cuzk_jax.ops.ntt_network.digit_reverse`).
+    (:func:`cuzk_jax.ops.ntt_network.digit_reverse`), and the H step's coset programs run their second transform as
+    the passes' transposes from pass order (:mod:`cuzk_jax.ops.qap`: no reversal between the two transforms).
     """
 
     kernel: str = "xla"
@@ -187,13 +183,10 @@ class NttConfig:
     schedule: str | None = None
     sub: int | None = None
     finish: str | None = None
-    coset: str = "transposed"
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown NttConfig kernel {self.kernel!r}; expected one of {KERNELS}")
-        if self.coset not in ("transposed", "reversed"):
-            raise ValueError(f"NttConfig.coset must be transposed or reversed, got {self.coset!r}")
         if self.sub is not None and (not isinstance(self.sub, int) or not 1 <= self.sub <= 32):
             raise ValueError(f"NttConfig.sub must be an int in 1..32 or None, got {self.sub!r}")
         for name in ("block", "warps"):
@@ -231,7 +224,7 @@ class NttConfig:
     @classmethod
     def parse(cls, text: str) -> "NttConfig":
         """``"xla"``, ``"pallas"``, ``"pallas_interpret"``, with options ``:block=B:warps=W:sub=S`` (positive ints),
-        ``:schedule=unrolled|rolled``, ``:finish=xla|kernel`` and ``:coset=transposed|reversed``."""
+        ``:schedule=unrolled|rolled`` and ``:finish=xla|kernel``."""
         kernel, pairs = _split(text, "NttConfig")
         kw = {}
         for key, val in pairs:
@@ -241,11 +234,11 @@ class NttConfig:
                 if val not in SCHEDULES:
                     raise ValueError(f"bad value in schedule={val!r} of {text!r}: expected one of {SCHEDULES}")
                 kw[key] = val
-            elif key in ("finish", "coset"):
+            elif key == "finish":
                 kw[key] = val
             else:
                 raise ValueError(f"unknown NttConfig option {key!r} in {text!r}; expected block, warps, schedule, "
-                                 f"sub, finish, coset")
+                                 f"sub, finish")
         return cls(kernel, **kw)
 
     @classmethod

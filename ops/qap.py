@@ -155,10 +155,6 @@ def _coset_body(x, tables: HTables, *, log_n: int, config: NttConfig):
     (:func:`cuzk_jax.ops.ntt._transposed_impl`)."""
     n = 1 << log_n
     x = _negate_index(x, n)
-    if config.coset == "reversed":  # NttConfig.coset: natural coefficients, evaluations left in pass order
-        coef = N._passes_impl(x, tables.roots, log_n=log_n, config=config, kernel_layout=True)
-        return N._passes_impl(coef, tables.roots, tables.shift, log_n=log_n, config=config, natural=False,
-                              kernel_layout=True)
     coef = N._passes_impl(x, tables.roots, log_n=log_n, config=config, natural=False, kernel_layout=True)
     return N._transposed_impl(coef, tables.roots, tables.shift, log_n=log_n, config=config)
 
@@ -180,8 +176,6 @@ def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, 
         f = F.fr.with_schedule(config.schedule)
         # in windows (ops.field.map_last_axis): over a whole 2^27 domain this product held 64 GiB of temporaries
         P = F.map_last_axis(lambda a, b, c: f.sub(f.mul(a, b), c), ea, eb, ec)
-    if config.coset == "reversed":  # the coset evaluations came in pass order
-        P = N.digit_reverse(P, N.plan(log_n, config.sub_log()))
     if form == "snarkjs":
         return F.map_last_axis(F.fr.with_schedule(config.schedule).from_mont, P) if scalars else P
     lo, hi = tables.out
@@ -203,9 +197,8 @@ _h_jit = jax.jit(_h_impl, static_argnames=("log_n", "nb", "config", "form"))
 
 
 def _layout_shift(n: int, config: NttConfig) -> bool:
-    """Whether the coset shift is scaled by layout position (:func:`h_tables`): transposed coset programs of
-    several passes."""
-    return config.coset == "transposed" and len(N.plan(N.log2_size(n), config.sub_log())) > 1
+    """Whether the coset shift is scaled by layout position (:func:`h_tables`): a transform of several passes."""
+    return len(N.plan(N.log2_size(n), config.sub_log())) > 1
 
 
 def _tables_for(tables, n: int, form: str, g: int, config: NttConfig, eager: bool) -> HTables:
@@ -220,8 +213,7 @@ def _tables_for(tables, n: int, form: str, g: int, config: NttConfig, eager: boo
             raise BadInput(f"ops.qap: tables must be h_tables(n={n}, config={config}) (root table of shape {want}, "
                            f"{parts} shift parts), got {type(tables).__name__} with roots {got}")
         return tables
-    return N.cached(("h", n, form, g % R, config.kernel != "xla", N.plan(N.log2_size(n), config.sub_log()),
-                     config.coset),
+    return N.cached(("h", n, form, g % R, config.kernel != "xla", N.plan(N.log2_size(n), config.sub_log())),
                     lambda: h_tables(n, form=form, g=g, config=config, eager=eager), eager)
 
 

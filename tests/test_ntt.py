@@ -1,7 +1,6 @@
 """NTT over Fr: the ops layer and the host API against the Python-int reference (and the reference against the
 O(n^2) definition). Every test uses a partition batch of 2 at its size so the compiled programs are shared."""
 
-import dataclasses
 import random
 
 import jax
@@ -457,13 +456,12 @@ def test_host_ntt_rejects_bad_input():
 
 
 def test_identical_passes_of_one_program_share_one_triton_kernel(monkeypatch):
-    """The H step's coset program lowers for CUDA with one Triton kernel per DISTINCT pass (each kernel is a Triton
-    compile of its own): with ``coset=reversed`` its two transforms share every pass but the first (the second's
-    first pass scales onto the coset), so a ``2^14`` domain in 5 passes has 6 kernels, not 10; the default
-    transposed order runs the second transform as the passes' transposes (twiddle on load), which share no kernel
-    with the forward passes: 10 (a one-time compile cost, cached). The finishing program's one transform has 5,
-    and its pointwise product one more. The twin: the same passes traced outside the shared jitted function are
-    10 kernels again."""
+    """Passes are cached jitted functions, so identical passes of one program lower to one Triton kernel (each
+    kernel is a Triton compile of its own): a forward transform and an inverse one of the same shape in one program
+    share all 5 passes of a ``2^14`` domain (5 kernels, not 10). The H step's coset program runs 10 (its second
+    transform is the passes' transposes, twiddle on load, which share no kernel with the forward passes); the
+    finishing program's one transform 5, and its pointwise product one more. The twin: the same passes traced
+    outside the shared jitted function are 10 kernels again."""
     from jax import export
 
     from cuzk_jax.ops import qap
@@ -491,17 +489,17 @@ def test_identical_passes_of_one_program_share_one_triton_kernel(monkeypatch):
             assert "madc.hi.cc.u32" in text  # the PTX field blocks
             return text.count("xla.gpu.triton")
 
-        rev = dataclasses.replace(cfg, coset="reversed")
-        coset = lambda x, t: qap._coset_evaluations_impl(x, t, n=n, config=rev)  # noqa: E731
+        both = lambda x, t: N._passes_impl(N._passes_impl(x, t, log_n=14, config=cfg, kernel_layout=True),  # noqa
+                                           t, log_n=14, config=cfg, kernel_layout=True)
         finish = lambda a, b, c, t: qap._h_from_evaluations_impl(a, b, c, t, n=n, config=cfg,  # noqa: E731
                                                                  form="arkworks")
         x = S((8, 3, n), jnp.uint32)
-        assert kernels(coset, x, qap.table_specs(n, config=rev)) == 6
+        assert kernels(both, x, tables.roots) == 5
         assert kernels(lambda x, t: qap._coset_evaluations_impl(x, t, n=n, config=cfg), x, tables) == 10
         # one transform's 5 passes, and the pointwise A B - C as one Pallas pass (finish=kernel, the GPU default)
         assert cfg.finish_kind == "kernel"
         assert kernels(finish, *(S((8, 1, n), jnp.uint32),) * 3, tables) == 6
         monkeypatch.setattr(P, "_pass_program", shared.__wrapped__)  # a new jitted function per pass
-        assert kernels(lambda x, t: coset(x, t), x, qap.table_specs(n, config=rev)) == 10  # traced again
+        assert kernels(lambda x, t: both(x, t), x, tables.roots) == 10  # a new function: traced again
     finally:
         shared.cache_clear()

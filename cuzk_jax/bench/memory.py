@@ -84,7 +84,7 @@ def programs(log_n: int, batch: int, prover: str | None = None) -> list[tuple[st
     counts["msm_h"] = n - 1
     for q, count in counts.items():
         group = memplan.GROUPS[q]
-        plan_temp = memplan.msm_work_bytes(q, count, batch, msm.max_pairs)  # the plan's term, whichever path runs
+        plan_temp = memplan.msm_work_bytes(q, count, batch, msm.max_pairs, as_rows)  # the plan's, either path
         out.append((f"{q}.plain", count,
                     lambda g=group, c=count: ops_msm.msm_jit(g, msm).lower(bases(g, c), u32(8, batch, c)), plan_temp))
         if q in memplan.SPLIT_QUERIES:

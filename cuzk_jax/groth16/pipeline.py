@@ -389,11 +389,12 @@ def _r1cs_bytes(r1cs) -> int:
 def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain_size: int,
              partitions: int = memplan.DEFAULT_PARTITIONS, want_tables: bool = False,
              max_batch: int | None = None, table_names: tuple | None = None,
-             num_rows: int | None = None, staged_ahead: int = 0) -> memplan.MemoryPlan:
+             num_rows: int | None = None, staged_ahead: int = 0, mesh=None) -> memplan.MemoryPlan:
     """The :class:`~cuzk_jax.groth16.plan.MemoryPlan` of a key (``queries``: phase name -> bases as they will be
     held, infinity-free) under ``config``'s budgets. The device budget defaults to a fraction of what the device
     reports (none on a CPU: unbounded). ``staged_ahead``: batches the caller stages on the device while one runs
-    (:func:`cuzk_jax.groth16.plan.make_plan_prefetch`)."""
+    (:func:`cuzk_jax.groth16.plan.make_plan_prefetch`); ``mesh``: the key's device mesh (the bases' layout,
+    :func:`rows_layout`, depends on it)."""
     budget = config.device_budget
     if budget is None and device_bytes():
         budget = int(memplan.DEFAULT_DEVICE_FRACTION * device_bytes())
@@ -405,7 +406,8 @@ def plan_for(config: ProverConfig, *, queries: dict, r1cs, num_vars: int, domain
     shape = memplan.Shape(num_vars=num_vars, num_rows=rows, nnz=dr_nnz, domain=domain_size,
                           bases={k: int(np.shape(v.inf)[-1]) for k, v in queries.items()},
                           r1cs_bytes=_r1cs_bytes(r1cs), eval_bytes=ops_r1cs.evaluate_device_bytes(r1cs, 1),
-                          eval_serial=not isinstance(r1cs, (ops_r1cs.TiledR1CS, ops_r1cs.ChunkedR1CS)))
+                          eval_serial=not isinstance(r1cs, (ops_r1cs.TiledR1CS, ops_r1cs.ChunkedR1CS)),
+                          rows=rows_layout(config, mesh))
     kw = dict(device_budget=budget, host_budget=config.host_budget,
               want_tables=want_tables, table_bytes=table_bytes_estimate(
                   {q: queries[q] for q in (table_names or tuple(queries))}, config.window)
@@ -489,7 +491,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
         plan = plan_for(config, queries=queries, r1cs=r1cs, num_vars=num_vars, domain_size=domain_size,
                         partitions=partitions or memplan.DEFAULT_PARTITIONS, want_tables=want_tables,
                         table_names=table_names, max_batch=max_batch, num_rows=num_rows,
-                        staged_ahead=staged_ahead)
+                        staged_ahead=staged_ahead, mesh=mesh)
         if plan.streamed and mesh is not None:
             raise BadInput("the memory plan streams key bases, which a device mesh does not support: raise the "
                            "device budget or prove on one device")

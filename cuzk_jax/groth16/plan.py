@@ -81,13 +81,19 @@ SPLIT_H_TEMP_BYTES = 96
 #: assignment on an H200 (the ones' sum and the classification over every base; G1: 31.6 GiB at 2^27 and 15.7 GiB
 #: at 2^26 points, sessions 13 and 15; G2: 2^22-point chunks, session 13, and 28.0 GiB at 2^26, session 15).
 SPLIT_BYTES_PER_BASE = {"g1": 261, "g2": 521}
+#: ... and when the bases are resident as ``ops.msm.BaseRows`` (read in place: no padded, transposed copy per call;
+#: :attr:`Shape.rows`): XLA's buffer assignment on an H100 (the same XLA GPU backend as the H200's; session 27) --
+#: G1 2.32 / 4.07 / 8.14 GiB over 2^25 / 2^26 / 2^27 padded bases (74 / 65 / 65 B each), G2 1.48 / 2.29 / 4.57
+#: GiB over 2^24 / 2^25 / 2^26 (95 / 73 / 73 B).
+SPLIT_ROWS_BYTES_PER_BASE = {"g1": 75, "g2": 96}
 #: Plain-path MSM temporaries (XLA's buffer assignment on an H200, refitted in session 24 on the straight-line
 #: Pallas pass; :func:`plain_msm_bytes`): copies of the bucket array, each ``4 x Lc`` uint32 words per bucket slot,
 #: when a partition's points take one pass ...
 PLAIN_BUCKET_COPIES = 7
 #: ... and when they take several (chunks whose bucket arrays are merged into a running one, then reduced once)
 PLAIN_CHUNKED_BUCKET_COPIES = 10
-#: ... and, per padded point, the point-major copy of the bases (shared by the batch) and per partition a scalar copy
+#: ... and, per padded point, the point-major copy of the bases (shared by the batch; none when they are resident as
+#: ``ops.msm.BaseRows``: G1 2^27 21.29 GiB of temporaries against 34.70, session 27) and per partition a scalar copy
 PLAIN_BASE_ROW_BYTES = {"g1": 96, "g2": 192}
 PLAIN_SCALAR_BYTES = 32
 #: ... and the pair arrays (keys, values, the sort's copies) of a pass longer than the passes the fit above was made
@@ -140,7 +146,8 @@ class Shape:
     (the evaluation's device bytes for one partition in one shot, from
     :func:`cuzk_jax.ops.r1cs.evaluate_device_bytes`; None: the formula of the module docstring), ``eval_serial``
     (the one-shot evaluation runs a batch's partitions one after another, so only one partition's gather
-    intermediates are live: the flat layout)."""
+    intermediates are live: the flat layout), ``rows`` (the resident queries are ``ops.msm.BaseRows``, which the
+    MSMs read in place: their per-call copy of the bases is not counted; streamed queries are copied as before)."""
 
     num_vars: int
     num_rows: int
@@ -150,12 +157,13 @@ class Shape:
     r1cs_bytes: int
     eval_bytes: int | None = None
     eval_serial: bool = False
+    rows: bool = False
 
     def query_bytes(self, name: str) -> int:
         return self.bases[name] * (G2_BYTES if GROUPS[name] == "g2" else G1_BYTES)
 
 
-def plain_msm_bytes(group: str, n: int, batch: int = 1, max_pairs: int | None = None) -> int:
+def plain_msm_bytes(group: str, n: int, batch: int = 1, max_pairs: int | None = None, rows: bool = False) -> int:
     """Device temporaries of the plain MSM over ``n`` bases for ``batch`` partitions: the bucket array's copies
     (``nbuf`` slots: the buckets of one pass, the partitions per pass times ``W 2^(c-1)`` as
     :func:`cuzk_jax.ops.msm.pass_shape` picks them, rounded up to a power of two; :data:`PLAIN_BUCKET_COPIES`, or
@@ -175,20 +183,22 @@ def plain_msm_bytes(group: str, n: int, batch: int = 1, max_pairs: int | None = 
     pairs = G * chunk * ops_msm.num_windows(c)
     copies = PLAIN_CHUNKED_BUCKET_COPIES if chunk < n else PLAIN_BUCKET_COPIES
     return (copies * nbuf * 4 * lc * 4
-            + (PLAIN_BASE_ROW_BYTES[group] + PLAIN_SCALAR_BYTES * batch) * n
+            + ((0 if rows else PLAIN_BASE_ROW_BYTES[group]) + PLAIN_SCALAR_BYTES * batch) * n
             + PLAIN_PAIR_BYTES * max(0, pairs - PLAIN_PAIRS_IN_FIT))
 
 
-def msm_work_bytes(query: str, n: int, batch: int = 1, max_pairs: int | None = None) -> int:
+def msm_work_bytes(query: str, n: int, batch: int = 1, max_pairs: int | None = None, rows: bool = False) -> int:
     """Device temporaries of one batch's MSM over ``n`` bases of ``query``: the larger of the paths it may take
     (a witness query may take the split MSM, decided per batch): :func:`plain_msm_bytes`, and for the witness
-    queries :data:`SPLIT_BYTES_PER_BASE` per padded base and partition."""
+    queries :data:`SPLIT_BYTES_PER_BASE` per padded base and partition (:data:`SPLIT_ROWS_BYTES_PER_BASE` with
+    ``rows``: bases resident as ``ops.msm.BaseRows``)."""
     from cuzk_jax.ops import msm as ops_msm
 
     group = GROUPS[query]
-    out = plain_msm_bytes(group, n, batch, max_pairs)
+    out = plain_msm_bytes(group, n, batch, max_pairs, rows)
     if query in SPLIT_QUERIES:
-        out = max(out, SPLIT_BYTES_PER_BASE[group] * ops_msm.padded_size(max(int(n), 1)) * batch)
+        per = (SPLIT_ROWS_BYTES_PER_BASE if rows else SPLIT_BYTES_PER_BASE)[group]
+        out = max(out, per * ops_msm.padded_size(max(int(n), 1)) * batch)
     return out
 
 
@@ -327,7 +337,7 @@ def _per_partition(shape: Shape, streamed: tuple, chunk: int, eval_chunk: int | 
 def _msm_batch_bytes(shape: Shape, streamed: tuple, chunk: int, batch: int, max_pairs: int | None = None) -> int:
     """The largest MSM's temporaries for a batch (a streamed query's MSM runs over one chunk at a time)."""
     return max(msm_work_bytes(q, min(chunk, shape.bases[q]) if q in streamed else shape.bases[q], batch,
-                              max_pairs) for q in shape.bases)
+                              max_pairs, shape.rows and q not in streamed) for q in shape.bases)
 
 
 def _batch_peak(shape: Shape, per: dict, streamed: tuple, chunk: int, batch: int,
