@@ -43,7 +43,8 @@ Shapes are static and bucketed (:func:`padded_size`): ``N`` points are padded wi
 (at least 64), so every ``N`` up to that size shares one compiled program.
 
 Batch axis: bases are ``Affine`` with coordinates ``(12, N)`` / ``(2, 12, N)`` (shared by every partition) or
-``(12, P, N)`` / ``(2, 12, P, N)`` (one base set per partition); scalars are canonical (NOT Montgomery) uint32 limbs
+``(12, P, N)`` / ``(2, 12, P, N)`` (one base set per partition), or shared :class:`BaseRows` (the Pallas kernels'
+layout, made once and read in place); scalars are canonical (NOT Montgomery) uint32 limbs
 ``(8, N)`` or ``(8, P, N)``. The result is a :class:`~cuzk_jax.ops.curve.Jacobian` with batch shape ``()`` or
 ``(P,)``. Partitions are processed together (one sort, one set of kernel launches) as long as the number of pairs
 fits ``max_pairs`` (2^28 by default); beyond that, groups of partitions run in a ``lax.map`` and long point ranges
@@ -658,8 +659,6 @@ def _accumulate_levels(curve, sh: _PassShape, acc_seg: int, E, EK, Y, cnt):
 
     carry = (jnp.asarray(cnt, jnp.int32), jnp.asarray(False), E, EK, Y)
     return lax.while_loop(lambda carry: ~carry[1], body, carry)[4]
-
-
 
 
 def _pallas_buckets(curve, plan: Plan, bases: Affine, keys, vals, count, config: MsmConfig):
