@@ -270,23 +270,29 @@ def scale_parts(n: int, first: int, ratio: int, *, eager: bool = True, cache: bo
     return cached(("geo", n, first % R, ratio % R), build, eager) if cache else build()
 
 
-def layout_scale_parts(n: int, first: int, ratio: int, digits: tuple, *, eager: bool = True):
+def layout_scale_digits(digits: tuple) -> tuple[tuple, tuple, int]:
+    """``(top, bot, last)``: how :func:`layout_scale_parts` splits a plan's digits -- the leading digits' two
+    halves (``hi_a`` over ``top``, ``hi_b`` over ``bot``) and the last digit (``lo``); its tables hold ``2^sum(top)``,
+    ``2^sum(bot)`` and ``2^last`` entries. ValueError for a plan of one pass (no layout scaling)."""
+    if len(digits) < 2:
+        raise ValueError("layout_scale_parts: a transform of one pass needs no layout scaling (use scale_parts)")
+    lead = digits[:-1]
+    a = (len(lead) + 1) // 2
+    return lead[:a], lead[a:], digits[-1]
+
+
+def layout_scale_parts(n: int, first: int, ratio: int, digits: tuple):
     """``(lo, hi_a, hi_b)`` of ``first ratio^e`` where ``e`` is the NATURAL index of each position of the pass-order
     (digit-reversed) layout of a transform with ``digits`` (:func:`cuzk_jax.ops.ntt_network.plan`): position ``i =
     r M_P + k`` (``k`` the last digit) holds natural index ``e = nat(r) + (n / M_P) k``, so ``first ratio^e =
     hi_a[u] hi_b[v] lo[k]`` with ``r = u len(hi_b) + v`` -- ``lo[k] = ratio^((n/M_P) k)``, and ``hi_a`` / ``hi_b``
-    the powers over the leading digits' two halves in their reversed order (:func:`_transposed_impl`'s ``pre``).
-    Small tables (about ``2 sqrt(n / M_P) + M_P`` entries), made on the device (``eager=False``: in the trace)."""
-    del eager  # tiny tables: made in the caller's trace or eagerly alike
-    P = len(digits)
-    if P < 2:
-        raise ValueError("layout_scale_parts: a transform of one pass needs no layout scaling (use scale_parts)")
-    lead = digits[:-1]
-    a = (len(lead) + 1) // 2
-    top, bot = lead[:a], lead[a:]
+    the powers over the leading digits' two halves in their reversed order (:func:`_transposed_impl`'s ``pre``;
+    the split: :func:`layout_scale_digits`). Small tables (about ``2 sqrt(n / M_P) + M_P`` entries), made on the
+    device (inside the caller's trace when called in one)."""
+    top, bot, last = layout_scale_digits(digits)
     Ma = 1 << sum(top)
     with jax.enable_x64(True):
-        lo = _table_jit(_roots(1, pow(ratio, n >> digits[-1], R), digits[-1]), log_count=digits[-1])
+        lo = _table_jit(_roots(1, pow(ratio, n >> last, R), last), log_count=last)
         ha = digit_reverse(_table_jit(_roots(first, ratio, sum(top)), log_count=sum(top))[:, None],
                            tuple(reversed(top)))[:, 0]
         hb = (digit_reverse(_table_jit(_roots(1, pow(ratio, Ma, R), sum(bot)), log_count=sum(bot))[:, None],

@@ -115,11 +115,9 @@ def table_bytes(n: int, form: str = "arkworks", config: NttConfig | None = None)
     c = (log_n + 1) // 2
     parts = 32 * ((1 << c) + (1 << (log_n - c)))
     shift = parts
-    digits = N.plan(log_n, NttConfig.coerce(config).sub_log()) if config is not None else ()
     if config is not None and _layout_shift(n, NttConfig.coerce(config)):
-        lead = digits[:-1]
-        a = (len(lead) + 1) // 2
-        shift = 32 * ((1 << digits[-1]) + (1 << sum(lead[:a])) + (1 << sum(lead[a:])))
+        top, bot, last = N.layout_scale_digits(N.plan(log_n, NttConfig.coerce(config).sub_log()))
+        shift = 32 * ((1 << last) + (1 << sum(top)) + (1 << sum(bot)))
     return 32 * max(n // 2, 1) + shift + (parts if form == "arkworks" else 64)
 
 
@@ -130,9 +128,8 @@ def h_tables(n: int, *, form: str = "arkworks", g: int = COSET_GENERATOR, config
     config = NttConfig.coerce(config)
     generator, shift, out = _form_roots(n, form, g)
     roots = N.kernel_table(N.twiddles(n, False, generator, eager=eager, cache=False), config)
-    digits = N.plan(N.log2_size(n), config.sub_log())
     if _layout_shift(n, config):  # the coset transform reads the coefficients in pass order: by layout position
-        shift_parts = N.layout_scale_parts(n, N.inv_mod_r(n), shift, digits, eager=eager)
+        shift_parts = N.layout_scale_parts(n, N.inv_mod_r(n), shift, N.plan(N.log2_size(n), config.sub_log()))
     else:
         shift_parts = N.scale_parts(n, N.inv_mod_r(n), shift, eager=eager, cache=False)
     out_parts = (N.scale_parts(n, *out, eager=eager, cache=False) if out is not None

@@ -520,8 +520,8 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
             pts = ops_pre.precompute(bases, MSMS[name], c=c, config=config.msm)
             tables[name] = WindowTable(c, jax.block_until_ready(pts))
     if rows_layout(config, mesh):  # once per key, so no MSM copies its bases into the kernels' layout again
-        for name in list(queries):
-            queries[name] = ops_msm.base_rows(MSMS[name], queries.pop(name))  # the Affine is freed if unshared
+        for name in queries:
+            queries[name] = ops_msm.base_rows(MSMS[name], queries[name])  # the Affine is freed if unshared
     host_bases = None
     if config.msm == HOST_MSM:  # arkworks points, converted once per key (host memory, not device)
         host_bases = {name: [host_curve.to_arkworks(ref_g2 if MSMS[name] == "g2" else ref_g1, p) for p in
@@ -539,9 +539,8 @@ def rows_layout(config: ProverConfig, mesh=None) -> bool:
     kernels' point-major layout, read in place by every MSM) rather than as :class:`~cuzk_jax.ops.curve.Affine`
     (which each Pallas MSM would copy into that layout, padded, per call): with the Pallas kernels on one device.
     The XLA kernels gather coordinates (the Affine layout); a mesh keeps the Affine form its programs were written
-    for."""
-    return mesh is None and config.msm != HOST_MSM and getattr(config.msm, "kernel", None) in ("pallas",
-                                                                                               "pallas_interpret")
+    for. The kernel rule is :func:`cuzk_jax.ops.msm.resolve_bases`' (every kernel but ``xla`` reads rows)."""
+    return mesh is None and config.msm != HOST_MSM and getattr(config.msm, "kernel", "xla") != "xla"
 
 
 def finish_points(pk) -> FinishPoints:

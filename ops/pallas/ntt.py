@@ -143,8 +143,8 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
 
     ``transposed``: the pass's transpose instead -- the four-step factor ``w_n^(k j R_)`` multiplies input row
     ``k`` BEFORE the M-point NTT (both factors are symmetric matrices, so the transpose of "NTT then twiddle" is
-    "twiddle then NTT"): :func:`cuzk_jax.ops.ntt.passes` with ``transposed=True`` runs the passes so, last to
-    first, to take digit-reversed input to natural output. Its first pass (the last digit, ``C = 1``) may scale by
+    "twiddle then NTT"): :func:`cuzk_jax.ops.ntt._transposed_impl` runs the passes so, last to first, to take
+    digit-reversed input to natural output. Its first pass (the last digit, ``C = 1``) may scale by
     layout position: ``pre = (lo, hi_a, hi_b)`` multiplies row ``k`` of batch row ``r`` by ``hi_a[u] hi_b[v]
     lo[k]`` with ``r mod R_ = u len(hi_b) + v`` (``len(lo) = M``, ``len(hi_a) len(hi_b) = R_``).
     """
@@ -171,9 +171,9 @@ def sub_transform(x, w, *, s: int, n: int, R_: int, twiddle: bool, pre=None, int
 @functools.lru_cache(maxsize=None)
 def _pass_program(s: int, n: int, R_: int, twiddle: bool, interpret: bool, block: int, num_warps, triton,
                   pre: str | None = None, transposed: bool = False):
-    """One pass as a jitted function of ``(x, w[, lo, hi])``: JAX lowers a jitted function once per program for
-    each input shape, so identical passes of one program (the coset step's two transforms share all but their
-    first pass) share one Triton compile instead of one each."""
+    """One pass as a jitted function of ``(x, w[, pre tables])``: JAX lowers a jitted function once per program for
+    each input shape, so identical passes of one program (e.g. a forward and an inverse transform of one shape)
+    share one Triton compile instead of one each."""
 
     def run(x, *tables):
         _, BR, M, C = x.shape
