@@ -298,7 +298,7 @@ class PorepLike(Circuit):
     def span_units(self) -> int:
         """How many spans a partition's witness can be split into for :meth:`witness_span` (its challenges; 0 for
         one challenge, or for a subclass with its own ``synthesize``, whose layout the batched path does not know).
-        The engine splits a partition over idle workers with it (``engine.synthesis.SplitSynthesis``)."""
+        The engine splits a partition over several workers with it (``engine.synthesis.SplitSynthesis``)."""
         C = self.params["challenges"]
         return C if C > 1 and type(self).synthesize is PorepLike.synthesize else 0
 

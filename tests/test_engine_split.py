@@ -1,6 +1,7 @@
-"""A partition split over idle synthesis workers (``EngineConfig.split_synthesis``, ``synthesis.SplitSynthesis``):
+"""A partition split over several synthesis workers (``EngineConfig.split_synthesis``, ``synthesis.SplitSynthesis``):
 porep_like's spans of challenges written by several workers into one shared file equal the unsplit witness limb
-for limb; the engine splits only when workers would otherwise sit idle; a span that raises fails its job alone, a
+for limb; with batches of one the engine splits every partition over the free workers, in order, with larger
+batches only when workers would otherwise sit idle; a span that raises fails its job alone, a
 span whose worker dies is retried unsplit, and no shared file is left behind.
 
 The backend here records the staged limbs instead of proving (what is checked is the witness that reaches the
@@ -47,7 +48,8 @@ class _Recording:
 
 
 def _engine(circuits, workers=3, **kw):
-    eng = Engine(backend=_Recording(), max_batch=1, synthesis="process", synthesis_workers=workers,
+    kw.setdefault("max_batch", 1)
+    eng = Engine(backend=_Recording(), synthesis="process", synthesis_workers=workers,
                  shared_z_min_bytes=0, verify=False, **kw)
     for c in circuits:
         eng.preload(c, resident="resident")
@@ -106,26 +108,49 @@ def test_witness_spans_equal_the_witness(shm):
     assert not os.listdir(shm)
 
 
-def test_engine_splits_only_with_idle_workers(shm):
-    """Three workers: a job of two partitions splits its first (one worker would idle), witness equal to the
-    unsplit one, synthesis recorded on two workers; a sector job too (sampled first); a job of five partitions
-    fills the pool and splits nothing. Twin: split_synthesis=False never splits, same witnesses."""
+def test_split_ways_rule():
+    """The rule itself (``core.split_ways``): in order (batches of one) every free worker, balanced; with larger
+    batches the workers the backlog leaves idle; never more than the spans or the free workers, never below one."""
+    from cuzk_jax.engine.core import split_ways
+
+    assert split_ways(18, 15, 9, True) == 9  # a lone sector32g sector: two rounds of spans on 9 workers ...
+    assert split_ways(18, 6, 8, True) == 6  # ... and the next partition takes the other 6 (three rounds)
+    assert split_ways(18, 15, 9, False) == 6  # larger batches: 15 free less 9 waiting
+    assert split_ways(18, 15, 20, False) == 1 and split_ways(18, 1, 0, True) == 1 and split_ways(1, 15, 0, True) == 1
+    assert split_ways(6, 4, 0, True) == 3 and split_ways(6, 3, 0, True) == 3 and split_ways(7, 4, 0, True) == 4
+    assert split_ways(4, 64, 0, True) == 4  # no more ways than spans
+
+
+def test_engine_splits_in_order_or_with_idle_workers(shm):
+    """Three workers, batches of one: a job of two partitions and a job of five split every partition over the
+    free workers (the first job's synthesis recorded on several workers), witnesses equal to the unsplit ones, and
+    a sector job too (sampled first). Batches of five: the job of five fills the pool and splits nothing, a job
+    of two splits its first partition only. Twin: split_synthesis=False never splits, same witnesses."""
     c = get_circuit("porep_like", "tiny", **SHAPE)
     two = [c.sample_inputs(p, 7) for p in range(2)]
     five = [c.sample_inputs(p, 8) for p in range(5)]
     with _engine([c]) as eng:
         res = eng.submit(c, two).result(timeout=300)
-        assert eng.status()["synthesis"]["split_partitions"] == 1
+        assert eng.status()["synthesis"]["split_partitions"] == 2
         _check(c, res, two)
         workers = {e.lane for e in eng.events() if e.name == "synthesis" and e.job == res.job_id}
         assert len(workers) >= 2, workers
         _idle(eng)
         sec = eng.submit(c, sector=5, partitions=2).result(timeout=300)
-        assert eng.status()["synthesis"]["split_partitions"] == 2
+        assert eng.status()["synthesis"]["split_partitions"] == 4
         _check(c, sec, [c.sample_inputs(p, 5) for p in range(2)])
+        _idle(eng)
         full = eng.submit(c, five).result(timeout=300)
-        assert eng.status()["synthesis"]["split_partitions"] == 2
+        assert eng.status()["synthesis"]["split_partitions"] == 9
         _check(c, full, five)
+    with _engine([c], max_batch=5) as eng:
+        full = eng.submit(c, five).result(timeout=300)
+        assert eng.status()["synthesis"]["split_partitions"] == 0
+        _check(c, full, five)
+        _idle(eng)
+        res = eng.submit(c, two).result(timeout=300)
+        assert eng.status()["synthesis"]["split_partitions"] == 1
+        _check(c, res, two)
     with _engine([c], split_synthesis=False) as eng:
         res = eng.submit(c, two).result(timeout=300)
         assert eng.status()["synthesis"]["split_partitions"] == 0
@@ -180,5 +205,6 @@ def test_cancelled_split_partition_leaves_nothing(shm):
         _idle(eng)
         res = eng.submit(c, inputs).result(timeout=300)
         _check(c, res, inputs)
-        assert eng.status()["synthesis"]["split_partitions"] == 2 and fut.cancelled()
+        # the cancelled job split its first partition (its second never entered the full pool), the next job both
+        assert eng.status()["synthesis"]["split_partitions"] == 3 and fut.cancelled()
     assert not os.listdir(shm)

@@ -3,7 +3,7 @@ finisher threads (cuzk's engine: keep the device busy).
 
 Data flow (one arrow = one hand-off; every stage runs concurrently with the others)::
 
-    submit(job) --> synthesis pool (processes or threads; one task per partition, or spans of one over idle workers)
+    submit(job) --> synthesis pool (processes or threads; one task per partition, or spans of one over free workers)
                       --> ready partitions, per circuit
                             --> collector thread: forms a batch (max size / max wait), gets the resident key,
                                 stacks z and copies it to the device(s)      [batch k+1 staged while k runs]
@@ -130,10 +130,12 @@ class EngineConfig:
     partition) this, not the worker count, is what bounds the host's memory. shared_z_min_bytes: a process
     worker hands a partition at least this large back through a shared-memory file instead of the pool's pipe
     (:func:`cuzk_jax.engine.synthesis.new_shared_file`). split_synthesis (default True): a partition handed back
-    that way, of a circuit whose witness comes in spans (``span_units()``: porep_like's challenges), entering the
-    pool while workers would otherwise sit idle (the backlog holds fewer partitions than there are free workers:
-    a lone sector's first partition) is synthesized by up to ``1 + idle`` workers at once
-    (:class:`~cuzk_jax.engine.synthesis.SplitSynthesis`), which shortens the wait for the first batch.
+    that way, of a circuit whose witness comes in spans (``span_units()``: porep_like's challenges), is
+    synthesized by several workers at once (:class:`~cuzk_jax.engine.synthesis.SplitSynthesis`; how many:
+    :func:`split_ways`): with batches of one partition (``max_batch=1``, sector scale) and ``split_order`` (default
+    True), by every free worker, so partitions come out in the order the device takes them and the first one
+    early; with larger batches or ``split_order=False``, by the workers the backlog would leave idle (a lone
+    sector's first partition).
     """
 
     max_batch: int = 10
@@ -155,6 +157,7 @@ class EngineConfig:
     host_budget_bytes: int | None = None
     shared_z_min_bytes: int = 64 << 20
     split_synthesis: bool = True
+    split_order: bool = True
 
     def sizes(self, num_devices: int) -> tuple[int, ...]:
         """The allowed batch shapes, validated and rounded up to multiples of ``num_devices``."""
@@ -379,6 +382,28 @@ def _ema(means: dict, key, x: float, alpha: float = 0.3) -> None:
     """Update the exponential moving average ``means[key]`` with the sample ``x`` (the first sample sets it)."""
     old = means.get(key)
     means[key] = x if old is None else (1 - alpha) * old + alpha * x
+
+
+def split_ways(units: int, free: int, waiting: int, one_at_a_time: bool) -> int:
+    """How many span tasks a partition of ``units`` spans (``circuit.span_units()``) is synthesized in when it enters
+    a pool with ``free`` workers without a task, ``waiting`` other partitions in the backlog (the engine's
+    ``EngineConfig.split_synthesis`` rule).
+
+    * **In order** (``one_at_a_time``: the device takes one partition per batch, so it needs them one after another
+      and waits for the first): every free worker. A lone sector's partitions are then synthesized one or two at a
+      time, each by many workers, and come out in the order the device takes them, instead of all at once, each by
+      one worker, the first one late.
+    * **Idle workers only** (batches of several partitions, which need them all, in any order): the workers the
+      backlog's partitions leave idle (one each), ``free - waiting``.
+
+    Then at most ``units`` and ``free`` (at least 1), and balanced: the same number of rounds of spans on as few
+    workers as give it (18 spans on 15 free workers are two rounds either way: 9 workers with 2 spans each, and 6
+    workers stay free for the next partition)."""
+    if units < 2 or free < 2:
+        return 1
+    ways = max(1, min(units, free if one_at_a_time else free - waiting))
+    rounds = -(-units // ways)
+    return -(-units // rounds)
 
 
 def _block(x):
@@ -619,16 +644,15 @@ class Engine:
         return self._shared_out and entry.z_bytes >= self.config.shared_z_min_bytes
 
     def _split_ways(self, job: _Job, index: int) -> int:
-        """Under the lock: how many workers synthesize this partition (see ``EngineConfig.split_synthesis``): one,
-        or with workers left idle by the backlog -- those beside the pool's tasks and one each for the backlog's
-        other partitions -- up to ``1 + idle`` span tasks."""
+        """Under the lock: how many workers synthesize this partition (see ``EngineConfig.split_synthesis`` and
+        :func:`split_ways`)."""
         entry = job.entry
         if (entry.span_units < 2 or not self.config.split_synthesis or not self._hands_off_shared(entry)
                 or job.specs[index][0] not in ("sample", "inputs")):
             return 1
         waiting = sum(1 for item in self._backlog if item[3].active)
-        idle = self._workers - self._inflight - waiting - 1
-        return max(1, min(entry.span_units, idle + 1))
+        return split_ways(entry.span_units, self._workers - self._inflight, waiting,
+                          self.max_batch == 1 and self.config.split_order)
 
     def _resynthesize(self, job: _Job, index: int, old: cf.Future, gen: int, exc: BaseException, solo: bool):
         """Task ``old`` of ``job`` died with its pool (generation ``gen``): replace the pool and queue the partition
