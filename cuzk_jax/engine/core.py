@@ -482,6 +482,7 @@ class Engine:
         self._solo = None  # None, "reserved" or the future of the suspect running alone
         self._inflight = 0  # tasks in the pool, under self._lock (a split partition counts its span tasks)
         self._weights: dict[cf.Future, int] = {}  # split partitions' futures -> their span tasks, under self._lock
+        self._split_pending = 0  # split partitions counted in _inflight but not yet in _weights, under self._lock
         self._synth_limit = workers + 1
         self._pumping = threading.local()
         # Host witness bytes held (partitions in synthesis, ready, or staging): config.host_budget_bytes bounds it.
@@ -702,7 +703,7 @@ class Engine:
                     else:
                         # no task queued beyond the workers while a split partition is in flight: its span tasks,
                         # submitted once it is sampled, would wait behind it in the pool's FIFO queue
-                        if self._inflight >= self._synth_limit - (1 if self._weights else 0):
+                        if self._inflight >= self._synth_limit - (1 if self._weights or self._split_pending else 0):
                             return
                         item = None
                         while self._backlog:
@@ -724,6 +725,9 @@ class Engine:
                     job.backlog_n -= 1  # in transit: neither in the backlog nor in the pool until registered
                     ways = 1 if solo else self._split_ways(job, index)
                     self._inflight += ways  # a split partition counts as the workers it takes
+                    # a split in transit (not yet in _weights) holds the pool to the workers as well: another
+                    # thread's pump in between must not queue a task its spans would wait behind
+                    self._split_pending += ways > 1
                 out = None
                 try:
                     if self._hands_off_shared(job.entry):
@@ -737,6 +741,7 @@ class Engine:
                         if solo:
                             self._solo = None
                         self._inflight -= ways
+                        self._split_pending -= ways > 1
                         self._synthesizing[job.entry.digest] -= 1
                         self._cv.notify_all()
                     self._fail(job, e if isinstance(e, CuzkError) else
@@ -745,6 +750,7 @@ class Engine:
                 with self._lock:
                     if ways > 1:
                         self._weights[fut] = ways
+                        self._split_pending -= 1
                         self._stats["split"] += 1
                     if solo:
                         self._solo = fut
