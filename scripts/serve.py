@@ -39,8 +39,8 @@ flags.DEFINE_string("prover", None, "prove pipeline config text")
 flags.DEFINE_list("preload", None, "circuit[/preset] keys to load at start")
 flags.DEFINE_bool("precompile", None, "compile a resident key's device programs for every batch shape when it is "
                   "placed (default: on)")
-flags.DEFINE_bool("split_synthesis", None, "split a partition over several synthesis workers: every free one, in "
-                  "order, with batches of one; else those that would idle (default: on)")
+flags.DEFINE_bool("split_synthesis", None, "split a partition over synthesis workers that would otherwise idle "
+                  "(default: on)")
 flags.DEFINE_list("priority_delays", None, "class=seconds urgency delays, e.g. porep=300,snap_deals=900")
 flags.DEFINE_integer("max_request_bytes", None, "largest request accepted")
 flags.DEFINE_integer("max_partitions", None, "most partitions per job")

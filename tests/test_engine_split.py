@@ -1,7 +1,7 @@
 """A partition split over several synthesis workers (``EngineConfig.split_synthesis``, ``synthesis.SplitSynthesis``):
 porep_like's spans of challenges written by several workers into one shared file equal the unsplit witness limb
-for limb; with batches of one the engine splits every partition over the free workers, in order, with larger
-batches only when workers would otherwise sit idle; a span that raises fails its job alone, a
+for limb; the engine splits only when workers would otherwise sit idle, or (``split_order`` with batches of
+one) every partition over the free workers, in order; a span that raises fails its job alone, a
 span whose worker dies is retried unsplit, and no shared file is left behind.
 
 The backend here records the staged limbs instead of proving (what is checked is the witness that reaches the
@@ -121,36 +121,40 @@ def test_split_ways_rule():
     assert split_ways(4, 64, 0, True) == 4  # no more ways than spans
 
 
-def test_engine_splits_in_order_or_with_idle_workers(shm):
-    """Three workers, batches of one: a job of two partitions and a job of five split every partition over the
-    free workers (the first job's synthesis recorded on several workers), witnesses equal to the unsplit ones, and
-    a sector job too (sampled first). Batches of five: the job of five fills the pool and splits nothing, a job
-    of two splits its first partition only. Twin: split_synthesis=False never splits, same witnesses."""
+def test_engine_splits_with_idle_workers_or_in_order(shm):
+    """Three workers, batches of one. By default a job of two partitions splits its first (one worker would idle),
+    witness equal to the unsplit one, synthesis recorded on two workers; a sector job too (sampled first); a job
+    of five fills the pool and splits nothing. With split_order every partition of both jobs is split over the
+    free workers; with split_order and batches of five (the rule needs batches of one) the job of five splits
+    nothing. Twin: split_synthesis=False never splits, same witnesses."""
     c = get_circuit("porep_like", "tiny", **SHAPE)
     two = [c.sample_inputs(p, 7) for p in range(2)]
     five = [c.sample_inputs(p, 8) for p in range(5)]
     with _engine([c]) as eng:
         res = eng.submit(c, two).result(timeout=300)
-        assert eng.status()["synthesis"]["split_partitions"] == 2
+        assert eng.status()["synthesis"]["split_partitions"] == 1
         _check(c, res, two)
         workers = {e.lane for e in eng.events() if e.name == "synthesis" and e.job == res.job_id}
         assert len(workers) >= 2, workers
         _idle(eng)
         sec = eng.submit(c, sector=5, partitions=2).result(timeout=300)
-        assert eng.status()["synthesis"]["split_partitions"] == 4
+        assert eng.status()["synthesis"]["split_partitions"] == 2
         _check(c, sec, [c.sample_inputs(p, 5) for p in range(2)])
+        full = eng.submit(c, five).result(timeout=300)
+        assert eng.status()["synthesis"]["split_partitions"] == 2
+        _check(c, full, five)
+    with _engine([c], split_order=True) as eng:
+        res = eng.submit(c, two).result(timeout=300)
+        assert eng.status()["synthesis"]["split_partitions"] == 2
+        _check(c, res, two)
         _idle(eng)
         full = eng.submit(c, five).result(timeout=300)
-        assert eng.status()["synthesis"]["split_partitions"] == 9
+        assert eng.status()["synthesis"]["split_partitions"] == 7
         _check(c, full, five)
-    with _engine([c], max_batch=5) as eng:
+    with _engine([c], split_order=True, max_batch=5) as eng:
         full = eng.submit(c, five).result(timeout=300)
         assert eng.status()["synthesis"]["split_partitions"] == 0
         _check(c, full, five)
-        _idle(eng)
-        res = eng.submit(c, two).result(timeout=300)
-        assert eng.status()["synthesis"]["split_partitions"] == 1
-        _check(c, res, two)
     with _engine([c], split_synthesis=False) as eng:
         res = eng.submit(c, two).result(timeout=300)
         assert eng.status()["synthesis"]["split_partitions"] == 0
@@ -205,6 +209,5 @@ def test_cancelled_split_partition_leaves_nothing(shm):
         _idle(eng)
         res = eng.submit(c, inputs).result(timeout=300)
         _check(c, res, inputs)
-        # the cancelled job split its first partition (its second never entered the full pool), the next job both
-        assert eng.status()["synthesis"]["split_partitions"] == 3 and fut.cancelled()
+        assert eng.status()["synthesis"]["split_partitions"] == 2 and fut.cancelled()
     assert not os.listdir(shm)

@@ -506,8 +506,8 @@ def test_sector_stream_bench_proves_through_the_engine(tmp_path):
     assert row["warm_s"] > 0 and row["warm_workers_s"] > 0 and row["synthesis_mean_s"] > 0 and row["lone_latency_s"] > 0
     # tiny has one challenge (nothing to split) and a witness far below the shared-file size
     assert 0 < row["lone_first_batch_s"] < row["lone_latency_s"] and row["lone_split_partitions"] == 0
-    # --lone_ab: the lone sector under the idle-worker rule too
-    assert 0 < row["lone_first_batch_s_idle"] < row["lone_latency_s_idle"] and row["lone_split_partitions_idle"] == 0
+    # --lone_ab: the lone sector split in order too (EngineConfig.split_order)
+    assert 0 < row["lone_first_batch_s_order"] < row["lone_latency_s_order"] and row["lone_split_partitions_order"] == 0
     lone = row["lone_events"]
     assert {e[1] for e in lone} >= {"synthesis", "evaluate"} and min(e[2] for e in lone) >= 0
     assert row["host_witness_budget_bytes"] == 2 * 2 * 32 * row["num_vars"]  # two sectors' witnesses, within 8 GiB

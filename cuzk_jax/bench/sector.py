@@ -299,7 +299,7 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
     budget). Every worker is started and warmed first (``warm_workers_s``), then one partition is proved, untimed
     (``warm_s``: it compiles what the witnesses decide, the split MSMs), then one sector alone (``lone_latency_s``:
     a sector end to end, submission to verified proofs, through a warm, idle engine; ``lone_first_batch_s``: when its
-first device phase began, after the first partition's synthesis -- split over the free workers,
+first device phase began, after the first partition's synthesis -- split over idle workers,
 ``lone_split_partitions``; ``lone_events``: its timeline, as ``events`` below, in seconds since its submission),
 then every sector at once:
     ``latency_s`` (per sector, submission to its verified proofs), ``completed_s`` (from the submission),
@@ -342,11 +342,11 @@ then every sector at once:
             row.update(warm_s=round(time.perf_counter() - t, 3))
             _say(f"stream: warm-up partition {row['warm_s']} s; {sectors} sectors of {P} partitions, batches of "
                  f"{batch}, host witness budget {row['host_witness_budget_gib']} GiB")
-            # --lone_ab: the lone sector first under the idle-worker split rule (keys ``*_idle``), then as configured
+            # --lone_ab: the lone sector as configured, then with EngineConfig.split_order (keys ``*_order``)
             for order in ((False, True) if getattr(cfg, "lone_ab", False) else (None,)):
                 if order is not None:
                     eng.config = dataclasses.replace(eng.config, split_order=order)
-                tag = "_idle" if order is False else ""
+                tag = "_order" if order else ""
                 split0 = eng.status()["synthesis"]["split_partitions"]
                 t = time.perf_counter()
                 eng.submit(circuit, sector=cfg.seed + sectors + 1, partitions=P).result()
@@ -356,7 +356,7 @@ then every sector at once:
                 row.update({f"lone_latency_s{tag}": lat, f"lone_first_batch_s{tag}": first, f"lone_events{tag}": lone,
                             f"lone_split_partitions{tag}":
                                 eng.status()["synthesis"]["split_partitions"] - split0})
-                _say(f"stream: one sector alone through the warm engine{' (idle-worker split rule)' if tag else ''}: "
+                _say(f"stream: one sector alone through the warm engine{' (split in order)' if tag else ''}: "
                      f"{lat} s (first device phase after {first} s; {row[f'lone_split_partitions{tag}']} "
                      f"partition(s) split over several workers)")
             t0 = time.perf_counter()

@@ -132,10 +132,11 @@ class EngineConfig:
     (:func:`cuzk_jax.engine.synthesis.new_shared_file`). split_synthesis (default True): a partition handed back
     that way, of a circuit whose witness comes in spans (``span_units()``: porep_like's challenges), is
     synthesized by several workers at once (:class:`~cuzk_jax.engine.synthesis.SplitSynthesis`; how many:
-    :func:`split_ways`): with batches of one partition (``max_batch=1``, sector scale) and ``split_order`` (default
-    True), by every free worker, so partitions come out in the order the device takes them and the first one
-    early; with larger batches or ``split_order=False``, by the workers the backlog would leave idle (a lone
-    sector's first partition).
+    :func:`split_ways`): by the workers the backlog would leave idle (a lone sector's first partition); with
+    ``split_order`` (default False) and batches of one partition (``max_batch=1``, sector scale), by every free
+    worker, so partitions come out in the order the device takes them and the first one early. ``split_order`` is
+    not the default until a GPU run has measured it against the idle-worker rule (``bench --op=sector --stream
+    --lone_ab``).
     """
 
     max_batch: int = 10
@@ -157,7 +158,7 @@ class EngineConfig:
     host_budget_bytes: int | None = None
     shared_z_min_bytes: int = 64 << 20
     split_synthesis: bool = True
-    split_order: bool = True
+    split_order: bool = False
 
     def sizes(self, num_devices: int) -> tuple[int, ...]:
         """The allowed batch shapes, validated and rounded up to multiples of ``num_devices``."""
@@ -389,12 +390,12 @@ def split_ways(units: int, free: int, waiting: int, one_at_a_time: bool) -> int:
     a pool with ``free`` workers without a task, ``waiting`` other partitions in the backlog (the engine's
     ``EngineConfig.split_synthesis`` rule).
 
-    * **In order** (``one_at_a_time``: the device takes one partition per batch, so it needs them one after another
-      and waits for the first): every free worker. A lone sector's partitions are then synthesized one or two at a
-      time, each by many workers, and come out in the order the device takes them, instead of all at once, each by
-      one worker, the first one late.
-    * **Idle workers only** (batches of several partitions, which need them all, in any order): the workers the
-      backlog's partitions leave idle (one each), ``free - waiting``.
+    * **In order** (``one_at_a_time``: ``EngineConfig.split_order`` and batches of one partition, so the device
+      needs them one after another and waits for the first): every free worker. A lone sector's partitions are
+      then synthesized one or two at a time, each by many workers, and come out in the order the device takes
+      them, instead of all at once, each by one worker, the first one late.
+    * **Idle workers only** (otherwise; batches of several partitions need them all, in any order): the workers
+      the backlog's partitions leave idle (one each), ``free - waiting``.
 
     Then at most ``units`` and ``free`` (at least 1), and balanced: the same number of rounds of spans on as few
     workers as give it (18 spans on 15 free workers are two rounds either way: 9 workers with 2 spans each, and 6

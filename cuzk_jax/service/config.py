@@ -54,9 +54,8 @@ class ServiceConfig:
     resident at start), ``priority_delays_s``, ``precompile`` (default true: a key made resident -- at start or on
     first use -- also gets its device programs compiled for every batch shape then, so the first jobs do not wait
     for them; :attr:`cuzk_jax.engine.EngineConfig.precompile`), ``split_synthesis`` (default true: a partition
-    is split over several workers -- every free one, in order, when batches hold one partition; else those that
-    would idle -- false where concurrent writers of one shared file are slow on the host:
-    :attr:`cuzk_jax.engine.EngineConfig.split_synthesis`).
+    entering synthesis while workers would idle is split over them; false where concurrent writers of one shared
+    file are slow on the host: :attr:`cuzk_jax.engine.EngineConfig.split_synthesis`).
     """
 
     address: str = DEFAULT_ADDRESS
