@@ -3,7 +3,7 @@ finisher threads (cuzk's engine: keep the device busy).
 
 Data flow (one arrow = one hand-off; every stage runs concurrently with the others)::
 
-    submit(job) --> synthesis pool (processes or threads; one task per partition, or spans of one over free workers)
+    submit(job) --> synthesis pool (processes or threads; one task per partition, or spans of one over several workers)
                       --> ready partitions, per circuit
                             --> collector thread: forms a batch (max size / max wait), gets the resident key,
                                 stacks z and copies it to the device(s)      [batch k+1 staged while k runs]
