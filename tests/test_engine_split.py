@@ -211,3 +211,32 @@ def test_cancelled_split_partition_leaves_nothing(shm):
         _check(c, res, inputs)
         assert eng.status()["synthesis"]["split_partitions"] == 2 and fut.cancelled()
     assert not os.listdir(shm)
+
+
+def test_split_in_transit_holds_the_pool(shm, monkeypatch):
+    """A partition split over every worker is counted in flight before its tasks are submitted; a job submitted
+    from another thread in that window must not queue a one-worker task its spans would wait behind: it waits
+    for the workers and is split in turn (split_order, three workers, so every partition takes all three)."""
+    import threading
+
+    c = get_circuit("porep_like", "tiny", **SHAPE)
+    first = [c.sample_inputs(p, 21) for p in range(2)]
+    second = [c.sample_inputs(p, 22) for p in range(2)]
+    real = synthesis.new_shared_file
+    box = {}
+    with _engine([c], split_order=True) as eng:
+        def racing(n):  # between the pump's reservation and its submission: another thread submits a job
+            if "fut" not in box:
+                box["fut"] = None
+                t = threading.Thread(target=lambda: box.update(fut=eng.submit(c, second)))
+                t.start()
+                t.join()
+            return real(n)
+
+        monkeypatch.setattr(synthesis, "new_shared_file", racing)
+        res = eng.submit(c, first).result(timeout=300)
+        res2 = box["fut"].result(timeout=300)
+        _check(c, res, first)
+        _check(c, res2, second)
+        assert eng.status()["synthesis"]["split_partitions"] == 4
+    assert not os.listdir(shm)
