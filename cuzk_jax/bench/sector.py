@@ -300,7 +300,8 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
     (``warm_s``: it compiles what the witnesses decide, the split MSMs), then one sector alone (``lone_latency_s``:
     a sector end to end, submission to verified proofs, through a warm, idle engine; ``lone_first_batch_s``: when its
 first device phase began, after the first partition's synthesis -- split over idle workers,
-``lone_split_partitions``; ``lone_events``: its timeline, as ``events`` below, in seconds since its submission),
+``lone_split_partitions``; ``lone_events``: its timeline, as ``events`` below, in seconds since its submission;
+``--lone_ab``: the same sector again split in order, ``EngineConfig.split_order``, in the ``lone_*_order`` keys),
 then every sector at once:
     ``latency_s`` (per sector, submission to its verified proofs), ``completed_s`` (from the submission),
     ``interval_s`` (the mean time between completions after the first: seconds per sector in a continuous
@@ -342,7 +343,8 @@ then every sector at once:
             row.update(warm_s=round(time.perf_counter() - t, 3))
             _say(f"stream: warm-up partition {row['warm_s']} s; {sectors} sectors of {P} partitions, batches of "
                  f"{batch}, host witness budget {row['host_witness_budget_gib']} GiB")
-            # --lone_ab: the lone sector as configured, then with EngineConfig.split_order (keys ``*_order``)
+            # --lone_ab: the lone sector under the idle-worker split rule, then with EngineConfig.split_order
+            # (keys ``*_order``); without it, once, as the engine is configured (the idle-worker rule)
             for order in ((False, True) if getattr(cfg, "lone_ab", False) else (None,)):
                 if order is not None:
                     eng.config = dataclasses.replace(eng.config, split_order=order)
