@@ -479,6 +479,11 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
                        timeout=300)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "porep_like" in lines[0], r.stderr
+    r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny",
+                        "--lone_ab", f"--out={tmp_path / 'bad.json'}", "--cache_dir="], env=env, capture_output=True,
+                       text=True, timeout=300)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "--stream" in lines[0], r.stderr
     assert not (tmp_path / "bad.json").exists()
 
 

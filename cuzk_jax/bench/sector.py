@@ -142,6 +142,8 @@ def run(cfg) -> list[dict]:
 
     if cfg.circuit != "porep_like":
         raise BadInput("--op=sector proves porep_like presets (its witness generation is the batched one)")
+    if getattr(cfg, "lone_ab", False) and not getattr(cfg, "stream", False):
+        raise BadInput("--lone_ab compares split rules on the lone sector of --stream: add --stream")
     circuit = get_circuit("porep_like", cfg.preset)
     config = pipeline.as_config(cfg.prover or None)
     for text in getattr(cfg, "variants", None) or []:  # a bad override is a usage error before any work
