@@ -55,9 +55,6 @@ flags.DEFINE_integer("sectors", 4, "engine: sectors proved in each run; sector -
 flags.DEFINE_bool("stream", False, "sector: prove --sectors sectors through the engine (synthesis by --workers "
                   "processes overlapped with proving, host witnesses within host_budget) instead of --reps over "
                   "witnesses made ahead")
-flags.DEFINE_bool("lone_ab", False, "sector --stream: prove the lone sector twice, first splitting partitions only "
-                  "over idle workers, then over every free worker in order (EngineConfig.split_order: the "
-                  "lone_*_order keys)")
 flags.DEFINE_integer("first_sector", 0, "engine: seed of the first sector")
 flags.DEFINE_list("max_batch", [], "engine: batch sizes to compare, one engine run each (default 2 x partitions)")
 flags.DEFINE_enum("synthesis", "process", ["process", "thread"], "engine: synthesis worker kind")

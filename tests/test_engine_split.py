@@ -1,7 +1,6 @@
 """A partition split over several synthesis workers (``EngineConfig.split_synthesis``, ``synthesis.SplitSynthesis``):
 porep_like's spans of challenges written by several workers into one shared file equal the unsplit witness limb
-for limb; the engine splits only when workers would otherwise sit idle, or (``split_order`` with batches of
-one) every partition over the free workers, in order; a span that raises fails its job alone, a
+for limb; the engine splits only when workers would otherwise sit idle; a span that raises fails its job alone, a
 span whose worker dies is retried unsplit, and no shared file is left behind.
 
 The backend here records the staged limbs instead of proving (what is checked is the witness that reaches the
@@ -109,24 +108,22 @@ def test_witness_spans_equal_the_witness(shm):
 
 
 def test_split_ways_rule():
-    """The rule itself (``core.split_ways``): in order (batches of one) every free worker, balanced; with larger
-    batches the workers the backlog leaves idle; never more than the spans or the free workers, never below one."""
+    """The rule itself (``core.split_ways``): the workers the backlog leaves idle, balanced; never more than the
+    spans or the free workers, never below one."""
     from cuzk_jax.engine.core import split_ways
 
-    assert split_ways(18, 15, 9, True) == 9  # a lone sector32g sector: two rounds of spans on 9 workers ...
-    assert split_ways(18, 6, 8, True) == 6  # ... and the next partition takes the other 6 (three rounds)
-    assert split_ways(18, 15, 9, False) == 6  # larger batches: 15 free less 9 waiting
-    assert split_ways(18, 15, 20, False) == 1 and split_ways(18, 1, 0, True) == 1 and split_ways(1, 15, 0, True) == 1
-    assert split_ways(6, 4, 0, True) == 3 and split_ways(6, 3, 0, True) == 3 and split_ways(7, 4, 0, True) == 4
-    assert split_ways(4, 64, 0, True) == 4  # no more ways than spans
+    assert split_ways(18, 15, 9) == 6  # 15 free less 9 waiting: three rounds of spans on 6 workers
+    assert split_ways(18, 15, 0) == 9  # a lone partition: two rounds either way, on 9 workers (6 stay free)
+    assert split_ways(18, 15, 20) == 1 and split_ways(18, 1, 0) == 1 and split_ways(1, 15, 0) == 1
+    assert split_ways(6, 4, 0) == 3 and split_ways(6, 3, 0) == 3 and split_ways(7, 4, 0) == 4
+    assert split_ways(6, 4, 1) == 3 and split_ways(6, 4, 2) == 2 and split_ways(6, 4, 3) == 1
+    assert split_ways(4, 64, 0) == 4  # no more ways than spans
 
 
-def test_engine_splits_with_idle_workers_or_in_order(shm):
-    """Three workers, batches of one. By default a job of two partitions splits its first (one worker would idle),
-    witness equal to the unsplit one, synthesis recorded on two workers; a sector job too (sampled first); a job
-    of five fills the pool and splits nothing. With split_order every partition of both jobs is split over the
-    free workers; with split_order and batches of five (the rule needs batches of one) the job of five splits
-    nothing. Twin: split_synthesis=False never splits, same witnesses."""
+def test_engine_splits_with_idle_workers(shm):
+    """Three workers, batches of one. A job of two partitions splits its first (one worker would idle), witness
+    equal to the unsplit one, synthesis recorded on two workers; a sector job too (sampled first); a job of five
+    fills the pool and splits nothing. Twin: split_synthesis=False never splits, same witnesses."""
     c = get_circuit("porep_like", "tiny", **SHAPE)
     two = [c.sample_inputs(p, 7) for p in range(2)]
     five = [c.sample_inputs(p, 8) for p in range(5)]
@@ -142,18 +139,6 @@ def test_engine_splits_with_idle_workers_or_in_order(shm):
         _check(c, sec, [c.sample_inputs(p, 5) for p in range(2)])
         full = eng.submit(c, five).result(timeout=300)
         assert eng.status()["synthesis"]["split_partitions"] == 2
-        _check(c, full, five)
-    with _engine([c], split_order=True) as eng:
-        res = eng.submit(c, two).result(timeout=300)
-        assert eng.status()["synthesis"]["split_partitions"] == 2
-        _check(c, res, two)
-        _idle(eng)
-        full = eng.submit(c, five).result(timeout=300)
-        assert eng.status()["synthesis"]["split_partitions"] == 7
-        _check(c, full, five)
-    with _engine([c], split_order=True, max_batch=5) as eng:
-        full = eng.submit(c, five).result(timeout=300)
-        assert eng.status()["synthesis"]["split_partitions"] == 0
         _check(c, full, five)
     with _engine([c], split_synthesis=False) as eng:
         res = eng.submit(c, two).result(timeout=300)
@@ -216,15 +201,17 @@ def test_cancelled_split_partition_leaves_nothing(shm):
 def test_split_in_transit_holds_the_pool(shm, monkeypatch):
     """A partition split over every worker is counted in flight before its tasks are submitted; a job submitted
     from another thread in that window must not queue a one-worker task its spans would wait behind: it waits
-    for the workers and is split in turn (split_order, three workers, so every partition takes all three)."""
+    for the workers and is split in turn. Three workers and jobs of one partition, so each partition, entering an
+    idle pool with nothing else waiting, takes all three: two split partitions (without the hold, one: the second
+    job's partition would enter the full pool as one task)."""
     import threading
 
     c = get_circuit("porep_like", "tiny", **SHAPE)
-    first = [c.sample_inputs(p, 21) for p in range(2)]
-    second = [c.sample_inputs(p, 22) for p in range(2)]
+    first = [c.sample_inputs(0, 21)]
+    second = [c.sample_inputs(0, 22)]
     real = synthesis.new_shared_file
     box = {}
-    with _engine([c], split_order=True) as eng:
+    with _engine([c]) as eng:
         def racing(n):  # between the pump's reservation and its submission: another thread submits a job
             if "fut" not in box:
                 box["fut"] = None
@@ -238,5 +225,5 @@ def test_split_in_transit_holds_the_pool(shm, monkeypatch):
         res2 = box["fut"].result(timeout=300)
         _check(c, res, first)
         _check(c, res2, second)
-        assert eng.status()["synthesis"]["split_partitions"] == 4
+        assert eng.status()["synthesis"]["split_partitions"] == 2
     assert not os.listdir(shm)

@@ -479,11 +479,6 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
                        timeout=300)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "porep_like" in lines[0], r.stderr
-    r = subprocess.run([sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny",
-                        "--lone_ab", f"--out={tmp_path / 'bad.json'}", "--cache_dir="], env=env, capture_output=True,
-                       text=True, timeout=300)
-    lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(lines) == 1 and "--stream" in lines[0], r.stderr
     assert not (tmp_path / "bad.json").exists()
 
 
@@ -502,7 +497,7 @@ def test_sector_stream_bench_proves_through_the_engine(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     out = tmp_path / "stream.json"
     base = [sys.executable, str(root / "scripts" / "bench.py"), "--op=sector", "--preset=tiny", "--partitions=2",
-            "--workers=2", "--stream", "--lone_ab", "--prover=host_budget=8GiB", "--cache_dir="]
+            "--workers=2", "--stream", "--prover=host_budget=8GiB", "--cache_dir="]
     r = subprocess.run(base + ["--sectors=2", f"--out={out}"], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     (row,) = json.loads(out.read_text())["rows"]
@@ -511,13 +506,11 @@ def test_sector_stream_bench_proves_through_the_engine(tmp_path):
     assert row["warm_s"] > 0 and row["warm_workers_s"] > 0 and row["synthesis_mean_s"] > 0 and row["lone_latency_s"] > 0
     # tiny has one challenge (nothing to split) and a witness far below the shared-file size
     assert 0 < row["lone_first_batch_s"] < row["lone_latency_s"] and row["lone_split_partitions"] == 0
-    # --lone_ab: the lone sector split in order too (EngineConfig.split_order)
-    assert 0 < row["lone_first_batch_s_order"] < row["lone_latency_s_order"] and row["lone_split_partitions_order"] == 0
     lone = row["lone_events"]
     assert {e[1] for e in lone} >= {"synthesis", "evaluate"} and min(e[2] for e in lone) >= 0
     assert row["host_witness_budget_bytes"] == 2 * 2 * 32 * row["num_vars"]  # two sectors' witnesses, within 8 GiB
-    # and the warm-up partition, and the lone sector (twice: --lone_ab) before the stream
-    assert sum(int(k.split("/")[0]) * n for k, n in row["batch_sizes"].items()) == 4 + 1 + 2 + 2
+    # and the warm-up partition, and the lone sector before the stream
+    assert sum(int(k.split("/")[0]) * n for k, n in row["batch_sizes"].items()) == 4 + 1 + 2
     assert {"synthesis", "evaluate", "msm_h"} <= set(row["phase_mean_s"]) and 0 < row["device_busy_fraction"] <= 1
     lanes = {e[0] for e in row["events"]}
     assert "device" in lanes and any(e[1] == "synthesis" for e in row["events"])

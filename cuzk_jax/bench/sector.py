@@ -142,8 +142,6 @@ def run(cfg) -> list[dict]:
 
     if cfg.circuit != "porep_like":
         raise BadInput("--op=sector proves porep_like presets (its witness generation is the batched one)")
-    if getattr(cfg, "lone_ab", False) and not getattr(cfg, "stream", False):
-        raise BadInput("--lone_ab compares split rules on the lone sector of --stream: add --stream")
     circuit = get_circuit("porep_like", cfg.preset)
     config = pipeline.as_config(cfg.prover or None)
     for text in getattr(cfg, "variants", None) or []:  # a bad override is a usage error before any work
@@ -302,8 +300,7 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
     (``warm_s``: it compiles what the witnesses decide, the split MSMs), then one sector alone (``lone_latency_s``:
     a sector end to end, submission to verified proofs, through a warm, idle engine; ``lone_first_batch_s``: when its
 first device phase began, after the first partition's synthesis -- split over idle workers,
-``lone_split_partitions``; ``lone_events``: its timeline, as ``events`` below, in seconds since its submission;
-``--lone_ab``: the same sector again split in order, ``EngineConfig.split_order``, in the ``lone_*_order`` keys),
+``lone_split_partitions``; ``lone_events``: its timeline, as ``events`` below, in seconds since its submission),
 then every sector at once:
     ``latency_s`` (per sector, submission to its verified proofs), ``completed_s`` (from the submission),
     ``interval_s`` (the mean time between completions after the first: seconds per sector in a continuous
@@ -345,24 +342,17 @@ then every sector at once:
             row.update(warm_s=round(time.perf_counter() - t, 3))
             _say(f"stream: warm-up partition {row['warm_s']} s; {sectors} sectors of {P} partitions, batches of "
                  f"{batch}, host witness budget {row['host_witness_budget_gib']} GiB")
-            # --lone_ab: the lone sector under the idle-worker split rule, then with EngineConfig.split_order
-            # (keys ``*_order``); without it, once, as the engine is configured (the idle-worker rule)
-            for order in ((False, True) if getattr(cfg, "lone_ab", False) else (None,)):
-                if order is not None:
-                    eng.config = dataclasses.replace(eng.config, split_order=order)
-                tag = "_order" if order else ""
-                split0 = eng.status()["synthesis"]["split_partitions"]
-                t = time.perf_counter()
-                eng.submit(circuit, sector=cfg.seed + sectors + 1, partitions=P).result()
-                lat = round(time.perf_counter() - t, 3)  # one sector, nothing else in flight
-                lone = _timeline(eng, t - eng.t0, lambda e, off: e.start >= off)
-                first = min((e[2] for e in lone if e[0] == "device"), default=None)
-                row.update({f"lone_latency_s{tag}": lat, f"lone_first_batch_s{tag}": first, f"lone_events{tag}": lone,
-                            f"lone_split_partitions{tag}":
-                                eng.status()["synthesis"]["split_partitions"] - split0})
-                _say(f"stream: one sector alone through the warm engine{' (split in order)' if tag else ''}: "
-                     f"{lat} s (first device phase after {first} s; {row[f'lone_split_partitions{tag}']} "
-                     f"partition(s) split over several workers)")
+            split0 = eng.status()["synthesis"]["split_partitions"]
+            t = time.perf_counter()
+            eng.submit(circuit, sector=cfg.seed + sectors + 1, partitions=P).result()
+            row.update(lone_latency_s=round(time.perf_counter() - t, 3))  # one sector, nothing else in flight
+            lone = _timeline(eng, t - eng.t0, lambda e, off: e.start >= off)
+            first = min((e[2] for e in lone if e[0] == "device"), default=None)
+            row.update(lone_first_batch_s=first, lone_events=lone,
+                       lone_split_partitions=eng.status()["synthesis"]["split_partitions"] - split0)
+            _say(f"stream: one sector alone through the warm engine: {row['lone_latency_s']} s (first device phase "
+                 f"after {row['lone_first_batch_s']} s; {row['lone_split_partitions']} partition(s) split over "
+                 f"idle workers)")
             t0 = time.perf_counter()
             done: dict[int, float] = {}
             futs = []

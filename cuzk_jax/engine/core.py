@@ -132,11 +132,7 @@ class EngineConfig:
     (:func:`cuzk_jax.engine.synthesis.new_shared_file`). split_synthesis (default True): a partition handed back
     that way, of a circuit whose witness comes in spans (``span_units()``: porep_like's challenges), is
     synthesized by several workers at once (:class:`~cuzk_jax.engine.synthesis.SplitSynthesis`; how many:
-    :func:`split_ways`): by the workers the backlog would leave idle (a lone sector's first partition); with
-    ``split_order`` (default False) and batches of one partition (``max_batch=1``, sector scale), by every free
-    worker, so partitions come out in the order the device takes them and the first one early. ``split_order`` is
-    not the default until a GPU run has measured it against the idle-worker rule (``bench --op=sector --stream
-    --lone_ab``).
+    :func:`split_ways`): by the workers the backlog would leave idle (a lone sector's first partition).
     """
 
     max_batch: int = 10
@@ -158,7 +154,6 @@ class EngineConfig:
     host_budget_bytes: int | None = None
     shared_z_min_bytes: int = 64 << 20
     split_synthesis: bool = True
-    split_order: bool = False
 
     def sizes(self, num_devices: int) -> tuple[int, ...]:
         """The allowed batch shapes, validated and rounded up to multiples of ``num_devices``."""
@@ -385,24 +380,18 @@ def _ema(means: dict, key, x: float, alpha: float = 0.3) -> None:
     means[key] = x if old is None else (1 - alpha) * old + alpha * x
 
 
-def split_ways(units: int, free: int, waiting: int, one_at_a_time: bool) -> int:
+def split_ways(units: int, free: int, waiting: int) -> int:
     """How many span tasks a partition of ``units`` spans (``circuit.span_units()``) is synthesized in when it enters
     a pool with ``free`` workers without a task, ``waiting`` other partitions in the backlog (the engine's
-    ``EngineConfig.split_synthesis`` rule).
-
-    * **In order** (``one_at_a_time``: ``EngineConfig.split_order`` and batches of one partition, so the device
-      needs them one after another and waits for the first): every free worker. A lone sector's partitions are
-      then synthesized one or two at a time, each by many workers, and come out in the order the device takes
-      them, instead of all at once, each by one worker, the first one late.
-    * **Idle workers only** (otherwise; batches of several partitions need them all, in any order): the workers
-      the backlog's partitions leave idle (one each), ``free - waiting``.
+    ``EngineConfig.split_synthesis`` rule): the workers the backlog's partitions leave idle (one each),
+    ``free - waiting``.
 
     Then at most ``units`` and ``free`` (at least 1), and balanced: the same number of rounds of spans on as few
     workers as give it (18 spans on 15 free workers are two rounds either way: 9 workers with 2 spans each, and 6
     workers stay free for the next partition)."""
     if units < 2 or free < 2:
         return 1
-    ways = max(1, min(units, free if one_at_a_time else free - waiting))
+    ways = max(1, min(units, free - waiting))
     rounds = -(-units // ways)
     return -(-units // rounds)
 
@@ -653,8 +642,7 @@ class Engine:
                 or job.specs[index][0] not in ("sample", "inputs")):
             return 1
         waiting = sum(1 for item in self._backlog if item[3].active)
-        return split_ways(entry.span_units, self._workers - self._inflight, waiting,
-                          self.max_batch == 1 and self.config.split_order)
+        return split_ways(entry.span_units, self._workers - self._inflight, waiting)
 
     def _resynthesize(self, job: _Job, index: int, old: cf.Future, gen: int, exc: BaseException, solo: bool):
         """Task ``old`` of ``job`` died with its pool (generation ``gen``): replace the pool and queue the partition
