@@ -227,3 +227,79 @@ def test_split_in_transit_holds_the_pool(shm, monkeypatch):
         _check(c, res2, second)
         assert eng.status()["synthesis"]["split_partitions"] == 2
     assert not os.listdir(shm)
+
+
+def test_populate_beside_allocates_the_file(shm, monkeypatch):
+    """``zfile.populate_beside`` allocates every page of a sparse file on a thread, zeroed; no room is one
+    BadInput when waited for, a file system without fallocate is no error (the writes allocate as before)."""
+    import errno
+
+    from cuzk_jax.circuits import zfile
+    from cuzk_jax.errors import BadInput
+
+    size = 3 << 20
+    path = synthesis.new_shared_file(size // 32)
+    try:
+        before = os.stat(path).st_blocks * 512
+        zfile.populate_beside(path)()
+        assert before < size <= os.stat(path).st_blocks * 512 and os.path.getsize(path) == size
+        with open(path, "rb") as f:
+            assert not any(f.read())
+        for code, raises in ((errno.ENOSPC, True), (errno.EOPNOTSUPP, False)):
+            def refuse(fd, off, n, code=code):
+                raise OSError(code, os.strerror(code))
+            monkeypatch.setattr(os, "posix_fallocate", refuse)
+            wait = zfile.populate_beside(path)
+            if raises:
+                with pytest.raises(BadInput, match="no room for the shared witness file"):
+                    wait()
+            else:
+                assert wait() is None
+    finally:
+        synthesis.drop_shared(path)
+    assert not os.listdir(shm)
+
+
+def test_sampled_partitions_populate_their_file_before_writing(shm, monkeypatch):
+    """A sampled partition's task (unsplit, or the sampling task of a split one) has its shared file's pages
+    allocated beside the sampling and waits for them before anything is written; the witness is unchanged, and a
+    sampling that fails still joins the thread."""
+    from cuzk_jax.circuits import zfile
+
+    c = get_circuit("porep_like", "tiny", **SHAPE)
+    n = c.r1cs().num_vars
+    real, log = zfile.populate_beside, []
+
+    def spy(path):
+        wait = real(path)
+        log.append(("start", os.stat(path).st_size))
+
+        def spied():
+            wait()
+            log.append(("waited", os.stat(path).st_blocks * 512 >= os.stat(path).st_size))
+        return spied
+
+    monkeypatch.setattr(zfile, "populate_beside", spy)
+    path = synthesis.new_shared_file(n)
+    try:
+        out = synthesis.synthesize_partition(c, ("sample", 2, 9), path)
+        assert log == [("start", 32 * n), ("waited", True), ("waited", True)]  # before the write, then on the way out
+        with open(path, "rb") as f:
+            got = np.frombuffer(f.read(), np.uint32).reshape(8, n)
+        assert out.shared == path and np.array_equal(got, _limbs(c, c.sample_inputs(2, 9)))
+    finally:
+        synthesis.drop_shared(path)
+    log.clear()
+    path = synthesis.new_shared_file(n)
+    try:
+        inputs, part = synthesis.sample_task(c, ("sample", 1, 3), path)
+        assert log == [("start", 32 * n), ("waited", True)] and inputs["replica_id"] == c.sample_inputs(1, 3)[
+            "replica_id"] and part[1] <= part[2]
+        log.clear()
+        monkeypatch.setattr(c, "sample_inputs", lambda p, s: (_ for _ in ()).throw(RuntimeError("no inputs")))
+        with pytest.raises(RuntimeError, match="no inputs"):
+            synthesis.sample_task(c, ("sample", 1, 3), path)
+        assert log == [("start", 32 * n), ("waited", True)]
+    finally:
+        synthesis.drop_shared(path)
+    assert not os.listdir(shm)
