@@ -5,11 +5,9 @@ and :mod:`.block_witness`)."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import mmap
 import os
 import tempfile
-import threading
 
 import numpy as np
 
@@ -78,41 +76,6 @@ def pwrite_all(fd: int, data, pos: int) -> None:
     while len(data):
         done = os.pwrite(fd, data[:1 << 30], pos)
         data, pos = data[done:], pos + done
-
-
-def populate_beside(path: str):
-    """Start allocating every page of the (sparse) file ``path`` on a thread (``os.posix_fallocate``: the kernel
-    zeroes them) and return ``wait()``, which joins it. A worker calls it before work that does not touch the file
-    (sampling a partition's inputs), so the writes that follow find the pages present instead of allocating them
-    page by page as they copy: on tmpfs, allocating as one writes costs more than the copy, and writers of one file
-    allocate under its lock, one at a time (``bench/gpu/hostmem.py`` measures both). The syscall releases the GIL,
-    so the Python work beside it runs on.
-
-    ``wait()`` raises BadInput when the file system has no room for the file (ENOSPC: the writes would have failed
-    too, or killed the worker with SIGBUS through a mapping); any other error (a file system without fallocate) is
-    ignored, and the writes allocate as they go."""
-    err: list = []
-
-    def run():
-        try:
-            fd = os.open(path, os.O_RDWR)
-            try:
-                os.posix_fallocate(fd, 0, os.fstat(fd).st_size)
-            finally:
-                os.close(fd)
-        except OSError as e:
-            err.append(e)
-
-    thread = threading.Thread(target=run, name="cuzk-populate", daemon=True)
-    thread.start()
-
-    def wait() -> None:
-        thread.join()
-        if err and err[0].errno == errno.ENOSPC:
-            raise BadInput(f"no room for the shared witness file {path} in {os.path.dirname(path)} "
-                           f"(set ${SHARED_DIR_ENV} or give the host more memory): {err[0]}")
-
-    return wait
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """Host-side diagnostic for the device machine: where concurrent witness synthesis spends its time.
 
-    python3 bench/gpu/hostmem.py --preset=sector32g --workers=15 --gib=2 [--parts=memory,files,engine] \
+    python3 bench/gpu/hostmem.py --preset=sector32g --workers=15 --gib=2 [--parts=memory,files] \
         --out=$OUT/hostmem.json
 
 ``--parts``:
@@ -11,12 +11,9 @@
   the file's lock per write), ``posix_fallocate``, and anonymous memory touched fresh against reused.
 * ``files`` (``cuzk_jax.engine.synthesis.span_task`` on the ``porep_like`` workers of ``worker_pool``): one
   partition by one worker; one partition split over every worker into one file: fresh, into the same pages
-  again, through the workers' mappings instead of ``pwrite``, into a file allocated first; ``min(10, workers)``
+  again, through the workers' mappings instead of ``pwrite``, into a file allocated first (``posix_fallocate``
+  beside the sampling, as ``_sample_with_fallocate`` times); ``min(10, workers)``
   whole partitions at once, each into its own file, fresh and again.
-* ``engine`` (the engine's sampled tasks, A/B in one process): ``synthesize_partition`` of a ``("sample", p,
-  seed)`` partition (one alone; ``min(10, workers)`` at once) and a split partition (``sample_task``, then its
-  span tasks) with the file's pages allocated beside the sampling (``zfile.populate_beside``, the engine's way)
-  against without (the writes allocate).
 
 Prints a table and writes JSON (system facts included: CPU count, transparent huge page settings, memory)."""
 
@@ -119,27 +116,6 @@ def _system():
             "shm_free_gib": round(st.f_bavail * st.f_frsize / 2**30, 1)}
 
 
-def _no_populate(path):
-    return lambda: None
-
-
-def _engine_task(populate, fn, *args):
-    """Worker: ``fn(*args)`` with ``zfile.populate_beside`` as the engine has it, or (``populate=False``) a no-op
-    (the baseline: the writes allocate the pages). Returns the task's wall time."""
-    from cuzk_jax.circuits import zfile
-    from cuzk_jax.engine import synthesis
-
-    real = zfile.populate_beside
-    zfile.populate_beside = real if populate else _no_populate
-    try:
-        t = time.perf_counter()
-        fn(*args)
-        return time.perf_counter() - t
-    finally:
-        zfile.populate_beside = real
-        synthesis.zfile.populate_beside = real
-
-
 def _memory(pool, P, per, row):
     def timed(name, fn, *args):
         t = time.perf_counter()
@@ -220,46 +196,12 @@ def _files(c, pool, P, row, res):
         drop_shared(f)
 
 
-def _engine(c, pool, P, row):
-    from cuzk_jax.circuits.porep_like import block_counts
-    from cuzk_jax.engine.synthesis import (drop_shared, new_shared_file, sample_task, span_bounds, span_task,
-                                           synthesize_partition)
-
-    n = block_counts(c)["num_vars"]
-    C = c.params["challenges"]
-    k = min(10, P)
-    for populate in (False, True, False, True):  # twice each, interleaved: the host warms up as it goes
-        tag = "populated beside sampling" if populate else "baseline"
-        f1 = new_shared_file(n)
-        t = pool.submit(_engine_task, populate, synthesize_partition, c, ("sample", 0, 0), f1).result()
-        row(f"engine: sampled partition alone, {tag}", t, 32 * n, [t])
-        drop_shared(f1)
-        fs = [new_shared_file(n) for _ in range(k)]
-        t = time.perf_counter()
-        each = list(pool.map(_engine_task, [populate] * k, [synthesize_partition] * k, [c] * k,
-                             [("sample", p, 0) for p in range(k)], fs))
-        row(f"engine: {k} sampled partitions at once, {tag}", time.perf_counter() - t, 32 * n * k, each)
-        for f in fs:
-            drop_shared(f)
-        f1 = new_shared_file(n)
-        t = time.perf_counter()
-        ts = pool.submit(_engine_task, populate, sample_task, c, ("sample", 0, 0), f1).result()
-        inputs = c.sample_inputs(0, 0)  # what the sampling task returned (the parent keeps its result)
-        t1 = time.perf_counter()
-        futs = [pool.submit(span_task, c, inputs, lo, hi, f1) for lo, hi in span_bounds(C, P)]
-        spans = [f.result()[1] for f in futs]
-        tsp = time.perf_counter() - t1
-        row(f"engine: split partition, sampling then spans, {tag}", ts + tsp, 32 * n,
-            [ts] + [e[2] - e[1] for e in spans])
-        drop_shared(f1)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--preset", default="sector32g")
     ap.add_argument("--workers", type=int, default=15)
     ap.add_argument("--gib", type=float, default=2.0)
-    ap.add_argument("--parts", default="memory,files,engine")
+    ap.add_argument("--parts", default="memory,files")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     import concurrent.futures as cf
@@ -280,7 +222,7 @@ def main():
         with cf.ProcessPoolExecutor(P, mp_context=mp.get_context("spawn")) as pool:
             list(pool.map(time.sleep, [0.3] * P))
             _memory(pool, P, per, row)
-    if parts & {"files", "engine"}:
+    if "files" in parts:
         from cuzk_jax.circuits.porep_like import PorepLike, warm_pool, worker_pool
 
         c = PorepLike(a.preset)
@@ -288,10 +230,7 @@ def main():
         warm_pool(c, P)
         res["warm_pool_s"] = round(time.perf_counter() - t, 3)
         pool = worker_pool(c, P)
-        if "files" in parts:
-            _files(c, pool, P, row, res)
-        if "engine" in parts:
-            _engine(c, pool, P, row)
+        _files(c, pool, P, row, res)
         pool.shutdown(wait=True)
     res["rows"] = rows
     w = max(len(r["case"]) for r in rows)

@@ -93,35 +93,12 @@ def synthesize_partition(circuit, spec, out: str | None = None) -> SynthOutput:
     (nothing is written)."""
     t0 = time.perf_counter()
     kind = spec[0]
-    # a sampled partition's file gets its pages while the inputs are sampled (zfile.populate_beside)
-    populated = zfile.populate_beside(out) if out is not None and kind == "sample" else None
-    try:
-        return _synthesize(circuit, spec, out, t0, populated or (lambda: None))
-    finally:
-        if populated is not None:
-            _quietly(populated)
-
-
-def _quietly(wait) -> None:
-    """Join a :func:`zfile.populate_beside` thread on the way out of a task that may have failed first (its own
-    error, if any, was raised where the task waited for it)."""
-    try:
-        wait()
-    except Exception:  # noqa: BLE001 -- the task's outcome is already decided
-        pass
-
-
-def _synthesize(circuit, spec, out, t0: float, populated) -> SynthOutput:
-    """:func:`synthesize_partition`'s body; ``populated()`` waits for the shared file's pages before the first
-    write."""
-    kind = spec[0]
     if kind in ("sample", "inputs"):
         from cuzk_jax.circuits import block_witness
 
         if block_witness.supports(circuit):  # WindowPoSt, SnapDeals: limbs block range by block range
             z, public, t = (block_witness.partition_z(circuit, spec[1], spec[2]) if kind == "sample"
                             else block_witness.partition_z(circuit, 0, inputs=spec[1]))
-            populated()
             out_z = z if out is None else _write_shared(out, z)
             return SynthOutput(z=out_z, public_inputs=public, num_inputs=t.ni_h + t.count * t.ni_b,
                                num_aux=t.na_h + t.count * t.na_b, num_constraints=t.m_h + t.count * t.m_b,
@@ -131,7 +108,6 @@ def _synthesize(circuit, spec, out, t0: float, populated) -> SynthOutput:
     if kind == "sample":
         _, partition, seed = spec
         inputs = circuit.sample_inputs(partition, seed)
-        populated()
         witness, direct = _witness(circuit, inputs, out)
         public = list(circuit.public_inputs(inputs))
     elif kind == "inputs":
@@ -250,22 +226,13 @@ def span_bounds(units: int, ways: int) -> list[tuple[int, int]]:
     return list(zip(cuts[:-1], cuts[1:]))
 
 
-def sample_task(circuit, spec, out: str | None = None) -> tuple:
+def sample_task(circuit, spec) -> tuple:
     """Worker: the inputs of a split partition (``("sample", partition, seed)``: sampled here) and
-    ``(t_start, t_end, worker)``; with ``out``, the shared file's pages are allocated meanwhile
-    (:func:`zfile.populate_beside`), so the span tasks write into present pages."""
+    ``(t_start, t_end, worker)``."""
     t0 = time.perf_counter()
     if spec[0] != "sample":
         raise ValueError(f"sample_task: expected a ('sample', partition, seed) spec, got kind {spec[0]!r}")
-    populated = zfile.populate_beside(out) if out is not None else None
-    try:
-        inputs = circuit.sample_inputs(spec[1], spec[2])
-    except BaseException:
-        if populated is not None:
-            _quietly(populated)
-        raise
-    if populated is not None:
-        populated()
+    inputs = circuit.sample_inputs(spec[1], spec[2])
     return inputs, (_worker_name(), t0, time.perf_counter())
 
 
@@ -313,7 +280,7 @@ class SplitSynthesis(cf.Future):
         if self._spec[0] == "inputs":
             self._spans(self._spec[1], raise_=True)
         else:
-            self._track(self._submit(sample_task, self._circuit, self._spec, self._out), self._sampled)
+            self._track(self._submit(sample_task, self._circuit, self._spec), self._sampled)
         return self
 
     def _track(self, fut: cf.Future, then) -> None:
