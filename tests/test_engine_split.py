@@ -227,4 +227,3 @@ def test_split_in_transit_holds_the_pool(shm, monkeypatch):
         _check(c, res2, second)
         assert eng.status()["synthesis"]["split_partitions"] == 2
     assert not os.listdir(shm)
-
