@@ -72,11 +72,23 @@ def _fallocate(path):
 
 
 def _span_mapped(circuit, inputs, lo, hi, out):
-    """span_task with the worker's writes stored through its mapping instead of ``os.pwrite``."""
-    from cuzk_jax.circuits import porep_like
-    from cuzk_jax.engine.synthesis import span_task
-    porep_like._file_writer = lambda out: None
-    return span_task(circuit, inputs, lo, hi, out)
+    """What ``span_task`` does (challenges ``lo .. hi - 1`` into the shared file ``out``), the columns stored
+    through a plain shared mapping (``zfile.map_shared`` with a descriptor: not an ``np.memmap``, so
+    ``fill_instances`` stores into it instead of calling ``os.pwrite``). Returns ``span_task``'s shape of result."""
+    from cuzk_jax.circuits import zfile
+    from cuzk_jax.circuits.porep_like import fill_instances, synthesize_batch
+
+    t0 = time.perf_counter()
+    k = np.arange(lo, hi)
+    cs, counts = synthesize_batch(circuit, [inputs], (np.zeros_like(k), k))
+    fd = os.open(out, os.O_RDWR)
+    try:
+        z = zfile.map_shared(out, (8, 1, os.fstat(fd).st_size // 32), fd=fd)
+    finally:
+        os.close(fd)
+    fill_instances(cs, counts, z, np.zeros_like(k), k, True)
+    del z
+    return counts, ("mapped", t0, time.perf_counter())
 
 
 def _sample_with_fallocate(circuit, p, seed, path):
