@@ -30,15 +30,16 @@ SHM = "/dev/shm"
 
 
 def _pwrite_range(path, nbytes, off, chunk=1 << 18):
+    """Write ``nbytes`` at ``off`` of ``path`` in ``chunk``-byte ``os.pwrite`` calls (as the synthesis writers do);
+    the seconds it took."""
+    from cuzk_jax.circuits import zfile
+
     buf = np.full(chunk // 4, 7, np.uint32)
-    mv = memoryview(buf).cast("B")
     fd = os.open(path, os.O_WRONLY)
     t = time.perf_counter()
     try:
         for o in range(off, off + nbytes, chunk):
-            n = 0
-            while n < chunk:
-                n += os.pwrite(fd, mv[n:], o + n)
+            zfile.pwrite_all(fd, buf, o)
     finally:
         os.close(fd)
     return time.perf_counter() - t
@@ -108,9 +109,11 @@ def _sample_with_fallocate(circuit, p, seed, path):
 
 
 def _new(nbytes):
-    path = f"{SHM}/hostmem-{os.getpid()}-{time.perf_counter_ns()}"
-    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_EXCL, 0o600)
-    os.ftruncate(fd, nbytes)
+    """A new sparse file of ``nbytes`` where the engine puts its shared witness files (``zfile.new_file``:
+    ``/dev/shm`` when it has room)."""
+    from cuzk_jax.circuits import zfile
+
+    fd, path = zfile.new_file(nbytes, prefix="hostmem-")
     os.close(fd)
     return path
 
@@ -158,7 +161,8 @@ def _memory(pool, P, per, row):
     row("anon fresh (np.ones)", w, P * per, [x[0] for x in r])
     row("anon warm (np.add in place)", max(x[1] for x in r), P * per, [x[1] for x in r])
     f = _new(per)
-    row("pwrite fresh, one process alone", _pwrite_range(f, per, 0), per, [0.0])
+    alone = _pwrite_range(f, per, 0)
+    row("pwrite fresh, one process alone", alone, per, [alone])
     os.unlink(f)
 
 
