@@ -224,6 +224,10 @@ def main():
     import multiprocessing as mp
 
     parts = set(a.parts.split(","))
+    if not parts or parts - {"memory", "files"}:
+        ap.error(f"--parts: a comma-separated subset of memory,files, got {a.parts!r}")
+    if a.workers < 1 or a.gib <= 0:
+        ap.error("--workers needs at least 1 and --gib a positive size")
     P, per = a.workers, int(a.gib * 2**30)
     rows, res = [], {"system": _system(), "workers": P, "per_bytes": per, "preset": a.preset, "parts": sorted(parts)}
     print(res["system"], flush=True)
