@@ -158,7 +158,10 @@ def measure(op: str, impl: str, log_n: int, batch: int, reps: int, warmup: int) 
 
 def measure_fresh(op: str, impl: str, log_n: int, batch: int, reps: int, warmup: int) -> dict:
     """:func:`measure` in a fresh Python process with no persistent compilation cache (a cold first call)."""
-    spec = json.dumps({"op": op, "impl": impl, "log_n": log_n, "batch": batch, "reps": reps, "warmup": warmup})
+    from cuzk_jax import bench
+
+    spec = json.dumps({"op": op, "impl": impl, "log_n": log_n, "batch": batch, "reps": reps, "warmup": warmup,
+                       "profile": bench.profiling()})
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "CUZK_JAX_CACHE_DIR")}
     try:
         proc = subprocess.run([sys.executable, "-m", "cuzk_jax.bench.ntt", spec], capture_output=True, text=True,
@@ -202,7 +205,10 @@ def run(cfg) -> list[dict]:
 
 
 def _worker(argv) -> int:
+    from cuzk_jax import bench
+
     spec = json.loads(argv[1])
+    bench.set_profiling(spec.get("profile", False))  # --profile of the parent: trace one more run here
     try:
         row = measure(spec["op"], spec["impl"], spec["log_n"], spec["batch"], spec["reps"], spec["warmup"])
     except Exception as e:  # reported as the row's error by the parent
