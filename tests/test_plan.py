@@ -508,9 +508,12 @@ def test_sector_stream_bench_proves_through_the_engine(tmp_path):
     assert 0 < row["lone_first_batch_s"] < row["lone_latency_s"] and row["lone_split_partitions"] == 0
     lone = row["lone_events"]
     assert {e[1] for e in lone} >= {"synthesis", "evaluate"} and min(e[2] for e in lone) >= 0
+    # the lone sector again from inputs sampled before its clock (C2 proper): its own timeline, its proofs verified
+    assert row["lone_inputs_sample_s"] > 0 and 0 < row["lone_inputs_first_batch_s"] < row["lone_inputs_latency_s"]
+    assert {e[1] for e in row["lone_inputs_events"]} >= {"synthesis", "evaluate"}
     assert row["host_witness_budget_bytes"] == 2 * 2 * 32 * row["num_vars"]  # two sectors' witnesses, within 8 GiB
-    # and the warm-up partition, and the lone sector before the stream
-    assert sum(int(k.split("/")[0]) * n for k, n in row["batch_sizes"].items()) == 4 + 1 + 2
+    # and the warm-up partition, and the two lone sectors before the stream
+    assert sum(int(k.split("/")[0]) * n for k, n in row["batch_sizes"].items()) == 4 + 1 + 2 + 2
     assert {"synthesis", "evaluate", "msm_h"} <= set(row["phase_mean_s"]) and 0 < row["device_busy_fraction"] <= 1
     lanes = {e[0] for e in row["events"]}
     assert "device" in lanes and any(e[1] == "synthesis" for e in row["events"])

@@ -49,6 +49,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import logging
+import os
 import time
 
 import jax
@@ -288,6 +289,41 @@ def _rss() -> int:
         return 0
 
 
+def _sample_one(circuit, partition: int, seed: int) -> dict:
+    return circuit.sample_inputs(partition, seed)
+
+
+def sample_inputs(circuit, seed: int, partitions: int, workers: int) -> list[dict]:
+    """``circuit.sample_inputs(p, seed)`` for every partition ``p`` -- the stand-in for what PoRep's C1 hands to
+    C2 -- sampled in up to ``workers`` fresh processes (a ``sector32g`` partition's sealing data is seconds of
+    native hashing), in partition order."""
+    import multiprocessing
+
+    slim = circuit.without_r1cs() if hasattr(circuit, "without_r1cs") else circuit  # the matrices stay here
+    n = max(1, min(int(workers), partitions))
+    with concurrent.futures.ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_sample_one, [slim] * partitions, range(partitions), [seed] * partitions))
+
+
+def _lone(eng, name: str, submit) -> dict:
+    """One job submitted by ``submit()`` to the warm, idle engine ``eng`` and waited for (its proofs verified):
+    ``<name>_latency_s`` (submission to verified proofs), ``<name>_first_batch_s`` (when its first device phase
+    began), ``<name>_split_partitions`` (partitions split over idle workers) and ``<name>_events`` (its timeline,
+    seconds since the submission)."""
+    split0 = eng.status()["synthesis"]["split_partitions"]
+    t = time.perf_counter()
+    submit().result()
+    out = {f"{name}_latency_s": round(time.perf_counter() - t, 3)}
+    events = _timeline(eng, t - eng.t0, lambda e, off: e.start >= off)
+    out.update({f"{name}_first_batch_s": min((e[2] for e in events if e[0] == "device"), default=None),
+                f"{name}_split_partitions": eng.status()["synthesis"]["split_partitions"] - split0,
+                f"{name}_events": events})
+    _say(f"stream: one sector alone through the warm engine ({name}): {out[f'{name}_latency_s']} s (first device "
+         f"phase after {out[f'{name}_first_batch_s']} s; {out[f'{name}_split_partitions']} partition(s) split "
+         f"over idle workers)")
+    return out
+
+
 def stream(cfg, circuit, rk, row: dict) -> list[dict]:
     """``--stream``: ``--sectors`` sectors of ``--partitions`` partitions (sector ``k`` is seed ``--seed + k``)
     through one :class:`~cuzk_jax.engine.Engine` over the resident key ``rk``: batches of the memory plan's size,
@@ -298,10 +334,12 @@ def stream(cfg, circuit, rk, row: dict) -> list[dict]:
     :data:`STREAM_HOST_MARGIN`, and by two sectors' witnesses (``host_witness_budget_gib``; no bound without a host
     budget). Every worker is started and warmed first (``warm_workers_s``), then one partition is proved, untimed
     (``warm_s``: it compiles what the witnesses decide, the split MSMs), then one sector alone (``lone_latency_s``:
-    a sector end to end, submission to verified proofs, through a warm, idle engine; ``lone_first_batch_s``: when its
-first device phase began, after the first partition's synthesis -- split over idle workers,
-``lone_split_partitions``; ``lone_events``: its timeline, as ``events`` below, in seconds since its submission),
-then every sector at once:
+    a sector end to end, submission to verified proofs, through a warm, idle engine, its partitions' inputs sampled
+    by the workers inside that time; ``lone_first_batch_s``: when its first device phase began, after the first
+    partition's synthesis -- split over idle workers, ``lone_split_partitions``; ``lone_events``: its timeline, as
+    ``events`` below, in seconds since its submission), then one sector alone again from inputs sampled before
+    its submission (``lone_inputs_*``, the same figures; ``lone_inputs_sample_s``: the sampling, untimed): PoRep's
+    C2 proper, which starts from what C1 hands over, as cuzk's sector time does; then every sector at once:
     ``latency_s`` (per sector, submission to its verified proofs), ``completed_s`` (from the submission),
     ``interval_s`` (the mean time between completions after the first: seconds per sector in a continuous
     stream); from the events that began after the submissions, the device's busy fraction and the mean seconds
@@ -342,17 +380,12 @@ then every sector at once:
             row.update(warm_s=round(time.perf_counter() - t, 3))
             _say(f"stream: warm-up partition {row['warm_s']} s; {sectors} sectors of {P} partitions, batches of "
                  f"{batch}, host witness budget {row['host_witness_budget_gib']} GiB")
-            split0 = eng.status()["synthesis"]["split_partitions"]
+            row.update(_lone(eng, "lone", lambda: eng.submit(circuit, sector=cfg.seed + sectors + 1, partitions=P)))
+            # C2 proper: the partitions' inputs (what C1 hands over) in hand before the clock starts
             t = time.perf_counter()
-            eng.submit(circuit, sector=cfg.seed + sectors + 1, partitions=P).result()
-            row.update(lone_latency_s=round(time.perf_counter() - t, 3))  # one sector, nothing else in flight
-            lone = _timeline(eng, t - eng.t0, lambda e, off: e.start >= off)
-            first = min((e[2] for e in lone if e[0] == "device"), default=None)
-            row.update(lone_first_batch_s=first, lone_events=lone,
-                       lone_split_partitions=eng.status()["synthesis"]["split_partitions"] - split0)
-            _say(f"stream: one sector alone through the warm engine: {row['lone_latency_s']} s (first device phase "
-                 f"after {row['lone_first_batch_s']} s; {row['lone_split_partitions']} partition(s) split over "
-                 f"idle workers)")
+            inputs = sample_inputs(circuit, cfg.seed + sectors + 2, P, cfg.workers or os.cpu_count() or 1)
+            row.update(lone_inputs_sample_s=round(time.perf_counter() - t, 3))
+            row.update(_lone(eng, "lone_inputs", lambda: eng.submit(circuit, inputs=inputs)))
             t0 = time.perf_counter()
             done: dict[int, float] = {}
             futs = []
