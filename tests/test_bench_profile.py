@@ -73,3 +73,19 @@ def test_bench_flag_writes_the_profile(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     rows = json.loads(out.read_text())["rows"]
     assert rows and all(row.get("profile", {}).get("events", 0) > 0 for row in rows if "median_ms" in row), rows
+
+
+def test_ntt_bench_profiles_in_its_fresh_worker(tmp_path):
+    """``--op=ntt`` measures every row in a fresh process: ``--profile`` reaches it (the row gets the traced run's
+    summary), and without the flag no row has one."""
+    rows = {}
+    for flag in ("--profile", "--noprofile"):
+        out = tmp_path / f"ntt{flag}.json"
+        r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--op=ntt", "--log_n=8", "--impl=xla",
+                            "--reps=1", "--warmup=0", flag, f"--out={out}", "--cache_dir="],
+                           env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        rows[flag] = json.loads(out.read_text())["rows"]
+        assert rows[flag] and all("median_ms" in row for row in rows[flag]), rows[flag]
+    assert all(row["profile"]["events"] > 0 for row in rows["--profile"])
+    assert not any("profile" in row for row in rows["--noprofile"])
