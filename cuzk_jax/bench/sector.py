@@ -289,20 +289,19 @@ def _rss() -> int:
         return 0
 
 
-def _sample_one(circuit, partition: int, seed: int) -> dict:
-    return circuit.sample_inputs(partition, seed)
-
-
 def sample_inputs(circuit, seed: int, partitions: int, workers: int) -> list[dict]:
     """``circuit.sample_inputs(p, seed)`` for every partition ``p`` -- the stand-in for what PoRep's C1 hands to
     C2 -- sampled in up to ``workers`` fresh processes (a ``sector32g`` partition's sealing data is seconds of
     native hashing), in partition order."""
     import multiprocessing
 
+    from cuzk_jax.engine.synthesis import sample_task
+
     slim = circuit.without_r1cs() if hasattr(circuit, "without_r1cs") else circuit  # the matrices stay here
     n = max(1, min(int(workers), partitions))
+    specs = [("sample", p, seed) for p in range(partitions)]
     with concurrent.futures.ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(_sample_one, [slim] * partitions, range(partitions), [seed] * partitions))
+        return [inputs for inputs, _ in pool.map(sample_task, [slim] * partitions, specs)]
 
 
 def _lone(eng, name: str, submit) -> dict:
