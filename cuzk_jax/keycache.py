@@ -37,9 +37,10 @@ import logging
 import os
 import time
 
+from cuzk_jax.errors import BadInput
 from cuzk_jax.groth16 import generator, keyfile
 from cuzk_jax.fileio import atomic_write
-from cuzk_jax.groth16.data_structures import KeyFormatError, ProvingKey
+from cuzk_jax.groth16.data_structures import H_FORMS, KeyFormatError, ProvingKey
 
 log = logging.getLogger(__name__)
 
@@ -161,15 +162,21 @@ def write_cached(path: str, pk: ProvingKey) -> int:
 
 
 def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=None, progress=None,
-                  subgroup_check: bool = False, method: str | None = None) -> ProvingKey:
+                  subgroup_check: bool = False, method: str | None = None,
+                  h_form: str | None = None) -> ProvingKey:
     """The proving key for ``circuit`` from the cache, or a fresh setup saved to the cache.
 
     Safe to call from several processes at once on one cache directory: they share one setup (module docstring).
     ``toxic`` (tests only) fixes the toxic waste; by default it comes from the OS CSPRNG. ``progress`` is called
     with short status strings (e.g. ``print``) for long steps. ``method`` picks the setup's implementation
     (:func:`cuzk_jax.groth16.generator.setup`: ``"host"``, ``"device"``, or None for the platform's default); both
-    give the same key.
+    give the same key. ``h_form``: the H query's form of a new key (:data:`~cuzk_jax.groth16.data_structures.H_FORMS`;
+    None: the setup's default, and a cached key of either form is used); a cached key of another form than the one
+    asked for is a :class:`~cuzk_jax.errors.BadInput` (the cache holds one key per circuit: delete it, or use
+    another directory), never silently replaced.
     """
+    if h_form is not None and h_form not in H_FORMS:
+        raise BadInput(f"unknown H query form {h_form!r}; expected one of {H_FORMS}")
     say = progress or (lambda msg: log.info("%s", msg))
     r1cs = r1cs if r1cs is not None else circuit.r1cs()
     path = key_path(circuit, r1cs, directory)
@@ -183,6 +190,9 @@ def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=Non
         except KeyFormatError as e:
             say(f"ignoring unusable cached key {path}: {e}")
             return None
+        if pk is not None and h_form is not None and pk.h_form != h_form:
+            raise BadInput(f"the cached key {path} has a {pk.h_form} H query, {h_form} was asked for: delete it or "
+                           "use another key directory")
         if pk is not None:
             dt = time.perf_counter() - t0
             size = os.path.getsize(path)
@@ -199,7 +209,7 @@ def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=Non
             return pk
         say(f"setup for {circuit.name}/{circuit.preset} ({r1cs.num_constraints} constraints) ...")
         t0 = time.perf_counter()
-        pk = generator.setup(r1cs, toxic, progress=say, method=method)
+        pk = generator.setup(r1cs, toxic, progress=say, method=method, h_form=h_form or generator.DEFAULT_H_FORM)
         say(f"setup done in {time.perf_counter() - t0:.1f}s; saving {path}")
         t0 = time.perf_counter()
         size = write_cached(path, pk)

@@ -29,6 +29,14 @@ config, form) whose tables (roots, coset powers) are arguments (:mod:`cuzk_jax.o
     c are the evaluations in snarkjs's domain order (``a[i]`` at ``w_n^i`` with the generator-5 root), as snarkjs
     builds them from the zkey's coefficient section (``c = a * b`` pointwise for a satisfied witness).
 
+:func:`compute_h_lagrange` (this project's keys with a Lagrange H query)
+    snarkjs's step on OUR domain (generator 7, the domain the key's QAP was built on): the n evaluations
+    ``P(g w^i)`` on the odd coset ``g H`` of the size-2n domain (``g = w_2n = 7^((r-1)/2n)``), not divided by Z,
+    for a key whose ``h_query[i]`` is ``L^(2n)_(2i+1)(tau) / delta`` (``ProvingKey.h_form == "lagrange"``,
+    :func:`cuzk_jax.groth16.generator.setup`). Six transforms instead of :func:`compute_h`'s seven, and the same
+    proof: ``sum_i P(g w^i) L^(2n)_(2i+1)(tau) = P(tau) = h(tau) Z(tau)`` because ``P`` (degree <= 2n - 2) vanishes
+    on the even points (the domain) when the witness satisfies the constraints.
+
 Order and fusion: one digit reversal per step, not five. Each coset program's first transform leaves the
 coefficients in pass order (digit-reversed, :func:`cuzk_jax.ops.ntt.passes` with ``natural=False``) and its second
 runs the passes' transposes, which take pass order to natural order (:func:`cuzk_jax.ops.ntt._transposed_impl`:
@@ -64,6 +72,9 @@ from cuzk_jax.ops.config import NttConfig
 
 COSET_GENERATOR = N.COSET_GENERATOR  # 7
 SNARKJS_GENERATOR = 5
+#: The H step's forms: ``arkworks`` (:func:`compute_h`), ``snarkjs`` (:func:`compute_h_snarkjs`) and ``lagrange``
+#: (:func:`compute_h_lagrange`); the last two end on the odd coset, with no last transform.
+FORMS = ("arkworks", "snarkjs", "lagrange")
 R = N.R
 LIMBS = N.LIMBS
 
@@ -94,7 +105,7 @@ class HTables(NamedTuple):
       layout position (:func:`cuzk_jax.ops.ntt.layout_scale_parts`: the coefficients arrive in pass order), for
       one pass ``(lo, hi)`` (:func:`cuzk_jax.ops.ntt.scale_parts`);
     * ``out``: ``(lo, hi)`` of ``(1/n) / Z_H(g) * g^-j`` (arkworks form: the last transform's scaling); for
-      snarkjs's form a dummy pair of length 1 (its step ends before that transform).
+      the odd-coset forms (snarkjs, lagrange) a dummy pair of length 1 (their step ends before that transform).
     """
 
     roots: jax.Array
@@ -109,7 +120,7 @@ class HTables(NamedTuple):
 def table_bytes(n: int, form: str = "arkworks", config: NttConfig | None = None) -> int:
     """Device bytes of :func:`h_tables` for a domain of ``n`` and the NTT ``config`` (None: an upper bound for any):
     the ``n/2``-entry root table (32 B an entry) and the scaling parts -- the output's two of ``~sqrt(n)`` entries
-    (snarkjs's form: two constants), the coset shift's the same for a one-pass transform, else three by layout
+    (the odd-coset forms: two constants), the coset shift's the same for a one-pass transform, else three by layout
     position (:func:`cuzk_jax.ops.ntt.layout_scale_parts`: fewer entries)."""
     log_n = N.log2_size(n)
     c = (log_n + 1) // 2
@@ -163,7 +174,7 @@ def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, 
     ``scalars``: return what the H MSM takes instead -- canonical limbs (not Montgomery) and, for arkworks' form,
     the first ``n - 1`` coefficients (bellman): the last scaling's small ``lo`` table is taken out of Montgomery
     form here (``sqrt(n)`` entries), so that its Montgomery product leaves Montgomery form at no cost (``a R * b =
-    a b R`` but ``a R * (b / R) = a b``); snarkjs's form converts ``P`` where it is put in natural order. Saves the
+    a b R`` but ``a R * (b / R) = a b``); the odd-coset forms convert ``P`` where it is put in natural order. Saves the
     separate conversion program over the whole batch."""
     if config.finish_kind == "kernel":  # one Pallas pass over the three inputs (PTX blocks; NttConfig.finish)
         from cuzk_jax.ops.pallas import field_mul
@@ -173,7 +184,7 @@ def _finish_body(ea, eb, ec, tables: HTables, *, log_n: int, config: NttConfig, 
         f = F.fr.with_schedule(config.schedule)
         # in windows (ops.field.map_last_axis): over a whole 2^27 domain this product held 64 GiB of temporaries
         P = F.map_last_axis(lambda a, b, c: f.sub(f.mul(a, b), c), ea, eb, ec)
-    if form == "snarkjs":
+    if form != "arkworks":  # an odd-coset form: P itself is the H MSM's scalars
         return F.map_last_axis(F.fr.with_schedule(config.schedule).from_mont, P) if scalars else P
     lo, hi = tables.out
     if scalars:
@@ -240,6 +251,16 @@ def compute_h_snarkjs(a, b, c, *, config: NttConfig | None = None, tables: HTabl
     return _run(abc, log_n, nb, tables, config, "snarkjs").reshape(shape)
 
 
+def compute_h_lagrange(a, b, c, *, config: NttConfig | None = None, tables: HTables | None = None):
+    """The n evaluations ``P(g w^i) = (A B - C)(g w^i)`` on the odd coset of our size-2n domain (generator 7;
+    Montgomery form, shape ``(8, *batch, n)``), the H MSM's scalars for a key with a Lagrange H query (module doc).
+    ``config`` and ``tables`` (``form="lagrange"``) as in :func:`compute_h`."""
+    config = NttConfig.coerce(config)
+    abc, shape, nb, n, log_n, eager = _check(a, b, c)
+    tables = _tables_for(tables, n, "lagrange", COSET_GENERATOR, config, eager)
+    return _run(abc, log_n, nb, tables, config, "lagrange").reshape(shape)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The same H step as separate programs, one of a, b, c at a time (large domains)
 # ---------------------------------------------------------------------------------------------------------------
@@ -251,11 +272,13 @@ def compute_h_snarkjs(a, b, c, *, config: NttConfig | None = None, tables: HTabl
 
 def _form_roots(n: int, form: str, g: int = COSET_GENERATOR):
     """``(generator of the domain, coset shift, output scaling or None)`` of the H step's form: arkworks' coset
-    ``g H`` and its ``(1/n / Z_H(g), g^-1)`` output scaling (``g^n != 1`` required), or snarkjs's odd coset."""
-    if form == "snarkjs":
-        return SNARKJS_GENERATOR, N.root_of_unity(2 * n, SNARKJS_GENERATOR), None
+    ``g H`` and its ``(1/n / Z_H(g), g^-1)`` output scaling (``g^n != 1`` required), or the odd coset ``w_2n H``
+    of snarkjs's domain (generator 5) or ours (``lagrange``: generator 7)."""
+    if form in ("snarkjs", "lagrange"):
+        generator = SNARKJS_GENERATOR if form == "snarkjs" else N.GENERATOR
+        return generator, N.root_of_unity(2 * n, generator), None
     if form != "arkworks":
-        raise ValueError(f"unknown QAP form {form!r}; expected 'arkworks' or 'snarkjs'")
+        raise ValueError(f"unknown QAP form {form!r}; expected one of {FORMS}")
     g %= R
     if g == 0 or pow(g, n, R) == 1:
         raise ValueError(f"coset generator {g} must satisfy g^n != 1")
@@ -295,8 +318,9 @@ def coset_evaluations(x, n: int, *, config: NttConfig | None = None, form: str =
 
 def h_from_evaluations(ea, eb, ec, n: int, *, config: NttConfig | None = None, form: str = "arkworks",
                        tables: HTables | None = None, scalars: bool = False):
-    """:func:`coset_evaluations` of a, b, c -> what :func:`compute_h` (``form="arkworks"``) or
-    :func:`compute_h_snarkjs` (``form="snarkjs"``) returns for the zero-padded a, b, c: bit for bit the same.
+    """:func:`coset_evaluations` of a, b, c -> what :func:`compute_h` (``form="arkworks"``),
+    :func:`compute_h_snarkjs` (``form="snarkjs"``) or :func:`compute_h_lagrange` (``form="lagrange"``) returns
+    for the zero-padded a, b, c: bit for bit the same.
     ``scalars``: the H MSM's scalars instead -- the same values in canonical form, arkworks' form cut to its first
     ``n - 1`` (see :func:`_finish_body`)."""
     config = NttConfig.coerce(config)
@@ -331,8 +355,9 @@ def table_specs(n: int, *, form: str = "arkworks", config: NttConfig | None = No
 
 def compute_h_split(a, b, c, n: int, *, config: NttConfig | None = None, form: str = "arkworks",
                     tables: HTables | None = None, scalars: bool = False):
-    """:func:`compute_h` / :func:`compute_h_snarkjs` of a, b, c zero-padded to ``n``, as four programs (one per
-    input, then the pointwise step and the last transform): the peak memory of one input's transform instead of
+    """:func:`compute_h` / :func:`compute_h_snarkjs` / :func:`compute_h_lagrange` of a, b, c zero-padded to
+    ``n``, as four programs (one per input, then the pointwise step and, for arkworks' form, the last transform):
+    the peak memory of one input's transform instead of
     three. Eager only (each step is its own jitted program); ``tables`` as in :func:`coset_evaluations`;
     ``scalars`` as in :func:`h_from_evaluations`."""
     config = NttConfig.coerce(config)

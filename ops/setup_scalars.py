@@ -216,14 +216,14 @@ def compile_jobs(lag_tables: tuple, h_tables: tuple, *, chunk: int, lag_width: i
     GIL) while it works (:func:`cuzk_jax.groth16.generator.development_setup`).
 
     ``lag_tables``: ``(lo, hi, a, tau, k)`` of :func:`lagrange`; ``h_tables``: ``(lo, hi, a)`` of :func:`powers`
-    (the arrays themselves: small); ``chunk``: elements per call of those programs (``lag_chunk``: of
+    (the arrays themselves: small), or None for a Lagrange H query (its scalars come from the ``lagrange``
+    program on tables of the same shapes, and ``from_mont`` is compiled for its chunk); ``chunk``: elements per call of those programs (``lag_chunk``: of
     :func:`lagrange`, default ``chunk``); ``lag_width``: the columns of
     the Lagrange array the column sums read; ``nnz``: each matrix's nonzeros (its extra rows included);
     ``num_coeffs``: the rows of :func:`scaled_coeffs` (with its zero entry). Each thunk must run with x64 off in
     its thread (the setup's calls are made so; ``column_sums`` and ``finish_sums`` switch it on as their calls
     do)."""
     lo, hi, a, tau, k = lag_tables
-    hlo, hhi, ha = h_tables
     spec = jax.ShapeDtypeStruct
 
     def wide(fn):  # the column-sum programs are called with x64 on (their uint64 accumulator)
@@ -249,7 +249,10 @@ def compile_jobs(lag_tables: tuple, h_tables: tuple, *, chunk: int, lag_width: i
         jobs[f"column_sums_{size}"] = sums_step(size)
     jobs["finish_sums"] = wide(lambda: _finish_sums.lower(spec((8, num_vars), jnp.uint64)).compile())
     jobs["query"] = query
-    jobs["h_powers"] = lambda: powers.lower(hlo, hhi, 0, chunk=chunk, a=ha).compile()
-    jobs["from_mont"] = lambda: from_mont.lower(spec((8, chunk), jnp.uint32)).compile()
+    if h_tables is not None:
+        hlo, hhi, ha = h_tables
+        jobs["h_powers"] = lambda: powers.lower(hlo, hhi, 0, chunk=chunk, a=ha).compile()
+    width = chunk if h_tables is not None else lag_chunk or chunk
+    jobs["from_mont"] = lambda: from_mont.lower(spec((8, width), jnp.uint32)).compile()
     return jobs
 

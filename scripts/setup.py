@@ -18,6 +18,9 @@ cli.define_path("key_dir", "", "key directory (default: the key cache, ~/.cache/
 flags.DEFINE_enum("setup_method", "auto", ["auto", "host", "device"], "setup implementation: device (every scalar and "
                   "point as device array programs), host (scalars as Python ints), auto (device on an accelerator, "
                   "host on CPU); the same key either way")
+flags.DEFINE_enum("h_form", "", ["", "lagrange", "coefficients"], "form of a new key's H query: lagrange (the "
+                  "default: the size-2n Lagrange basis at the odd points, one NTT fewer per proof) or coefficients "
+                  "(bellman's tau^i Z(tau) / delta); empty: the default, and a cached key of either form is used")
 cli.define_cache_dir_flag()
 FLAGS = flags.FLAGS
 
@@ -33,10 +36,11 @@ def main(argv):
     r1cs = circuit.r1cs(cache=True)  # the compiled circuit file: synthesized once per shape, then loaded
     method = None if FLAGS.setup_method == "auto" else FLAGS.setup_method
     pk = keycache.load_or_setup(circuit, r1cs, directory=FLAGS.key_dir or None, progress=lambda m: print(m, flush=True),
-                                method=method)
+                                method=method, h_form=FLAGS.h_form or None)
     path = keycache.key_path(circuit, r1cs, FLAGS.key_dir or None)
     print(f"proving key: {path} ({keycache.human_size(os.path.getsize(path))} on disk)\nverifying key: {path[:-3]}.vk\n"
-          f"{r1cs.num_constraints} constraints, domain {pk.domain_size}, {pk.num_inputs} inputs, {pk.num_aux} private")
+          f"{r1cs.num_constraints} constraints, domain {pk.domain_size}, {pk.num_inputs} inputs, {pk.num_aux} private,"
+          f" {pk.h_form} H query")
 
 
 def run():

@@ -126,8 +126,15 @@ def test_device_setup_equals_host_setup_and_reference(cube_keys):
     assert dev.to_bytes() == host.to_bytes()  # every point, bit for bit, in the key file format
     # the device scalars with the Jacobian fixed-base method (the host setup's compiled program): the same key
     assert generator.development_setup(r1cs, toxic, points="jacobian").to_bytes() == host.to_bytes()
-    rpk, _ = RG.setup(r1cs.with_input_constraints().reference_matrices(), r1cs.num_inputs, r1cs.num_vars, toxic)
-    assert affine_from_device(C.g1, dev.h_query) == rpk.h_query
+    mats = r1cs.with_input_constraints().reference_matrices()
+    rpk, _ = RG.setup(mats, r1cs.num_inputs, r1cs.num_vars, toxic, h_form=dev.h_form)
+    assert dev.h_form == "lagrange" and affine_from_device(C.g1, dev.h_query) == rpk.h_query
+    # bellman's coefficient H query (the powers program instead of the Lagrange one): the oracle's points
+    coef = generator.development_setup(r1cs, toxic, window=WINDOW, chunk=CHUNK, scalar_chunk=2,
+                                       h_form="coefficients")
+    rc, _ = RG.setup(mats, r1cs.num_inputs, r1cs.num_vars, toxic, h_form="coefficients")
+    assert affine_from_device(C.g1, coef.h_query) == rc.h_query != rpk.h_query
+    assert affine_from_device(C.g1, coef.a_query) == rpk.a_query
     assert affine_from_device(C.g1, dev.l_query) == rpk.l_query
     assert affine_from_device(C.g2, dev.b_g2_query) == rpk.b_g2_query
     assert dev.vk.ic == rpk.vk.ic and dev.delta_g1 == rpk.delta_g1
@@ -295,7 +302,9 @@ def test_device_setup_bucket_method_same_key(cube_keys, monkeypatch):
     # the scalar programs were compiled in the threads too, with the shapes the setup then called them with
     assert requests and all(name.startswith("setup-compile") for name in requests), requests
     compiled = ahead_timings["compile_s"]
-    assert {"g1", "g2", "lagrange", "finish_sums", "query", "h_powers", "from_mont"} <= set(compiled)
+    # a Lagrange H query runs the Lagrange program again (its compile serves both): no powers program
+    assert {"g1", "g2", "lagrange", "finish_sums", "query", "from_mont"} <= set(compiled)
+    assert "h_powers" not in compiled
     assert any(k.startswith("column_sums_") for k in compiled) and all(v >= 0 for v in compiled.values())
     assert len(requests) >= len(compiled)
 

@@ -27,9 +27,9 @@ def cube():
     toxic = generator.insecure_toxic_waste_for_tests(11)
     pk = generator.setup(r1cs, toxic)
     ext = r1cs.with_input_constraints()
-    rpk, rvk = RG.setup(ext.reference_matrices(), r1cs.num_inputs, r1cs.num_vars, toxic)
+    rpk, rvk = RG.setup(ext.reference_matrices(), r1cs.num_inputs, r1cs.num_vars, toxic, h_form=pk.h_form)
     witnesses = [circuit.witness(circuit.sample_inputs(p)) for p in range(P)]
-    return dict(circuit=circuit, r1cs=r1cs, pk=pk, rpk=rpk, ext=ext, witnesses=witnesses)
+    return dict(circuit=circuit, r1cs=r1cs, pk=pk, rpk=rpk, ext=ext, witnesses=witnesses, toxic=toxic)
 
 
 @pytest.fixture(scope="session")
@@ -48,6 +48,35 @@ def test_setup_matches_reference(cube):
         assert affine_from_device(C.g1, getattr(pk, name)) == getattr(rpk, name), name
     assert affine_from_device(C.g2, pk.b_g2_query) == rpk.b_g2_query
     assert pk.domain_size == rpk.domain_size
+
+
+def test_h_query_forms_give_the_same_proofs(cube, cube_proofs):
+    """The setup's default H query is the Lagrange form (one NTT fewer per proof); bellman's coefficient form gives
+    the same proof bits for the same randomness (both sums are h(tau) Z(tau) / delta). Each key's H query equals
+    the oracle's of its form; a key whose H points do not match its form makes proofs the prover refuses."""
+    assert cube["pk"].h_form == generator.DEFAULT_H_FORM == "lagrange"
+    assert len(affine_from_device(C.g1, cube["pk"].h_query)) == cube["pk"].domain_size
+    coef = generator.setup(cube["r1cs"], cube["toxic"], h_form="coefficients")
+    rpk, _ = RG.setup(cube["ext"].reference_matrices(), cube["r1cs"].num_inputs, cube["r1cs"].num_vars,
+                      cube["toxic"], h_form="coefficients")
+    assert affine_from_device(C.g1, coef.h_query) == rpk.h_query and len(rpk.h_query) == coef.domain_size - 1
+    proofs, rs, _ = cube_proofs
+    got, _ = prover.prove(coef, cube["r1cs"], cube["witnesses"], randomness=rs)
+    assert [p.to_bytes() for p in got] == [p.to_bytes() for p in proofs]
+    # the reference prover in coefficient form gives the same bits as well
+    for w, proof, (r, s) in zip(cube["witnesses"], proofs, rs):
+        assert (proof.a, proof.b, proof.c) == RG.prove(rpk, cube["ext"].reference_matrices(), w.z, r, s)
+    # negative twin: Lagrange points labelled as coefficients (its first n - 1 points) -> wrong C, refused
+    pk = cube["pk"]
+    wrong = ProvingKey(vk=pk.vk, beta_g1=pk.beta_g1, delta_g1=pk.delta_g1, a_query=pk.a_query,
+                       b_g1_query=pk.b_g1_query, b_g2_query=pk.b_g2_query,
+                       h_query=C.Affine(*(a[..., :pk.domain_size - 1] for a in pk.h_query)), l_query=pk.l_query,
+                       num_inputs=pk.num_inputs, num_aux=pk.num_aux, domain_size=pk.domain_size,
+                       circuit_digest=pk.circuit_digest, h_form="coefficients")
+    with pytest.raises(ProofRejected):
+        prover.prove(wrong, cube["r1cs"], cube["witnesses"], randomness=rs)
+    with pytest.raises(ValueError, match="H query form"):
+        generator.setup(cube["r1cs"], cube["toxic"], h_form="evaluations")
 
 
 def test_batched_proofs_equal_reference_and_verify(cube, cube_proofs):
@@ -140,7 +169,7 @@ def test_resident_key_leaves_out_points_at_infinity(cube):
         assert int(rk.queries[name].inf.shape[-1]) == int((~inf).sum()) and not np.asarray(rk.queries[name].inf).any()
     # the resident key is smaller than the host key, apart from the H step's tables it holds beside the bases
     assert rk.nbytes - rk.h_tables.nbytes < pk.nbytes()
-    assert rk.h_tables.nbytes == qap.table_bytes(rk.domain_size)
+    assert rk.h_tables.nbytes == qap.table_bytes(rk.domain_size, rk.h_step)
 
 
 @pytest.mark.slow
@@ -288,8 +317,19 @@ def test_proof_bytes_roundtrip(cube_proofs):
 def test_key_files_roundtrip_and_corruption(cube, tmp_path):
     pk = cube["pk"]
     data = pk.to_bytes()
+    assert data[:8] == b"CUZKPK02"  # a Lagrange H query: the format with the form's code
     pk2 = ProvingKey.from_bytes(data)
-    assert pk2.to_bytes() == data
+    assert pk2.to_bytes() == data and pk2.h_form == "lagrange"
+    # a coefficient-form key keeps the first format (files written before the Lagrange form still load)
+    coef = generator.setup(cube["r1cs"], cube["toxic"], h_form="coefficients")
+    old = coef.to_bytes()
+    assert old[:8] == b"CUZKPK01" and ProvingKey.from_bytes(old).h_form == "coefficients"
+    # an unknown form code (checksum made right) is refused by name
+    import hashlib
+    body = bytearray(data[:-32])
+    body[20:24] = (7).to_bytes(4, "little")
+    with pytest.raises(KeyFormatError, match="H query form code 7"):
+        ProvingKey.from_bytes(bytes(body) + hashlib.sha256(bytes(body)).digest())
     assert pk2.vk == pk.vk and pk2.circuit_digest == pk.circuit_digest
     vkb = pk.vk.to_bytes()
     assert VerifyingKey.from_bytes(vkb) == pk.vk
@@ -324,8 +364,9 @@ def _with_a_query_point(data: bytes, point_bytes: bytes) -> bytes:
     import hashlib
     import struct
 
-    vk_len = struct.unpack_from("<Q", data, 8 + 12 + 32)[0]
-    off = 8 + 12 + 32 + 8 + vk_len + 2 * 96 + 8
+    head = 8 + (12 if data[:8] == b"CUZKPK01" else 16) + 32  # CUZKPK02 carries the H form's u32
+    vk_len = struct.unpack_from("<Q", data, head)[0]
+    off = head + 8 + vk_len + 2 * 96 + 8
     body = data[:off] + point_bytes + data[off + 96:-32]
     return body + hashlib.sha256(body).digest()
 

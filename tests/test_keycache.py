@@ -108,3 +108,21 @@ def test_manifest_binds_the_pair_even_if_both_files_are_valid(tmp_path, cube):
     other.save(path)
     with pytest.raises(keycache.KeyFormatError, match="does not match the manifest"):
         keycache.read_cached(path, r1cs)
+
+
+def test_h_form_of_a_new_key_and_of_a_cached_one(tmp_path, cube):
+    """``h_form`` picks a new key's H query form; a cached key of the other form is one clear error (the cache
+    holds one key per circuit), not silently replaced; without ``h_form`` the cached key is used whatever its
+    form."""
+    from cuzk_jax.errors import BadInput
+
+    circuit, r1cs = cube
+    toxic = generator.insecure_toxic_waste_for_tests(1)
+    pk = keycache.load_or_setup(circuit, r1cs, directory=str(tmp_path), toxic=toxic, h_form="coefficients")
+    assert pk.h_form == "coefficients"
+    assert keycache.load_or_setup(circuit, r1cs, directory=str(tmp_path)).vk == pk.vk
+    with pytest.raises(BadInput, match="coefficients H query, lagrange was asked for"):
+        keycache.load_or_setup(circuit, r1cs, directory=str(tmp_path), h_form="lagrange")
+    with pytest.raises(BadInput, match="unknown H query form"):
+        keycache.load_or_setup(circuit, r1cs, directory=str(tmp_path / "b"), h_form="evaluations")
+    assert keycache.load_or_setup(circuit, r1cs, directory=str(tmp_path / "c"), toxic=toxic).h_form == "lagrange"

@@ -85,6 +85,28 @@ def test_round_trip_bit_for_bit(saved, cube):
     assert keyfile.is_raw_key(path)
 
 
+def test_h_query_forms_round_trip(tmp_path, cube):
+    """The header's ``h_form`` travels with the key: the setup's Lagrange H query (``domain_size`` points) and
+    bellman's coefficients (``domain_size - 1``); a coefficient key written before the field (no ``h_form`` in
+    its header) loads as coefficients."""
+    pk = cube[2]
+    assert pk.h_form == "lagrange"
+    lpath = str(tmp_path / "l.pk")
+    keyfile.save(pk, lpath)
+    header, _, _ = keyfile.read_header(lpath)
+    assert header["h_form"] == "lagrange" and _section(lpath, "h_query.x")["shape"] == [12, pk.domain_size]
+    assert keyfile.load(lpath).h_form == "lagrange"
+    coef = generator.setup(cube[1], generator.insecure_toxic_waste_for_tests(11), method="host",
+                           h_form="coefficients")
+    path = str(tmp_path / "c.pk")
+    size = keyfile.save(coef, path)
+    assert keyfile.file_size(coef.num_inputs, coef.num_aux, coef.domain_size, "coefficients") <= size
+    assert keyfile.load(path).to_bytes() == coef.to_bytes()
+    _header_unchecked_edit(path, lambda h: h.pop("h_form"))
+    old = keyfile.load(path)
+    assert old.h_form == "coefficients" and old.to_bytes() == coef.to_bytes()
+
+
 def test_truncated_or_extended_file_refused(saved):
     path, size = saved
     with open(path, "r+b") as fh:
@@ -140,6 +162,9 @@ def test_flipped_bytes_refused(saved):
     (lambda h: h.update(vk="zz"), "hex"),
     (lambda h: h["sections"].pop(), "sections"),
     (lambda h: h.update(version=2), "version"),
+    (lambda h: h.update(h_form="evaluations"), "h_form"),
+    (lambda h: h.update(h_form="coefficients"), "h_query.x: dtype/shape"),  # n - 1 points expected, n written
+    (lambda h: h.pop("h_form"), "h_query.x: dtype/shape"),  # absent = coefficients (files before the field)
 ])
 def test_layout_checked_before_mapping(saved, edit, match):
     path, _ = saved

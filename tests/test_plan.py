@@ -748,5 +748,5 @@ def test_bench_h_parts_times_each_split_h_program():
     from cuzk_jax.bench import h
 
     rows = h.run(types.SimpleNamespace(impl=["parts"], log_n=["8"], batch=2, reps=1, warmup=0))
-    assert [r["part"] for r in rows] == ["ntt", "coset", "finish", "split"]
+    assert [r["part"] for r in rows] == ["ntt", "coset", "finish", "finish_lagrange", "split"]
     assert rows[0]["ntt_equiv"] == 1 and all(r["median_ms"] > 0 and r["batch"] == 2 for r in rows)

@@ -75,18 +75,24 @@ def test_compute_h_any_coset_shift_gives_the_same_quotient():
     assert h5[1] == RN.compute_h(a[1], b[1], c[1], g=5)
 
 
-def test_snarkjs_variant():
+@pytest.mark.parametrize("form, gen", [("snarkjs", 5), ("lagrange", 7)])
+def test_odd_coset_variants(form, gen):
+    """snarkjs's H step (generator-5 domain) and ours for a Lagrange H query (generator 7, the domain our keys'
+    QAP lives on): the reference's values, P at the odd points by independent interpolation, and the H query's
+    sum equal to (A B - C)(tau) exactly when the partition satisfies."""
     rng = random.Random(40)
     n = 1 << 6
     a, b, c = partitions(rng, n)
-    got = from_arr(qap.compute_h_snarkjs(to_arr(a), to_arr(b), to_arr(c)))
+    fn, ref = ((qap.compute_h_snarkjs, RN.compute_h_snarkjs) if form == "snarkjs" else
+               (qap.compute_h_lagrange, RN.compute_h_lagrange))
+    got = from_arr(fn(to_arr(a), to_arr(b), to_arr(c)))
     for p in range(2):
-        assert got[p] == RN.compute_h_snarkjs(a[p], b[p], c[p])
-    # independent check: P at the odd points w_2n^(2i+1), interpolating on snarkjs's (generator-5) domain
-    w2 = RN.root_of_unity(2 * n, 5)
+        assert got[p] == ref(a[p], b[p], c[p])
+    # independent check: P at the odd points w_2n^(2i+1), interpolating on the form's domain
+    w2 = RN.root_of_unity(2 * n, gen)
     for i in (0, 7, n - 1):
         x = pow(w2, 2 * i + 1, R)
-        ev = [RN.lagrange_eval(v[0], x, generator=5) for v in (a, b, c)]
+        ev = [RN.lagrange_eval(v[0], x, generator=gen) for v in (a, b, c)]
         assert got[0][i] == (ev[0] * ev[1] - ev[2]) % R
     # what the zkey's H points compute: sum_i P_i L^(2n)_(2i+1)(tau) == h(tau) Z(tau) = A B - C at tau
     tau = rng.randrange(R)
@@ -97,9 +103,11 @@ def test_snarkjs_variant():
         for i in range(n):
             wj = pow(w2, 2 * i + 1, R)
             acc += got[p][i] * wj * zz * inv2n * pow(tau - wj, R - 2, R)  # L_j(tau) = w^j (tau^2n - 1) / (2n (tau - w^j))
-        ev = [RN.lagrange_eval(v[p], tau, generator=5) for v in (a, b, c)]
+        ev = [RN.lagrange_eval(v[p], tau, generator=gen) for v in (a, b, c)]
         target = (ev[0] * ev[1] - ev[2]) % R
         assert (acc % R == target) is expect
+    if form == "lagrange":  # the other domain's values are not these (the generator matters)
+        assert got[0] != RN.compute_h_snarkjs(a[0], b[0], c[0])
 
 
 @pytest.mark.parametrize("log_n, m", [(1, 2), (6, 50), (8, 256)])
@@ -113,9 +121,11 @@ def test_split_h_matches_reference(log_n, m):
     full = [[v + pad for v in x] for x in (a, b, c)]
     h = from_arr(qap.compute_h_split(to_arr(a), to_arr(b), to_arr(c), n))
     s = from_arr(qap.compute_h_split(to_arr(a), to_arr(b), to_arr(c), n, form="snarkjs"))
+    lg = from_arr(qap.compute_h_split(to_arr(a), to_arr(b), to_arr(c), n, form="lagrange"))
     for p in range(2):
         assert h[p] == RN.compute_h(*(x[p] for x in full))
         assert s[p] == RN.compute_h_snarkjs(*(x[p] for x in full))
+        assert lg[p] == RN.compute_h_lagrange(*(x[p] for x in full))
     with pytest.raises(ValueError, match="do not fit"):
         qap.coset_evaluations(to_arr(a), m // 2 if m > 2 else 1)
 
@@ -235,7 +245,8 @@ def test_h_tables_held_by_the_caller_or_built_in_the_trace():
     a, b, c = partitions(rng, n)
     args = [to_arr(x) for x in (a, b, c)]
     for form, fn, ref in (("arkworks", qap.compute_h, RN.compute_h),
-                          ("snarkjs", qap.compute_h_snarkjs, RN.compute_h_snarkjs)):
+                          ("snarkjs", qap.compute_h_snarkjs, RN.compute_h_snarkjs),
+                          ("lagrange", qap.compute_h_lagrange, RN.compute_h_lagrange)):
         tables = qap.h_tables(n, form=form)
         assert tables.nbytes == qap.table_bytes(n, form)
         held = from_arr(fn(*args, tables=tables))

@@ -10,15 +10,17 @@ first run. ``--log_n`` takes ``LOGN`` or ``LOGNxBATCH`` entries as ``--op=ntt``.
 ``--impl=parts`` instead times, in this process and on the default NTT config, the programs the prover's split H
 step runs (:func:`cuzk_jax.ops.qap.compute_h_split`, what a 2^27 partition uses): the coset evaluations of one
 input (``coset``, three per partition), the pointwise step with the last transform and the canonical H-MSM
-scalars (``finish``; a separate conversion program ``h_out`` until session 23), the whole split step (``split``),
+scalars (``finish``; a separate conversion program ``h_out`` until session 23), the pointwise step alone with the
+scalars of a Lagrange H query (``finish_lagrange``: no last transform), the whole split step (``split``),
 and one forward NTT of the domain (``ntt``) as the unit they are made of. Random Montgomery inputs, ``0.98 n`` evaluations per partition; rows: part, log_n, batch, first_s
 (compile + first run), median_ms, ntt_equiv (median over the NTT row's). For finding where the H phase's time
 goes at sector scale (3.0 s per 2^27 partition against ~0.8 s of NTTs).
 
   python scripts/bench.py --op=h --impl=parts --log_n=24,27 --reps=3 --warmup=1
 
-Rows: variant (``arkworks``: :func:`cuzk_jax.ops.qap.compute_h`; ``snarkjs``: ``compute_h_snarkjs``, 6 NTTs and
-no final iNTT), impl, log_n, batch, first_call_s, compile_s, median_ms (all partitions), per_partition_ms,
+Rows: variant (``arkworks``: :func:`cuzk_jax.ops.qap.compute_h`, a coefficient H query's; ``snarkjs``:
+``compute_h_snarkjs``, 6 NTTs and no final iNTT; ``lagrange``: ``compute_h_lagrange``, the same on our domain, what
+a key of this project's setup takes), impl, log_n, batch, first_call_s, compile_s, median_ms (all partitions), per_partition_ms,
 sppark_floor_ms (NTTs x the sppark single-NTT reference point x batch: a floor for supraseal's groth16_ntt_h, which
 also does the pointwise work), ratio (median / sppark_floor_ms), peak_gib, error.
 """
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from cuzk_jax.bench.ntt import SPPARK_MS, measure_fresh, parse_cases
 
-VARIANTS = {"arkworks": ("h", 7), "snarkjs": ("h_snarkjs", 6)}
+VARIANTS = {"arkworks": ("h", 7), "snarkjs": ("h_snarkjs", 6), "lagrange": ("h_lagrange", 6)}
 
 
 def _parts(log_n: int, batch: int, reps: int, warmup: int) -> list[dict]:
@@ -57,6 +59,8 @@ def _parts(log_n: int, batch: int, reps: int, warmup: int) -> list[dict]:
 
     parts = [("ntt", lambda: ops_ntt.ntt(full, config=config)), ("coset", coset),
              ("finish", lambda: qap.h_from_evaluations(ev["e"], ev["e"], ev["e"], n, config=config, scalars=True)),
+             ("finish_lagrange", lambda: qap.h_from_evaluations(ev["e"], ev["e"], ev["e"], n, config=config,
+                                                                form="lagrange", scalars=True)),
              ("split", lambda: qap.compute_h_split(x, x, x, n, config=config, scalars=True))]
     rows, unit = [], None
     for name, fn in parts:

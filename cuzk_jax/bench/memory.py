@@ -51,6 +51,8 @@ def programs(log_n: int, batch: int, prover: str | None = None) -> list[tuple[st
 
     from cuzk_jax.groth16 import pipeline
     from cuzk_jax.groth16 import plan as memplan
+    from cuzk_jax.groth16.data_structures import h_query_size
+    from cuzk_jax.groth16.generator import DEFAULT_H_FORM
     from cuzk_jax.ops import curve, msm as ops_msm, msm_split as ops_split, qap, r1cs as ops_r1cs
     from cuzk_jax.ops.config import MsmConfig, NttConfig
 
@@ -58,7 +60,8 @@ def programs(log_n: int, batch: int, prover: str | None = None) -> list[tuple[st
     rows, nv = _scaled("rows", n), _scaled("vars", n)
     config = pipeline.as_config(prover or None)
     ntt, msm = NttConfig.coerce(config.ntt), MsmConfig.coerce(config.msm)
-    progs = pipeline.device_programs(None, "arkworks", n, ntt, msm)
+    # the programs of a key from this project's setup (bellman's QAP, the setup's H query form)
+    progs = pipeline.device_programs(None, "bellman", n, ntt, msm, DEFAULT_H_FORM)
     u32 = lambda *s: jax.ShapeDtypeStruct(s, jnp.uint32)  # noqa: E731
 
     # the layout the prover's resident key holds the bases in (the resolved MSM config's kernel decides)
@@ -70,7 +73,8 @@ def programs(log_n: int, batch: int, prover: str | None = None) -> list[tuple[st
         sh = (12, count) if group == "g1" else (2, 12, count)
         return curve.Affine(u32(*sh), u32(*sh), jax.ShapeDtypeStruct((count,), jnp.bool_))
 
-    split = qap.lower_split(rows, n, batch, config=ntt, scalars=True)  # as the prover's split H step
+    split = qap.lower_split(rows, n, batch, config=ntt, form=pipeline.h_step_form("bellman", DEFAULT_H_FORM),
+                            scalars=True)  # as the prover's split H step
     i32 = lambda *s: jax.ShapeDtypeStruct(s, jnp.int32)  # noqa: E731
     nnz = _scaled("nnz", n)
     # the flat one-shot evaluation (the layout of an untiled circuit whose nonzeros int32 can index)
@@ -81,7 +85,7 @@ def programs(log_n: int, batch: int, prover: str | None = None) -> list[tuple[st
            ("h.finish", n, lambda: split["finish"], memplan.SPLIT_H_TEMP_BYTES * n * batch),
            ("from_mont_z", nv, lambda: progs["from_mont"].lower(u32(8, batch, nv)), None)]
     counts = {q: _scaled(q, n) for q in ("msm_a", "msm_b1", "msm_b2", "msm_l")}
-    counts["msm_h"] = n - 1
+    counts["msm_h"] = h_query_size(n, DEFAULT_H_FORM)
     for q, count in counts.items():
         group = memplan.GROUPS[q]
         plan_temp = memplan.msm_work_bytes(q, count, batch, msm.max_pairs, as_rows)  # the plan's, either path

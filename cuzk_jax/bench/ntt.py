@@ -124,6 +124,8 @@ def _fn(op: str, config):
         return lambda a, b, c: qap.compute_h(a, b, c, config=config)
     if op == "h_snarkjs":
         return lambda a, b, c: qap.compute_h_snarkjs(a, b, c, config=config)
+    if op == "h_lagrange":
+        return lambda a, b, c: qap.compute_h_lagrange(a, b, c, config=config)
     raise ValueError(op)
 
 

@@ -161,9 +161,9 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
     import jax
 
     from cuzk_jax.groth16 import generator, keyfile
+    from cuzk_jax.groth16.data_structures import h_query_size
     from cuzk_jax.groth16.host_curve import affine_from_device
     from cuzk_jax.ops import curve as C
-    from cuzk_jax.reference.constants import R
 
     kind, tuning = parse_impl(cfg.impl[0]) if cfg.impl else ("affine", {})
     if "schedule" in tuning:
@@ -177,7 +177,8 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
     r1cs = synthetic_r1cs(log_n)
     toxic = generator.insecure_toxic_waste_for_tests(log_n)
     nv, n = r1cs.num_vars, 1 << log_n
-    g1_points, g2_points = 2 * nv + (n - 1) + r1cs.num_aux + r1cs.num_inputs, nv
+    g1_points = 2 * nv + h_query_size(n, generator.DEFAULT_H_FORM) + r1cs.num_aux + r1cs.num_inputs
+    g2_points = nv
     pk = None
     for rep in ("first", "warm"):
         del pk
@@ -185,10 +186,9 @@ def _setup_rows(cfg, rows, log_n, want_keyfile: bool):
         phases: dict = {}
         pk = jax.block_until_ready(generator.development_setup(r1cs, toxic, timings=phases, **tuning))
         dt = time.perf_counter() - t0
-        # one H point against the reference: tau^i Z(tau) / delta
+        # one H point against its scalar (the key's form)
         i = n // 3
-        zt = (pow(toxic.tau, n, R) - 1) % R
-        k = pow(toxic.tau, i, R) * zt % R * pow(toxic.delta, R - 2, R) % R
+        k = generator.h_scalar_at(i, n, toxic, pk.h_form)
         got = affine_from_device(C.g1, jax.tree_util.tree_map(lambda a: a[..., i:i + 1], pk.h_query))[0]
         bench.emit(rows, {"phase": "setup", "run": rep, "log_n": log_n, "tuning": str(tuning or "default"),
                           "constraints": r1cs.num_constraints,

@@ -209,8 +209,8 @@ class HostBackend:
         first = np.array(phase("evaluate", lambda: [
             -1 if (i := ref_r1cs.first_unsatisfied(*resident.matrices, zz)) is None else i for zz in zs]))
         ok = first < 0
-        hs = phase("h", lambda: [RG.compute_h(resident.matrices, zz, n) if good else None
-                                 for zz, good in zip(zs, ok)])
+        h_of = RG.compute_h_lagrange if resident.pk.h_form == "lagrange" else RG.compute_h  # as the key's H query
+        hs = phase("h", lambda: [h_of(resident.matrices, zz, n) if good else None for zz, good in zip(zs, ok)])
         scalars = {name: (lambda zz, h: zz) for name in MSMS}
         scalars["msm_l"] = lambda zz, h: zz[ni:]
         scalars["msm_h"] = lambda zz, h: h

@@ -31,6 +31,10 @@ Proving key file::
                                 h_query (G1, domain_size - 1), l_query (G1, num_aux); uncompressed
     sha256 of everything above  32
 
+A key whose H query is in Lagrange form (``h_form == "lagrange"``, :data:`H_FORMS`) is written as ``b"CUZKPK02"``:
+the same layout with one more u32 after ``domain_size``, the form's code (0 coefficients, 1 lagrange), and an
+``h_query`` of ``domain_size`` points. Coefficient-form keys are still written as ``CUZKPK01``; both are read.
+
 This byte format is portable (zcash encodings) but converts every coordinate and hashes in one thread; the key
 cache and sector-sized keys use the raw format of :mod:`cuzk_jax.groth16.keyfile` (the device's limb arrays,
 memory-mapped on load, threaded checksums), which ``ProvingKey.save_raw`` / ``ProvingKey.load_raw`` also reach.
@@ -63,6 +67,20 @@ from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 PROOF_BYTES = 192
 VK_MAGIC = b"CUZKVK01"
 PK_MAGIC = b"CUZKPK01"
+PK_MAGIC_2 = b"CUZKPK02"  # with the H form's code (module doc)
+#: A proving key's H query forms: ``"coefficients"`` (bellman / arkworks: ``h_query[i] = tau^i Z(tau) / delta`` G1
+#: for ``i < n - 1``; the prover feeds it h's coefficients, :func:`cuzk_jax.ops.qap.compute_h`) and ``"lagrange"``
+#: (snarkjs's H section on this project's domain: ``h_query[i] = L^(2n)_(2i+1)(tau) / delta`` G1 for ``i < n``, the
+#: size-2n Lagrange basis at the odd points; the prover feeds it ``A B - C`` on the odd coset,
+#: :func:`cuzk_jax.ops.qap.compute_h_lagrange`, one transform fewer). Same proofs from either.
+H_FORMS = ("coefficients", "lagrange")
+
+
+def h_query_size(domain_size: int, h_form: str = "coefficients") -> int:
+    """Points of a key's H query for a domain of ``domain_size`` (:data:`H_FORMS`)."""
+    if h_form not in H_FORMS:
+        raise ValueError(f"unknown H query form {h_form!r}; expected one of {H_FORMS}")
+    return domain_size if h_form == "lagrange" else domain_size - 1
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -252,7 +270,8 @@ class ProvingKey:
     """Proving key with device-resident queries (``ops.curve.Affine`` arrays, batch axis = query index).
 
     ``a_query``/``b_g1_query``/``b_g2_query`` cover all ``num_inputs + num_aux`` columns of ``z``;
-    ``h_query`` has ``domain_size - 1`` points; ``l_query`` covers the ``num_aux`` private columns.
+    ``h_query`` has :func:`h_query_size` points (``domain_size - 1`` in ``"coefficients"`` form, ``domain_size`` in
+    ``"lagrange"`` form: ``h_form``, :data:`H_FORMS`); ``l_query`` covers the ``num_aux`` private columns.
     """
 
     vk: VerifyingKey
@@ -267,6 +286,10 @@ class ProvingKey:
     num_aux: int
     domain_size: int
     circuit_digest: str
+    h_form: str = "coefficients"
+
+    def __post_init__(self):
+        h_query_size(self.domain_size, self.h_form)  # a bad form fails here
 
     @property
     def num_vars(self) -> int:
@@ -280,6 +303,8 @@ class ProvingKey:
         from cuzk_jax import points
 
         body = PK_MAGIC + struct.pack("<III", self.num_inputs, self.num_aux, self.domain_size)
+        if self.h_form != "coefficients":
+            body = PK_MAGIC_2 + body[len(PK_MAGIC):] + struct.pack("<I", H_FORMS.index(self.h_form))
         body += bytes.fromhex(self.circuit_digest)
         vkb = self.vk.to_bytes()
         body += struct.pack("<Q", len(vkb)) + vkb
@@ -296,10 +321,17 @@ class ProvingKey:
         from cuzk_jax import points
 
         what = "proving key"
-        body = _checked_body(data, PK_MAGIC, what)
+        v2 = bytes(data[:len(PK_MAGIC_2)]) == PK_MAGIC_2
+        body = _checked_body(data, PK_MAGIC_2 if v2 else PK_MAGIC, what)
         rd = _Reader(body, what)
         rd.take(8, "magic")
         num_inputs, num_aux, domain = rd.u32("header"), rd.u32("header"), rd.u32("header")
+        h_form = "coefficients"
+        if v2:
+            code = rd.u32("header")
+            if code >= len(H_FORMS):
+                raise KeyFormatError(f"{what}: unknown H query form code {code}")
+            h_form = H_FORMS[code]
         digest = rd.take(32, "header").hex()
         vk = VerifyingKey.from_bytes(rd.take(rd.u64("vk length"), "verifying key"))
         beta = _decode_ref(ref_g1, rd.take(96, "beta_g1"), "beta_g1", what)
@@ -308,7 +340,8 @@ class ProvingKey:
             if p is None:
                 raise KeyFormatError(f"{what}: {name} is the point at infinity")
         expected = {"a_query": num_inputs + num_aux, "b_g1_query": num_inputs + num_aux,
-                    "b_g2_query": num_inputs + num_aux, "h_query": domain - 1, "l_query": num_aux}
+                    "b_g2_query": num_inputs + num_aux, "h_query": h_query_size(domain, h_form),
+                    "l_query": num_aux}
         fields = {}
         for name, group in _QUERIES:
             count = rd.u64(f"{name} count")
@@ -325,7 +358,7 @@ class ProvingKey:
         if len(vk.ic) != num_inputs:
             raise KeyFormatError(f"{what}: verifying key has {len(vk.ic)} IC points for {num_inputs} inputs")
         return cls(vk=vk, beta_g1=beta, delta_g1=delta, num_inputs=num_inputs, num_aux=num_aux, domain_size=domain,
-                   circuit_digest=digest, **fields)
+                   circuit_digest=digest, h_form=h_form, **fields)
 
     def save(self, path: str) -> None:
         atomic_write(path, self.to_bytes())
@@ -353,5 +386,5 @@ class ProvingKey:
 jax.tree_util.register_dataclass(
     ProvingKey,
     data_fields=["a_query", "b_g1_query", "b_g2_query", "h_query", "l_query"],
-    meta_fields=["vk", "beta_g1", "delta_g1", "num_inputs", "num_aux", "domain_size", "circuit_digest"],
+    meta_fields=["vk", "beta_g1", "delta_g1", "num_inputs", "num_aux", "domain_size", "circuit_digest", "h_form"],
 )

@@ -45,9 +45,13 @@ from cuzk_jax.reference.groth16 import ToxicWaste
 from cuzk_jax.compile_cache import compile_in_threads, install_compile_hint
 
 from . import host_curve
-from .data_structures import ProvingKey, VerifyingKey
+from .data_structures import H_FORMS, ProvingKey, VerifyingKey
 
 log = logging.getLogger(__name__)
+
+#: The H query form new keys get (:data:`~cuzk_jax.groth16.data_structures.H_FORMS`): ``"lagrange"``, whose H step
+#: is one transform shorter than bellman's; same proofs either way.
+DEFAULT_H_FORM = "lagrange"
 
 
 def _draw(randbelow) -> int:
@@ -65,19 +69,51 @@ def insecure_toxic_waste_for_tests(seed: int) -> ToxicWaste:
     return ToxicWaste(*(_draw(rnd.randrange) for _ in range(5)))
 
 
-def lagrange_at(n: int, tau: int, generator: int = 7) -> list[int]:
+def lagrange_at(n: int, tau: int, generator: int = 7, odd: bool = False) -> list[int]:
     """``L_j(tau) = w^j (tau^n - 1) / (n (tau - w^j))`` for the size-n domain with ``w = generator^((r-1)/n)``
-    (7 for our domains, 5 for snarkjs's), with one batched inversion."""
+    (7 for our domains, 5 for snarkjs's), with one batched inversion.
+
+    ``odd``: the size-2n domain's basis at its n odd points instead, ``L^(2n)_(2j+1)(tau) = g w^j (tau^(2n) - 1) /
+    (2n (tau - g w^j))`` with ``g = generator^((r-1)/2n)`` (a Lagrange H query, :data:`H_FORMS`)."""
+    size, shift = (2 * n, pow(generator, (R - 1) // (2 * n), R)) if odd else (n, 1)
     w = pow(generator, (R - 1) // n, R)
-    z = (pow(tau, n, R) - 1) % R
+    z = (pow(tau, size, R) - 1) % R
     if z == 0:
         raise ValueError("tau lies in the evaluation domain; draw new toxic waste")
-    ws = [1] * n
+    ws = [shift] * n
     for j in range(1, n):
         ws[j] = ws[j - 1] * w % R
     inv = fr.batch_inv([(tau - x) % R for x in ws])
-    k = z * pow(n, R - 2, R) % R
+    k = z * pow(size, R - 2, R) % R
     return [x * k % R * y % R for x, y in zip(ws, inv)]
+
+
+def h_scalars(n: int, toxic: ToxicWaste, h_form: str) -> list[int]:
+    """The H query's scalars (host ints) for a domain of ``n``: ``tau^i Z(tau) / delta`` for ``i < n - 1``
+    (``"coefficients"``) or ``L^(2n)_(2i+1)(tau) / delta`` for ``i < n`` (``"lagrange"``; :data:`H_FORMS`)."""
+    dinv = pow(toxic.delta, R - 2, R)
+    if h_form == "lagrange":
+        return [x * dinv % R for x in lagrange_at(n, toxic.tau, odd=True)]
+    out, acc = [], (pow(toxic.tau, n, R) - 1) * dinv % R
+    for _ in range(n - 1):
+        out.append(acc)
+        acc = acc * toxic.tau % R
+    return out
+
+
+def h_scalar_at(i: int, n: int, toxic: ToxicWaste, h_form: str) -> int:
+    """Entry ``i`` of :func:`h_scalars` alone (a spot check of a large key's H query)."""
+    dinv = pow(toxic.delta, R - 2, R)
+    if h_form == "lagrange":
+        x = pow(7, (R - 1) // (2 * n) * (2 * i + 1), R)  # g w^i = w_2n^(2i+1)
+        k = (pow(toxic.tau, 2 * n, R) - 1) * pow(2 * n, R - 2, R) % R
+        return k * x % R * pow((toxic.tau - x) % R, R - 2, R) % R * dinv % R
+    return pow(toxic.tau, i, R) * (pow(toxic.tau, n, R) - 1) % R * dinv % R
+
+
+def _check_h_form(h_form: str) -> None:
+    if h_form not in H_FORMS:
+        raise ValueError(f"unknown H query form {h_form!r}; expected one of {H_FORMS}")
 
 
 def column_evals(matrix, coeffs, num_vars: int, lag: list[int]) -> list[int]:
@@ -162,7 +198,8 @@ def default_fixed_base(curve_name: str, platform: str | None = None) -> str:
     return "bucket" if platform == "gpu" else "affine"
 
 
-def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | None = None) -> ProvingKey:
+def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | None = None,
+          h_form: str = DEFAULT_H_FORM) -> ProvingKey:
     """Circuit-specific setup for ``r1cs`` (a :class:`cuzk_jax.circuits.r1cs.R1CS`).
 
     ``toxic=None`` draws fresh toxic waste from the OS CSPRNG. Returns a :class:`ProvingKey` whose queries live on
@@ -171,13 +208,17 @@ def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | No
     ``method``: ``"host"`` (the scalars as Python ints, the Jacobian fixed-base method: below), ``"device"``
     (:func:`development_setup`: everything as device array programs), or None: ``"device"`` on an accelerator,
     ``"host"`` on CPU (whose tests compile the host path's one program only). Both give the same key bit for bit.
+    ``h_form``: the H query's form (:data:`H_FORMS`): ``"lagrange"`` (the default: the prover's H step is one
+    transform shorter, :func:`cuzk_jax.ops.qap.compute_h_lagrange`) or ``"coefficients"`` (bellman's, for keys
+    that must match a bellman or arkworks setup).
     """
+    _check_h_form(h_form)
     if method is None:
         method = "host" if jax.default_backend() == "cpu" else "device"
     if method not in SCALAR_METHODS:
         raise ValueError(f"unknown setup method {method!r}; expected one of {SCALAR_METHODS}")
     if method == "device":
-        return development_setup(r1cs, toxic, progress=progress)
+        return development_setup(r1cs, toxic, progress=progress, h_form=h_form)
     from cuzk_jax.ops import r1cs as ops_r1cs
 
     if getattr(r1cs, "tiling", None) is None:  # a tiled one is evaluated block by block (pipeline: tiled)
@@ -195,15 +236,11 @@ def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | No
         u, v, w = (column_evals(m, ext.coeffs, num_vars, lag) for m in ext.matrices())
         ginv, dinv = pow(toxic.gamma, R - 2, R), pow(toxic.delta, R - 2, R)
         lin = [(toxic.beta * u[i] + toxic.alpha * v[i] + w[i]) % R for i in range(num_vars)]
-        zt = (pow(toxic.tau, n, R) - 1) % R
-        h_scalars, acc = [], zt * dinv % R
-        for _ in range(n - 1):
-            h_scalars.append(acc)
-            acc = acc * toxic.tau % R
+        h_s = h_scalars(n, toxic, h_form)
     t_host = time.perf_counter() - t0
 
     # One fixed-base batch per group; the order of the segments is recorded in `seg`.
-    g1_segments = [("a_query", u), ("b_g1_query", v), ("h_query", h_scalars),
+    g1_segments = [("a_query", u), ("b_g1_query", v), ("h_query", h_s),
                    ("l_query", [x * dinv % R for x in lin[num_inputs:]]),
                    ("ic", [x * ginv % R for x in lin[:num_inputs]]),
                    ("fixed", [toxic.alpha, toxic.beta, toxic.delta])]
@@ -228,7 +265,7 @@ def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | No
         pk = ProvingKey(vk=vk, beta_g1=beta_g1, delta_g1=delta_g1, a_query=parts["a_query"],
                         b_g1_query=parts["b_g1_query"], b_g2_query=_points(g2_pts, 0, num_vars),
                         h_query=parts["h_query"], l_query=parts["l_query"], num_inputs=num_inputs,
-                        num_aux=num_aux, domain_size=n, circuit_digest=r1cs.digest())
+                        num_aux=num_aux, domain_size=n, circuit_digest=r1cs.digest(), h_form=h_form)
     msg = (f"setup: {r1cs.num_constraints} constraints, domain 2^{n.bit_length() - 1}, {num_vars} vars: host "
            f"scalars {t_host:.1f}s, {len(g1_scalars)} G1 points {t_g1:.1f}s, {len(g2_scalars)} G2 points {t_g2:.1f}s,"
            f" total {time.perf_counter() - t0:.1f}s")
@@ -400,7 +437,8 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
                       progress=None, window: int | None = None, chunk: int | None = None,
                       inv_chunk: int | None = None, fermat_window: int | None = None,
                       scalar_chunk: int | None = None, points: str | None = None,
-                      precompile: bool | None = None, timings: dict | None = None) -> ProvingKey:
+                      precompile: bool | None = None, timings: dict | None = None,
+                      h_form: str = DEFAULT_H_FORM) -> ProvingKey:
     """A DEVELOPMENT Groth16 setup computed on the device: same key as :func:`setup` for the same toxic waste.
 
     "Development": one party knows the toxic waste while this runs (no ceremony); it comes from the OS CSPRNG
@@ -410,7 +448,8 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     Steps, each a device array program over static chunks (:mod:`cuzk_jax.ops.setup_scalars`; nothing per
     constraint or point in Python): Lagrange basis ``L_j(tau)`` over the rows; the column sums
     ``u_i, v_i, w_i`` as scatter-adds over the CSR nonzeros of A, B, C (with bellman's input constraints
-    appended); the query scalars (``l``, ``ic``, H's ``tau^i Z(tau) / delta``) in canonical form; then one batch-
+    appended); the query scalars (``l``, ``ic``, H's: ``h_form`` as in :func:`setup`, ``tau^i Z(tau) / delta`` or
+    the odd points' ``L^(2n)_(2i+1)(tau) / delta`` by the Lagrange program) in canonical form; then one batch-
     affine fixed-base run per group (:func:`cuzk_jax.ops.fixed_base.mul_affine`: ``window`` bits, ``chunk``
     scalars per call, ``inv_chunk`` its inversion run length, ``fermat_window`` the window of the inversions'
     exponentiation; None = that module's defaults; ``points``: ``"affine"``, ``"bucket"`` (the bucket method on
@@ -431,6 +470,7 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     from cuzk_jax.ops import r1cs as ops_r1cs
     from cuzk_jax.ops import setup_scalars as S
 
+    _check_h_form(h_form)
     if getattr(r1cs, "tiling", None) is None:  # a tiled one is evaluated block by block (pipeline: tiled)
         ops_r1cs.check_indexable(r1cs)  # a key the prover cannot use fails here, not after the setup
     install_compile_hint()
@@ -465,7 +505,15 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     lag_lo, lag_hi, lag_a = S.power_tables(pow(7, (R - 1) // n, R), n)
     lag_lo, lag_hi = jnp.asarray(lag_lo), jnp.asarray(lag_hi)
     tau_m, k_m = const(toxic.tau), const(zt * pow(n, R - 2, R))
-    h_lo, h_hi, h_a = S.power_tables(toxic.tau, n - 1, scale=zt * dinv)
+    lagrange_h = h_form == "lagrange"
+    if lagrange_h:  # L^(2n)_(2j+1)(tau) / delta = k' g w^j / (tau - g w^j): the Lagrange program on g w^j
+        z2 = (pow(toxic.tau, 2 * n, R) - 1) % R
+        if z2 == 0:
+            raise ValueError("tau lies in the size-2n domain; draw new toxic waste")
+        h_lo, h_hi, h_a = S.power_tables(pow(7, (R - 1) // n, R), n, scale=pow(7, (R - 1) // (2 * n), R))
+        h_k = const(z2 * pow(2 * n, R - 2, R) % R * dinv)
+    else:
+        h_lo, h_hi, h_a = S.power_tables(toxic.tau, n - 1, scale=zt * dinv)
     h_lo, h_hi = jnp.asarray(h_lo), jnp.asarray(h_hi)
     coeffs = S.scaled_coeffs(r1cs.coeffs)
     inputs = r1cs.with_input_rows(m0)  # the input rows alone
@@ -474,7 +522,7 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
         precompile = jax.default_backend() != "cpu"
     if precompile:  # the scalar programs first: they are needed first (and each thread takes one job)
         jobs = S.compile_jobs(
-            (lag_lo, lag_hi, lag_a, tau_m, k_m), (h_lo, h_hi, h_a), chunk=sc, lag_chunk=lc,
+            (lag_lo, lag_hi, lag_a, tau_m, k_m), None if lagrange_h else (h_lo, h_hi, h_a), chunk=sc, lag_chunk=lc,
             lag_width=-(-m // lc) * lc,
             nnz=[len(mat.cols) + len(tail.cols) for mat, tail in zip(r1cs.matrices(), inputs)],
             num_coeffs=coeffs.shape[1], num_vars=num_vars, num_inputs=num_inputs)
@@ -505,13 +553,18 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
             chunk=sc))
         del u, v, w
     _await_compile(compiling, "h_powers", "from_mont")
-    with _phase("device scalars: H powers", progress, timings, "scalars_h"):
-        h_s = [S.from_mont(S.powers(h_lo, h_hi, s, chunk=sc, a=h_a)) for s in range(0, n - 1, sc)]
-        h_s = jax.block_until_ready((h_s[0] if len(h_s) == 1 else jnp.concatenate(h_s, axis=1))[:, :n - 1])
+    with _phase(f"device scalars: H ({h_form})", progress, timings, "scalars_h"):
+        if lagrange_h:  # the Lagrange program's chunk (few large calls, see lc); the same compiled program
+            h_s = [S.from_mont(S.lagrange(h_lo, h_hi, s, tau_m, h_k, chunk=lc, a=h_a)) for s in range(0, n, lc)]
+        else:
+            h_s = [S.from_mont(S.powers(h_lo, h_hi, s, chunk=sc, a=h_a)) for s in range(0, n - 1, sc)]
+        nh = n if lagrange_h else n - 1
+        h_s = jax.block_until_ready((h_s[0] if len(h_s) == 1 else jnp.concatenate(h_s, axis=1))[:, :nh])
     t_scalars = time.perf_counter() - t0
 
     _await_compile(compiling, "g1")
-    with _phase(f"{2 * num_vars + n - 1 + num_aux + num_inputs} G1 points ({p1} fixed-base)", progress, timings,
+    n_g1 = 2 * num_vars + nh + num_aux + num_inputs
+    with _phase(f"{n_g1} G1 points ({p1} fixed-base)", progress, timings,
                 "g1_points"):
         a_q, b1_q, h_q, l_q, ic_q = _sparse_fixed_base_queries(C.g1, [a_s, b_s, h_s, l_s, ic_s], window, chunk,
                                                            inv_chunk, fermat_window, p1)
@@ -530,8 +583,8 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
                       ic=host_curve.affine_from_device(C.g1, ic_q))
     pk = ProvingKey(vk=vk, beta_g1=g1.mul(g1.generator, toxic.beta), delta_g1=g1.mul(g1.generator, toxic.delta),
                     a_query=a_q, b_g1_query=b1_q, b_g2_query=b2_q, h_query=h_q, l_query=l_q,
-                    num_inputs=num_inputs, num_aux=num_aux, domain_size=n, circuit_digest=r1cs.digest())
-    n_g1 = 2 * num_vars + n - 1 + num_aux + num_inputs
+                    num_inputs=num_inputs, num_aux=num_aux, domain_size=n, circuit_digest=r1cs.digest(),
+                    h_form=h_form)
     timings["total"] = round(time.perf_counter() - t0, 3)
     if compile_s:
         timings["compile_s"] = dict(sorted(compile_s.items()))

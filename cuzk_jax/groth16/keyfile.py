@@ -19,7 +19,8 @@ Layout (integers little-endian)::
 
 Header JSON: ``version``, ``num_inputs``, ``num_aux``, ``domain_size``, ``circuit_digest`` (hex), ``vk`` (hex of
 the verifying-key bytes of ``data_structures``), ``beta_g1`` / ``delta_g1`` (hex, uncompressed zcash encodings),
-``hash`` (``"sha256"``), ``hash_block`` (bytes) and ``sections``: a list of ``{name, dtype, shape, offset, nbytes,
+``hash`` (``"sha256"``), ``hash_block`` (bytes), ``h_form`` (the H query's form, ``"coefficients"`` or
+``"lagrange"``: ``data_structures.H_FORMS``; absent in files written before it: ``"coefficients"``) and ``sections``: a list of ``{name, dtype, shape, offset, nbytes,
 sha256}``. The sections are, for each query ``q`` of ``a_query, b_g1_query, b_g2_query, h_query, l_query``:
 
 =============  =======  ======================  ===============================================================
@@ -32,7 +33,8 @@ section        dtype    shape                   contents
                                                 infinity have zero coordinates
 =============  =======  ======================  ===============================================================
 
-``N`` is ``num_inputs + num_aux`` for A, B1, B2, ``domain_size - 1`` for H and ``num_aux`` for L.
+``N`` is ``num_inputs + num_aux`` for A, B1, B2, ``domain_size - 1`` for H (``domain_size`` in Lagrange form) and
+``num_aux`` for L.
 
 Checksum: each section is cut into ``hash_block``-byte blocks; its ``sha256`` is the SHA-256 of the concatenated
 SHA-256 digests of its blocks (a hash list), so every block hashes in its own thread (``hashlib`` releases the GIL
@@ -72,7 +74,7 @@ from cuzk_jax.ops import curve as C
 from cuzk_jax.reference.constants import P
 from cuzk_jax.reference.curve import g1 as ref_g1
 
-from .data_structures import ProvingKey, VerifyingKey, _decode_ref
+from .data_structures import H_FORMS, ProvingKey, VerifyingKey, _decode_ref, h_query_size
 
 MAGIC = b"CUZKRAW1"
 VERSION = 1
@@ -91,26 +93,28 @@ def _align(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
-def query_sizes(num_inputs: int, num_aux: int, domain_size: int) -> dict[str, int]:
-    """Points per query for a key of these sizes."""
+def query_sizes(num_inputs: int, num_aux: int, domain_size: int, h_form: str = "coefficients") -> dict[str, int]:
+    """Points per query for a key of these sizes and H query form."""
     nv = num_inputs + num_aux
-    return {"a_query": nv, "b_g1_query": nv, "b_g2_query": nv, "h_query": domain_size - 1, "l_query": num_aux}
+    return {"a_query": nv, "b_g1_query": nv, "b_g2_query": nv, "h_query": h_query_size(domain_size, h_form),
+            "l_query": num_aux}
 
 
-def _expected_sections(num_inputs: int, num_aux: int, domain_size: int) -> list[tuple[str, str, tuple]]:
+def _expected_sections(num_inputs: int, num_aux: int, domain_size: int,
+                       h_form: str = "coefficients") -> list[tuple[str, str, tuple]]:
     out = []
     for name, group in QUERIES:
-        n = query_sizes(num_inputs, num_aux, domain_size)[name]
+        n = query_sizes(num_inputs, num_aux, domain_size, h_form)[name]
         lead = (12,) if group == "g1" else (2, 12)
         out += [(f"{name}.x", "<u4", lead + (n,)), (f"{name}.y", "<u4", lead + (n,)),
                 (f"{name}.inf", "|u1", (-(-n // 8),))]
     return out
 
 
-def file_size(num_inputs: int, num_aux: int, domain_size: int) -> int:
+def file_size(num_inputs: int, num_aux: int, domain_size: int, h_form: str = "coefficients") -> int:
     """Bytes on disk of a raw key of these sizes, less the header page(s) (for planning a disk)."""
     total = 0
-    for _, dtype, shape in _expected_sections(num_inputs, num_aux, domain_size):
+    for _, dtype, shape in _expected_sections(num_inputs, num_aux, domain_size, h_form):
         total = _align(total) + int(np.prod(shape)) * np.dtype(dtype).itemsize
     return total
 
@@ -151,7 +155,7 @@ def _header(pk: ProvingKey, sections: list[dict], block: int) -> bytes:
             "circuit_digest": pk.circuit_digest, "vk": pk.vk.to_bytes().hex(),
             "beta_g1": ref_g1.encode(pk.beta_g1, compressed=False).hex(),
             "delta_g1": ref_g1.encode(pk.delta_g1, compressed=False).hex(),
-            "hash": "sha256", "hash_block": block, "sections": sections}
+            "hash": "sha256", "hash_block": block, "h_form": pk.h_form, "sections": sections}
     return json.dumps(head, separators=(",", ":")).encode()
 
 
@@ -169,7 +173,7 @@ def save(pk: ProvingKey, path: str, block: int = HASH_BLOCK) -> int:
     Returns the file's size in bytes. ``block``: bytes per checksum block (at least 256)."""
     if not 256 <= block <= 2**40:
         raise ValueError(f"keyfile.save: block must be in [256, 2^40] bytes, got {block}")
-    expected = _expected_sections(pk.num_inputs, pk.num_aux, pk.domain_size)
+    expected = _expected_sections(pk.num_inputs, pk.num_aux, pk.domain_size, pk.h_form)
     sections, pos = [], 0
     for name, dtype, shape in expected:
         pos = _align(pos)
@@ -288,8 +292,11 @@ def _check_header(path: str, header, size: int, data_start: int) -> None:
             _fail(path, f"header field {key!r} must be hex")
     if len(header["circuit_digest"]) != 64:
         _fail(path, "circuit_digest must be 32 bytes of hex")
+    h_form = header.setdefault("h_form", "coefficients")  # files written before the field: bellman's form
+    if h_form not in H_FORMS:
+        _fail(path, f"header field 'h_form' must be one of {H_FORMS}, got {h_form!r}")
     sections = header.get("sections")
-    expected = _expected_sections(ni, na, dom)
+    expected = _expected_sections(ni, na, dom, h_form)
     if not isinstance(sections, list) or len(sections) != len(expected):
         _fail(path, f"header must list {len(expected)} sections")
     pos = data_start
@@ -437,7 +444,7 @@ def load(path: str, *, verify: bool = True, check: bool = True, subgroup_check: 
         _fail(path, f"verifying key has {len(vk.ic)} IC points for {header['num_inputs']} inputs")
     return ProvingKey(vk=vk, beta_g1=beta, delta_g1=delta, num_inputs=header["num_inputs"],
                       num_aux=header["num_aux"], domain_size=header["domain_size"],
-                      circuit_digest=header["circuit_digest"], **fields)
+                      circuit_digest=header["circuit_digest"], h_form=header["h_form"], **fields)
 
 
 def _vk(path: str, header: dict) -> VerifyingKey:

@@ -13,10 +13,13 @@ Phases (cuzk's batch-all-partitions: each runs once for ALL partitions of a batc
    and then converted by one device ``to_mont`` -- the host's per-value Montgomery multiply is the slow part.
 2. **evaluate** -- ``A z, B z, C z`` (:func:`cuzk_jax.ops.r1cs.evaluate`) and, for the bellman form, the
    satisfaction check (per partition: all constraints hold, first failing constraint).
-3. **h** -- the H-MSM scalars (canonical limbs). bellman form (Groth 2016 / bellman / arkworks ``r1cs_to_qap``):
-   the coefficients of ``h = (A B - C) / Z_H`` on a coset (:func:`cuzk_jax.ops.qap.compute_h`, 7 NTTs), first
-   ``n - 1`` kept. snarkjs form (``groth16_prove.js``): ``c = a b`` and the evaluations of ``A B - C`` on the odd
-   coset of the 2n domain (:func:`cuzk_jax.ops.qap.compute_h_snarkjs`), ``n`` of them, not divided by ``Z``.
+3. **h** -- the H-MSM scalars (canonical limbs), in the form of the key's H query. bellman form (Groth 2016 /
+   bellman / arkworks ``r1cs_to_qap``) with a coefficient H query: the coefficients of ``h = (A B - C) / Z_H`` on a
+   coset (:func:`cuzk_jax.ops.qap.compute_h`, 7 NTTs), first ``n - 1`` kept. bellman form with a Lagrange H query
+   (``ProvingKey.h_form == "lagrange"``, what this project's setup makes by default): the evaluations of
+   ``A B - C`` on the odd coset of the 2n domain (:func:`cuzk_jax.ops.qap.compute_h_lagrange`, 6 NTTs), ``n`` of
+   them, not divided by ``Z``. snarkjs form (``groth16_prove.js``): ``c = a b`` and the same on snarkjs's domain
+   (:func:`cuzk_jax.ops.qap.compute_h_snarkjs`).
 4. **msm_a / msm_b1 / msm_b2 / msm_l / msm_h** -- five multi-scalar multiplications batched over partitions with
    shared bases (:mod:`cuzk_jax.ops.msm`), or over the key's precomputed window tables
    (:mod:`cuzk_jax.ops.msm_precomputed`) when the resident key holds them.
@@ -67,7 +70,7 @@ from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
 from . import host_curve, sharding, staging, verifier
 from . import plan as memplan
-from .data_structures import Proof
+from .data_structures import H_FORMS, Proof
 
 #: Threads that issue the 8 limb rows of a batch to the device (:func:`_stage`): one per row, so the host-side
 #: copies of pageable memory run side by side (the A/B: ``bench --op=stage``, RESULTS.md session 19).
@@ -275,6 +278,9 @@ class ResidentKey:
     * ``r1cs``: the evaluator's :class:`~cuzk_jax.ops.r1cs.DeviceR1CS` (bellman form: the R1CS extended with the
       input constraints; snarkjs form: the zkey's A and B rows, no C);
     * ``finish``: :class:`FinishPoints`; ``qap``: ``"bellman"`` or ``"snarkjs"`` (see the module docstring);
+      ``h_form``: the H query's form (``"coefficients"`` or ``"lagrange"``,
+      :data:`~cuzk_jax.groth16.data_structures.H_FORMS`; a snarkjs key's is always Lagrange on snarkjs's domain);
+      ``h_step`` (property): the :mod:`cuzk_jax.ops.qap` form the H step runs;
     * ``config``: the resolved :class:`ProverConfig`; ``mesh``: a partition mesh when sharded over devices;
       ``device``: the one device it lives on when that is not the default device (arrays committed there, so
       every phase runs there; one engine per device is how several devices work without sharding);
@@ -324,6 +330,12 @@ class ResidentKey:
     z_width: int | None = None
     eval_rows: int | None = None
     h_tables: ops_qap.HTables | None = None
+    h_form: str = "coefficients"
+
+    @property
+    def h_step(self) -> str:
+        """The H step's :mod:`cuzk_jax.ops.qap` form (:func:`h_step_form`)."""
+        return h_step_form(self.qap, self.h_form)
 
     @property
     def vk(self):
@@ -457,7 +469,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
                    qap: str, digest: str, config=None, pk=None, constraint_name=None, verifier=None, mesh=None,
                    device=None, headroom: int | None = None, partitions: int | None = None,
                    max_batch: int | None = None, consume: bool = False, num_rows: int | None = None,
-                   staged_ahead: int = 0) -> ResidentKey:
+                   staged_ahead: int = 0, h_form: str = "coefficients") -> ResidentKey:
     """Upload a key's bases and R1CS tables under a memory plan, and build its window tables when the config asks
     for them and the plan has room.
 
@@ -470,11 +482,14 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     ``partitions``: the batch the plan is made for (default :data:`plan.DEFAULT_PARTITIONS`, a sector);
     ``max_batch``: a cap on the plan's batch (e.g. the engine's); ``staged_ahead``: batches the caller stages on the
     device while one runs (the engine's ``prefetch``), which the plan counts. ``num_rows``: the constraints a
-    :class:`~cuzk_jax.ops.r1cs.TiledR1CS` evaluates (required with one). Raises
+    :class:`~cuzk_jax.ops.r1cs.TiledR1CS` evaluates (required with one). ``h_form``: the H query's form
+    (:class:`ResidentKey`). Raises
     :class:`~cuzk_jax.errors.MemoryBudgetError` before uploading anything when the budgets cannot hold one
     partition."""
     if qap not in QAP_FORMS:
         raise BadInput(f"unknown QAP form {qap!r}; expected one of {QAP_FORMS}")
+    if h_form not in H_FORMS:
+        raise BadInput(f"unknown H query form {h_form!r}; expected one of {H_FORMS}")
     config = as_config(config).resolved(sharded=mesh is not None)
     if config.msm == HOST_MSM and (mesh is not None or config.tables == "on"):
         raise BadInput("prover config msm=host runs on the host: no device mesh, no window tables")
@@ -508,7 +523,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     if plan is not None and plan.eval_chunk and not tiled:  # the evaluation in row chunks (one compiled loop body)
         r1cs = ops_r1cs.chunk_rows(r1cs, plan.eval_chunk)
     # the H step's tables, made once per key (built inside each H program they cost more than its transforms)
-    h_tables = ops_qap.h_tables(domain_size, form=_qap_form(qap), config=config.ntt)
+    h_tables = ops_qap.h_tables(domain_size, form=h_step_form(qap, h_form), config=config.ntt)
     queries, columns, r1cs, h_tables = _place((queries, columns, r1cs, h_tables), mesh, device)
     tables = {}
     if want_tables and (plan is None or plan.tables):
@@ -531,7 +546,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
                        num_vars=num_vars, domain_size=domain_size, qap=qap, config=config, digest=digest, pk=pk,
                        constraint_name=constraint_name, verifier=verifier, mesh=mesh, device=device,
                        host_bases=host_bases, columns=columns, plan=plan, streamed=streamed, z_width=z_width,
-                       eval_rows=eval_rows, h_tables=h_tables)
+                       eval_rows=eval_rows, h_tables=h_tables, h_form=h_form)
 
 
 def rows_layout(config: ProverConfig, mesh=None) -> bool:
@@ -629,7 +644,8 @@ def make_resident(pk, r1cs, config=None, *, mesh=None, device=None, headroom: in
                           config=config, pk=pk, constraint_name=r1cs.extended_constraint_name,
                           verifier=proof_checker(pk.vk), mesh=mesh, device=device, headroom=headroom,
                           partitions=partitions, max_batch=max_batch, consume=consume,
-                          num_rows=r1cs.num_constraints + r1cs.num_inputs, staged_ahead=staged_ahead)
+                          num_rows=r1cs.num_constraints + r1cs.num_inputs, staged_ahead=staged_ahead,
+                          h_form=pk.h_form)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -717,33 +733,38 @@ def _evaluate_body(dr, z, qap: str):
     return az, bz, cz, ok, jnp.where(ok, -1, jnp.argmax(bad, axis=-1)).astype(jnp.int32)
 
 
-def _h_out(h, n: int, qap: str):
-    """The H step's Montgomery output -> the canonical H-MSM scalars (bellman: the first n - 1 coefficients)."""
-    return ops_field.map_last_axis(ops_field.fr.from_mont, h if qap == "snarkjs" else h[..., : n - 1])
+def h_step_form(qap: str, h_form: str = "coefficients") -> str:
+    """The H step's form (:data:`cuzk_jax.ops.qap.FORMS`) for a QAP form of the prover and an H query form:
+    ``snarkjs`` for a zkey, else ``lagrange`` or ``arkworks`` (bellman's coefficients) as the key's H query is."""
+    if qap == "snarkjs":
+        return "snarkjs"
+    return "lagrange" if h_form == "lagrange" else "arkworks"
 
 
-def _qap_form(qap: str) -> str:
-    """The H step's form (:mod:`cuzk_jax.ops.qap`) of a QAP form of the prover."""
-    return "snarkjs" if qap == "snarkjs" else "arkworks"
+def _h_out(h, n: int, step: str):
+    """The H step's Montgomery output -> the canonical H-MSM scalars (arkworks: the first n - 1 coefficients)."""
+    return ops_field.map_last_axis(ops_field.fr.from_mont, h if step != "arkworks" else h[..., : n - 1])
 
 
-def _h_body(az, bz, cz, tables, n: int, qap: str, ntt):
-    """Canonical H-MSM scalars in one program (``h=fused``): pad the evaluations to the domain, compute h
-    (bellman: n - 1 coefficients; snarkjs: n odd-coset evaluations) on the key's ``tables``
+_H_STEPS = {"arkworks": ops_qap.compute_h, "snarkjs": ops_qap.compute_h_snarkjs,
+            "lagrange": ops_qap.compute_h_lagrange}
+
+
+def _h_body(az, bz, cz, tables, n: int, step: str, ntt):
+    """Canonical H-MSM scalars in one program (``h=fused``): pad the evaluations to the domain, compute h (step
+    ``arkworks``: n - 1 coefficients; ``snarkjs`` / ``lagrange``: n odd-coset evaluations) on the key's ``tables``
     (:func:`cuzk_jax.ops.qap.h_tables`), leave Montgomery form (:func:`_h_out`)."""
     pad = [(0, 0)] * (az.ndim - 1) + [(0, n - az.shape[-1])]
     a, b, c = (jnp.pad(x, pad) for x in (az, bz, cz))
-    if qap == "snarkjs":
-        return _h_out(ops_qap.compute_h_snarkjs(a, b, c, config=ntt, tables=tables), n, qap)
-    return _h_out(ops_qap.compute_h(a, b, c, config=ntt, tables=tables), n, qap)
+    return _h_out(_H_STEPS[step](a, b, c, config=ntt, tables=tables), n, step)
 
 
 @functools.lru_cache(maxsize=None)
-def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
-    """The jitted phase programs for one mesh (or None), QAP form, domain and config; shard_map'ed over the
-    partition axis when sharded (each device runs the single-device program on its partitions)."""
+def device_programs(mesh, qap: str, n: int, ntt, msm, h_form: str = "coefficients") -> dict:
+    """The jitted phase programs for one mesh (or None), QAP form, domain, config and H query form; shard_map'ed
+    over the partition axis when sharded (each device runs the single-device program on its partitions)."""
     evaluate = functools.partial(_evaluate_body, qap=qap)
-    h = functools.partial(_h_body, n=n, qap=qap, ntt=ntt)
+    h = functools.partial(_h_body, n=n, step=h_step_form(qap, h_form), ntt=ntt)
     # elementwise over windows of the flattened batch (ops.field.map_last_axis): a whole 2^27-column batch at
     # once needs ~64 GiB of temporaries
     from_mont = functools.partial(ops_field.map_last_axis, ops_field.fr.from_mont)
@@ -774,7 +795,7 @@ def device_programs(mesh, qap: str, n: int, ntt, msm) -> dict:
 
 
 def _programs(rk: ResidentKey) -> dict:
-    return device_programs(rk.mesh, rk.qap, rk.domain_size, rk.config.ntt, rk.config.msm)
+    return device_programs(rk.mesh, rk.qap, rk.domain_size, rk.config.ntt, rk.config.msm, rk.h_form)
 
 
 def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
@@ -813,7 +834,7 @@ def precompile(rk: ResidentKey, batch: int | None = None) -> list[str]:
 
     def h():
         if _h_split(rk):
-            for lowered in ops_qap.lower_split(rows, n, P, config=rk.config.ntt, form=_qap_form(rk.qap),
+            for lowered in ops_qap.lower_split(rows, n, P, config=rk.config.ntt, form=rk.h_step,
                                                sharding=placed, scalars=True).values():
                 lowered.compile()
         else:
@@ -911,7 +932,7 @@ def h_scalars(rk: ResidentKey, az, bz, cz):
     at a time) instead of one -- the single program's temporaries at a 2^27 domain alone asked for 64 GiB on an
     H200 (the memory plan's ``per_partition_h`` models the split form where ``"auto"`` picks it)."""
     if _h_split(rk):  # its last program gives the canonical scalars itself (no conversion over the batch)
-        return ops_qap.compute_h_split(az, bz, cz, rk.domain_size, config=rk.config.ntt, form=_qap_form(rk.qap),
+        return ops_qap.compute_h_split(az, bz, cz, rk.domain_size, config=rk.config.ntt, form=rk.h_step,
                                        tables=rk.h_tables, scalars=True)
     return _programs(rk)["h"](az, bz, cz, rk.h_tables)
 

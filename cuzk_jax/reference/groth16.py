@@ -10,10 +10,12 @@ The oracle for :mod:`cuzk_jax.groth16`: slow and obviously right, for tiny circu
 * Setup from toxic waste ``(tau, alpha, beta, gamma, delta)``:
   ``a_query[i] = u_i(tau) G1``, ``b_g1_query[i] = v_i(tau) G1``, ``b_g2_query[i] = v_i(tau) G2``,
   ``ic[i] = (beta u_i + alpha v_i + w_i)(tau) / gamma G1`` for inputs, ``l_query[j]`` likewise over delta for private
-  columns, ``h_query[k] = tau^k Z(tau) / delta G1`` for ``k < n - 1`` (``Z(x) = x^n - 1``).
+  columns, ``h_query[k] = tau^k Z(tau) / delta G1`` for ``k < n - 1`` (``Z(x) = x^n - 1``); or, in Lagrange form
+  (``h_form="lagrange"``, snarkjs's H section on this domain), ``h_query[k] = L^(2n)_(2k+1)(tau) / delta G1`` for
+  ``k < n``, the size-2n domain's Lagrange basis at its odd points.
 * Proof: ``A = alpha + sum z_i a_i + r delta``; ``B = beta + sum z_i b_i + s delta`` (G2, and G1 for ``B1``);
   ``C = sum_private z_j l_j + sum_k h_k h_query_k + s A + r B1 - r s delta``, with ``h`` the coefficients of
-  ``(A(x) B(x) - C(x)) / Z(x)``.
+  ``(A(x) B(x) - C(x)) / Z(x)`` (Lagrange form: ``h_k = (A B - C)(w_2n^(2k+1))``; the sum is the same).
 Points are reference tuples (``cuzk_jax.reference.curve``); ``None`` is infinity. Never imports jax.
 """
 
@@ -66,6 +68,7 @@ class RefProvingKey:
     l_query: list
     num_inputs: int
     domain_size: int
+    h_form: str = "coefficients"
 
 
 def domain_size(num_rows: int) -> int:
@@ -99,7 +102,7 @@ def column_evals(matrix, num_vars: int, lag: Sequence[int]) -> list[int]:
     return [v % R for v in acc]
 
 
-def setup(matrices, num_inputs: int, num_vars: int, toxic: ToxicWaste):
+def setup(matrices, num_inputs: int, num_vars: int, toxic: ToxicWaste, h_form: str = "coefficients"):
     a_m, b_m, c_m = matrices
     n = domain_size(len(a_m[0]) - 1)
     lag = lagrange_at(n, toxic.tau)
@@ -114,13 +117,19 @@ def setup(matrices, num_inputs: int, num_vars: int, toxic: ToxicWaste):
         alpha_g1=g1.mul(G1, toxic.alpha), beta_g2=g2.mul(G2, toxic.beta), gamma_g2=g2.mul(G2, toxic.gamma),
         delta_g2=g2.mul(G2, toxic.delta), ic=[g1.mul(G1, lin(i) * ginv % R) for i in range(num_inputs)])
     zt = (pow(toxic.tau, n, R) - 1) % R
+    if h_form == "lagrange":  # the size-2n domain's basis at the odd indices
+        h_scalars = [x * dinv % R for x in lagrange_at(2 * n, toxic.tau)[1::2]]
+    elif h_form == "coefficients":
+        h_scalars = [pow(toxic.tau, k, R) * zt % R * dinv % R for k in range(n - 1)]
+    else:
+        raise ValueError(f"unknown H query form {h_form!r}")
     pk = RefProvingKey(
         vk=vk, beta_g1=g1.mul(G1, toxic.beta), delta_g1=g1.mul(G1, toxic.delta),
         a_query=[g1.mul(G1, x) for x in u], b_g1_query=[g1.mul(G1, x) for x in v],
         b_g2_query=[g2.mul(G2, x) for x in v],
-        h_query=[g1.mul(G1, pow(toxic.tau, k, R) * zt % R * dinv % R) for k in range(n - 1)],
+        h_query=[g1.mul(G1, x) for x in h_scalars],
         l_query=[g1.mul(G1, lin(i) * dinv % R) for i in range(num_inputs, num_vars)],
-        num_inputs=num_inputs, domain_size=n)
+        num_inputs=num_inputs, domain_size=n, h_form=h_form)
     return pk, vk
 
 
@@ -133,10 +142,21 @@ def compute_h(matrices, z: Sequence[int], n: int) -> list[int]:
     return h[: n - 1]
 
 
+def compute_h_lagrange(matrices, z: Sequence[int], n: int) -> list[int]:
+    """The n values ``(A B - C)(g w^i)`` on the odd coset of the size-2n domain (``g = w_2n``), the H scalars of a
+    key whose H query is ``L^(2n)_(2i+1)(tau) / delta`` (``ProvingKey.h_form == "lagrange"``); ValueError if z does
+    not satisfy (``A B - C`` must vanish on the domain for ``sum_i P(g w^i) L^(2n)_(2i+1)(tau)`` to be
+    ``h(tau) Z(tau)``)."""
+    evals = [matvec(m, z) + [0] * (n - (len(m[0]) - 1)) for m in matrices]
+    if any((x * y - w) % R for x, y, w in zip(*evals)):
+        raise ValueError("witness does not satisfy the R1CS (A z * B z != C z)")
+    return rntt.compute_h_lagrange(*evals)
+
+
 def prove(pk: RefProvingKey, matrices, z: Sequence[int], r: int, s: int):
     """The proof ``(A, B, C)`` (G1, G2, G1 reference points) for full assignment ``z = [1, public..., private...]``."""
     vk = pk.vk
-    h = compute_h(matrices, z, pk.domain_size)
+    h = (compute_h_lagrange if pk.h_form == "lagrange" else compute_h)(matrices, z, pk.domain_size)
     a = g1.add(g1.add(vk.alpha_g1, g1.multiexp(pk.a_query, z)), g1.mul(pk.delta_g1, r))
     b2 = g2.add(g2.add(vk.beta_g2, g2.multiexp(pk.b_g2_query, z)), g2.mul(vk.delta_g2, s))
     b1 = g1.add(g1.add(pk.beta_g1, g1.multiexp(pk.b_g1_query, z)), g1.mul(pk.delta_g1, s))

@@ -234,17 +234,23 @@ def compute_h_by_division(a: Sequence[int], b: Sequence[int], c: Sequence[int]) 
     return q, rem
 
 
-def compute_h_snarkjs(a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
+def compute_h_snarkjs(a: Sequence[int], b: Sequence[int], c: Sequence[int],
+                      generator: int = SNARKJS_GENERATOR) -> list[int]:
     """What snarkjs ``groth16 prove`` feeds its H MSM: ``P(w_2n^(2i+1))`` for i < n, where ``P = A B - C``,
     A, B, C interpolate a, b, c on snarkjs's size-n domain (roots from generator 5) and ``w_2n`` is snarkjs's
     primitive 2n-th root. No division by Z: the zkey's H points are the Lagrange basis of the size-2n domain at the
-    odd indices, and ``sum_i P(w_2n^(2i+1)) L^(2n)_(2i+1)(tau) = h(tau) Z(tau)``.
+    odd indices, and ``sum_i P(w_2n^(2i+1)) L^(2n)_(2i+1)(tau) = h(tau) Z(tau)``. ``generator``: the domain's
+    (:func:`compute_h_lagrange` passes ours, 7).
     """
     n = len(a)
     if not (len(b) == n and len(c) == n):
         raise ValueError("a, b, c must have the same length")
-    shift = root_of_unity(2 * n, SNARKJS_GENERATOR)
-    ea, eb, ec = (
-        coset_ntt(intt(v, generator=SNARKJS_GENERATOR), shift, generator=SNARKJS_GENERATOR) for v in (a, b, c)
-    )
+    shift = root_of_unity(2 * n, generator)
+    ea, eb, ec = (coset_ntt(intt(v, generator=generator), shift, generator=generator) for v in (a, b, c))
     return [(x * y - z) % R for x, y, z in zip(ea, eb, ec)]
+
+
+def compute_h_lagrange(a: Sequence[int], b: Sequence[int], c: Sequence[int]) -> list[int]:
+    """:func:`compute_h_snarkjs` on our domain (generator 7): the H MSM's scalars for a key whose H query is the
+    size-2n Lagrange basis at the odd points (``ProvingKey.h_form == "lagrange"``)."""
+    return compute_h_snarkjs(a, b, c, generator=GENERATOR)
