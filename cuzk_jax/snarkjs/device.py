@@ -84,7 +84,8 @@ def resident_key(zkey: Zkey, config=None) -> pipeline.ResidentKey:
 
     return pipeline.build_resident(queries=queries, r1cs=zkey_device_r1cs(zkey), finish=fin,
                                    num_inputs=zkey.n_public + 1, num_vars=zkey.n_vars, domain_size=zkey.domain_size,
-                                   qap="snarkjs", digest=_digest(zkey), config=config, pk=zkey, verifier=verifier)
+                                   qap="snarkjs", digest=_digest(zkey), config=config, pk=zkey, verifier=verifier,
+                                   h_form="lagrange")  # the zkey's H section: snarkjs's odd-point Lagrange basis
 
 
 class DeviceBackend:
