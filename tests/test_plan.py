@@ -543,7 +543,11 @@ def test_bench_memory_reports_each_programs_buffers():
     rows = memory._scaled("rows", n)
     ma = progs["evaluate"][2]().compile().memory_analysis()
     assert 0 <= ma.output_size_in_bytes - (96 * batch * rows + 5 * batch) <= 64
-    for name, out_bytes in (("h.coset", 32 * batch * n), ("h.finish", 32 * batch * (n - 1))):  # the H scalars
+    # the H scalars: one per point of the setup's H query (Lagrange form: n; bellman's coefficients: n - 1)
+    from cuzk_jax.groth16.data_structures import h_query_size
+    from cuzk_jax.groth16.generator import DEFAULT_H_FORM
+
+    for name, out_bytes in (("h.coset", 32 * batch * n), ("h.finish", 32 * batch * h_query_size(n, DEFAULT_H_FORM))):
         ma = progs[name][2]().compile().memory_analysis()
         assert ma.output_size_in_bytes == out_bytes, name
     rows = memory.run(types.SimpleNamespace(log_n=["10"], batch=batch, impl=["h", "msm_h"]))
