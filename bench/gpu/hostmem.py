@@ -12,9 +12,9 @@
 * ``files`` (``cuzk_jax.engine.synthesis.span_task`` on the ``porep_like`` workers of ``worker_pool``): one
   partition by one worker; one partition split over every worker into one file: fresh, into the same pages
   again, through the workers' mappings instead of ``pwrite``, into a file allocated first (``posix_fallocate``
-  beside the sampling, as ``_sample_with_fallocate`` times); split into a file per span (no file shared by two
-  writers) and then assembled into one array by the parent (``_assemble``); ``min(10, workers)``
-  whole partitions at once, each into its own file, fresh and again.
+  beside the sampling, as ``_sample_with_fallocate`` times); ``min(10, workers)`` whole partitions at once, each
+  into its own file, fresh and again. (A file per span plus the parent's assembly was measured in session 31 and
+  removed: bench/results/REMOVED_VARIANTS.md.)
 
 Prints a table and writes JSON (system facts included: CPU count, transparent huge page settings, memory)."""
 
@@ -91,38 +91,6 @@ def _span_mapped(circuit, inputs, lo, hi, out):
     fill_instances(cs, counts, z, np.zeros_like(k), k, True)
     del z
     return counts, ("mapped", t0, time.perf_counter())
-
-
-def span_columns(counts: dict, lo: int, hi: int) -> list[tuple[int, int]]:
-    """The column ranges ``[a, b)`` that challenges ``lo .. hi - 1`` of a ``porep_like`` partition fill (their
-    public inputs and their private block wires; the header's columns too when ``lo == 0``), from
-    ``block_counts``: what ``fill_instances`` writes for that span."""
-    ni_h, na_h, ni_b, na_b = counts["head_inputs"], counts["head_aux"], counts["block_inputs"], counts["block_aux"]
-    n_in = counts["num_inputs"]
-    return [(0 if lo == 0 else ni_h + lo * ni_b, ni_h + hi * ni_b),
-            (n_in if lo == 0 else n_in + na_h + lo * na_b, n_in + na_h + hi * na_b)]
-
-
-def _assemble(paths_spans, counts, threads=8):
-    """Copy every span's columns from its own file into one anonymous ``(8, 1, n)`` array (``zfile.alloc_z``),
-    ``threads`` copies at once: what a parent would do with spans written into files of their own. Seconds."""
-    import concurrent.futures as cf
-
-    from cuzk_jax.circuits import zfile
-
-    n = counts["num_vars"]
-    t = time.perf_counter()
-    z = zfile.alloc_z((8, 1, n))
-    srcs = [(np.memmap(path, np.uint32, "r", shape=(8, 1, n)), lo, hi) for path, lo, hi in paths_spans]
-    jobs = [(src, a, b, limb) for src, lo, hi in srcs for a, b in span_columns(counts, lo, hi) for limb in range(8)]
-
-    def copy(job):
-        src, a, b, limb = job
-        z[limb, 0, a:b] = src[limb, 0, a:b]
-
-    with cf.ThreadPoolExecutor(threads) as ex:
-        list(ex.map(copy, jobs))
-    return time.perf_counter() - t
 
 
 def _sample_with_fallocate(circuit, p, seed, path):
@@ -230,12 +198,6 @@ def _files(c, pool, P, row, res):
     f1 = new_shared_file(n)
     spans(f"partition split {len(b)} ways, fresh file, mapped writes", [(lo, hi, f1) for lo, hi in b], _span_mapped)
     drop_shared(f1)
-    own = [(new_shared_file(n), lo, hi) for lo, hi in b]  # sparse full-size files: each span fills its columns
-    spans(f"partition split {len(b)} ways, a file per span", [(lo, hi, f) for f, lo, hi in own])
-    asm = _assemble(own, block_counts(c))
-    row("  then assembled into one array (8 threads)", asm, 32 * n, [asm])
-    for f, _, _ in own:
-        drop_shared(f)
     f1 = new_shared_file(n)
     r = pool.submit(_sample_with_fallocate, c, 0, 0, f1).result()
     res["sample_beside_fallocate"] = {"sample_alone_s": round(r[0], 3), "sample_beside_s": round(r[1], 3),
