@@ -445,7 +445,7 @@ def test_sector_bench_runs_verifies_and_records(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     prepare, *rows = json.loads(out.read_text())["rows"]
-    assert prepare["key_source"] == "setup" and prepare["key_file_gib"] > 0
+    assert prepare["key_source"] == "setup" and prepare["key_file_gib"] > 0 and prepare["h_form"] == "lagrange"
     assert prepare["setup_phases"]["total"] > 0 and "scalars_column_sums" in prepare["setup_phases"]
     assert prepare["rep"] == "prepare" and prepare["witness_s"] > 0 and "resident" in prepare["device_memory_gib"]
     assert prepare["precompiled"][:4] == ["stage@2", "evaluate@2", "h@2", "canonical_z@2"]  # one step of both

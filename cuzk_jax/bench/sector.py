@@ -8,7 +8,8 @@ Per run (one row each):
 2. **setup** -- :func:`cuzk_jax.groth16.generator.development_setup` (a DEVELOPMENT key made on the device, toxic
    waste from the OS CSPRNG; ``--fixed_base`` picks its fixed-base method). With ``--key_dir``, the key is read
    from ``<key_dir>/sector-<preset>-<digest>.key`` (:mod:`cuzk_jax.groth16.keyfile`, checksums verified) when that
-   file exists, else made and written there (``key_source``: ``"file"`` or ``"setup"``; ``key_file_gib``): a second
+   file exists, else made and written there (``key_source``: ``"file"`` or ``"setup"``; ``key_file_gib``; ``h_form``:
+   the key's H query form, which decides the H step, see docs/keys.md): a second
    run in a fresh process then measures the device peak of proving without the setup's (JAX cannot reset the
    peak counter). Only for keys that fit the disk (a 2^27 key does not fit the H200 machine's 64 GiB);
 3. **resident** -- :func:`cuzk_jax.groth16.pipeline.make_resident` under ``--prover``'s budgets: the plan is
@@ -169,7 +170,8 @@ def run(cfg) -> list[dict]:
     t = time.perf_counter()
     pk, source = _key(cfg, r1cs, row)
     jax.block_until_ready((pk.a_query, pk.b_g1_query, pk.b_g2_query, pk.l_query, pk.h_query))
-    row.update(setup_s=round(time.perf_counter() - t, 3), domain=pk.domain_size, key_source=source)
+    row.update(setup_s=round(time.perf_counter() - t, 3), domain=pk.domain_size, key_source=source,
+               h_form=pk.h_form)
     memory = {"setup": _device_gib()}
     _say(f"structure {row['structure_s']} s ({row['constraints']} constraints), key ({source}) {row['setup_s']} s")
     t = time.perf_counter()
