@@ -217,9 +217,9 @@ def compile_jobs(lag_tables: tuple, h_tables: tuple, *, chunk: int, lag_width: i
 
     ``lag_tables``: ``(lo, hi, a, tau, k)`` of :func:`lagrange`; ``h_tables``: ``(lo, hi, a)`` of :func:`powers`
     (the arrays themselves: small), or None for a Lagrange H query (its scalars come from the ``lagrange``
-    program on tables of the same shapes, and ``from_mont`` is compiled for its chunk); ``chunk``: elements per call of those programs (``lag_chunk``: of
-    :func:`lagrange`, default ``chunk``); ``lag_width``: the columns of
-    the Lagrange array the column sums read; ``nnz``: each matrix's nonzeros (its extra rows included);
+    program on tables of the same shapes, and ``from_mont`` is compiled for its chunk); ``chunk``: elements per call
+    of those programs (``lag_chunk``: of :func:`lagrange`, default ``chunk``); ``lag_width``: the columns of the
+    Lagrange array the column sums read; ``nnz``: each matrix's nonzeros (its extra rows included);
     ``num_coeffs``: the rows of :func:`scaled_coeffs` (with its zero entry). Each thunk must run with x64 off in
     its thread (the setup's calls are made so; ``column_sums`` and ``finish_sums`` switch it on as their calls
     do)."""

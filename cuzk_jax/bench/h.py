@@ -21,8 +21,8 @@ goes at sector scale (3.0 s per 2^27 partition against ~0.8 s of NTTs).
 Rows: variant (``arkworks``: :func:`cuzk_jax.ops.qap.compute_h`, a coefficient H query's; ``snarkjs``:
 ``compute_h_snarkjs``, 6 NTTs and no final iNTT; ``lagrange``: ``compute_h_lagrange``, the same on our domain, what
 a key of this project's setup takes), impl, log_n, batch, first_call_s, compile_s, median_ms (all partitions),
-per_partition_ms, sppark_floor_ms (NTTs x the sppark single-NTT reference point x batch: a floor for supraseal's groth16_ntt_h, which
-also does the pointwise work), ratio (median / sppark_floor_ms), peak_gib, error.
+per_partition_ms, sppark_floor_ms (NTTs x the sppark single-NTT reference point x batch: a floor for supraseal's
+groth16_ntt_h, which also does the pointwise work), ratio (median / sppark_floor_ms), peak_gib, error.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ Header JSON: ``version``, ``num_inputs``, ``num_aux``, ``domain_size``, ``circui
 the verifying-key bytes of ``data_structures``), ``beta_g1`` / ``delta_g1`` (hex, uncompressed zcash encodings),
 ``hash`` (``"sha256"``), ``hash_block`` (bytes), ``h_form`` (the H query's form, ``"coefficients"`` or
 ``"lagrange"``: ``data_structures.H_FORMS``; absent in files written before it: ``"coefficients"``) and
-``sections``: a list of ``{name, dtype, shape, offset, nbytes, sha256}``. The sections are, for each query ``q`` of ``a_query, b_g1_query, b_g2_query, h_query, l_query``:
+``sections``: a list of ``{name, dtype, shape, offset, nbytes, sha256}``. The sections are, for each query ``q``
+of ``a_query, b_g1_query, b_g2_query, h_query, l_query``:
 
 =============  =======  ======================  ===============================================================
 section        dtype    shape                   contents
