@@ -40,7 +40,7 @@ import time
 from cuzk_jax.errors import BadInput
 from cuzk_jax.groth16 import generator, keyfile
 from cuzk_jax.fileio import atomic_write
-from cuzk_jax.groth16.data_structures import H_FORMS, KeyFormatError, ProvingKey
+from cuzk_jax.groth16.data_structures import KeyFormatError, ProvingKey, check_h_form
 
 log = logging.getLogger(__name__)
 
@@ -175,8 +175,8 @@ def load_or_setup(circuit, r1cs=None, *, directory: str | None = None, toxic=Non
     asked for is a :class:`~cuzk_jax.errors.BadInput` (the cache holds one key per circuit: delete it, or use
     another directory), never silently replaced.
     """
-    if h_form is not None and h_form not in H_FORMS:
-        raise BadInput(f"unknown H query form {h_form!r}; expected one of {H_FORMS}")
+    if h_form is not None:
+        check_h_form(h_form)
     say = progress or (lambda msg: log.info("%s", msg))
     r1cs = r1cs if r1cs is not None else circuit.r1cs()
     path = key_path(circuit, r1cs, directory)

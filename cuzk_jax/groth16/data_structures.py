@@ -60,7 +60,8 @@ from typing import Optional
 import jax
 import numpy as np
 
-from cuzk_jax.errors import FormatError, KeyFormatError  # noqa: F401  (KeyFormatError re-exported: the key-file error)
+# KeyFormatError is re-exported here: the key-file error
+from cuzk_jax.errors import BadInput, FormatError, KeyFormatError  # noqa: F401
 from cuzk_jax.fileio import atomic_write
 from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
@@ -76,10 +77,15 @@ PK_MAGIC_2 = b"CUZKPK02"  # with the H form's code (module doc)
 H_FORMS = ("coefficients", "lagrange")
 
 
+def check_h_form(h_form) -> None:
+    """:class:`~cuzk_jax.errors.BadInput` (a ``ValueError``) unless ``h_form`` is one of :data:`H_FORMS`."""
+    if h_form not in H_FORMS:
+        raise BadInput(f"unknown H query form {h_form!r}; expected one of {H_FORMS}")
+
+
 def h_query_size(domain_size: int, h_form: str = "coefficients") -> int:
     """Points of a key's H query for a domain of ``domain_size`` (:data:`H_FORMS`)."""
-    if h_form not in H_FORMS:
-        raise ValueError(f"unknown H query form {h_form!r}; expected one of {H_FORMS}")
+    check_h_form(h_form)
     return domain_size if h_form == "lagrange" else domain_size - 1
 
 
@@ -289,7 +295,7 @@ class ProvingKey:
     h_form: str = "coefficients"
 
     def __post_init__(self):
-        h_query_size(self.domain_size, self.h_form)  # a bad form fails here
+        check_h_form(self.h_form)
 
     @property
     def num_vars(self) -> int:

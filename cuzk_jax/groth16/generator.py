@@ -45,7 +45,7 @@ from cuzk_jax.reference.groth16 import ToxicWaste
 from cuzk_jax.compile_cache import compile_in_threads, install_compile_hint
 
 from . import host_curve
-from .data_structures import H_FORMS, ProvingKey, VerifyingKey
+from .data_structures import ProvingKey, VerifyingKey, check_h_form
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def lagrange_at(n: int, tau: int, generator: int = 7, odd: bool = False) -> list
     (7 for our domains, 5 for snarkjs's), with one batched inversion.
 
     ``odd``: the size-2n domain's basis at its n odd points instead, ``L^(2n)_(2j+1)(tau) = g w^j (tau^(2n) - 1) /
-    (2n (tau - g w^j))`` with ``g = generator^((r-1)/2n)`` (a Lagrange H query, :data:`H_FORMS`)."""
+    (2n (tau - g w^j))`` with ``g = generator^((r-1)/2n)`` (a Lagrange H query, ``data_structures.H_FORMS``)."""
     size, shift = (2 * n, pow(generator, (R - 1) // (2 * n), R)) if odd else (n, 1)
     w = pow(generator, (R - 1) // n, R)
     z = (pow(tau, size, R) - 1) % R
@@ -90,7 +90,8 @@ def lagrange_at(n: int, tau: int, generator: int = 7, odd: bool = False) -> list
 
 def h_scalars(n: int, toxic: ToxicWaste, h_form: str) -> list[int]:
     """The H query's scalars (host ints) for a domain of ``n``: ``tau^i Z(tau) / delta`` for ``i < n - 1``
-    (``"coefficients"``) or ``L^(2n)_(2i+1)(tau) / delta`` for ``i < n`` (``"lagrange"``; :data:`H_FORMS`)."""
+    (``"coefficients"``) or ``L^(2n)_(2i+1)(tau) / delta`` for ``i < n`` (``"lagrange"``;
+    ``data_structures.H_FORMS``)."""
     dinv = pow(toxic.delta, R - 2, R)
     if h_form == "lagrange":
         return [x * dinv % R for x in lagrange_at(n, toxic.tau, odd=True)]
@@ -109,11 +110,6 @@ def h_scalar_at(i: int, n: int, toxic: ToxicWaste, h_form: str) -> int:
         k = (pow(toxic.tau, 2 * n, R) - 1) * pow(2 * n, R - 2, R) % R
         return k * x % R * pow((toxic.tau - x) % R, R - 2, R) % R * dinv % R
     return pow(toxic.tau, i, R) * (pow(toxic.tau, n, R) - 1) % R * dinv % R
-
-
-def _check_h_form(h_form: str) -> None:
-    if h_form not in H_FORMS:
-        raise ValueError(f"unknown H query form {h_form!r}; expected one of {H_FORMS}")
 
 
 def column_evals(matrix, coeffs, num_vars: int, lag: list[int]) -> list[int]:
@@ -208,11 +204,11 @@ def setup(r1cs, toxic: ToxicWaste | None = None, progress=None, method: str | No
     ``method``: ``"host"`` (the scalars as Python ints, the Jacobian fixed-base method: below), ``"device"``
     (:func:`development_setup`: everything as device array programs), or None: ``"device"`` on an accelerator,
     ``"host"`` on CPU (whose tests compile the host path's one program only). Both give the same key bit for bit.
-    ``h_form``: the H query's form (:data:`H_FORMS`): ``"lagrange"`` (the default: the prover's H step is one
-    transform shorter, :func:`cuzk_jax.ops.qap.compute_h_lagrange`) or ``"coefficients"`` (bellman's, for keys
-    that must match a bellman or arkworks setup).
+    ``h_form``: the H query's form (``data_structures.H_FORMS``): ``"lagrange"`` (the default: the prover's H step
+    is one transform shorter, :func:`cuzk_jax.ops.qap.compute_h_lagrange`) or ``"coefficients"`` (bellman's, for
+    keys that must match a bellman or arkworks setup).
     """
-    _check_h_form(h_form)
+    check_h_form(h_form)
     if method is None:
         method = "host" if jax.default_backend() == "cpu" else "device"
     if method not in SCALAR_METHODS:
@@ -470,7 +466,7 @@ def development_setup(r1cs, toxic: ToxicWaste | None = None, *, insecure_seed_fo
     from cuzk_jax.ops import r1cs as ops_r1cs
     from cuzk_jax.ops import setup_scalars as S
 
-    _check_h_form(h_form)
+    check_h_form(h_form)
     if getattr(r1cs, "tiling", None) is None:  # a tiled one is evaluated block by block (pipeline: tiled)
         ops_r1cs.check_indexable(r1cs)  # a key the prover cannot use fails here, not after the setup
     install_compile_hint()

@@ -70,7 +70,7 @@ from cuzk_jax.reference.curve import g1 as ref_g1, g2 as ref_g2
 
 from . import host_curve, sharding, staging, verifier
 from . import plan as memplan
-from .data_structures import H_FORMS, Proof
+from .data_structures import Proof, check_h_form
 
 #: Threads that issue the 8 limb rows of a batch to the device (:func:`_stage`): one per row, so the host-side
 #: copies of pageable memory run side by side (the A/B: ``bench --op=stage``, RESULTS.md session 19).
@@ -488,8 +488,7 @@ def build_resident(*, queries: dict, r1cs, finish: FinishPoints, num_inputs: int
     partition."""
     if qap not in QAP_FORMS:
         raise BadInput(f"unknown QAP form {qap!r}; expected one of {QAP_FORMS}")
-    if h_form not in H_FORMS:
-        raise BadInput(f"unknown H query form {h_form!r}; expected one of {H_FORMS}")
+    check_h_form(h_form)
     config = as_config(config).resolved(sharded=mesh is not None)
     if config.msm == HOST_MSM and (mesh is not None or config.tables == "on"):
         raise BadInput("prover config msm=host runs on the host: no device mesh, no window tables")
