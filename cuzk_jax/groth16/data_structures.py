@@ -89,6 +89,13 @@ def h_query_size(domain_size: int, h_form: str = "coefficients") -> int:
     return domain_size if h_form == "lagrange" else domain_size - 1
 
 
+def query_sizes(num_inputs: int, num_aux: int, domain_size: int, h_form: str = "coefficients") -> dict[str, int]:
+    """Points per query for a key of these sizes and H query form (both key file formats check against it)."""
+    nv = num_inputs + num_aux
+    return {"a_query": nv, "b_g1_query": nv, "b_g2_query": nv, "h_query": h_query_size(domain_size, h_form),
+            "l_query": num_aux}
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Proof
 # ---------------------------------------------------------------------------------------------------------------
@@ -345,9 +352,7 @@ class ProvingKey:
         for name, p in (("beta_g1", beta), ("delta_g1", delta)):
             if p is None:
                 raise KeyFormatError(f"{what}: {name} is the point at infinity")
-        expected = {"a_query": num_inputs + num_aux, "b_g1_query": num_inputs + num_aux,
-                    "b_g2_query": num_inputs + num_aux, "h_query": h_query_size(domain, h_form),
-                    "l_query": num_aux}
+        expected = query_sizes(num_inputs, num_aux, domain, h_form)
         fields = {}
         for name, group in _QUERIES:
             count = rd.u64(f"{name} count")

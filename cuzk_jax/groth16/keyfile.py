@@ -75,7 +75,7 @@ from cuzk_jax.ops import curve as C
 from cuzk_jax.reference.constants import P
 from cuzk_jax.reference.curve import g1 as ref_g1
 
-from .data_structures import H_FORMS, ProvingKey, VerifyingKey, _decode_ref, h_query_size
+from .data_structures import H_FORMS, ProvingKey, VerifyingKey, _decode_ref, query_sizes
 
 MAGIC = b"CUZKRAW1"
 VERSION = 1
@@ -92,13 +92,6 @@ def _threads() -> int:
 
 def _align(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
-
-
-def query_sizes(num_inputs: int, num_aux: int, domain_size: int, h_form: str = "coefficients") -> dict[str, int]:
-    """Points per query for a key of these sizes and H query form."""
-    nv = num_inputs + num_aux
-    return {"a_query": nv, "b_g1_query": nv, "b_g2_query": nv, "h_query": h_query_size(domain_size, h_form),
-            "l_query": num_aux}
 
 
 def _expected_sections(num_inputs: int, num_aux: int, domain_size: int,
